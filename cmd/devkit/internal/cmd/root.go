@@ -1,0 +1,49 @@
+// Package cmd assembles the devkit command tree. Each noun lives in its own
+// package under internal/cmd/<noun>; this file only wires them together.
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/version"
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+)
+
+const exitCodesHelp = `devkit exits with a code that scripts can rely on:
+
+  0  success
+  1  the command failed (an I/O error, a server that could not start, ...)
+  2  usage error: an unknown command or flag, a missing or extra argument
+  3  a negative answer: the key was not found, the process is not running,
+     the request was denied
+
+Diagnostics go to stderr; data goes to stdout.`
+
+// NewRootCmd builds the whole devkit command tree writing to ios.
+func NewRootCmd(ios *cmdutil.IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "devkit",
+		Short: "Developer infrastructure in one binary: rate limiter, durable KV store, process supervisor",
+		Long: `devkit is one binary with three pieces of developer infrastructure:
+
+  devkit ratelimit   a multi-tenant HTTP rate limiter (memory, Redis, Redis Cluster)
+  devkit kv          a durable key-value store with a write-ahead log
+  devkit sup         a daemonless process supervisor driven by YAML
+
+Run 'devkit help exit-codes' for the exit codes scripts can rely on.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return cmdutil.UsageErrorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+	})
+	root.AddCommand(
+		version.NewCmd(ios),
+		&cobra.Command{Use: "exit-codes", Short: "The exit codes devkit commands use", Long: exitCodesHelp},
+	)
+	// Nouns (kv, ratelimit, sup) are added here, one package each.
+	return root
+}

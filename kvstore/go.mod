@@ -1,0 +1,3 @@
+module github.com/devkit-go/devkit/kvstore
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/devkit-go/devkit/supervisor
+
+go 1.26
