@@ -1,3 +1,3 @@
 module github.com/devkit-go/devkit/kvstore
 
-go 1.26
+go 1.26.0
