@@ -1,3 +1,8 @@
 module github.com/devkit-go/devkit/kvstore
 
 go 1.26.0
+
+require (
+	github.com/google/btree v1.1.3 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

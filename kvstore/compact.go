@@ -1,0 +1,200 @@
+package kvstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore/internal/snapshot"
+	"github.com/devkit-go/devkit/kvstore/internal/wal"
+)
+
+// Snapshots and compaction.
+//
+// Invariant: a log segment is deleted only after a durable snapshot (file
+// synced, renamed, directory synced) covers every record in it, and only when
+// the previous snapshot covers it too, so that falling back to the previous
+// snapshot never finds a hole in the log.
+//
+// Writers are paused only while the current segment is rotated and the
+// memtable's B-tree is cloned (O(1), copy-on-write); the snapshot is written
+// from the clone while they go on.
+
+// SnapshotInfo describes a snapshot written by Snapshot.
+type SnapshotInfo struct {
+	Path     string        `json:"path"`
+	Seq      uint64        `json:"seq"`
+	Keys     int           `json:"keys"`
+	Bytes    int64         `json:"bytes"`
+	Duration time.Duration `json:"duration_ns"`
+	// RemovedSegments is how many log segments the snapshot let go.
+	RemovedSegments int `json:"removed_segments"`
+}
+
+// Snapshot writes a snapshot of the current state and compacts the log: the
+// segments both kept snapshots cover are removed, and snapshots older than
+// the previous one. Writers keep going while it runs.
+func (db *DB) Snapshot(ctx context.Context) (SnapshotInfo, error) {
+	db.mu.Lock()
+	if db.closing {
+		db.mu.Unlock()
+		return SnapshotInfo{}, ErrClosed
+	}
+	db.bg.Add(1) // Close waits for us and cancels our context
+	db.mu.Unlock()
+	defer db.bg.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(db.bgCtx, cancel)
+	defer stop()
+	return db.snapshot(ctx)
+}
+
+// maybeCompact starts a background snapshot when the log has grown past the
+// threshold since the last one. Called by the leader after a batch.
+func (db *DB) maybeCompact() {
+	t := db.opts.CompactionThreshold
+	if t < 0 || db.stats.sinceSnapshot.Load() < t || !db.compacting.CompareAndSwap(false, true) {
+		return
+	}
+	db.mu.Lock()
+	closing := db.closing
+	if !closing {
+		db.bg.Add(1)
+	}
+	db.mu.Unlock()
+	if closing {
+		db.compacting.Store(false)
+		return
+	}
+	go func() {
+		defer db.bg.Done()
+		defer db.compacting.Store(false)
+		if _, err := db.snapshot(db.bgCtx); err != nil && !errors.Is(err, context.Canceled) {
+			db.opts.Logger.Error("kvstore: background compaction failed", "dir", db.dir, "err", err)
+		}
+	}()
+}
+
+func (db *DB) snapshot(ctx context.Context) (SnapshotInfo, error) {
+	db.snapMu.Lock()
+	defer db.snapMu.Unlock()
+	start := time.Now()
+
+	view, err := db.freezeAtSegmentBoundary()
+	if err != nil {
+		db.stats.compactionFails.Add(1)
+		return SnapshotInfo{}, err
+	}
+	info, err := db.writeSnapshot(ctx, view)
+	if err != nil {
+		db.stats.compactionFails.Add(1)
+		return SnapshotInfo{}, err
+	}
+	removed, err := db.removeCovered()
+	if err != nil {
+		db.stats.compactionFails.Add(1)
+		return info, err
+	}
+	info.RemovedSegments = removed
+	info.Duration = time.Since(start)
+	db.stats.compactions.Add(1)
+	db.stats.snapshotSeq.Store(info.Seq)
+	db.stats.lastSnapshotNs.Store(time.Now().UnixNano())
+	return info, nil
+}
+
+// freezeAtSegmentBoundary rotates the log (when the current segment holds
+// records) and clones the memtable at the same instant, so every record of
+// the older segments is in the frozen view and none of the new one is.
+func (db *DB) freezeAtSegmentBoundary() (frozen, error) {
+	db.lead()
+	defer db.unlead()
+	if err := db.failure(); err != nil {
+		return frozen{}, err
+	}
+	if db.seg.Size() > wal.HeaderSize {
+		if err := db.rotate(); err != nil {
+			return frozen{}, db.fail(fmt.Errorf("start a new log segment: %w", err))
+		}
+	}
+	db.stats.sinceSnapshot.Store(0)
+	return db.mem.freeze(), nil
+}
+
+func (db *DB) writeSnapshot(ctx context.Context, view frozen) (SnapshotInfo, error) {
+	fs := db.opts.fs
+	final := filepath.Join(db.dir, snapshotName(view.seq))
+	tmp := final + tmpSuffix
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot: %w", err)
+	}
+	pull, stop := iter.Pull(func(yield func(item) bool) { view.tree.Ascend(yield) })
+	next := func() (snapshot.Entry, bool) {
+		it, ok := pull()
+		return snapshot.Entry{Key: []byte(it.key), Value: it.value}, ok
+	}
+	n, err := snapshot.Write(ctx, f, snapshot.Header{Seq: view.seq, Count: uint64(view.count)}, next)
+	stop()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, final)
+	}
+	if err == nil {
+		err = fs.SyncDir(db.dir)
+	}
+	if err != nil {
+		fs.Remove(tmp)
+		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot %s: %w", final, err)
+	}
+	return SnapshotInfo{Path: final, Seq: view.seq, Keys: view.count, Bytes: n}, nil
+}
+
+// removeCovered keeps the two newest snapshots and removes older ones, and
+// every log segment that the older kept snapshot covers entirely.
+func (db *DB) removeCovered() (int, error) {
+	fs := db.opts.fs
+	snaps, err := db.listSnapshots()
+	if err != nil {
+		return 0, err
+	}
+	if len(snaps) < 2 {
+		return 0, nil
+	}
+	keepFrom := snaps[len(snaps)-2]
+	segs, err := wal.ListSegments(fs, db.dir)
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	// Segment i holds records FirstSeq(i)..FirstSeq(i+1)-1; the current
+	// segment is never removed.
+	var freed int64
+	for i := 0; i+1 < len(segs) && segs[i+1].FirstSeq <= keepFrom.seq+1; i++ {
+		if fi, err := os.Stat(segs[i].Path); err == nil {
+			freed += fi.Size()
+		}
+		if err := fs.Remove(segs[i].Path); err != nil {
+			return removed, fmt.Errorf("kvstore: remove covered segment: %w", err)
+		}
+		removed++
+	}
+	for _, s := range snaps[:len(snaps)-2] {
+		if err := fs.Remove(s.path); err != nil {
+			return removed, fmt.Errorf("kvstore: remove old snapshot: %w", err)
+		}
+	}
+	db.stats.logBytes.Add(-freed)
+	db.stats.segments.Add(-int64(removed))
+	return removed, fs.SyncDir(db.dir)
+}

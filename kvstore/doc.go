@@ -1,0 +1,33 @@
+// Package kvstore is a durable, embedded key-value engine: a write-ahead log
+// of checksummed records, group commit, snapshots with compaction, and crash
+// recovery that keeps the last clean prefix of the log.
+//
+// # Durability
+//
+// Under SyncAlways (the default) Set and Delete return only after the log
+// record holding the write is fdatasynced; concurrent writers share fsyncs
+// (group commit), and a lone writer never waits for batching. Under
+// SyncPeriodic and SyncNone a write is acknowledged once it is handed to the
+// OS with a write system call — there is no buffering in the process, so a
+// crash of the process loses nothing; a power loss can lose the last
+// SyncInterval (periodic) or what the OS had not flushed yet (none).
+//
+// # Recovery
+//
+// Open loads the newest snapshot that passes its checksum (falling back to
+// the previous one), then replays the log after it. A torn tail — a partial
+// or damaged record with nothing valid after it, a zero-filled tail included —
+// is cut off the newest segment before anything is appended. Damage followed
+// by valid records is mid-log corruption: Open fails with a *CorruptionError
+// naming the file and offset, unless Options.Recovery is RecoverTruncate.
+//
+// # Concurrency
+//
+// A DB is safe for concurrent use. Reads (Get, Scan) never wait for disk I/O.
+// One process owns a data directory: a second Open fails with ErrLocked and
+// the holder's PID. After a failed write or fsync the engine is read-only:
+// every later write returns an error matching ErrReadOnly, and
+// Stats().ReadOnlyReason says why.
+//
+// See docs/kvstore.md for the on-disk format.
+package kvstore

@@ -1,0 +1,202 @@
+// Package snapshot reads and writes the engine's snapshot files: every key
+// and value at one sequence number, in key order, in a checksummed binary
+// format of our own.
+//
+// Invariant: a snapshot is trusted only after its trailing CRC-32C matches
+// everything before it, and no length is allocated before it is checked
+// against its bound and the bytes left in the file.
+//
+// Layout (little endian): magic "DKVSNAP\n", version u32, seq u64, count u64,
+// then count entries of uvarint(len key) uvarint(len value) key value, then a
+// crc32c u32 over every byte before it.
+package snapshot
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+)
+
+const (
+	magic      = "DKVSNAP\n"
+	version    = 1
+	headerSize = 8 + 4 + 8 + 8
+	// cancelEvery is how many entries Write writes between context checks.
+	cancelEvery = 4096
+)
+
+// ErrCorrupt reports a snapshot that fails its checksum or framing rules.
+var ErrCorrupt = errors.New("snapshot: corrupt")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Header is what a snapshot covers.
+type Header struct {
+	Seq   uint64 // every record up to and including Seq is in the snapshot
+	Count uint64 // number of entries
+}
+
+// Entry is one key and its value.
+type Entry struct {
+	Key   []byte
+	Value []byte
+}
+
+// Write streams a snapshot to w. next yields entries in key order and
+// returns false when done; it must yield exactly h.Count entries.
+func Write(ctx context.Context, w io.Writer, h Header, next func() (Entry, bool)) (int64, error) {
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
+	var hdr [headerSize]byte
+	copy(hdr[:], magic)
+	binary.LittleEndian.PutUint32(hdr[8:], version)
+	binary.LittleEndian.PutUint64(hdr[12:], h.Seq)
+	binary.LittleEndian.PutUint64(hdr[20:], h.Count)
+	written := int64(headerSize)
+	if _, err := bw.Write(hdr[:]); err != nil {
+		return written, err
+	}
+	var n uint64
+	var lens [2 * binary.MaxVarintLen64]byte
+	for {
+		e, ok := next()
+		if !ok {
+			break
+		}
+		if n%cancelEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return written, err
+			}
+		}
+		l := binary.PutUvarint(lens[:], uint64(len(e.Key)))
+		l += binary.PutUvarint(lens[l:], uint64(len(e.Value)))
+		bw.Write(lens[:l])
+		bw.Write(e.Key)
+		if _, err := bw.Write(e.Value); err != nil {
+			return written, err
+		}
+		written += int64(l + len(e.Key) + len(e.Value))
+		n++
+	}
+	if n != h.Count {
+		return written, fmt.Errorf("snapshot: wrote %d entries, header says %d", n, h.Count)
+	}
+	if err := bw.Flush(); err != nil {
+		return written, err
+	}
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], crc.Sum32())
+	if _, err := w.Write(sum[:]); err != nil {
+		return written, err
+	}
+	return written + 4, nil
+}
+
+// Limits bound the lengths the decoder accepts.
+type Limits struct {
+	MaxKey   int
+	MaxValue int
+}
+
+// Read decodes a snapshot of size bytes from r, calling fn for each entry
+// in order. Key and value passed to fn are only valid during the call. The
+// caller must discard what fn built if Read returns an error: the checksum
+// is only known at the end.
+func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte) error) (Header, error) {
+	if size < headerSize+4 {
+		return Header{}, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
+	}
+	crc := crc32.New(castagnoli)
+	cr := &countingReader{r: bufio.NewReaderSize(r, 1<<20), crc: crc, left: size - 4}
+	var hdr [headerSize]byte
+	if _, err := io.ReadFull(cr, hdr[:]); err != nil {
+		return Header{}, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
+	}
+	if string(hdr[:8]) != magic {
+		return Header{}, fmt.Errorf("%w: not a devkit snapshot", ErrCorrupt)
+	}
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v != version {
+		return Header{}, fmt.Errorf("%w: version %d, this build reads version %d", ErrCorrupt, v, version)
+	}
+	h := Header{Seq: binary.LittleEndian.Uint64(hdr[12:]), Count: binary.LittleEndian.Uint64(hdr[20:])}
+	// Every entry takes at least two bytes: a count above that is a lie.
+	if h.Count > uint64(cr.left)/2 {
+		return Header{}, fmt.Errorf("%w: %d entries cannot fit in %d bytes", ErrCorrupt, h.Count, cr.left)
+	}
+	var buf []byte
+	for i := uint64(0); i < h.Count; i++ {
+		klen, err := binary.ReadUvarint(cr)
+		if err != nil {
+			return h, fmt.Errorf("%w: entry %d: key length: %v", ErrCorrupt, i, err)
+		}
+		vlen, err := binary.ReadUvarint(cr)
+		if err != nil {
+			return h, fmt.Errorf("%w: entry %d: value length: %v", ErrCorrupt, i, err)
+		}
+		if klen > uint64(lim.MaxKey) || vlen > uint64(lim.MaxValue) || klen+vlen > uint64(cr.left) {
+			return h, fmt.Errorf("%w: entry %d: key %d and value %d bytes exceed the bounds or the %d bytes left",
+				ErrCorrupt, i, klen, vlen, cr.left)
+		}
+		need := int(klen + vlen)
+		if cap(buf) < need {
+			buf = make([]byte, need)
+		}
+		buf = buf[:need]
+		if _, err := io.ReadFull(cr, buf); err != nil {
+			return h, fmt.Errorf("%w: entry %d: %v", ErrCorrupt, i, err)
+		}
+		if err := fn(buf[:klen], buf[klen:]); err != nil {
+			return h, err
+		}
+	}
+	if cr.left != 0 {
+		return h, fmt.Errorf("%w: %d unexpected bytes after the last entry", ErrCorrupt, cr.left)
+	}
+	want := crc.Sum32()
+	var sum [4]byte
+	if _, err := io.ReadFull(cr.r, sum[:]); err != nil {
+		return h, fmt.Errorf("%w: checksum: %v", ErrCorrupt, err)
+	}
+	if binary.LittleEndian.Uint32(sum[:]) != want {
+		return h, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	return h, nil
+}
+
+// countingReader feeds the checksum and refuses to read past the body.
+type countingReader struct {
+	r    *bufio.Reader
+	crc  hash.Hash32
+	left int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	c.crc.Write(p[:n])
+	return n, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	if c.left <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	b, err := c.r.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	c.left--
+	c.crc.Write([]byte{b})
+	return b, nil
+}

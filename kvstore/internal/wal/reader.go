@@ -1,0 +1,50 @@
+package wal
+
+import (
+	"encoding/binary"
+	"io"
+	"os"
+
+	"github.com/devkit-go/devkit/kvstore/internal/vfs"
+)
+
+// ReadSegment reads a whole segment file. Records decoded from the returned
+// buffer alias it; lengths are checked against len(buf), so a lying length
+// field never makes the reader allocate more than the file holds.
+func ReadSegment(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// ValidRecordAfter reports whether any valid record with a sequence number
+// after lastSeq starts beyond offset from in buf. It is how a torn tail
+// (nothing valid follows the damage) is told from mid-log corruption (good
+// records follow it). Candidates are filtered on the sequence field before
+// a checksum is computed, so a long garbage tail is scanned quickly.
+func ValidRecordAfter(buf []byte, from int, lastSeq uint64, maxPayload int) (int, bool) {
+	// Any record after the damage must carry a sequence number in
+	// (lastSeq, lastSeq+records that could fit].
+	maxSeq := lastSeq + uint64(len(buf)/RecordHeaderSize) + 1
+	for off := from + 1; off+RecordHeaderSize <= len(buf); off++ {
+		seq := binary.LittleEndian.Uint64(buf[off+9 : off+17])
+		if seq <= lastSeq || seq > maxSeq {
+			continue
+		}
+		if _, _, err := DecodeRecord(buf[off:], maxPayload); err == nil {
+			return off, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,122 @@
+// Package wal is the engine's write-ahead log: segment files of framed,
+// checksummed records.
+//
+// Invariant: a record's length is checked against the record-size bound and
+// against the bytes left in the segment before anything is allocated for it,
+// and a record is believed only when its CRC-32C matches.
+//
+// Record layout (little endian):
+//
+//	crc32c  u32  over every byte after it: length, type, seq and payload
+//	length  u32  payload length
+//	type    u8   TypeSet or TypeDelete
+//	seq     u64  sequence number, consecutive across the whole log
+//	payload      uvarint(len(key)) key value
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// RecordHeaderSize is the fixed part of every record.
+const RecordHeaderSize = 4 + 4 + 1 + 8
+
+// RecordType says what a record does.
+type RecordType uint8
+
+// Record types.
+const (
+	TypeSet    RecordType = 1
+	TypeDelete RecordType = 2
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Record is one logged mutation. Key and Value alias the decoded buffer.
+type Record struct {
+	Type  RecordType
+	Seq   uint64
+	Key   []byte
+	Value []byte
+}
+
+// ErrTruncated reports a record that runs past the end of the data: a torn
+// write, or a length field that lies.
+var ErrTruncated = errors.New("wal: record truncated")
+
+// ErrBadRecord reports a record that fails its checksum or its framing rules.
+var ErrBadRecord = errors.New("wal: bad record")
+
+// EncodedSize is the number of bytes AppendRecord adds for key and value.
+func EncodedSize(key, value []byte) int {
+	return RecordHeaderSize + uvarintLen(uint64(len(key))) + len(key) + len(value)
+}
+
+// MaxPayload is the largest payload a record with these key and value
+// bounds can carry: the decoder's bound on a length field.
+func MaxPayload(maxKey, maxValue int) int {
+	return binary.MaxVarintLen64 + maxKey + maxValue
+}
+
+// AppendRecord appends the encoding of r to dst.
+func AppendRecord(dst []byte, r Record) []byte {
+	start := len(dst)
+	payload := uvarintLen(uint64(len(r.Key))) + len(r.Key) + len(r.Value)
+	dst = append(dst, make([]byte, RecordHeaderSize)...)
+	h := dst[start:]
+	binary.LittleEndian.PutUint32(h[4:8], uint32(payload))
+	h[8] = byte(r.Type)
+	binary.LittleEndian.PutUint64(h[9:17], r.Seq)
+	dst = binary.AppendUvarint(dst, uint64(len(r.Key)))
+	dst = append(dst, r.Key...)
+	dst = append(dst, r.Value...)
+	binary.LittleEndian.PutUint32(dst[start:start+4], crc32.Checksum(dst[start+4:], castagnoli))
+	return dst
+}
+
+// DecodeRecord decodes the record at the start of b. maxPayload bounds the
+// length field. It returns the record and its encoded size. Errors wrap
+// ErrTruncated or ErrBadRecord.
+func DecodeRecord(b []byte, maxPayload int) (Record, int, error) {
+	if len(b) < RecordHeaderSize {
+		return Record{}, 0, fmt.Errorf("%w: %d header bytes of %d", ErrTruncated, len(b), RecordHeaderSize)
+	}
+	n := binary.LittleEndian.Uint32(b[4:8])
+	if uint64(n) > uint64(maxPayload) {
+		return Record{}, 0, fmt.Errorf("%w: length %d exceeds the record bound %d", ErrBadRecord, n, maxPayload)
+	}
+	total := RecordHeaderSize + int(n)
+	if total > len(b) {
+		return Record{}, 0, fmt.Errorf("%w: length %d but only %d bytes left", ErrTruncated, n, len(b)-RecordHeaderSize)
+	}
+	if crc32.Checksum(b[4:total], castagnoli) != binary.LittleEndian.Uint32(b[0:4]) {
+		return Record{}, 0, fmt.Errorf("%w: checksum mismatch", ErrBadRecord)
+	}
+	r := Record{Type: RecordType(b[8]), Seq: binary.LittleEndian.Uint64(b[9:17])}
+	if r.Type != TypeSet && r.Type != TypeDelete {
+		return Record{}, 0, fmt.Errorf("%w: unknown type %d", ErrBadRecord, r.Type)
+	}
+	payload := b[RecordHeaderSize:total]
+	klen, m := binary.Uvarint(payload)
+	if m <= 0 || klen > uint64(len(payload)-m) {
+		return Record{}, 0, fmt.Errorf("%w: key length does not fit the payload", ErrBadRecord)
+	}
+	r.Key = payload[m : m+int(klen)]
+	r.Value = payload[m+int(klen):]
+	if r.Type == TypeDelete && len(r.Value) != 0 {
+		return Record{}, 0, fmt.Errorf("%w: delete record carries a value", ErrBadRecord)
+	}
+	return r, total, nil
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}

@@ -1,0 +1,303 @@
+package kvstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore/internal/snapshot"
+	"github.com/devkit-go/devkit/kvstore/internal/wal"
+)
+
+// Recovery.
+//
+// Invariant: the state after Open is the newest valid snapshot plus every
+// record after its sequence number, in order, with no gap; a damaged tail of
+// the newest segment is cut off on disk before anything new is appended, and
+// damage that valid records follow is an error, never silently dropped.
+
+func (db *DB) recover() error {
+	start := time.Now()
+	db.removeTempFiles()
+	mem, snapSeq, err := db.loadSnapshot()
+	if err != nil {
+		return err
+	}
+	db.mem = mem
+	db.stats.snapshotSeq.Store(snapSeq)
+
+	segs, err := wal.ListSegments(db.opts.fs, db.dir)
+	if err != nil {
+		return fmt.Errorf("kvstore: list log segments: %w", err)
+	}
+	// Skip segments wholly covered by the snapshot: the next one starts at
+	// or before the first record the snapshot lacks.
+	for len(segs) > 1 && segs[1].FirstSeq <= snapSeq+1 {
+		segs = segs[1:]
+	}
+	rp := replay{db: db, next: snapSeq + 1}
+	for i, seg := range segs {
+		newest := i == len(segs)-1
+		stop, err := rp.segment(seg, newest)
+		if err != nil {
+			return err
+		}
+		if stop {
+			if err := db.dropSegments(segs[i+1:]); err != nil {
+				return err
+			}
+			segs = segs[:i+1]
+			break
+		}
+	}
+	db.mem.buildTree(rp.next - 1)
+	db.nextSeq = rp.next
+	db.lastWritten = rp.next - 1
+	db.stats.replayed = rp.applied
+	db.stats.replayTime = time.Since(start)
+
+	var logBytes int64
+	for _, s := range segs {
+		if fi, err := os.Stat(s.Path); err == nil {
+			logBytes += fi.Size()
+		}
+	}
+	db.stats.logBytes.Store(logBytes)
+	db.stats.segments.Store(int64(len(segs)))
+	db.stats.sinceSnapshot.Store(logBytes)
+
+	if rp.tail != nil {
+		db.seg, err = wal.OpenSegmentForAppend(db.opts.fs, rp.tail.path, rp.tail.firstSeq, rp.tail.size)
+	} else {
+		db.seg, err = wal.CreateSegment(db.opts.fs, db.dir, db.nextSeq, true)
+		db.stats.segments.Add(1)
+	}
+	if err != nil {
+		return fmt.Errorf("kvstore: open log for append: %w", err)
+	}
+	db.curSeg.Store(db.seg)
+	if rp.applied > 0 || db.stats.tornBytes > 0 {
+		db.opts.Logger.Info("kvstore: recovered", "dir", db.dir, "snapshot_seq", snapSeq,
+			"replayed", rp.applied, "seq", db.lastWritten, "duration", db.stats.replayTime)
+	}
+	return nil
+}
+
+// replay applies log segments to the memtable in order.
+type replay struct {
+	db      *DB
+	next    uint64 // the sequence number the next record must carry
+	applied uint64
+	tail    *tailSegment // the segment to keep appending to
+}
+
+type tailSegment struct {
+	path     string
+	firstSeq uint64
+	size     int64
+}
+
+// segment replays one segment. stop reports that the log was cut here and
+// later segments must go (RecoverTruncate).
+func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err error) {
+	db := rp.db
+	buf, err := wal.ReadSegment(db.opts.fs, seg.Path)
+	if err != nil {
+		return false, fmt.Errorf("kvstore: read %s: %w", seg.Path, err)
+	}
+	maxPayload := wal.MaxPayload(MaxKeySizeLimit, MaxValueSizeLimit)
+	first, herr := wal.DecodeHeader(buf)
+	if herr == nil && first != seg.FirstSeq {
+		herr = fmt.Errorf("header says first record %d, the file name says %d", first, seg.FirstSeq)
+	}
+	if herr != nil {
+		if _, valid := wal.ValidRecordAfter(buf, -1, rp.next-1, maxPayload); newest && !valid {
+			// A crash while the segment was being created: nothing in it.
+			db.opts.Logger.Warn("kvstore: removing a log segment with a torn header", "file", seg.Path, "bytes", len(buf))
+			db.stats.tornBytes += int64(len(buf))
+			return false, db.removeSynced(seg.Path)
+		}
+		return rp.damaged(seg.Path, buf, 0, herr)
+	}
+	if seg.FirstSeq > rp.next {
+		return false, &CorruptionError{File: seg.Path, Offset: 0,
+			Err: fmt.Errorf("records %d..%d are missing from the log", rp.next, seg.FirstSeq-1)}
+	}
+	off := wal.HeaderSize
+	for off < len(buf) {
+		rec, n, err := wal.DecodeRecord(buf[off:], maxPayload)
+		if err == nil && rec.Seq >= rp.next && rec.Seq != rp.next {
+			err = fmt.Errorf("%w: sequence %d where %d was expected", wal.ErrBadRecord, rec.Seq, rp.next)
+		}
+		if err != nil {
+			if _, valid := wal.ValidRecordAfter(buf, off, rp.next-1, maxPayload); newest && !valid {
+				db.opts.Logger.Warn("kvstore: cutting a torn tail off the log", "file", seg.Path,
+					"offset", off, "bytes", len(buf)-off, "reason", err)
+				db.stats.tornBytes += int64(len(buf) - off)
+				rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
+				return false, nil
+			}
+			return rp.damaged(seg.Path, buf, off, err)
+		}
+		if rec.Seq == rp.next {
+			mu := mutation{key: string(rec.Key), del: rec.Type == wal.TypeDelete}
+			if !mu.del {
+				mu.value = append(make([]byte, 0, len(rec.Value)), rec.Value...)
+			}
+			db.mem.load(mu)
+			rp.next++
+			rp.applied++
+		}
+		off += n
+	}
+	if newest {
+		rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
+	}
+	return false, nil
+}
+
+// damaged handles damage that is not a torn tail: an error naming the file
+// and offset, or, under RecoverTruncate, a cut at that offset.
+func (rp *replay) damaged(path string, buf []byte, off int, cause error) (bool, error) {
+	db := rp.db
+	if db.opts.Recovery != RecoverTruncate {
+		return false, &CorruptionError{File: path, Offset: int64(off), Err: cause}
+	}
+	db.opts.Logger.Error("kvstore: RecoverTruncate: dropping the log from a damaged record on",
+		"file", path, "offset", off, "reason", cause)
+	db.stats.droppedRecs++ // at least the damaged one; later segments are counted as they go
+	if off < wal.HeaderSize {
+		// Nothing usable in this segment: start a fresh one in its place.
+		if err := db.removeSynced(path); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	rp.tail = &tailSegment{path: path, firstSeq: rp.firstSeqOf(buf), size: int64(off)}
+	return true, nil
+}
+
+func (rp *replay) firstSeqOf(buf []byte) uint64 {
+	first, _ := wal.DecodeHeader(buf)
+	return first
+}
+
+// dropSegments removes segments after a RecoverTruncate cut.
+func (db *DB) dropSegments(segs []wal.SegmentInfo) error {
+	for _, s := range segs {
+		db.opts.Logger.Error("kvstore: RecoverTruncate: removing a log segment after the cut", "file", s.Path)
+		if err := db.opts.fs.Remove(s.Path); err != nil {
+			return fmt.Errorf("kvstore: remove %s: %w", s.Path, err)
+		}
+	}
+	if len(segs) > 0 {
+		return db.opts.fs.SyncDir(db.dir)
+	}
+	return nil
+}
+
+func (db *DB) removeSynced(path string) error {
+	if err := db.opts.fs.Remove(path); err != nil {
+		return fmt.Errorf("kvstore: remove %s: %w", path, err)
+	}
+	return db.opts.fs.SyncDir(db.dir)
+}
+
+// loadSnapshot loads the newest snapshot that passes its checksum, falling
+// back to older ones. Without a usable snapshot the log must start at 1.
+func (db *DB) loadSnapshot() (*memtable, uint64, error) {
+	snaps, err := db.listSnapshots()
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := len(snaps) - 1; i >= 0; i-- {
+		mem := newMemtable()
+		h, err := db.readSnapshot(snaps[i].path, mem)
+		if err == nil {
+			return mem, h.Seq, nil
+		}
+		db.stats.snapshotsSkip++
+		db.opts.Logger.Error("kvstore: skipping a damaged snapshot", "file", snaps[i].path, "err", err)
+	}
+	if len(snaps) > 0 {
+		segs, err := wal.ListSegments(db.opts.fs, db.dir)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(segs) == 0 || segs[0].FirstSeq != 1 {
+			return nil, 0, fmt.Errorf("%w: every snapshot in %s is damaged and the log no longer starts at the first record", ErrCorrupt, db.dir)
+		}
+	}
+	return newMemtable(), 0, nil
+}
+
+func (db *DB) readSnapshot(path string, mem *memtable) (snapshot.Header, error) {
+	f, err := db.opts.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return snapshot.Header{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return snapshot.Header{}, err
+	}
+	lim := snapshot.Limits{MaxKey: MaxKeySizeLimit, MaxValue: MaxValueSizeLimit}
+	return snapshot.Read(f, fi.Size(), lim, func(key, value []byte) error {
+		mem.load(mutation{key: string(key), value: append(make([]byte, 0, len(value)), value...)})
+		return nil
+	})
+}
+
+type snapshotFile struct {
+	path string
+	seq  uint64
+}
+
+const (
+	snapPrefix = "snap-"
+	snapSuffix = ".snap"
+	tmpSuffix  = ".tmp"
+)
+
+func snapshotName(seq uint64) string { return fmt.Sprintf("%s%020d%s", snapPrefix, seq, snapSuffix) }
+
+// listSnapshots returns the snapshot files of the directory, oldest first.
+func (db *DB) listSnapshots() ([]snapshotFile, error) {
+	entries, err := db.opts.fs.ReadDir(db.dir)
+	if err != nil {
+		return nil, fmt.Errorf("kvstore: list %s: %w", db.dir, err)
+	}
+	var out []snapshotFile
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, snapPrefix) || !strings.HasSuffix(name, snapSuffix) {
+			continue
+		}
+		var seq uint64
+		if _, err := fmt.Sscanf(strings.TrimSuffix(strings.TrimPrefix(name, snapPrefix), snapSuffix), "%d", &seq); err != nil {
+			continue
+		}
+		out = append(out, snapshotFile{path: filepath.Join(db.dir, name), seq: seq})
+	}
+	// Names are zero-padded, so ReadDir's name order is sequence order.
+	return out, nil
+}
+
+// removeTempFiles deletes snapshots that were being written when the
+// process died; they were never renamed into place, so nothing needs them.
+func (db *DB) removeTempFiles() {
+	entries, err := db.opts.fs.ReadDir(db.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), tmpSuffix) {
+			if err := db.opts.fs.Remove(filepath.Join(db.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				db.opts.Logger.Warn("kvstore: cannot remove an abandoned temp file", "file", e.Name(), "err", err)
+			}
+		}
+	}
+}

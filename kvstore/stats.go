@@ -1,0 +1,105 @@
+package kvstore
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// counters are updated with atomics on the paths that move them.
+type counters struct {
+	sets, deletes   atomic.Uint64
+	batches         atomic.Uint64
+	fsyncs          atomic.Uint64
+	syncedRecords   atomic.Uint64
+	logBytes        atomic.Int64
+	sinceSnapshot   atomic.Int64
+	segments        atomic.Int64
+	compactions     atomic.Uint64
+	compactionFails atomic.Uint64
+	snapshotSeq     atomic.Uint64
+	lastSnapshotNs  atomic.Int64
+
+	// Set once by recovery.
+	replayed      uint64
+	replayTime    time.Duration
+	tornBytes     int64
+	droppedRecs   uint64
+	snapshotsSkip int
+}
+
+// Stats is a point-in-time view of the engine's counters.
+type Stats struct {
+	Keys       int64  `json:"keys"`
+	DataBytes  int64  `json:"data_bytes"` // sum of key and value lengths
+	Seq        uint64 `json:"seq"`        // last acknowledged sequence number
+	SyncPolicy string `json:"sync_policy"`
+
+	Sets    uint64 `json:"sets"`
+	Deletes uint64 `json:"deletes"`
+	Gets    uint64 `json:"gets"`
+	Hits    uint64 `json:"hits"`
+	Misses  uint64 `json:"misses"`
+
+	LogBytes        int64   `json:"log_bytes"` // bytes in live log segments
+	LogSegments     int64   `json:"log_segments"`
+	Batches         uint64  `json:"batches"` // group-commit batches written
+	Fsyncs          uint64  `json:"fsyncs"`
+	RecordsPerFsync float64 `json:"records_per_fsync"`
+
+	Compactions        uint64    `json:"compactions"`
+	CompactionFailures uint64    `json:"compaction_failures"`
+	SnapshotSeq        uint64    `json:"snapshot_seq"`
+	LastSnapshot       time.Time `json:"last_snapshot,omitzero"`
+
+	ReplayedRecords  uint64        `json:"replayed_records"`
+	ReplayDuration   time.Duration `json:"replay_duration_ns"`
+	TornTailBytes    int64         `json:"torn_tail_bytes"`   // cut from the log at open
+	DroppedRecords   uint64        `json:"dropped_records"`   // dropped by RecoverTruncate at open
+	SnapshotsSkipped int           `json:"snapshots_skipped"` // damaged snapshots passed over at open
+
+	ReadOnly       bool   `json:"read_only"`
+	ReadOnlyReason string `json:"read_only_reason,omitempty"`
+}
+
+// Stats returns the engine's counters.
+func (db *DB) Stats() Stats {
+	c := &db.stats
+	s := Stats{
+		Keys:               db.mem.keys.Load(),
+		DataBytes:          db.mem.bytes.Load(),
+		SyncPolicy:         db.opts.Sync.String(),
+		Sets:               c.sets.Load(),
+		Deletes:            c.deletes.Load(),
+		LogBytes:           c.logBytes.Load(),
+		LogSegments:        c.segments.Load(),
+		Batches:            c.batches.Load(),
+		Fsyncs:             c.fsyncs.Load(),
+		Compactions:        c.compactions.Load(),
+		CompactionFailures: c.compactionFails.Load(),
+		SnapshotSeq:        c.snapshotSeq.Load(),
+		ReplayedRecords:    c.replayed,
+		ReplayDuration:     c.replayTime,
+		TornTailBytes:      c.tornBytes,
+		DroppedRecords:     c.droppedRecs,
+		SnapshotsSkipped:   c.snapshotsSkip,
+	}
+	db.mem.treeMu.RLock()
+	s.Seq = db.mem.seq
+	db.mem.treeMu.RUnlock()
+	for i := range db.mem.shards {
+		s.Hits += db.mem.shards[i].hits.Load()
+		s.Misses += db.mem.shards[i].misses.Load()
+	}
+	s.Gets = s.Hits + s.Misses
+	if s.Fsyncs > 0 {
+		s.RecordsPerFsync = float64(c.syncedRecords.Load()) / float64(s.Fsyncs)
+	}
+	if ns := c.lastSnapshotNs.Load(); ns != 0 {
+		s.LastSnapshot = time.Unix(0, ns)
+	}
+	if err := db.failure(); err != nil {
+		s.ReadOnly = true
+		s.ReadOnlyReason = err.Error()
+	}
+	return s
+}
