@@ -1,0 +1,67 @@
+// Package backend is what the KV servers (HTTP, TCP JSON, RESP) need from the
+// engine, and the one mapping from engine errors to the codes every transport
+// reports, so that all front doors name a failure the same way.
+package backend
+
+import (
+	"errors"
+
+	"github.com/devkit-go/devkit/kvstore"
+)
+
+// Store is the part of *kvstore.DB the servers use. *kvstore.DB implements
+// it; tests wrap a real engine in it to inject faults.
+type Store interface {
+	Get(key []byte) ([]byte, error)
+	Has(key []byte) (bool, error)
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	Scan(opts kvstore.ScanOptions) (kvstore.ScanPage, error)
+	Len() int
+	Stats() kvstore.Stats
+}
+
+var _ Store = (*kvstore.DB)(nil)
+
+// Error codes, stable for clients: they appear in HTTP and TCP JSON error
+// bodies and in RESP error replies.
+const (
+	CodeNotFound      = "not_found"
+	CodeEmptyKey      = "empty_key"
+	CodeKeyTooLarge   = "key_too_large"
+	CodeValueTooLarge = "value_too_large"
+	CodeReadOnly      = "read_only"
+	CodeClosed        = "closed"
+	CodeBadRequest    = "bad_request"
+	CodeInternal      = "internal"
+)
+
+// Code names an engine error for clients.
+func Code(err error) string {
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound):
+		return CodeNotFound
+	case errors.Is(err, kvstore.ErrEmptyKey):
+		return CodeEmptyKey
+	case errors.Is(err, kvstore.ErrKeyTooLarge):
+		return CodeKeyTooLarge
+	case errors.Is(err, kvstore.ErrValueTooLarge):
+		return CodeValueTooLarge
+	case errors.Is(err, kvstore.ErrReadOnly):
+		return CodeReadOnly
+	case errors.Is(err, kvstore.ErrClosed):
+		return CodeClosed
+	default:
+		return CodeInternal
+	}
+}
+
+// IsClientError reports whether err is the client's fault (a bad key or
+// value) rather than the server's.
+func IsClientError(err error) bool {
+	switch Code(err) {
+	case CodeEmptyKey, CodeKeyTooLarge, CodeValueTooLarge, CodeBadRequest:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,222 @@
+package tcpjson
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/backend"
+)
+
+// Client is a connection to a tcpjson server. It is safe for concurrent
+// use; requests on one Client are sent one at a time.
+type Client struct {
+	mu   sync.Mutex
+	conn net.Conn
+	r    *bufio.Reader
+	w    *bufio.Writer
+	enc  *json.Encoder
+	err  error // sticky: a broken connection stays broken
+}
+
+// Dial connects to the server at addr.
+func Dial(ctx context.Context, addr string) (*Client, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("tcpjson: dial %s: %w", addr, err)
+	}
+	c := &Client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10), w: bufio.NewWriterSize(conn, 64<<10)}
+	c.enc = json.NewEncoder(c.w)
+	c.enc.SetEscapeHTML(false)
+	return c, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Error is a failure the server reported. It matches the kvstore sentinel
+// with the same code (errors.Is(err, kvstore.ErrKeyTooLarge), ...).
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return "tcpjson: server: " + e.Message }
+
+// Is maps the server's code to the engine's sentinel errors.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case kvstore.ErrNotFound:
+		return e.Code == backend.CodeNotFound
+	case kvstore.ErrEmptyKey:
+		return e.Code == backend.CodeEmptyKey
+	case kvstore.ErrKeyTooLarge:
+		return e.Code == backend.CodeKeyTooLarge
+	case kvstore.ErrValueTooLarge:
+		return e.Code == backend.CodeValueTooLarge
+	case kvstore.ErrReadOnly:
+		return e.Code == backend.CodeReadOnly
+	case kvstore.ErrClosed:
+		return e.Code == backend.CodeClosed
+	}
+	return false
+}
+
+// Do sends req and returns the server's reply, whether OK or not; err is
+// only for a failure to talk to the server. ctx's deadline bounds the round trip.
+func (c *Client) Do(ctx context.Context, req Request) (Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return Response{}, c.err
+	}
+	resp, err := c.roundTrip(ctx, &req)
+	if err != nil {
+		c.err = fmt.Errorf("tcpjson: %w", err)
+		c.conn.Close()
+		return Response{}, c.err
+	}
+	return resp, nil
+}
+
+func (c *Client) roundTrip(ctx context.Context, req *Request) (Response, error) {
+	deadline, _ := ctx.Deadline()
+	c.conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	if err := c.enc.Encode(req); err != nil {
+		return Response{}, err
+	}
+	if err := c.w.Flush(); err != nil {
+		return Response{}, ctxErr(ctx, err)
+	}
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return Response{}, ctxErr(ctx, err)
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return Response{}, fmt.Errorf("bad reply: %w", err)
+	}
+	return resp, nil
+}
+
+// ctxErr prefers ctx's error to the I/O error its cancellation caused.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// call sends req and turns a failure the server reported into an *Error.
+func (c *Client) call(ctx context.Context, req Request) (Response, error) {
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	if !resp.OK {
+		return resp, &Error{Code: resp.Code, Message: resp.Error}
+	}
+	return resp, nil
+}
+
+// keyRequest puts key in req as text or base64.
+func keyRequest(op string, key []byte) Request {
+	req := Request{Op: op}
+	if isText(key) {
+		req.Key = string(key)
+	} else {
+		req.KeyB64 = key
+	}
+	return req
+}
+
+// Get returns the value of key, or an error matching kvstore.ErrNotFound.
+func (c *Client) Get(ctx context.Context, key []byte) ([]byte, error) {
+	resp, err := c.call(ctx, keyRequest(OpGet, key))
+	if err != nil {
+		return nil, err
+	}
+	if resp.Found == nil || !*resp.Found {
+		return nil, fmt.Errorf("tcpjson: %q: %w", key, kvstore.ErrNotFound)
+	}
+	return resp.value(), nil
+}
+
+// Set stores value under key; it returns once the server's engine
+// acknowledged the write under its sync policy.
+func (c *Client) Set(ctx context.Context, key, value []byte) error {
+	req := keyRequest(OpSet, key)
+	if isText(value) {
+		s := string(value)
+		req.Value = &s
+	} else {
+		req.ValueB64 = &value
+	}
+	_, err := c.call(ctx, req)
+	return err
+}
+
+// Delete removes key and reports whether it existed.
+func (c *Client) Delete(ctx context.Context, key []byte) (existed bool, err error) {
+	resp, err := c.call(ctx, keyRequest(OpDelete, key))
+	if err != nil {
+		return false, err
+	}
+	return resp.Found != nil && *resp.Found, nil
+}
+
+// Ping checks that the server answers.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.call(ctx, Request{Op: OpPing})
+	return err
+}
+
+// Stats returns the server's engine counters.
+func (c *Client) Stats(ctx context.Context) (kvstore.Stats, error) {
+	resp, err := c.call(ctx, Request{Op: OpStats})
+	if err != nil {
+		return kvstore.Stats{}, err
+	}
+	if resp.Stats == nil {
+		return kvstore.Stats{}, errors.New("tcpjson: stats reply without stats")
+	}
+	return *resp.Stats, nil
+}
+
+// KeysPage is a page of keys; Next is the cursor of the next page, nil on the last.
+type KeysPage struct {
+	Keys [][]byte
+	Next []byte
+}
+
+// Keys returns a page of keys in byte order that start with opts.Prefix,
+// after opts.After; the server caps opts.Limit.
+func (c *Client) Keys(ctx context.Context, opts kvstore.ScanOptions) (KeysPage, error) {
+	req := Request{Op: OpKeys, Limit: opts.Limit}
+	if isText(opts.Prefix) {
+		req.Prefix = string(opts.Prefix)
+	} else {
+		req.PrefixB64 = opts.Prefix
+	}
+	if isText(opts.After) {
+		req.After = string(opts.After)
+	} else {
+		req.AfterB64 = opts.After
+	}
+	resp, err := c.call(ctx, req)
+	if err != nil {
+		return KeysPage{}, err
+	}
+	keys, next := resp.keys()
+	return KeysPage{Keys: keys, Next: next}, nil
+}

@@ -1,0 +1,173 @@
+// Package tcpjson serves the engine over TCP with newline-delimited JSON, and
+// is a Go client for that protocol.
+//
+// One request is one line, one JSON object; replies come back one line each,
+// in request order, so a client may pipeline. The wire format is compatible
+// with go-durable-kv's (op, key, value / ok, found, value, error) and adds
+// binary safety (key_b64, value_b64), key listing, stats, request ids, limits
+// and timeouts:
+//
+//	{"op":"set","key":"user:1","value":"alice"}       {"ok":true}
+//	{"op":"get","key":"user:1"}                        {"ok":true,"found":true,"value":"alice"}
+//	{"op":"get","key":"nope"}                          {"ok":true,"found":false}
+//	{"op":"delete","key":"user:1"}                     {"ok":true,"found":true}
+//	{"op":"keys","prefix":"user:","limit":2}           {"ok":true,"keys":["user:1","user:2"],"next":"user:2"}
+//	{"op":"ping"}                                      {"ok":true,"value":"pong"}
+//	{"op":"stats"}                                     {"ok":true,"stats":{...}}
+//	{"op":"get"}                                       {"ok":false,"error":"...","code":"empty_key"}
+//
+// A value that is not valid UTF-8 travels base64-encoded as value_b64 (in
+// both directions); keys likewise as key_b64, and listed keys as keys_b64.
+package tcpjson
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/devkit-go/devkit/kvstore"
+)
+
+// Ops of the protocol.
+const (
+	OpSet    = "set"
+	OpGet    = "get"
+	OpDelete = "delete"
+	OpPing   = "ping"
+	OpKeys   = "keys"
+	OpStats  = "stats"
+)
+
+// Error codes of the protocol, beyond the engine's (see package backend).
+const (
+	CodeBadJSON     = "bad_json"
+	CodeUnknownOp   = "unknown_op"
+	CodeLineTooLong = "line_too_long"
+	CodeTooManyConn = "too_many_connections"
+	CodeBadRequest  = "bad_request"
+)
+
+// Request is one line a client sends.
+type Request struct {
+	// ID, when present, is echoed in the reply.
+	ID json.RawMessage `json:"id,omitempty"`
+	// Op is set, get, delete (or del), ping, keys (or scan) or stats.
+	Op string `json:"op"`
+	// Key, or KeyB64 for a key that is not valid UTF-8.
+	Key    string `json:"key,omitempty"`
+	KeyB64 []byte `json:"key_b64,omitempty"`
+	// Value, or ValueB64 for a value that is not valid UTF-8 (set only).
+	Value    *string `json:"value,omitempty"`
+	ValueB64 *[]byte `json:"value_b64,omitempty"`
+	// Prefix, After and Limit select a page of keys (keys only).
+	Prefix    string `json:"prefix,omitempty"`
+	PrefixB64 []byte `json:"prefix_b64,omitempty"`
+	After     string `json:"after,omitempty"`
+	AfterB64  []byte `json:"after_b64,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// Response is one line the server sends back.
+type Response struct {
+	ID json.RawMessage `json:"id,omitempty"`
+	OK bool            `json:"ok"`
+	// Found answers get and delete: whether the key existed.
+	Found *bool `json:"found,omitempty"`
+	// Value (or ValueB64) is the value of a get, or "pong".
+	Value    *string `json:"value,omitempty"`
+	ValueB64 []byte  `json:"value_b64,omitempty"`
+	// Keys (or KeysB64 when one is not valid UTF-8) is a page of keys;
+	// Next (or NextB64) the cursor to pass as after for the next page.
+	Keys    []string       `json:"keys,omitzero"`
+	KeysB64 [][]byte       `json:"keys_b64,omitzero"`
+	Next    *string        `json:"next,omitempty"`
+	NextB64 []byte         `json:"next_b64,omitempty"`
+	Stats   *kvstore.Stats `json:"stats,omitempty"`
+	// Error and Code describe a failure (OK is false).
+	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"`
+}
+
+// pick returns the bytes of a field sent as text or base64.
+func pick(text string, b64 []byte) []byte {
+	if b64 != nil {
+		return b64
+	}
+	return []byte(text)
+}
+
+// value returns the value of a set request and whether one was given.
+func (r *Request) value() ([]byte, bool) {
+	switch {
+	case r.ValueB64 != nil:
+		return *r.ValueB64, true
+	case r.Value != nil:
+		return []byte(*r.Value), true
+	}
+	return nil, false
+}
+
+// setValue puts v in the reply as text when it is valid UTF-8, else base64.
+func (r *Response) setValue(v []byte) {
+	if utf8.Valid(v) {
+		s := string(v)
+		r.Value = &s
+		return
+	}
+	r.ValueB64 = v
+}
+
+// value returns the value carried by the reply.
+func (r *Response) value() []byte {
+	if r.ValueB64 != nil {
+		return r.ValueB64
+	}
+	if r.Value != nil {
+		return []byte(*r.Value)
+	}
+	return nil
+}
+
+// setKeys puts a page of keys in the reply, all as text or all as base64.
+func (r *Response) setKeys(entries []kvstore.Entry, next []byte) {
+	text := utf8.Valid(next)
+	for _, e := range entries {
+		if !utf8.Valid(e.Key) {
+			text = false
+			break
+		}
+	}
+	if text {
+		r.Keys = make([]string, len(entries))
+		for i, e := range entries {
+			r.Keys[i] = string(e.Key)
+		}
+		if next != nil {
+			s := string(next)
+			r.Next = &s
+		}
+		return
+	}
+	r.KeysB64 = make([][]byte, len(entries))
+	for i, e := range entries {
+		r.KeysB64[i] = e.Key
+	}
+	r.NextB64 = next
+}
+
+// keys returns the page of keys carried by the reply.
+func (r *Response) keys() (keys [][]byte, next []byte) {
+	if r.KeysB64 != nil || r.NextB64 != nil {
+		return r.KeysB64, r.NextB64
+	}
+	keys = make([][]byte, len(r.Keys))
+	for i, k := range r.Keys {
+		keys[i] = []byte(k)
+	}
+	if r.Next != nil {
+		next = []byte(*r.Next)
+	}
+	return keys, next
+}
+
+// isText reports whether b can travel as a JSON string unchanged.
+func isText(b []byte) bool { return utf8.Valid(b) }

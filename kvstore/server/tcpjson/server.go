@@ -1,0 +1,309 @@
+package tcpjson
+
+// Invariant: a reply with "ok":true to a set or delete is written only after
+// the engine acknowledged the write under its sync policy, and replies leave
+// in the order their requests arrived on the connection.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/backend"
+	"github.com/devkit-go/devkit/kvstore/server/internal/connserver"
+	"github.com/devkit-go/devkit/kvstore/server/metrics"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxLineBytes = 16 << 20
+	DefaultIdleTimeout  = 5 * time.Minute
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultMaxConns     = 1024
+	DefaultMaxScanLimit = 10000
+)
+
+// Options configure a Server. The zero value takes the defaults; a negative
+// timeout or MaxConns means no limit.
+type Options struct {
+	// MaxLineBytes bounds one request line; a longer line is skipped and
+	// answered with code line_too_long. 16 MiB when zero.
+	MaxLineBytes int
+	// IdleTimeout closes a connection that sends no request for this long. 5m when zero.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing replies to a slow reader. 30s when zero.
+	WriteTimeout time.Duration
+	// MaxConns bounds open connections. 1024 when zero.
+	MaxConns int
+	// MaxScanLimit caps the limit of a keys request. 10000 when zero.
+	MaxScanLimit int
+	Logger       *slog.Logger
+	Metrics      *metrics.Metrics
+}
+
+func (o Options) withDefaults() Options {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		} else if *v < 0 {
+			*v = 0
+		}
+	}
+	def(&o.IdleTimeout, DefaultIdleTimeout)
+	def(&o.WriteTimeout, DefaultWriteTimeout)
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = DefaultMaxConns
+	} else if o.MaxConns < 0 {
+		o.MaxConns = 0
+	}
+	if o.MaxScanLimit <= 0 {
+		o.MaxScanLimit = DefaultMaxScanLimit
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Server serves the protocol over the connections of its listeners.
+type Server struct {
+	store backend.Store
+	opts  Options
+	conns *connserver.Server
+}
+
+// NewServer returns a server over store.
+func NewServer(store backend.Store, opts Options) *Server {
+	opts = opts.withDefaults()
+	s := &Server{store: store, opts: opts}
+	reject, _ := json.Marshal(Response{Error: fmt.Sprintf("too many connections (the limit is %d)", opts.MaxConns), Code: CodeTooManyConn})
+	s.conns = connserver.New(connserver.Options{
+		MaxConns:     opts.MaxConns,
+		IdleTimeout:  opts.IdleTimeout,
+		WriteTimeout: opts.WriteTimeout,
+		Reject:       append(reject, '\n'),
+		Transport:    metrics.TCP,
+		Metrics:      opts.Metrics,
+		Logger:       opts.Logger,
+	}, s.serveConn)
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown, then returns
+// connserver's ErrServerClosed (test with IsClosed).
+func (s *Server) Serve(ln net.Listener) error { return s.conns.Serve(ln) }
+
+// Shutdown stops accepting, answers the requests being served, closes every
+// connection, and waits for that until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error { return s.conns.Shutdown(ctx) }
+
+// IsClosed reports whether err is what Serve returns after Shutdown.
+func IsClosed(err error) bool { return errors.Is(err, connserver.ErrServerClosed) }
+
+// errLineTooLong: the line was skipped up to its newline.
+var errLineTooLong = errors.New("line too long")
+
+func (s *Server) serveConn(c *connserver.Conn) {
+	log := s.opts.Logger.With("transport", "tcp", "remote", c.RemoteAddr().String())
+	r := bufio.NewReaderSize(c, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	var line []byte
+	for {
+		if !c.AwaitRequest() {
+			return
+		}
+		var err error
+		line, err = readLine(r, line[:0], s.opts.MaxLineBytes)
+		if errors.Is(err, errLineTooLong) {
+			err = nil
+			line = nil
+			if werr := s.reply(c, w, enc, r, Response{Error: fmt.Sprintf("request line longer than %d bytes", s.opts.MaxLineBytes), Code: CodeLineTooLong}); werr != nil {
+				return
+			}
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !c.Draining() {
+				log.Debug("connection closed", "err", err)
+			}
+			return
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		resp := s.handleLine(line, log)
+		if err := s.reply(c, w, enc, r, resp); err != nil {
+			log.Debug("write failed", "err", err)
+			return
+		}
+		if c.Draining() {
+			w.Flush()
+			return
+		}
+	}
+}
+
+// reply queues resp and flushes when no further request is already buffered,
+// so pipelined requests share a write.
+func (s *Server) reply(c *connserver.Conn, w *bufio.Writer, enc *json.Encoder, r *bufio.Reader, resp Response) error {
+	if err := enc.Encode(resp); err != nil {
+		return err
+	}
+	if r.Buffered() > 0 {
+		return nil
+	}
+	c.ArmWrite()
+	return w.Flush()
+}
+
+// readLine appends the next line (without its newline) to buf. A line longer
+// than max is consumed up to its newline and reported as errLineTooLong, so
+// the connection stays in step.
+func readLine(r *bufio.Reader, buf []byte, max int) ([]byte, error) {
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > max+1 { // +1: the newline
+				tooLong = true
+				buf = buf[:0]
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			if tooLong {
+				return buf, errLineTooLong
+			}
+			return buf[:len(buf)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(buf) > 0 && !tooLong:
+			return buf, nil // a last request without its newline
+		default:
+			return buf, err
+		}
+	}
+}
+
+// handleLine answers one request line; a panic becomes an internal error.
+func (s *Server) handleLine(line []byte, log *slog.Logger) (resp Response) {
+	start := time.Now()
+	op := metrics.OpOther
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("request panicked", "panic", fmt.Sprint(p))
+			resp = Response{Error: "internal error", Code: backend.CodeInternal}
+		}
+		s.opts.Metrics.Request(metrics.TCP, op, start, !resp.OK)
+	}()
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return Response{Error: "bad JSON: " + err.Error(), Code: CodeBadJSON}
+	}
+	op, resp = s.handle(&req)
+	resp.ID = req.ID
+	return resp
+}
+
+func (s *Server) handle(req *Request) (metrics.Op, Response) {
+	switch req.Op {
+	case OpSet:
+		return metrics.OpSet, s.set(req)
+	case OpGet:
+		return metrics.OpGet, s.get(req)
+	case OpDelete, "del":
+		return metrics.OpDelete, s.delete(req)
+	case OpKeys, "scan":
+		return metrics.OpScan, s.keys(req)
+	case OpPing:
+		pong := "pong"
+		return metrics.OpPing, Response{OK: true, Value: &pong}
+	case OpStats:
+		st := s.store.Stats()
+		return metrics.OpStats, Response{OK: true, Stats: &st}
+	case "":
+		return metrics.OpOther, Response{Error: `missing "op"`, Code: CodeBadRequest}
+	default:
+		return metrics.OpOther, Response{Error: fmt.Sprintf("unknown op %q (want set, get, delete, ping, keys or stats)", req.Op), Code: CodeUnknownOp}
+	}
+}
+
+func engineError(err error) Response {
+	return Response{Error: err.Error(), Code: backend.Code(err)}
+}
+
+func (s *Server) set(req *Request) Response {
+	value, ok := req.value()
+	if !ok {
+		return Response{Error: `set needs "value" or "value_b64"`, Code: CodeBadRequest}
+	}
+	if err := s.store.Set(pick(req.Key, req.KeyB64), value); err != nil {
+		return engineError(err)
+	}
+	return Response{OK: true}
+}
+
+func (s *Server) get(req *Request) Response {
+	v, err := s.store.Get(pick(req.Key, req.KeyB64))
+	if errors.Is(err, kvstore.ErrNotFound) {
+		return Response{OK: true, Found: new(false)}
+	}
+	if err != nil {
+		return engineError(err)
+	}
+	resp := Response{OK: true, Found: new(true)}
+	resp.setValue(v)
+	return resp
+}
+
+func (s *Server) delete(req *Request) Response {
+	key := pick(req.Key, req.KeyB64)
+	if len(key) == 0 {
+		return engineError(kvstore.ErrEmptyKey)
+	}
+	found, err := s.store.Has(key)
+	if err != nil {
+		return engineError(err)
+	}
+	if err := s.store.Delete(key); err != nil {
+		return engineError(err)
+	}
+	return Response{OK: true, Found: &found}
+}
+
+func (s *Server) keys(req *Request) Response {
+	if req.Limit < 0 {
+		return Response{Error: fmt.Sprintf("negative limit %d", req.Limit), Code: CodeBadRequest}
+	}
+	limit := min(req.Limit, s.opts.MaxScanLimit)
+	if limit == 0 {
+		limit = min(kvstore.DefaultScanLimit, s.opts.MaxScanLimit)
+	}
+	page, err := s.store.Scan(kvstore.ScanOptions{
+		Prefix: pick(req.Prefix, req.PrefixB64),
+		After:  pick(req.After, req.AfterB64),
+		Limit:  limit,
+	})
+	if err != nil {
+		return engineError(err)
+	}
+	resp := Response{OK: true}
+	resp.setKeys(page.Entries, page.Next)
+	return resp
+}
