@@ -1,0 +1,215 @@
+// Package algo is the arithmetic of the rate-limit algorithms, shared by the
+// memory store and mirrored line for line by the Redis Lua scripts in
+// ratelimit/redisstore/lua. Both must compute the same results from the same
+// state: times are float64 microseconds, the same operations in the same
+// order, rounded up to whole microseconds at the end.
+package algo
+
+import "math"
+
+// Algorithm numbers; they match ratelimit.Algorithm and the Lua scripts.
+const (
+	FixedWindow   = 0
+	SlidingWindow = 1
+	TokenBucket   = 2
+	GCRA          = 3
+)
+
+// Params are one limit's parameters in the units of the algorithms.
+type Params struct {
+	Algorithm uint8
+	Rate      float64 // requests per Period
+	Period    float64 // microseconds
+	Capacity  float64 // burst; Rate when the limit has none
+	Block     float64 // penalty block, microseconds; 0 for none
+}
+
+// State is one limit's stored state. The zero value is "no state yet".
+// A, B and C mean, per algorithm:
+//
+//	fixed window    A count          B window start
+//	sliding window  A previous count B current count  C current window start
+//	token bucket    A tokens         B last refill
+//	GCRA            A theoretical arrival time
+//
+// X is the end of a penalty block.
+type State struct{ A, B, C, X float64 }
+
+// Outcome is the result of evaluating one limit.
+type Outcome struct {
+	Allowed    bool
+	Blocked    bool
+	Remaining  int64
+	ResetAfter float64 // microseconds, whole
+	RetryAfter float64 // microseconds, whole; -1 means never
+	// Next is the state to store if the whole check is allowed; BlockNext
+	// is the state to store if it is denied (only X may change).
+	Next State
+	// TTL is how long Next (or a block) must be kept, microseconds.
+	TTL float64
+}
+
+// Eval evaluates one limit at now for cost. It does not decide the check:
+// the caller stores Next only if every limit allowed.
+func Eval(p Params, s State, now, cost float64) Outcome {
+	if s.X > now {
+		wait := math.Ceil(s.X - now)
+		return Outcome{Blocked: true, ResetAfter: wait, RetryAfter: wait, Next: s, TTL: wait}
+	}
+	var o Outcome
+	switch p.Algorithm {
+	case FixedWindow:
+		o = fixedWindow(p, s, now, cost)
+	case SlidingWindow:
+		o = slidingWindow(p, s, now, cost)
+	case TokenBucket:
+		o = tokenBucket(p, s, now, cost)
+	default:
+		o = gcra(p, s, now, cost)
+	}
+	o.Next.X = 0
+	if !o.Allowed && cost > 0 && p.Block > 0 {
+		o.Blocked = true
+		o.Next = s
+		o.Next.X = now + p.Block
+		if o.RetryAfter >= 0 {
+			o.RetryAfter = math.Max(o.RetryAfter, p.Block)
+		}
+		o.ResetAfter = math.Max(o.ResetAfter, p.Block)
+		o.TTL = math.Max(o.TTL, p.Block)
+	}
+	o.ResetAfter = math.Ceil(o.ResetAfter)
+	if o.RetryAfter > 0 {
+		o.RetryAfter = math.Ceil(o.RetryAfter)
+	}
+	return o
+}
+
+func fixedWindow(p Params, s State, now, cost float64) Outcome {
+	count, start := s.A, s.B
+	if start == 0 || now >= start+p.Period {
+		count, start = 0, now
+	}
+	o := Outcome{Allowed: count+cost <= p.Rate}
+	if o.Allowed {
+		count += cost
+	}
+	o.Remaining = int64(math.Max(0, p.Rate-count))
+	o.ResetAfter = start + p.Period - now
+	if !o.Allowed {
+		o.RetryAfter = o.ResetAfter
+		if cost > p.Rate {
+			o.RetryAfter = -1
+		}
+	}
+	o.Next = State{A: count, B: start}
+	o.TTL = o.ResetAfter
+	return o
+}
+
+func slidingWindow(p Params, s State, now, cost float64) Outcome {
+	ws := math.Floor(now/p.Period) * p.Period
+	var prev, cur float64
+	switch s.C {
+	case ws:
+		prev, cur = s.A, s.B
+	case ws - p.Period:
+		prev = s.B
+	}
+	elapsed := now - ws
+	weight := (p.Period - elapsed) / p.Period
+	o := Outcome{Allowed: prev*weight+cur+cost <= p.Rate}
+	if o.Allowed {
+		cur += cost
+	}
+	o.Remaining = int64(math.Max(0, math.Floor(p.Rate-(prev*weight+cur))))
+	switch {
+	case cur > 0:
+		o.ResetAfter = p.Period - elapsed + p.Period
+	case prev > 0:
+		o.ResetAfter = p.Period - elapsed
+	}
+	if !o.Allowed {
+		switch {
+		case cost > p.Rate:
+			o.RetryAfter = -1
+		case cur+cost <= p.Rate:
+			// The previous window's weight must fall far enough.
+			o.RetryAfter = math.Max(1, p.Period-elapsed-(p.Rate-cur-cost)*p.Period/prev)
+		default:
+			// Wait for the next window, then for the current count's weight to fall.
+			o.RetryAfter = p.Period - elapsed + math.Max(0, p.Period-(p.Rate-cost)*p.Period/cur)
+		}
+	}
+	o.Next = State{A: prev, B: cur, C: ws}
+	o.TTL = ws + 2*p.Period - now
+	return o
+}
+
+func tokenBucket(p Params, s State, now, cost float64) Outcome {
+	tokens := p.Capacity
+	if s.B != 0 {
+		tokens = math.Min(p.Capacity, s.A+math.Max(0, now-s.B)*p.Rate/p.Period)
+	}
+	o := Outcome{Allowed: tokens >= cost}
+	if o.Allowed {
+		tokens -= cost
+	}
+	o.Remaining = int64(math.Floor(tokens))
+	o.ResetAfter = (p.Capacity - tokens) * p.Period / p.Rate
+	if !o.Allowed {
+		o.RetryAfter = (cost - tokens) * p.Period / p.Rate
+		if cost > p.Capacity {
+			o.RetryAfter = -1
+		}
+	}
+	o.Next = State{A: tokens, B: now}
+	o.TTL = o.ResetAfter
+	return o
+}
+
+func gcra(p Params, s State, now, cost float64) Outcome {
+	interval := p.Period / p.Rate
+	tolerance := interval * p.Capacity
+	tat := math.Max(s.A, now)
+	newTat := tat + cost*interval
+	diff := now - (newTat - tolerance)
+	var o Outcome
+	if diff < 0 {
+		o.RetryAfter = -diff
+		if cost*interval > tolerance {
+			o.RetryAfter = -1
+		}
+		o.ResetAfter = tat - now
+		o.Remaining = int64(math.Max(0, math.Floor((now-(tat-tolerance))/interval)))
+		o.Next = State{A: tat}
+	} else {
+		o.Allowed = true
+		o.Remaining = int64(math.Floor(diff / interval))
+		o.ResetAfter = newTat - now
+		o.Next = State{A: newTat}
+	}
+	o.TTL = o.ResetAfter
+	return o
+}
+
+// LimitID identifies one limit's state within an identity: a hash of the
+// name and every parameter, so that two limits never share state and a
+// changed limit starts afresh.
+func LimitID(name string, p Params) uint32 {
+	h := uint32(2166136261) // FNV-1a
+	mix := func(b byte) {
+		h ^= uint32(b)
+		h *= 16777619
+	}
+	for i := 0; i < len(name); i++ {
+		mix(name[i])
+	}
+	for _, f := range [...]float64{float64(p.Algorithm), p.Rate, p.Period, p.Capacity, p.Block} {
+		bits := math.Float64bits(f)
+		for i := 0; i < 8; i++ {
+			mix(byte(bits >> (8 * i)))
+		}
+	}
+	return h
+}

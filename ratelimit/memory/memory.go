@@ -1,0 +1,239 @@
+// Package memory is an in-process ratelimit.Store: exact, fast, and shared
+// by nothing outside the process. Use it for a single instance, for tests,
+// and as the proxy's default.
+//
+// The store is sharded by key and bounded: at most MaxKeys identities are
+// kept. Expired state is swept as new identities arrive, a few entries at a
+// time, and when a shard is full the entry that expires first among a small
+// sample is evicted. There is no goroutine and no timer per key.
+package memory
+
+import (
+	"cmp"
+	"context"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/internal/algo"
+)
+
+// DefaultMaxKeys bounds the identities a store keeps when Options.MaxKeys is zero.
+const DefaultMaxKeys = 1 << 20
+
+const (
+	shardCount = 64
+	// sweepSample is how many entries are examined per new key for expiry,
+	// and the sample from which a full shard evicts.
+	sweepSample = 8
+)
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// MaxKeys bounds the identities kept; zero means DefaultMaxKeys.
+	MaxKeys int
+	// Now is the store's clock; nil means time.Now. Tests pass a fake clock.
+	Now func() time.Time
+}
+
+// Store is the in-process store. It is safe for concurrent use.
+type Store struct {
+	seed     maphash.Seed
+	now      func() time.Time
+	perShard int
+	shards   [shardCount]shard
+}
+
+type shard struct {
+	mu      sync.Mutex
+	entries map[string]*entry
+	_       [40]byte // keep shards on separate cache lines
+}
+
+type entry struct {
+	expireAt float64 // microseconds since the epoch
+	hits     int64
+	limits   []limitState
+}
+
+type limitState struct {
+	id    uint32
+	state algo.State
+}
+
+var _ ratelimit.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New(opts Options) *Store {
+	s := &Store{seed: maphash.MakeSeed(), now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	maxKeys := opts.MaxKeys
+	if maxKeys <= 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	s.perShard = max(1, maxKeys/shardCount)
+	for i := range s.shards {
+		s.shards[i].entries = make(map[string]*entry)
+	}
+	return s
+}
+
+func (s *Store) shard(key string) *shard {
+	return &s.shards[maphash.String(s.seed, key)%shardCount]
+}
+
+func (s *Store) micros() float64 { return float64(s.now().UnixMicro()) }
+
+// Check implements ratelimit.Store.
+func (s *Store) Check(ctx context.Context, req *ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now, cost := s.micros(), float64(req.Cost)
+	var (
+		outcomes [ratelimit.MaxLimits]algo.Outcome
+		slots    [ratelimit.MaxLimits]int // index in e.limits, -1 when new
+		ids      [ratelimit.MaxLimits]uint32
+	)
+	sh := s.shard(req.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[req.Key]
+	if e != nil && e.expireAt <= now {
+		e.hits, e.limits = 0, e.limits[:0]
+	}
+	allAllowed := true
+	for i, lim := range req.Limits {
+		p := algo.ParamsOf(lim)
+		id := algo.LimitID(lim.Name, p)
+		ids[i], slots[i] = id, -1
+		var st algo.State
+		if e != nil {
+			for j := range e.limits {
+				if e.limits[j].id == id {
+					slots[i], st = j, e.limits[j].state
+					break
+				}
+			}
+		}
+		outcomes[i] = algo.Eval(p, st, now, cost)
+		allAllowed = allAllowed && outcomes[i].Allowed
+		algo.Apply(&outcomes[i], lim, &out[i])
+	}
+	if cost == 0 {
+		return nil
+	}
+	if e == nil {
+		e = &entry{}
+		sh.insert(req.Key, e, now, s.perShard)
+	}
+	e.hits += req.Cost
+	for i := range req.Limits {
+		o := &outcomes[i]
+		if !allAllowed && !o.Blocked {
+			continue
+		}
+		j := slots[i]
+		if j < 0 {
+			e.limits = append(e.limits, limitState{id: ids[i]})
+			j = len(e.limits) - 1
+		}
+		e.limits[j].state = o.Next
+		e.expireAt = max(e.expireAt, now+o.TTL)
+	}
+	e.expireAt = max(e.expireAt, now+1000)
+	return nil
+}
+
+// insert adds e under key, first sweeping a few expired entries and, when
+// the shard is full, evicting the sampled entry that expires first.
+func (sh *shard) insert(key string, e *entry, now float64, limit int) {
+	examined := 0
+	var victim string
+	victimExpiry := 0.0
+	for k, old := range sh.entries {
+		if old.expireAt <= now {
+			delete(sh.entries, k)
+		} else if victim == "" || old.expireAt < victimExpiry {
+			victim, victimExpiry = k, old.expireAt
+		}
+		if examined++; examined >= sweepSample {
+			break
+		}
+	}
+	if len(sh.entries) >= limit && victim != "" {
+		delete(sh.entries, victim)
+	}
+	sh.entries[key] = e
+}
+
+// Reset implements ratelimit.Store.
+func (s *Store) Reset(ctx context.Context, key string) (bool, error) {
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.entries[key]
+	delete(sh.entries, key)
+	return ok && e.expireAt > s.micros(), nil
+}
+
+// Info implements ratelimit.Store.
+func (s *Store) Info(ctx context.Context, key string) (ratelimit.KeyInfo, error) {
+	now := s.micros()
+	info := ratelimit.KeyInfo{Key: key}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.entries[key]
+	if !ok || e.expireAt <= now {
+		return info, nil
+	}
+	info.Exists, info.Hits, info.TTL = true, e.hits, algo.Micros(e.expireAt-now)
+	for _, ls := range e.limits {
+		if ls.state.X > now {
+			info.BlockedFor = max(info.BlockedFor, algo.Micros(ls.state.X-now))
+		}
+	}
+	return info, nil
+}
+
+// Top implements ratelimit.Store.
+func (s *Store) Top(ctx context.Context, n int) ([]ratelimit.Consumer, error) {
+	now := s.micros()
+	var all []ratelimit.Consumer
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for k, e := range sh.entries {
+			if e.expireAt > now && e.hits > 0 {
+				all = append(all, ratelimit.Consumer{Key: k, Hits: e.hits, TTL: algo.Micros(e.expireAt - now)})
+			}
+		}
+		sh.mu.Unlock()
+	}
+	slices.SortFunc(all, func(a, b ratelimit.Consumer) int {
+		if c := cmp.Compare(b.Hits, a.Hits); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	return all[:min(n, len(all))], nil
+}
+
+// Ping implements ratelimit.Store; memory always answers.
+func (s *Store) Ping(ctx context.Context) error { return ctx.Err() }
+
+// Len reports the number of identities held, expired ones included until swept.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		s.shards[i].mu.Lock()
+		n += len(s.shards[i].entries)
+		s.shards[i].mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,269 @@
+// Package redisstore is the ratelimit.Store over Redis: single node,
+// sentinel or cluster, through go-redis's UniversalClient.
+//
+// Every check is one EVALSHA of one Lua script (EVAL when the server does not
+// know it yet) on one key, the identity's hash "<prefix>{<key>}": all limits
+// of a check live in that hash, so a cluster never sees CROSSSLOT and a check
+// is atomic. Time is the server's (TIME), not the client's. Keys expire by
+// themselves; nothing scans for keys to delete.
+package redisstore
+
+import (
+	"container/heap"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/internal/algo"
+)
+
+// The check script is the driver preceded by one function per algorithm,
+// each in its own file.
+var (
+	//go:embed lua/fixed_window.lua
+	fixedWindowLua string
+	//go:embed lua/sliding_window.lua
+	slidingWindowLua string
+	//go:embed lua/token_bucket.lua
+	tokenBucketLua string
+	//go:embed lua/gcra.lua
+	gcraLua string
+	//go:embed lua/check.lua
+	checkLua string
+)
+
+// CheckScriptSource is the full source of the check script.
+func CheckScriptSource() string {
+	return strings.Join([]string{fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, checkLua}, "\n")
+}
+
+// DefaultPrefix starts every key the store writes.
+const DefaultPrefix = "rl:"
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// Prefix starts every key; empty means DefaultPrefix.
+	Prefix string
+	// Now, when set, replaces the server's clock. For tests only: with
+	// several clients, their clocks would disagree.
+	Now func() time.Time
+}
+
+// Store keeps rate-limit state in Redis. It is safe for concurrent use.
+type Store struct {
+	client redis.UniversalClient
+	prefix string
+	now    func() time.Time
+	check  *redis.Script
+}
+
+var _ ratelimit.Store = (*Store)(nil)
+
+// New returns a store over client.
+func New(client redis.UniversalClient, opts Options) *Store {
+	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(CheckScriptSource())}
+	if s.prefix == "" {
+		s.prefix = DefaultPrefix
+	}
+	return s
+}
+
+// Client returns the store's client.
+func (s *Store) Client() redis.UniversalClient { return s.client }
+
+// Key is the Redis key holding key's state. The braces are a hash tag: all
+// of one identity's limits share one slot.
+func (s *Store) Key(key string) string { return s.prefix + "{" + key + "}" }
+
+// Check implements ratelimit.Store.
+func (s *Store) Check(ctx context.Context, req *ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
+	args := make([]any, 0, 3+6*len(req.Limits))
+	var now int64
+	if s.now != nil {
+		now = s.now().UnixMicro()
+	}
+	args = append(args, now, req.Cost, len(req.Limits))
+	for _, lim := range req.Limits {
+		p := algo.ParamsOf(lim)
+		args = append(args, strconv.FormatUint(uint64(algo.LimitID(lim.Name, p)), 36),
+			p.Algorithm, p.Rate, p.Period, p.Capacity, p.Block)
+	}
+	raw, err := s.check.Run(ctx, s.client, []string{s.Key(req.Key)}, args...).Int64Slice()
+	if err != nil {
+		return fmt.Errorf("redisstore: check %q: %w", req.Key, err)
+	}
+	if len(raw) != 5*len(req.Limits) {
+		return fmt.Errorf("redisstore: check %q: script returned %d values, want %d", req.Key, len(raw), 5*len(req.Limits))
+	}
+	for i, lim := range req.Limits {
+		v := raw[5*i : 5*i+5]
+		o := algo.Outcome{Allowed: v[0] == 1, Remaining: v[1], ResetAfter: float64(v[2]), RetryAfter: float64(v[3]), Blocked: v[4] == 1}
+		algo.Apply(&o, lim, &out[i])
+	}
+	return nil
+}
+
+// Reset implements ratelimit.Store.
+func (s *Store) Reset(ctx context.Context, key string) (bool, error) {
+	n, err := s.client.Del(ctx, s.Key(key)).Result()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: reset %q: %w", key, err)
+	}
+	return n > 0, nil
+}
+
+// Info implements ratelimit.Store.
+func (s *Store) Info(ctx context.Context, key string) (ratelimit.KeyInfo, error) {
+	info := ratelimit.KeyInfo{Key: key}
+	rk := s.Key(key)
+	pipe := s.client.Pipeline()
+	all := pipe.HGetAll(ctx, rk)
+	ttl := pipe.PTTL(ctx, rk)
+	clock := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return info, fmt.Errorf("redisstore: info %q: %w", key, err)
+	}
+	fields := all.Val()
+	if len(fields) == 0 {
+		return info, nil
+	}
+	info.Exists = true
+	info.Hits, _ = strconv.ParseInt(fields["n"], 10, 64)
+	info.TTL = ttl.Val()
+	now := float64(clock.Val().UnixMicro())
+	if s.now != nil {
+		now = float64(s.now().UnixMicro())
+	}
+	for f, v := range fields {
+		if !strings.HasSuffix(f, "x") {
+			continue
+		}
+		if until, err := strconv.ParseFloat(v, 64); err == nil && until > now {
+			info.BlockedFor = max(info.BlockedFor, algo.Micros(until-now))
+		}
+	}
+	return info, nil
+}
+
+// Ping implements ratelimit.Store. In cluster mode every master must answer.
+func (s *Store) Ping(ctx context.Context) error {
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return c.Ping(ctx).Err()
+		})
+	}
+	return s.client.Ping(ctx).Err()
+}
+
+// Top implements ratelimit.Store: SCAN over every master (all of them in
+// cluster mode), reading each key's hit count.
+func (s *Store) Top(ctx context.Context, n int) ([]ratelimit.Consumer, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	top := &consumerHeap{}
+	scanOne := func(ctx context.Context, c redis.UniversalClient) error {
+		return s.scanNode(ctx, c, n, top)
+	}
+	var err error
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		// Masters are scanned one at a time so the heap needs no lock.
+		var (
+			mu      sync.Mutex
+			masters []*redis.Client
+		)
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			mu.Lock()
+			masters = append(masters, c)
+			mu.Unlock()
+			return nil
+		})
+		for _, m := range masters {
+			if err != nil {
+				break
+			}
+			err = scanOne(ctx, m)
+		}
+	} else {
+		err = scanOne(ctx, s.client)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: top: %w", err)
+	}
+	out := make([]ratelimit.Consumer, top.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(top).(ratelimit.Consumer)
+	}
+	return out, nil
+}
+
+func (s *Store) scanNode(ctx context.Context, c redis.UniversalClient, n int, top *consumerHeap) error {
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, s.prefix+"{*", 1000).Result()
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			pipe := c.Pipeline()
+			hits := make([]*redis.StringCmd, len(keys))
+			ttls := make([]*redis.DurationCmd, len(keys))
+			for i, k := range keys {
+				hits[i] = pipe.HGet(ctx, k, "n")
+				ttls[i] = pipe.PTTL(ctx, k)
+			}
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			for i, k := range keys {
+				h, err := hits[i].Int64()
+				if err != nil || h <= 0 {
+					continue
+				}
+				key := strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+"{"), "}")
+				top.offer(ratelimit.Consumer{Key: key, Hits: h, TTL: ttls[i].Val()}, n)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+// consumerHeap is a min-heap by hits holding the n largest seen.
+type consumerHeap []ratelimit.Consumer
+
+func (h consumerHeap) Len() int { return len(h) }
+func (h consumerHeap) Less(i, j int) bool {
+	if h[i].Hits != h[j].Hits {
+		return h[i].Hits < h[j].Hits
+	}
+	return h[i].Key > h[j].Key
+}
+func (h consumerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *consumerHeap) Push(x any)   { *h = append(*h, x.(ratelimit.Consumer)) }
+func (h *consumerHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (h *consumerHeap) offer(c ratelimit.Consumer, n int) {
+	if h.Len() < n {
+		heap.Push(h, c)
+		return
+	}
+	if (*h)[0].Hits < c.Hits || ((*h)[0].Hits == c.Hits && c.Key < (*h)[0].Key) {
+		(*h)[0] = c
+		heap.Fix(h, 0)
+	}
+}

@@ -1,0 +1,210 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/internal/storetest"
+	"github.com/devkit-go/devkit/ratelimit/internal/testutil"
+	"github.com/devkit-go/devkit/ratelimit/redisstore"
+)
+
+// uniquePrefix keeps tests that share a server apart.
+func uniquePrefix(t *testing.T) string {
+	return fmt.Sprintf("t%d:", time.Now().UnixNano())
+}
+
+func TestContract_Miniredis(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+		mr := miniredis.RunT(t)
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { c.Close() })
+		return redisstore.New(c, redisstore.Options{Now: clock.Now})
+	})
+}
+
+func TestContract_RealRedis(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	c := srv.Client(t)
+	storetest.Run(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t)})
+	})
+}
+
+func TestContract_RealCluster(t *testing.T) {
+	cl := testutil.StartCluster(t)
+	c := cl.Client(t)
+	storetest.Run(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t)})
+	})
+}
+
+func TestAccuracy_RealRedis(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	storetest.RunAccuracy(t, 3, 50, func(t *testing.T) ratelimit.Store {
+		return redisstore.New(srv.Client(t), redisstore.Options{})
+	})
+}
+
+func TestAccuracy_RealCluster(t *testing.T) {
+	cl := testutil.StartCluster(t)
+	storetest.RunAccuracy(t, 3, 50, func(t *testing.T) ratelimit.Store {
+		return redisstore.New(cl.Client(t), redisstore.Options{})
+	})
+}
+
+// TestCluster_KeysSpreadOverMastersAndTopSeesAll checks that identities land
+// on every master (so Top must scan them all) and that multi-limit checks
+// never fail with CROSSSLOT.
+func TestCluster_KeysSpreadOverMastersAndTopSeesAll(t *testing.T) {
+	ctx := context.Background()
+	cl := testutil.StartCluster(t)
+	c := cl.Client(t)
+	store := redisstore.New(c, redisstore.Options{})
+	limits := []ratelimit.Limit{
+		{Name: "a", Rate: 100, Period: time.Minute},
+		{Name: "b", Algorithm: ratelimit.TokenBucket, Rate: 100, Period: time.Minute},
+		{Name: "c", Algorithm: ratelimit.GCRA, Rate: 100, Period: time.Minute},
+	}
+	out := make([]ratelimit.LimitResult, len(limits))
+	const keys = 60
+	for i := 0; i < keys; i++ {
+		for n := 0; n <= i%7; n++ {
+			if err := store.Check(ctx, &ratelimit.CheckRequest{Key: fmt.Sprint("user", i), Limits: limits, Cost: 1}, out); err != nil {
+				t.Fatalf("check user%d: %v", i, err)
+			}
+		}
+	}
+	perMaster := map[string]int64{}
+	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		n, err := m.DBSize(ctx).Result()
+		perMaster[m.Options().Addr] = n
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(perMaster) != 3 {
+		t.Fatalf("masters: %v", perMaster)
+	}
+	for addr, n := range perMaster {
+		if n == 0 {
+			t.Fatalf("master %s holds no key: %v", addr, perMaster)
+		}
+	}
+	top, err := store.Top(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top) != keys {
+		t.Fatalf("top found %d keys, want %d (every master scanned)", len(top), keys)
+	}
+	if top[0].Hits != 7 || top[len(top)-1].Hits != 1 {
+		t.Fatalf("top ordering: first %+v, last %+v", top[0], top[len(top)-1])
+	}
+}
+
+func TestRedis_KeysExpireByThemselvesAndUseServerTime(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartRedis(t)
+	c := srv.Client(t)
+	store := redisstore.New(c, redisstore.Options{})
+	lim := ratelimit.Limit{Algorithm: ratelimit.FixedWindow, Rate: 5, Period: 2 * time.Second}
+	out := make([]ratelimit.LimitResult, 1)
+	if err := store.Check(ctx, &ratelimit.CheckRequest{Key: "exp", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := c.PTTL(ctx, store.Key("exp")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= 0 || ttl > 2100*time.Millisecond {
+		t.Fatalf("TTL = %v, want (0, 2.1s]", ttl)
+	}
+	if out[0].ResetAfter <= 0 || out[0].ResetAfter > 2*time.Second {
+		t.Fatalf("reset after = %v, want (0, 2s]", out[0].ResetAfter)
+	}
+}
+
+func TestRedis_ScriptReloadedAfterFlush(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartRedis(t)
+	c := srv.Client(t)
+	store := redisstore.New(c, redisstore.Options{})
+	out := make([]ratelimit.LimitResult, 1)
+	req := &ratelimit.CheckRequest{Key: "s", Limits: []ratelimit.Limit{ratelimit.PerMinute(10)}, Cost: 1}
+	if err := store.Check(ctx, req, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Check(ctx, req, out); err != nil {
+		t.Fatalf("check after SCRIPT FLUSH (NOSCRIPT must fall back to EVAL): %v", err)
+	}
+	if out[0].Remaining != 8 {
+		t.Fatalf("remaining %d, want 8", out[0].Remaining)
+	}
+}
+
+func TestRedis_MemoryPerLimitedKey(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartRedis(t)
+	c := srv.Client(t)
+	store := redisstore.New(c, redisstore.Options{})
+	out := make([]ratelimit.LimitResult, 1)
+	for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindow, ratelimit.TokenBucket, ratelimit.GCRA} {
+		key := "ws_123:203.0.113.7:user_abc:" + alg.String()
+		lim := ratelimit.Limit{Name: "api", Algorithm: alg, Rate: 100, Period: time.Minute}
+		if err := store.Check(ctx, &ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.MemoryUsage(ctx, store.Key(key)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: MEMORY USAGE %d bytes for a %d-byte key", alg, n, len(store.Key(key)))
+	}
+}
+
+func TestNewClient_URLs(t *testing.T) {
+	for _, c := range []struct {
+		url     string
+		cluster bool
+		wantErr string
+	}{
+		{url: "redis://127.0.0.1:6379/2"},
+		{url: "redis://:secret@127.0.0.1:6379"},
+		{url: "redis://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002", cluster: true},
+		{url: "redis+cluster://127.0.0.1:7000", cluster: true},
+		{url: "redis+sentinel://127.0.0.1:26379/mymaster"},
+		{url: "http://127.0.0.1", wantErr: "scheme"},
+		{url: "redis+sentinel://127.0.0.1:26379", wantErr: "master name"},
+		{url: "redis://127.0.0.1:7000,127.0.0.1:7001/3", wantErr: "bad database"},
+		{url: "redis://:hunter2@[::1", wantErr: "xxxxx"},
+	} {
+		client, err := redisstore.NewClient(c.url)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("%s: err = %v, want one containing %q without the password", c.url, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.url, err)
+			continue
+		}
+		_, isCluster := client.(*redis.ClusterClient)
+		if isCluster != c.cluster {
+			t.Errorf("%s: cluster client = %v, want %v", c.url, isCluster, c.cluster)
+		}
+		client.Close()
+	}
+}

@@ -1,0 +1,153 @@
+package ratelimit
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LatencyBuckets are the upper bounds of the decision latency histogram.
+var latencyBuckets = [...]time.Duration{
+	50 * time.Microsecond, 100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+}
+
+// Stats counts decisions per rule. Counters only grow.
+type Stats struct {
+	mu    sync.RWMutex
+	rules map[string]*ruleStats
+}
+
+type ruleStats struct {
+	allowed, denied, shadowDenied, storeErrors atomic.Int64
+	failOpen, failClosed, blockedCache         atomic.Int64
+	latencyCount                               [len(latencyBuckets) + 1]atomic.Int64
+	latencySumNanos                            atomic.Int64
+}
+
+func newStats() *Stats { return &Stats{rules: make(map[string]*ruleStats)} }
+
+func (s *Stats) rule(name string) *ruleStats {
+	if name == "" {
+		name = "default"
+	}
+	s.mu.RLock()
+	rs := s.rules[name]
+	s.mu.RUnlock()
+	if rs != nil {
+		return rs
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rs = s.rules[name]; rs == nil {
+		rs = &ruleStats{}
+		s.rules[name] = rs
+	}
+	return rs
+}
+
+func (rs *ruleStats) record(res *Result, took time.Duration) {
+	switch {
+	case res.Shadowed:
+		rs.shadowDenied.Add(1)
+	case res.Allowed:
+		rs.allowed.Add(1)
+	default:
+		rs.denied.Add(1)
+	}
+	switch res.Source {
+	case FromFailOpen:
+		rs.failOpen.Add(1)
+	case FromFailClosed:
+		rs.failClosed.Add(1)
+	case FromBlockedCache:
+		rs.blockedCache.Add(1)
+	}
+	i, _ := slices.BinarySearch(latencyBuckets[:], took)
+	rs.latencyCount[i].Add(1)
+	rs.latencySumNanos.Add(int64(took))
+}
+
+// RuleCounters is a snapshot of one rule's counters.
+type RuleCounters struct {
+	Rule         string `json:"rule"`
+	Allowed      int64  `json:"allowed"`
+	Denied       int64  `json:"denied"`
+	ShadowDenied int64  `json:"shadow_denied"`
+	StoreErrors  int64  `json:"store_errors"`
+	FailOpen     int64  `json:"fail_open"`
+	FailClosed   int64  `json:"fail_closed"`
+	BlockedCache int64  `json:"blocked_cache"`
+	// LatencyBuckets[i] counts decisions that took at most LatencyBounds[i];
+	// the last entry counts the slower ones.
+	LatencyBuckets []int64         `json:"latency_buckets"`
+	LatencyBounds  []time.Duration `json:"latency_bounds"`
+	LatencySum     time.Duration   `json:"latency_sum"`
+}
+
+// Decisions is the number of decisions counted.
+func (c RuleCounters) Decisions() int64 { return c.Allowed + c.Denied + c.ShadowDenied }
+
+// Snapshot returns every rule's counters, sorted by rule.
+func (s *Stats) Snapshot() []RuleCounters {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]RuleCounters, 0, len(s.rules))
+	for name, rs := range s.rules {
+		c := RuleCounters{
+			Rule: name, Allowed: rs.allowed.Load(), Denied: rs.denied.Load(), ShadowDenied: rs.shadowDenied.Load(),
+			StoreErrors: rs.storeErrors.Load(), FailOpen: rs.failOpen.Load(), FailClosed: rs.failClosed.Load(),
+			BlockedCache: rs.blockedCache.Load(), LatencyBounds: latencyBuckets[:],
+			LatencySum: time.Duration(rs.latencySumNanos.Load()),
+		}
+		for i := range rs.latencyCount {
+			c.LatencyBuckets = append(c.LatencyBuckets, rs.latencyCount[i].Load())
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b RuleCounters) int { return strings.Compare(a.Rule, b.Rule) })
+	return out
+}
+
+// WritePrometheus writes the counters in the Prometheus text exposition
+// format (version 0.0.4), ready to serve on /metrics.
+func (s *Stats) WritePrometheus(w io.Writer) error {
+	snap := s.Snapshot()
+	var b strings.Builder
+	counter := func(name, help string, value func(RuleCounters) int64) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
+		for _, c := range snap {
+			fmt.Fprintf(&b, "%s{rule=%s} %d\n", name, strconv.Quote(c.Rule), value(c))
+		}
+	}
+	counter("ratelimit_allowed_total", "Requests allowed.", func(c RuleCounters) int64 { return c.Allowed })
+	counter("ratelimit_denied_total", "Requests denied.", func(c RuleCounters) int64 { return c.Denied })
+	counter("ratelimit_shadow_denied_total", "Requests a limit denied but shadow mode let through.", func(c RuleCounters) int64 { return c.ShadowDenied })
+	counter("ratelimit_store_errors_total", "Store calls that failed or timed out.", func(c RuleCounters) int64 { return c.StoreErrors })
+	counter("ratelimit_fail_open_total", "Requests let through by the fail-open policy.", func(c RuleCounters) int64 { return c.FailOpen })
+	counter("ratelimit_fail_closed_total", "Requests refused by the fail-closed policy.", func(c RuleCounters) int64 { return c.FailClosed })
+	counter("ratelimit_blocked_cache_total", "Requests denied from the in-process blocked cache.", func(c RuleCounters) int64 { return c.BlockedCache })
+	const h = "ratelimit_decision_seconds"
+	fmt.Fprintf(&b, "# HELP %s Time to decide a request, store included.\n# TYPE %s histogram\n", h, h)
+	for _, c := range snap {
+		rule := strconv.Quote(c.Rule)
+		var cum int64
+		for i, n := range c.LatencyBuckets {
+			cum += n
+			le := "+Inf"
+			if i < len(c.LatencyBounds) {
+				le = strconv.FormatFloat(c.LatencyBounds[i].Seconds(), 'g', -1, 64)
+			}
+			fmt.Fprintf(&b, "%s_bucket{rule=%s,le=%q} %d\n", h, rule, le, cum)
+		}
+		fmt.Fprintf(&b, "%s_sum{rule=%s} %g\n%s_count{rule=%s} %d\n", h, rule, c.LatencySum.Seconds(), h, rule, cum)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,72 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps rate-limit state. The memory and Redis stores (packages
+// ratelimit/memory and ratelimit/redisstore) implement it with identical
+// semantics, checked by one contract suite.
+//
+// A store check is all-or-nothing: when any limit denies, no limit consumes
+// anything (a penalty Block of the denying limit is still recorded).
+type Store interface {
+	// Check evaluates req.Limits for req.Key and, when all allow and
+	// req.Cost > 0, consumes req.Cost from each. A Cost of 0 only peeks.
+	// It writes one result per limit into out, which has len(req.Limits).
+	Check(ctx context.Context, req *CheckRequest, out []LimitResult) error
+	// Reset deletes all state of key and reports whether there was any.
+	Reset(ctx context.Context, key string) (bool, error)
+	// Info describes the stored state of key without changing it.
+	Info(ctx context.Context, key string) (KeyInfo, error)
+	// Top lists up to n keys with the most hits, most first.
+	Top(ctx context.Context, n int) ([]Consumer, error)
+	// Ping checks that the store answers.
+	Ping(ctx context.Context) error
+}
+
+// CheckRequest is one check as a store sees it.
+type CheckRequest struct {
+	Key    string
+	Limits []Limit
+	Cost   int64
+}
+
+// Consumer is one identity in a Top listing.
+type Consumer struct {
+	Key string `json:"key"`
+	// Hits is the cost requested (allowed or not) since the identity's state
+	// was created; it expires with the state.
+	Hits int64 `json:"hits"`
+	// TTL is how long the state lives without further requests.
+	TTL time.Duration `json:"ttl"`
+}
+
+// LimitResult is the outcome of one limit in a check.
+type LimitResult struct {
+	Limit   Limit `json:"-"`
+	Allowed bool  `json:"allowed"`
+	// Remaining is what may still be spent after this check.
+	Remaining int64 `json:"remaining"`
+	// ResetAfter is when the limit is back to full capacity.
+	ResetAfter time.Duration `json:"reset_after"`
+	// RetryAfter is, for a denial, how long until the same request would be
+	// allowed; -1 means never (the cost exceeds the capacity). Zero when
+	// allowed.
+	RetryAfter time.Duration `json:"retry_after"`
+	// Blocked reports that a penalty block is in force.
+	Blocked bool `json:"blocked"`
+}
+
+// KeyInfo is what a store holds for one identity, independent of limits.
+type KeyInfo struct {
+	Key    string `json:"key"`
+	Exists bool   `json:"exists"`
+	// Hits is the cost requested since the state was created.
+	Hits int64 `json:"hits"`
+	// TTL is how long the state lives without further requests.
+	TTL time.Duration `json:"ttl"`
+	// BlockedFor is the longest penalty block in force, zero if none.
+	BlockedFor time.Duration `json:"blocked_for"`
+}
