@@ -90,6 +90,9 @@ func (db *DB) snapshot(ctx context.Context) (SnapshotInfo, error) {
 		db.stats.compactionFails.Add(1)
 		return SnapshotInfo{}, err
 	}
+	if last := db.stats.lastSnapshot.Load(); last != nil && last.Seq == view.seq {
+		return *last, nil // nothing written since the last snapshot
+	}
 	info, err := db.writeSnapshot(ctx, view)
 	if err != nil {
 		db.stats.compactionFails.Add(1)
@@ -105,6 +108,7 @@ func (db *DB) snapshot(ctx context.Context) (SnapshotInfo, error) {
 	db.stats.compactions.Add(1)
 	db.stats.snapshotSeq.Store(info.Seq)
 	db.stats.lastSnapshotNs.Store(time.Now().UnixNano())
+	db.stats.lastSnapshot.Store(&info)
 	return info, nil
 }
 

@@ -18,6 +18,7 @@ type counters struct {
 	compactionFails atomic.Uint64
 	snapshotSeq     atomic.Uint64
 	lastSnapshotNs  atomic.Int64
+	lastSnapshot    atomic.Pointer[SnapshotInfo] // written by this process
 
 	// Set once by recovery.
 	replayed      uint64
