@@ -1,0 +1,103 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Defaults applied to fields the YAML leaves out.
+const (
+	DefaultStopSignal   = "TERM"
+	DefaultStopTimeout  = 10 * time.Second
+	DefaultReadyTimeout = 30 * time.Second
+	DefaultReadyPoll    = 50 * time.Millisecond
+	DefaultLogMaxSize   = 10 << 20 // bytes
+	DefaultLogBackups   = 3
+	DefaultMaxRestarts  = 5
+	DefaultBackoff      = 500 * time.Millisecond
+	DefaultMaxBackoff   = 30 * time.Second
+	// StartGrace is how long a process without a ready probe must stay alive
+	// for its start to count as successful.
+	StartGrace = 500 * time.Millisecond
+)
+
+// Config is a parsed ops.yaml: the processes it declares, in dependency order.
+type Config struct {
+	// Path is the file the configuration was read from, as given.
+	Path string
+	// Processes maps each name to its resolved spec.
+	Processes map[string]*Process
+	// Order lists every name so that each comes after its dependencies;
+	// ties are broken by name, so the order is stable.
+	Order []string
+}
+
+// Process is the resolved spec of one supervised process: environment
+// interpolated, env_file read, relative paths made absolute, defaults set.
+type Process struct {
+	Name        string            `json:"name"`
+	Command     string            `json:"command"`
+	Args        []string          `json:"args,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`      // env_file values overlaid by env
+	EnvFile     string            `json:"env_file,omitempty"` // absolute path, informational
+	Cwd         string            `json:"cwd,omitempty"`
+	LogFile     string            `json:"log_file,omitempty"` // empty: <home>/logs/<name>.log
+	StopSignal  string            `json:"stop_signal"`
+	StopTimeout time.Duration     `json:"stop_timeout"`
+	DependsOn   []string          `json:"depends_on,omitempty"`
+	Ready       *ReadyProbe       `json:"ready,omitempty"`
+	Restart     RestartPolicy     `json:"restart"`
+	LogMaxSize  int64             `json:"log_max_size"`
+	LogBackups  int               `json:"log_backups"`
+}
+
+// ReadyProbe says when a started process is ready. Exactly one of TCP,
+// HTTP, Exec and LogPattern is set.
+type ReadyProbe struct {
+	TCP        string        `json:"tcp,omitempty"`  // host:port accepting connections
+	HTTP       string        `json:"http,omitempty"` // URL answering 2xx
+	Exec       string        `json:"exec,omitempty"` // shell command exiting 0
+	LogPattern string        `json:"log,omitempty"`  // regular expression matched by a new log line
+	Timeout    time.Duration `json:"timeout"`
+	Interval   time.Duration `json:"interval"`
+}
+
+// RestartMode is when a monitor restarts a process that ended on its own.
+type RestartMode string
+
+// Restart modes.
+const (
+	RestartNever     RestartMode = "never"
+	RestartOnFailure RestartMode = "on-failure"
+	RestartAlways    RestartMode = "always"
+)
+
+// RestartPolicy is a restart mode with capped exponential backoff.
+type RestartPolicy struct {
+	Mode RestartMode `json:"mode"`
+	// MaxRestarts is how many consecutive restarts are tried before giving
+	// up; 0 means no limit. A run longer than MaxBackoff resets the count.
+	MaxRestarts int           `json:"max_restarts"`
+	Backoff     time.Duration `json:"backoff"`     // first delay, doubled each time
+	MaxBackoff  time.Duration `json:"max_backoff"` // cap on the delay
+}
+
+// Delay returns the backoff before restart number n (1-based).
+func (p RestartPolicy) Delay(n int) time.Duration {
+	d := p.Backoff
+	for i := 1; i < n && d < p.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, p.MaxBackoff)
+}
+
+// LoadConfig reads and parses the YAML file at path, interpolating
+// ${VAR} from the process environment.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: read config: %w", err)
+	}
+	return ParseConfig(path, data, os.LookupEnv)
+}

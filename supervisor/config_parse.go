@@ -1,0 +1,460 @@
+package supervisor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// parser walks the YAML node tree so that every error can name the file,
+// line and dotted field it is about.
+type parser struct {
+	file   string
+	dir    string // directory of the file: base of relative paths
+	lookup func(string) (string, bool)
+}
+
+// ParseConfig parses YAML data read from path. lookup resolves ${VAR}
+// (os.LookupEnv in LoadConfig). Unknown keys, bad values, unknown
+// dependencies and cycles are *ConfigError values.
+func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	p := &parser{file: path, dir: dir, lookup: lookup}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, p.errorf(nil, "", "empty file: want a processes: mapping")
+		}
+		return nil, p.yamlError(err)
+	}
+	root := deref(&doc)
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = deref(root.Content[0])
+	}
+	cfg := &Config{Path: path, Processes: map[string]*Process{}}
+	var procs *yaml.Node
+	err = p.mapping(root, "", func(key string, k, v *yaml.Node) error {
+		switch key {
+		case "processes":
+			procs = v
+			return nil
+		}
+		return p.errorf(k, key, "unknown field (want processes)")
+	})
+	if err != nil {
+		return nil, err
+	}
+	if procs == nil {
+		return nil, p.errorf(root, "processes", "missing")
+	}
+	depLines := map[string]*yaml.Node{}
+	err = p.mapping(procs, "processes", func(name string, k, v *yaml.Node) error {
+		field := "processes." + name
+		if err := validName(name); err != nil {
+			return p.errorf(k, field, "%v", err)
+		}
+		proc, err := p.process(name, field, v)
+		if err != nil {
+			return err
+		}
+		cfg.Processes[name] = proc
+		depLines[name] = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	order, err := dependencyOrder(cfg.Processes)
+	if err != nil {
+		var de *dependencyError
+		if errors.As(err, &de) {
+			return nil, p.errorf(depLines[de.name], "processes."+de.name+".depends_on", "%s", de.msg)
+		}
+		return nil, err
+	}
+	cfg.Order = order
+	return cfg, nil
+}
+
+// validName accepts names usable as file names on every platform.
+func validName(name string) error {
+	if name == "" || name[0] == '.' || name[0] == '-' {
+		return fmt.Errorf("invalid process name %q", name)
+	}
+	for _, r := range name {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return fmt.Errorf("invalid process name %q: use letters, digits, '.', '-' and '_'", name)
+		}
+	}
+	return nil
+}
+
+func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) {
+	proc := &Process{
+		Name:        name,
+		StopSignal:  DefaultStopSignal,
+		StopTimeout: DefaultStopTimeout,
+		Restart:     RestartPolicy{Mode: RestartNever, MaxRestarts: DefaultMaxRestarts, Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff},
+		LogMaxSize:  DefaultLogMaxSize,
+		LogBackups:  DefaultLogBackups,
+	}
+	var env map[string]string
+	var envFileNode *yaml.Node
+	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
+		f := field + "." + key
+		var err error
+		switch key {
+		case "command":
+			proc.Command, err = p.str(v, f)
+		case "args":
+			proc.Args, err = p.strList(v, f)
+		case "env":
+			env, err = p.strMap(v, f)
+		case "env_file":
+			proc.EnvFile, err = p.path(v, f)
+			envFileNode = v
+		case "cwd":
+			proc.Cwd, err = p.path(v, f)
+		case "log_file":
+			proc.LogFile, err = p.path(v, f)
+		case "stop_signal":
+			proc.StopSignal, err = p.signal(v, f)
+		case "stop_timeout":
+			proc.StopTimeout, err = p.duration(v, f)
+		case "depends_on":
+			proc.DependsOn, err = p.strList(v, f)
+		case "ready":
+			proc.Ready, err = p.ready(v, f)
+		case "restart":
+			err = p.restart(v, f, &proc.Restart)
+		case "log_max_size":
+			proc.LogMaxSize, err = p.size(v, f)
+		case "log_backups":
+			proc.LogBackups, err = p.nonNegativeInt(v, f)
+		default:
+			err = p.errorf(k, f, "unknown field")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if proc.Command == "" {
+		return nil, p.errorf(node, field+".command", "missing")
+	}
+	proc.Env = map[string]string{}
+	if proc.EnvFile != "" {
+		data, err := os.ReadFile(proc.EnvFile)
+		if err != nil {
+			return nil, p.errorf(envFileNode, field+".env_file", "%v", err)
+		}
+		fileEnv, err := parseEnvFile(data)
+		if err != nil {
+			return nil, p.errorf(envFileNode, field+".env_file", "%s: %v", proc.EnvFile, err)
+		}
+		for k, v := range fileEnv {
+			proc.Env[k] = v
+		}
+	}
+	for k, v := range env {
+		proc.Env[k] = v
+	}
+	return proc, nil
+}
+
+func (p *parser) ready(node *yaml.Node, field string) (*ReadyProbe, error) {
+	r := &ReadyProbe{Timeout: DefaultReadyTimeout, Interval: DefaultReadyPoll}
+	kinds := 0
+	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
+		f := field + "." + key
+		var err error
+		switch key {
+		case "tcp":
+			kinds++
+			if r.TCP, err = p.str(v, f); err == nil {
+				if _, _, serr := net.SplitHostPort(r.TCP); serr != nil {
+					err = p.errorf(v, f, "%q is not host:port", r.TCP)
+				}
+			}
+		case "http":
+			kinds++
+			if r.HTTP, err = p.str(v, f); err == nil {
+				if u, perr := url.Parse(r.HTTP); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					err = p.errorf(v, f, "%q is not an http(s) URL", r.HTTP)
+				}
+			}
+		case "exec":
+			kinds++
+			r.Exec, err = p.str(v, f)
+		case "log":
+			kinds++
+			if r.LogPattern, err = p.str(v, f); err == nil {
+				if _, rerr := regexp.Compile(r.LogPattern); rerr != nil {
+					err = p.errorf(v, f, "bad pattern: %v", rerr)
+				}
+			}
+		case "timeout":
+			r.Timeout, err = p.duration(v, f)
+		case "interval":
+			r.Interval, err = p.duration(v, f)
+		default:
+			err = p.errorf(k, f, "unknown field (want tcp, http, exec or log, and timeout, interval)")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if kinds != 1 {
+		return nil, p.errorf(node, field, "want exactly one of tcp, http, exec, log")
+	}
+	if r.Interval <= 0 {
+		r.Interval = DefaultReadyPoll
+	}
+	return r, nil
+}
+
+func (p *parser) restart(node *yaml.Node, field string, pol *RestartPolicy) error {
+	mode := func(v *yaml.Node, f string) error {
+		s, err := p.str(v, f)
+		if err != nil {
+			return err
+		}
+		switch RestartMode(s) {
+		case RestartNever, RestartOnFailure, RestartAlways:
+			pol.Mode = RestartMode(s)
+			return nil
+		}
+		return p.errorf(v, f, "%q is not one of never, on-failure, always", s)
+	}
+	if deref(node).Kind == yaml.ScalarNode {
+		return mode(node, field)
+	}
+	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
+		f := field + "." + key
+		var err error
+		switch key {
+		case "policy":
+			err = mode(v, f)
+		case "max_restarts":
+			pol.MaxRestarts, err = p.nonNegativeInt(v, f)
+		case "backoff":
+			pol.Backoff, err = p.duration(v, f)
+		case "max_backoff":
+			pol.MaxBackoff, err = p.duration(v, f)
+		default:
+			err = p.errorf(k, f, "unknown field (want policy, max_restarts, backoff, max_backoff)")
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if pol.Backoff <= 0 {
+		pol.Backoff = DefaultBackoff
+	}
+	if pol.MaxBackoff < pol.Backoff {
+		pol.MaxBackoff = pol.Backoff
+	}
+	return nil
+}
+
+// mapping calls fn for each key of a mapping node, rejecting duplicates.
+func (p *parser) mapping(node *yaml.Node, field string, fn func(key string, k, v *yaml.Node) error) error {
+	node = deref(node)
+	if node.Kind != yaml.MappingNode {
+		return p.errorf(node, field, "must be a mapping")
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		k, v := node.Content[i], node.Content[i+1]
+		if seen[k.Value] {
+			return p.errorf(k, join(field, k.Value), "duplicate key")
+		}
+		seen[k.Value] = true
+		if err := fn(k.Value, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scalar returns the interpolated value of a scalar node.
+func (p *parser) scalar(node *yaml.Node, field string) (string, error) {
+	node = deref(node)
+	if node.Kind != yaml.ScalarNode || node.Tag == "!!null" {
+		return "", p.errorf(node, field, "must be a single value")
+	}
+	s, err := interpolate(node.Value, p.lookup)
+	if err != nil {
+		return "", p.errorf(node, field, "%v", err)
+	}
+	return s, nil
+}
+
+func (p *parser) str(node *yaml.Node, field string) (string, error) { return p.scalar(node, field) }
+
+func (p *parser) strList(node *yaml.Node, field string) ([]string, error) {
+	node = deref(node)
+	if node.Kind == yaml.ScalarNode {
+		s, err := p.scalar(node, field)
+		return []string{s}, err
+	}
+	if node.Kind != yaml.SequenceNode {
+		return nil, p.errorf(node, field, "must be a list")
+	}
+	out := make([]string, 0, len(node.Content))
+	for i, item := range node.Content {
+		s, err := p.scalar(item, fmt.Sprintf("%s[%d]", field, i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (p *parser) strMap(node *yaml.Node, field string) (map[string]string, error) {
+	out := map[string]string{}
+	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
+		s, err := p.scalar(v, field+"."+key)
+		out[key] = s
+		return err
+	})
+	return out, err
+}
+
+func (p *parser) path(node *yaml.Node, field string) (string, error) {
+	s, err := p.scalar(node, field)
+	if err != nil || s == "" {
+		return s, err
+	}
+	if strings.HasPrefix(s, "~/") {
+		if home, herr := os.UserHomeDir(); herr == nil {
+			s = filepath.Join(home, s[2:])
+		}
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(p.dir, s)
+	}
+	return s, nil
+}
+
+// duration accepts Go durations ("500ms", "10s") and, as the seed did,
+// plain integers meaning seconds.
+func (p *parser) duration(node *yaml.Node, field string) (time.Duration, error) {
+	s, err := p.scalar(node, field)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, p.errorf(node, field, "%q is not a duration", s)
+	}
+	return d, nil
+}
+
+func (p *parser) nonNegativeInt(node *yaml.Node, field string) (int, error) {
+	s, err := p.scalar(node, field)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, p.errorf(node, field, "%q is not a non-negative integer", s)
+	}
+	return n, nil
+}
+
+// size accepts a byte count with an optional unit: 1048576, 512KB, 10MB, 1GiB.
+func (p *parser) size(node *yaml.Node, field string) (int64, error) {
+	s, err := p.scalar(node, field)
+	if err != nil {
+		return 0, err
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, p.errorf(node, field, "%q is not a size (e.g. 10MB)", s)
+	}
+	return n * mult, nil
+}
+
+func (p *parser) signal(node *yaml.Node, field string) (string, error) {
+	s, err := p.scalar(node, field)
+	if err != nil {
+		return "", err
+	}
+	name := strings.TrimPrefix(strings.ToUpper(s), "SIG")
+	switch name {
+	case "TERM", "INT", "HUP", "QUIT", "KILL", "USR1", "USR2":
+		return name, nil
+	}
+	return "", p.errorf(node, field, "%q is not a stop signal (TERM, INT, HUP, QUIT, KILL, USR1, USR2)", s)
+}
+
+func (p *parser) errorf(node *yaml.Node, field, format string, a ...any) error {
+	line := 0
+	if node != nil {
+		line = node.Line
+	}
+	return &ConfigError{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
+// yamlError turns a yaml.v3 syntax error ("yaml: line 3: ...") into a
+// ConfigError.
+func (p *parser) yamlError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, after, ok := strings.Cut(rest, ": "); ok {
+			if l, cerr := strconv.Atoi(n); cerr == nil {
+				line, msg = l, after
+			}
+		}
+	}
+	return &ConfigError{File: p.file, Line: line, Msg: msg}
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func join(field, key string) string {
+	if field == "" {
+		return key
+	}
+	return field + "." + key
+}

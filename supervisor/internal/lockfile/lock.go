@@ -1,0 +1,67 @@
+// Package lockfile serialises CLI runs that touch the same process: a
+// record is read, acted on and rewritten only while its lock is held, so two
+// concurrent starts of one name yield exactly one process.
+package lockfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// errWouldBlock is returned by tryLock when another holder has the lock.
+var errWouldBlock = errors.New("lock held elsewhere")
+
+// retryInterval is how often a waiting Acquire tries again.
+const retryInterval = 10 * time.Millisecond
+
+// Lock is an exclusive advisory lock on a file. The kernel releases it when
+// the holder exits, so a crashed CLI never leaves a lock behind.
+type Lock struct{ f *os.File }
+
+// Acquire waits until it holds the lock at path or ctx ends.
+func Acquire(ctx context.Context, path string) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	t := time.NewTicker(retryInterval)
+	defer t.Stop()
+	for {
+		err := tryLock(f)
+		if err == nil {
+			return &Lock{f: f}, nil
+		}
+		if !errors.Is(err, errWouldBlock) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// TryAcquire takes the lock at path if it is free; ok is false otherwise.
+func TryAcquire(path string) (l *Lock, ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := tryLock(f); err != nil {
+		f.Close()
+		if errors.Is(err, errWouldBlock) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return &Lock{f: f}, true, nil
+}
+
+// Release gives the lock up.
+func (l *Lock) Release() error { return l.f.Close() }

@@ -1,0 +1,46 @@
+// Package logfile keeps process logs bounded and readable: rotation by size
+// (path -> path.1 -> ... -> path.N), tailing from the end without reading
+// the whole file, and following across truncation and rotation.
+package logfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// RotateIfOver rotates path when it is larger than maxSize bytes, keeping
+// at most backups old files (path.1 is the newest). maxSize <= 0 disables
+// rotation; backups == 0 truncates instead of keeping a copy.
+func RotateIfOver(path string, maxSize int64, backups int) (rotated bool, err error) {
+	if maxSize <= 0 {
+		return false, nil
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("rotate %s: %w", path, err)
+	}
+	if fi.Size() <= maxSize {
+		return false, nil
+	}
+	if backups == 0 {
+		return true, os.Truncate(path, 0)
+	}
+	if err := os.Remove(fmt.Sprintf("%s.%d", path, backups)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("rotate %s: %w", path, err)
+	}
+	for i := backups - 1; i >= 1; i-- {
+		err := os.Rename(fmt.Sprintf("%s.%d", path, i), fmt.Sprintf("%s.%d", path, i+1))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("rotate %s: %w", path, err)
+		}
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		return false, fmt.Errorf("rotate %s: %w", path, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,27 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// pollInterval is how often a process without a waitable handle is
+// re-checked: short enough that stop returns within milliseconds of an exit.
+const pollInterval = 5 * time.Millisecond
+
+// pollUntilGone re-verifies id until it no longer names a live process.
+func pollUntilGone(ctx context.Context, id Identity) error {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		if _, err := Verify(id); errors.Is(err, ErrNotFound) || errors.Is(err, ErrIdentityMismatch) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package proc
+
+import (
+	"os"
+	"strconv"
+)
+
+// SessionMembers lists the live processes whose session id is sid. Because
+// the kernel does not reuse a PID that still names a session, every member
+// found belongs to the session the supervisor created.
+func SessionMembers(sid int) ([]Info, error) {
+	if sid <= 1 {
+		return nil, nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var members []Info
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		info, state, err := parseStat(pid, data)
+		if err != nil || info.Session != sid || state == "Z" || state == "X" {
+			continue
+		}
+		members = append(members, info)
+	}
+	if len(members) > 0 {
+		boot, err := BootID()
+		if err != nil {
+			return nil, err
+		}
+		for i := range members {
+			members[i].BootID = boot
+		}
+	}
+	return members, nil
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package proc
+
+// SessionMembers is only implemented on Linux; elsewhere the supervisor
+// relies on the process group (Unix) or tree termination (Windows).
+func SessionMembers(sid int) ([]Info, error) { return nil, nil }

@@ -1,0 +1,13 @@
+package proc
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/windows"
+)
+
+// DetachedAttr starts a process in a new process group without a console
+// window, detached from the console of the CLI that started it.
+func DetachedAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS}
+}

@@ -1,0 +1,159 @@
+// Package ready probes whether a started process is ready: a TCP port that
+// accepts, an HTTP URL that answers 2xx, a command that exits 0, or a line
+// in the process's log that matches a pattern.
+package ready
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"time"
+)
+
+// attemptTimeout bounds one probe attempt.
+const attemptTimeout = time.Second
+
+// Probe is one readiness check; Check returns nil when ready.
+type Probe interface {
+	Check(ctx context.Context) error
+}
+
+// TCP is ready when Addr accepts a connection.
+type TCP struct{ Addr string }
+
+// Check dials Addr.
+func (p TCP) Check(ctx context.Context) error {
+	var d net.Dialer
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	c, err := d.DialContext(ctx, "tcp", p.Addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// HTTP is ready when URL answers with a 2xx status.
+type HTTP struct {
+	URL    string
+	Client *http.Client
+}
+
+// Check sends one GET.
+func (p HTTP) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
+	if err != nil {
+		return err
+	}
+	client := p.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("%s answered %s", p.URL, resp.Status)
+	}
+	return nil
+}
+
+// Exec is ready when Command, run by the system shell, exits 0.
+type Exec struct {
+	Command string
+	Dir     string
+	Env     []string
+}
+
+// Check runs the command once.
+func (p Exec) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	shell, flag := "sh", "-c"
+	if runtime.GOOS == "windows" {
+		shell, flag = "cmd", "/C"
+	}
+	cmd := exec.CommandContext(ctx, shell, flag, p.Command)
+	cmd.Dir, cmd.Env = p.Dir, p.Env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%q: %w: %s", p.Command, err, trim(out))
+	}
+	return nil
+}
+
+// Log is ready when a line written to Path after Offset matches Pattern.
+type Log struct {
+	Path    string
+	Offset  int64
+	Pattern *regexp.Regexp
+}
+
+// Check reads what was appended since Offset.
+func (p Log) Check(ctx context.Context) error {
+	f, err := os.Open(p.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	start := p.Offset
+	if fi.Size() < start { // rotated or truncated since
+		start = 0
+	}
+	data := make([]byte, fi.Size()-start)
+	if _, err := f.ReadAt(data, start); err != nil {
+		return err
+	}
+	if p.Pattern.Match(data) {
+		return nil
+	}
+	return fmt.Errorf("no log line matches %q yet", p.Pattern.String())
+}
+
+// ErrTimeout reports that the probe never succeeded in time.
+var ErrTimeout = errors.New("not ready before the timeout")
+
+// Wait checks probe every interval until it succeeds, alive reports false
+// (the process died: no point waiting) or timeout passes. The error names
+// the last failed attempt.
+func Wait(ctx context.Context, probe Probe, interval, timeout time.Duration, alive func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var last error
+	for {
+		if err := alive(); err != nil {
+			return err
+		}
+		last = probe.Check(ctx)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%s): %v", ErrTimeout, timeout, last)
+		case <-t.C:
+		}
+	}
+}
+
+func trim(out []byte) string {
+	if len(out) > 200 {
+		out = out[len(out)-200:]
+	}
+	return string(out)
+}

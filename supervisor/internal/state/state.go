@@ -1,0 +1,175 @@
+// Package state is the supervisor's on-disk contract between CLI runs:
+// process records under pids/, applied digests under applied/, exit records
+// under exits/, logs under logs/ and locks under locks/.
+//
+// Invariant: every file here is replaced atomically, and a process record
+// is only written while the name's lock is held or by that name's monitor.
+package state
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/devkit-go/devkit/supervisor/internal/atomicfile"
+	"github.com/devkit-go/devkit/supervisor/internal/proc"
+)
+
+// RecordVersion is the version of the record files' format.
+const RecordVersion = 1
+
+// Layout locates the supervisor's files under its home directory.
+type Layout struct{ Root string }
+
+// Init creates the home's directories.
+func (l Layout) Init() error {
+	for _, d := range []string{"pids", "applied", "exits", "logs", "locks"} {
+		if err := os.MkdirAll(filepath.Join(l.Root, d), 0o700); err != nil {
+			return fmt.Errorf("supervisor: create home: %w", err)
+		}
+	}
+	return nil
+}
+
+// RecordPath is where the process record of name lives.
+func (l Layout) RecordPath(name string) string { return filepath.Join(l.Root, "pids", name+".json") }
+
+// AppliedPath is where the applied digest of name lives.
+func (l Layout) AppliedPath(name string) string {
+	return filepath.Join(l.Root, "applied", name+".digest")
+}
+
+// ExitPath is where the last exit of name is recorded.
+func (l Layout) ExitPath(name string) string { return filepath.Join(l.Root, "exits", name+".json") }
+
+// LockPath is the lock file of name.
+func (l Layout) LockPath(name string) string { return filepath.Join(l.Root, "locks", name+".lock") }
+
+// DefaultLogPath is the log file of name when the YAML names none.
+func (l Layout) DefaultLogPath(name string) string {
+	return filepath.Join(l.Root, "logs", name+".log")
+}
+
+// ProcessRecord describes a started process well enough to find, verify
+// and stop it without the YAML that started it.
+type ProcessRecord struct {
+	Version     int            `json:"version"`
+	Name        string         `json:"name"`
+	Process     proc.Identity  `json:"process"`           // the session and group leader
+	Monitor     *proc.Identity `json:"monitor,omitempty"` // the monitor waiting for it
+	StartedAt   time.Time      `json:"started_at"`
+	Digest      string         `json:"digest"`
+	LogFile     string         `json:"log_file"`
+	StopSignal  string         `json:"stop_signal"`
+	StopTimeout time.Duration  `json:"stop_timeout"`
+	Restarts    int            `json:"restarts"`
+}
+
+// ExitRecord is how a process last ended, written by its monitor.
+type ExitRecord struct {
+	Name     string    `json:"name"`
+	PID      int       `json:"pid"`
+	Code     int       `json:"code"`             // -1 when killed by a signal
+	Signal   string    `json:"signal,omitempty"` // the signal that killed it
+	At       time.Time `json:"at"`
+	Stopped  bool      `json:"stopped"` // ended because stop asked it to
+	Restarts int       `json:"restarts"`
+	GaveUp   bool      `json:"gave_up,omitempty"` // restart policy exhausted
+}
+
+// ReadRecord returns the record of name, or nil when there is none.
+func (l Layout) ReadRecord(name string) (*ProcessRecord, error) {
+	var r ProcessRecord
+	if err := atomicfile.ReadJSON(l.RecordPath(name), &r); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &r, nil
+}
+
+// WriteRecord stores r atomically.
+func (l Layout) WriteRecord(r *ProcessRecord) error {
+	r.Version = RecordVersion
+	return atomicfile.WriteJSON(l.RecordPath(r.Name), r)
+}
+
+// RemoveRecord deletes the record of name; a missing record is fine.
+func (l Layout) RemoveRecord(name string) error { return removeIfExists(l.RecordPath(name)) }
+
+// RemoveRecordIf deletes the record of name only if it still describes
+// the process id, so a newer record written meanwhile survives.
+func (l Layout) RemoveRecordIf(name string, id proc.Identity) error {
+	r, err := l.ReadRecord(name)
+	if err != nil || r == nil || !r.Process.Same(id) {
+		return err
+	}
+	return l.RemoveRecord(name)
+}
+
+// RecordNames lists the names that have a process record, sorted.
+func (l Layout) RecordNames() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(l.Root, "pids"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok && !strings.HasPrefix(name, ".") {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// ReadExit returns the last exit of name, or nil.
+func (l Layout) ReadExit(name string) (*ExitRecord, error) {
+	var r ExitRecord
+	if err := atomicfile.ReadJSON(l.ExitPath(name), &r); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &r, nil
+}
+
+// WriteExit stores r atomically.
+func (l Layout) WriteExit(r *ExitRecord) error { return atomicfile.WriteJSON(l.ExitPath(r.Name), r) }
+
+// RemoveExit forgets the last exit of name.
+func (l Layout) RemoveExit(name string) error { return removeIfExists(l.ExitPath(name)) }
+
+// ReadApplied returns the digest last applied for name, or "".
+func (l Layout) ReadApplied(name string) (string, error) {
+	data, err := os.ReadFile(l.AppliedPath(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return strings.TrimSpace(string(data)), err
+}
+
+// WriteApplied records digest as applied for name.
+func (l Layout) WriteApplied(name, digest string) error {
+	return atomicfile.Write(l.AppliedPath(name), []byte(digest+"\n"), 0o600)
+}
+
+// RemoveApplied forgets the applied digest of name.
+func (l Layout) RemoveApplied(name string) error { return removeIfExists(l.AppliedPath(name)) }
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}

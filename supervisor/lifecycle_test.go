@@ -1,0 +1,78 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const sleeperYAML = `
+processes:
+  app:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=hello,sleep"}
+    stop_timeout: 5s
+`
+
+func TestStartStatusStop_RoundTrip(t *testing.T) {
+	h := newHarness(t, sleeperYAML)
+	res := h.start("app")
+	if len(res) != 1 || res[0].PID == 0 || res[0].AlreadyRunning {
+		t.Fatalf("start results = %+v", res)
+	}
+	pid := res[0].PID
+	st := h.status("app")
+	if st.State != StateRunning || st.PID != pid || st.Drift || st.StartedAt == nil {
+		t.Fatalf("status after start = %+v", st)
+	}
+	again := h.start("app")
+	if !again[0].AlreadyRunning || again[0].PID != pid {
+		t.Fatalf("second start = %+v, want already running pid %d", again, pid)
+	}
+	stopped, err := h.sup.Stop(context.Background(), []string{"app"}, StopOptions{})
+	if err != nil || stopped[0].Outcome != StopStopped {
+		t.Fatalf("stop = %+v, %v", stopped, err)
+	}
+	if alive(pid) {
+		t.Fatalf("pid %d still alive after stop", pid)
+	}
+	st = h.status("app")
+	if st.State != StateStopped || st.ExitedAt == nil {
+		t.Fatalf("status after stop = %+v", st)
+	}
+	log, _ := h.sup.LogPath("app")
+	if !strings.HasSuffix(log, "app.log") {
+		t.Fatalf("log path %q", log)
+	}
+}
+
+func TestStop_NotRunningIsNotAnError(t *testing.T) {
+	h := newHarness(t, sleeperYAML)
+	res, err := h.sup.Stop(context.Background(), []string{"app"}, StopOptions{})
+	if err != nil || res[0].Outcome != StopNotRunning {
+		t.Fatalf("stop = %+v, %v", res, err)
+	}
+	if _, err := h.sup.Stop(context.Background(), []string{"nope"}, StopOptions{}); !errors.Is(err, ErrUnknownProcess) {
+		t.Fatalf("stop of unknown name: err = %v", err)
+	}
+}
+
+func TestMonitor_RecordsExitCode(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  job:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=up,sleepfor=300ms,exit=7"}
+    ready: {log: "^up", timeout: 5s}
+`)
+	h.start("job")
+	eventually(t, 5*time.Second, "job is recorded as exited", func() bool {
+		return h.status("job").State == StateExited
+	})
+	st := h.status("job")
+	if st.ExitCode == nil || *st.ExitCode != 7 || st.ExitedAt == nil {
+		t.Fatalf("status = %+v, want exited with code 7", st)
+	}
+}

@@ -1,0 +1,239 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/devkit-go/devkit/supervisor/internal/logfile"
+	"github.com/devkit-go/devkit/supervisor/internal/proc"
+	"github.com/devkit-go/devkit/supervisor/internal/ready"
+)
+
+// monitorReplyTimeout bounds how long start waits for a monitor to report.
+const monitorReplyTimeout = 10 * time.Second
+
+// LogTailLines is how many log lines a failed start reports.
+const LogTailLines = 20
+
+// StartResult is what start did for one process.
+type StartResult struct {
+	Name           string `json:"name"`
+	PID            int    `json:"pid"`
+	AlreadyRunning bool   `json:"already_running"`
+}
+
+// StartError is a start that failed: the process never became ready (or
+// died, or could not be spawned). LogTail holds the end of its log.
+type StartError struct {
+	Name    string
+	Err     error
+	LogFile string
+	LogTail []byte
+}
+
+func (e *StartError) Error() string { return fmt.Sprintf("start %s: %v", e.Name, e.Err) }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Start starts names and everything they depend on, dependencies first.
+// A process that already runs is left alone and reported AlreadyRunning.
+// Each start waits for the process's ready probe, or without one confirms
+// it is still alive after StartGrace. The first failure stops the run and
+// is returned as a *StartError, with the results so far.
+func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, error) {
+	if len(s.opts.MonitorCommand) == 0 {
+		return nil, ErrNoMonitor
+	}
+	for _, n := range names {
+		if _, ok := s.cfg.Processes[n]; !ok {
+			return nil, fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, n, s.cfg.Path)
+		}
+	}
+	var results []StartResult
+	for _, name := range s.cfg.Closure(names) {
+		spec, _ := s.spec(name)
+		res, err := s.startOne(ctx, spec)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, error) {
+	lock, err := s.lock(ctx, spec.Name)
+	if err != nil {
+		return StartResult{}, err
+	}
+	defer lock.Release()
+	if rec, err := s.home.ReadRecord(spec.Name); err != nil {
+		return StartResult{}, err
+	} else if rec != nil {
+		if _, err := proc.Verify(rec.Process); err == nil {
+			return StartResult{Name: spec.Name, PID: rec.Process.PID, AlreadyRunning: true}, nil
+		}
+		// Not running as recorded: a stale record, or a monitor in its
+		// restart backoff. Either way stop cleans it up without touching
+		// any process that is not verifiably ours.
+		if _, err := s.stopLocked(ctx, rec, StopOptions{Force: true}); err != nil {
+			return StartResult{}, &StartError{Name: spec.Name, Err: err}
+		}
+	}
+	run := *spec
+	fail := func(err error) (StartResult, error) {
+		tail, _ := logfile.Tail(run.LogFile, LogTailLines)
+		return StartResult{}, &StartError{Name: spec.Name, Err: err, LogFile: run.LogFile, LogTail: tail}
+	}
+	if run.Ready != nil && run.Ready.TCP != "" {
+		if err := portFree(ctx, run.Ready.TCP); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := logfile.RotateIfOver(run.LogFile, run.LogMaxSize, run.LogBackups); err != nil {
+		return fail(err)
+	}
+	var offset int64
+	if fi, err := os.Stat(run.LogFile); err == nil {
+		offset = fi.Size()
+	}
+	id, err := s.spawnMonitor(ctx, &run)
+	if err != nil {
+		return fail(err)
+	}
+	s.logger.Info("started", "name", spec.Name, "pid", id.PID)
+	if err := s.awaitReady(ctx, &run, id, offset); err != nil {
+		if rec, rerr := s.home.ReadRecord(spec.Name); rerr == nil && rec != nil {
+			s.stopLocked(context.WithoutCancel(ctx), rec, StopOptions{Force: true, Timeout: time.Second})
+		}
+		return fail(err)
+	}
+	if err := s.home.WriteApplied(spec.Name, run.Digest()); err != nil {
+		return StartResult{}, err
+	}
+	return StartResult{Name: spec.Name, PID: id.PID}, nil
+}
+
+// spawnMonitor starts the monitor for spec and returns the process it
+// started. The monitor is detached into its own session so it outlives
+// this CLI run.
+func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Identity, error) {
+	logf, err := os.OpenFile(spec.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return proc.Identity{}, fmt.Errorf("open log: %w", err)
+	}
+	defer logf.Close()
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return proc.Identity{}, err
+	}
+	defer stdinR.Close()
+	defer stdinW.Close()
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return proc.Identity{}, err
+	}
+	defer stdoutR.Close()
+	defer stdoutW.Close()
+
+	argv := s.opts.MonitorCommand
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), s.opts.MonitorEnv...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, logf
+	cmd.SysProcAttr = proc.DetachedAttr()
+	if err := cmd.Start(); err != nil {
+		return proc.Identity{}, fmt.Errorf("start monitor: %w", err)
+	}
+	// Reap the monitor if it exits while we still run (a long-lived caller
+	// such as a test); after we exit, init does.
+	go cmd.Wait()
+	stdinR.Close()
+	stdoutW.Close()
+	req, _ := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec})
+	if _, err := stdinW.Write(req); err != nil {
+		return proc.Identity{}, fmt.Errorf("send monitor request: %w", err)
+	}
+	stdinW.Close()
+	stdoutR.SetReadDeadline(time.Now().Add(monitorReplyTimeout))
+	rep, err := readReply(stdoutR)
+	if err != nil {
+		return proc.Identity{}, err
+	}
+	if rep.Error != "" {
+		return proc.Identity{}, errors.New(rep.Error)
+	}
+	return rep.Process, nil
+}
+
+// awaitReady waits for the ready probe, failing early if the process dies.
+func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Identity, logOffset int64) error {
+	h, err := proc.Open(id)
+	if err != nil {
+		return fmt.Errorf("process %d exited right after it started", id.PID)
+	}
+	defer h.Close()
+	if spec.Ready == nil {
+		wctx, cancel := context.WithTimeout(ctx, StartGrace)
+		defer cancel()
+		if err := h.Wait(wctx); err == nil {
+			return fmt.Errorf("process %d exited within %s of starting", id.PID, StartGrace)
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return nil
+	}
+	probe, err := s.probeFor(spec, logOffset)
+	if err != nil {
+		return err
+	}
+	alive := func() error {
+		if _, err := proc.Verify(id); err != nil {
+			return fmt.Errorf("process %d exited before it was ready", id.PID)
+		}
+		return nil
+	}
+	return ready.Wait(ctx, probe, spec.Ready.Interval, spec.Ready.Timeout, alive)
+}
+
+func (s *Supervisor) probeFor(spec *Process, logOffset int64) (ready.Probe, error) {
+	r := spec.Ready
+	switch {
+	case r.TCP != "":
+		return ready.TCP{Addr: r.TCP}, nil
+	case r.HTTP != "":
+		return ready.HTTP{URL: r.HTTP}, nil
+	case r.Exec != "":
+		env := os.Environ()
+		for k, v := range spec.Env {
+			env = append(env, k+"="+v)
+		}
+		return ready.Exec{Command: r.Exec, Dir: spec.Cwd, Env: env}, nil
+	default:
+		re, err := regexp.Compile("(?m)" + r.LogPattern)
+		if err != nil {
+			return nil, err
+		}
+		return ready.Log{Path: spec.LogFile, Offset: logOffset, Pattern: re}, nil
+	}
+}
+
+// portFree fails when something already accepts connections on addr, and
+// names the process holding it where the OS tells.
+func portFree(ctx context.Context, addr string) error {
+	if (ready.TCP{Addr: addr}).Check(ctx) != nil {
+		return nil
+	}
+	_, portStr, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portStr)
+	if info, ok := proc.PortHolder(port); ok {
+		return fmt.Errorf("ready address %s is already in use by pid %d (%s)", addr, info.PID, info.Comm)
+	}
+	return fmt.Errorf("ready address %s is already in use by another process", addr)
+}

@@ -1,0 +1,182 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/devkit-go/devkit/supervisor/internal/lockfile"
+	"github.com/devkit-go/devkit/supervisor/internal/proc"
+	"github.com/devkit-go/devkit/supervisor/internal/state"
+)
+
+// StatusSchema versions the JSON form of a status report; it changes only
+// when a field is removed or changes meaning.
+const StatusSchema = "devkit.sup.status/v1"
+
+// State is what status knows about one process.
+type State string
+
+// States.
+const (
+	StateRunning    State = "running"    // the recorded process is alive and verified
+	StateStopped    State = "stopped"    // not running: never started, or stopped on request
+	StateExited     State = "exited"     // it ended on its own; see exit code and time
+	StateRestarting State = "restarting" // it ended and its monitor will start it again after a backoff
+	StateStale      State = "stale"      // the record's PID is gone or names another process; record cleaned
+	StateOrphaned   State = "orphaned"   // the leader is gone but processes of its session live on
+)
+
+// ProcessStatus is the status of one process.
+type ProcessStatus struct {
+	Name      string     `json:"name"`
+	State     State      `json:"state"`
+	PID       int        `json:"pid,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	// UptimeSeconds is how long the process has been running.
+	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
+	Restarts      int     `json:"restarts"`
+	// ExitCode, ExitSignal and ExitedAt describe the last exit, if known.
+	ExitCode   *int       `json:"exit_code,omitempty"`
+	ExitSignal string     `json:"exit_signal,omitempty"`
+	ExitedAt   *time.Time `json:"exited_at,omitempty"`
+	// Drift is true when the running spec differs from the YAML, or the
+	// YAML no longer declares the process.
+	Drift bool `json:"drift"`
+	// Configured is false for a recorded process the YAML no longer has.
+	Configured bool           `json:"configured"`
+	LogFile    string         `json:"log_file"`
+	Reason     string         `json:"reason,omitempty"`
+	Orphans    []SurvivorInfo `json:"orphans,omitempty"`
+}
+
+// StatusReport is the versioned document `devkit sup status --json` prints.
+type StatusReport struct {
+	Schema    string          `json:"schema"`
+	Processes []ProcessStatus `json:"processes"`
+}
+
+// Status reports on names, or on every known process when names is empty.
+// A stale record is cleaned as a side effect, unless another CLI run holds
+// that name's lock.
+func (s *Supervisor) Status(ctx context.Context, names []string) ([]ProcessStatus, error) {
+	if len(names) == 0 {
+		all, err := s.Names()
+		if err != nil {
+			return nil, err
+		}
+		names = all
+	}
+	out := make([]ProcessStatus, 0, len(names))
+	for _, name := range names {
+		if err := s.checkKnown(name); err != nil {
+			return nil, err
+		}
+		st, err := s.statusOne(name, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (s *Supervisor) statusOne(name string, now time.Time) (ProcessStatus, error) {
+	spec, configured := s.spec(name)
+	st := ProcessStatus{Name: name, State: StateStopped, Configured: configured, LogFile: s.logPathOf(name)}
+	rec, err := s.home.ReadRecord(name)
+	if err != nil {
+		return st, err
+	}
+	if rec == nil {
+		return st, s.addExit(&st, 0)
+	}
+	st.PID, st.Restarts, st.LogFile = rec.Process.PID, rec.Restarts, rec.LogFile
+	st.Drift = !configured || rec.Digest != spec.Digest()
+	info, err := proc.Verify(rec.Process)
+	switch {
+	case err == nil:
+		st.State = StateRunning
+		started := rec.StartedAt
+		st.StartedAt = &started
+		st.UptimeSeconds = now.Sub(started).Round(time.Millisecond).Seconds()
+		return st, nil
+	case errors.Is(err, proc.ErrIdentityMismatch):
+		st.State = StateStale
+		st.Reason = fmt.Sprintf("pid %d now belongs to another process (%s); record removed, nothing signalled", rec.Process.PID, info.Comm)
+		return st, s.cleanRecord(rec)
+	case !errors.Is(err, proc.ErrNotFound):
+		return st, err
+	}
+	// The leader is gone.
+	if rec.Monitor != nil {
+		if _, err := proc.Verify(*rec.Monitor); err == nil {
+			st.State = StateRestarting
+			return st, s.addExit(&st, rec.Process.PID)
+		}
+	}
+	members, err := proc.SessionMembers(rec.Process.PID)
+	if err != nil {
+		return st, err
+	}
+	if len(members) > 0 {
+		st.State = StateOrphaned
+		for _, m := range members {
+			st.Orphans = append(st.Orphans, SurvivorInfo{PID: m.PID, Comm: m.Comm})
+		}
+		st.Reason = "the process exited but others of its session live on; `stop --force` kills them"
+		return st, nil
+	}
+	st.State = StateStale
+	st.Reason = fmt.Sprintf("pid %d is gone and no exit was recorded; record removed", rec.Process.PID)
+	if err := s.addExit(&st, rec.Process.PID); err != nil {
+		return st, err
+	}
+	if st.ExitedAt != nil {
+		st.State, st.Reason = StateExited, ""
+	}
+	return st, s.cleanRecord(rec)
+}
+
+// addExit fills in the last recorded exit; with pid > 0 only an exit of
+// that pid counts.
+func (s *Supervisor) addExit(st *ProcessStatus, pid int) error {
+	exit, err := s.home.ReadExit(st.Name)
+	if err != nil || exit == nil || (pid > 0 && exit.PID != pid) {
+		return err
+	}
+	code, at := exit.Code, exit.At
+	if exit.Signal == "" && code >= 0 {
+		st.ExitCode = &code
+	}
+	st.ExitSignal, st.ExitedAt, st.Restarts = exit.Signal, &at, exit.Restarts
+	if st.State == StateStopped && !exit.Stopped {
+		st.State = StateExited
+	}
+	if exit.GaveUp {
+		st.Reason = fmt.Sprintf("gave up after %d restarts", exit.Restarts)
+	}
+	return nil
+}
+
+// cleanRecord removes a record known not to describe a live process,
+// unless another run holds the lock (it is then busy with that record).
+func (s *Supervisor) cleanRecord(rec *state.ProcessRecord) error {
+	l, ok, err := lockfile.TryAcquire(s.home.LockPath(rec.Name))
+	if err != nil || !ok {
+		return err
+	}
+	defer l.Release()
+	return s.home.RemoveRecordIf(rec.Name, rec.Process)
+}
+
+// AllRunning reports whether every status is running.
+func AllRunning(sts []ProcessStatus) bool {
+	for _, st := range sts {
+		if st.State != StateRunning {
+			return false
+		}
+	}
+	return true
+}
