@@ -1,0 +1,264 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/internal/storetest"
+	"github.com/devkit-go/devkit/ratelimit/internal/testutil"
+	"github.com/devkit-go/devkit/ratelimit/memory"
+	"github.com/devkit-go/devkit/ratelimit/redisstore"
+)
+
+// slack is what a decision may exceed its budget by on a loaded test machine;
+// a hung store would take the client's full timeout (seconds) instead.
+const slack = 400 * time.Millisecond
+
+func TestCheck_RejectsInvalidRequests(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	ctx := context.Background()
+	if _, err := l.Allow(ctx, "k"); !errors.Is(err, ratelimit.ErrNoLimits) {
+		t.Errorf("no limits: err = %v", err)
+	}
+	if _, err := l.Allow(ctx, "k", ratelimit.Limit{Rate: 0, Period: time.Second}); err == nil {
+		t.Error("zero rate accepted")
+	}
+	if _, err := l.AllowN(ctx, "k", -1, ratelimit.PerSecond(1)); err == nil {
+		t.Error("negative cost accepted")
+	}
+	many := make([]ratelimit.Limit, ratelimit.MaxLimits+1)
+	for i := range many {
+		many[i] = ratelimit.PerSecond(1)
+	}
+	if _, err := l.Allow(ctx, "k", many...); !errors.Is(err, ratelimit.ErrTooManyLimits) {
+		t.Errorf("too many limits: err = %v", err)
+	}
+}
+
+func TestCheck_ResultNamesTheBindingLimit(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	ctx := context.Background()
+	burst := ratelimit.Limit{Name: "burst", Rate: 2, Period: time.Second}
+	hourly := ratelimit.Limit{Name: "hourly", Rate: 100, Period: time.Hour}
+	r, _ := l.Allow(ctx, "k", hourly, burst)
+	if !r.Allowed || r.Limit.Name != "burst" || r.Remaining != 1 || len(r.Limits) != 2 {
+		t.Fatalf("first: %+v", r)
+	}
+	l.Allow(ctx, "k", hourly, burst)
+	r, _ = l.Allow(ctx, "k", hourly, burst)
+	if r.Allowed || r.Limit.Name != "burst" || r.RetryAfter <= 0 || !r.Denied() {
+		t.Fatalf("third: %+v", r)
+	}
+}
+
+func TestShadow_CountsDenialButAllows(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	req := ratelimit.Request{Key: "k", Limits: []ratelimit.Limit{ratelimit.PerMinute(1)}, Rule: "dry", Shadow: true}
+	for i := 0; i < 3; i++ {
+		r, err := l.Check(context.Background(), req)
+		if err != nil || !r.Allowed {
+			t.Fatalf("shadow check %d: %+v, %v", i, r, err)
+		}
+		if r.Shadowed != (i > 0) {
+			t.Fatalf("check %d: shadowed = %v", i, r.Shadowed)
+		}
+	}
+	c := l.Stats().Snapshot()
+	if len(c) != 1 || c[0].Rule != "dry" || c[0].Allowed != 1 || c[0].ShadowDenied != 2 || c[0].Denied != 0 {
+		t.Fatalf("counters = %+v", c)
+	}
+}
+
+// countingStore counts calls that reach the store.
+type countingStore struct {
+	ratelimit.Store
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *countingStore) Check(ctx context.Context, req *ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
+	s.mu.Lock()
+	s.calls++
+	s.mu.Unlock()
+	return s.Store.Check(ctx, req, out)
+}
+
+func TestBlockedCache_KeepsFloodFromStore(t *testing.T) {
+	clock := storetest.NewClock()
+	store := &countingStore{Store: memory.New(memory.Options{Now: clock.Now})}
+	l := ratelimit.New(store, ratelimit.Options{BlockedCacheSize: 1024, Now: clock.Now})
+	login := ratelimit.Limit{Name: "login", Rate: 2, Period: 15 * time.Minute, Block: time.Hour}
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		l.Allow(ctx, "ip", login)
+	}
+	for i := 0; i < 100; i++ {
+		r, _ := l.Allow(ctx, "ip", login)
+		if r.Allowed || r.Source != ratelimit.FromBlockedCache || r.RetryAfter != time.Hour {
+			t.Fatalf("flood request %d: %+v", i, r)
+		}
+	}
+	if store.calls != 3 {
+		t.Fatalf("store saw %d checks, want 3", store.calls)
+	}
+	clock.Advance(time.Hour)
+	if r, _ := l.Allow(ctx, "ip", login); !r.Allowed || r.Source != ratelimit.FromStore {
+		t.Fatalf("after the block: %+v", r)
+	}
+	l.Allow(ctx, "ip", login)
+	l.Allow(ctx, "ip", login) // blocked again
+	if _, err := l.Reset(ctx, "ip"); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := l.Allow(ctx, "ip", login); !r.Allowed {
+		t.Fatalf("after reset: %+v", r)
+	}
+}
+
+func TestStats_PrometheusText(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	for i := 0; i < 3; i++ {
+		l.Check(context.Background(), ratelimit.Request{Key: "k", Rule: "api", Limits: []ratelimit.Limit{ratelimit.PerMinute(2)}})
+	}
+	var b strings.Builder
+	if err := l.Stats().WritePrometheus(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`ratelimit_allowed_total{rule="api"} 2`,
+		`ratelimit_denied_total{rule="api"} 1`,
+		`ratelimit_decision_seconds_bucket{rule="api",le="+Inf"} 3`,
+		`ratelimit_decision_seconds_count{rule="api"} 3`,
+		"# TYPE ratelimit_decision_seconds histogram",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func failureCases() []struct {
+	name    string
+	policy  ratelimit.FailurePolicy
+	allowed bool
+	source  ratelimit.Source
+} {
+	return []struct {
+		name    string
+		policy  ratelimit.FailurePolicy
+		allowed bool
+		source  ratelimit.Source
+	}{
+		{"open", ratelimit.FailOpen, true, ratelimit.FromFailOpen},
+		{"closed", ratelimit.FailClosed, false, ratelimit.FromFailClosed},
+	}
+}
+
+func TestFailurePolicy_HangingRedisDecidedWithinBudget(t *testing.T) {
+	addr := testutil.HangingServer(t)
+	before := runtime.NumGoroutine()
+	for _, c := range failureCases() {
+		t.Run(c.name, func(t *testing.T) {
+			client, err := redisstore.NewClient("redis://" + addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			const budget = 50 * time.Millisecond
+			l := ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Fail: c.policy, Budget: budget})
+			var wg sync.WaitGroup
+			for g := 0; g < 20; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					start := time.Now()
+					r, err := l.Allow(context.Background(), "k", ratelimit.PerSecond(10))
+					took := time.Since(start)
+					if err != nil || r.Allowed != c.allowed || r.Source != c.source || !errors.Is(r.Err, ratelimit.ErrStoreUnavailable) {
+						t.Errorf("result %+v, err %v", r, err)
+					}
+					if took > budget+slack {
+						t.Errorf("decision took %v with a %v budget", took, budget)
+					}
+				}()
+			}
+			wg.Wait()
+			if c := l.Stats().Snapshot()[0]; c.StoreErrors == 0 {
+				t.Errorf("no store error counted: %+v", c)
+			}
+		})
+	}
+	waitGoroutines(t, before)
+}
+
+func TestFailurePolicy_RedisStoppedMidTest(t *testing.T) {
+	for _, c := range failureCases() {
+		t.Run(c.name, func(t *testing.T) {
+			srv := testutil.StartRedis(t)
+			client, err := redisstore.NewClient(srv.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			store := &countingStore{Store: redisstore.New(client, redisstore.Options{})}
+			l := ratelimit.New(store, ratelimit.Options{Fail: c.policy, Backoff: time.Hour})
+			lim := ratelimit.PerMinute(100)
+			if r, _ := l.Allow(context.Background(), "k", lim); !r.Allowed || r.Source != ratelimit.FromStore {
+				t.Fatalf("with redis up: %+v", r)
+			}
+			srv.Stop()
+			for i := 0; i < 50; i++ {
+				start := time.Now()
+				r, err := l.Allow(context.Background(), "k", lim)
+				if err != nil || r.Allowed != c.allowed || r.Source != c.source {
+					t.Fatalf("request %d with redis down: %+v, %v", i, r, err)
+				}
+				if took := time.Since(start); took > ratelimit.DefaultBudget+slack {
+					t.Fatalf("decision took %v", took)
+				}
+			}
+			// The back-off spares the dead server: one failed call, then none.
+			if store.calls != 2 {
+				t.Fatalf("store called %d times, want 2 (one up, one failing, then back-off)", store.calls)
+			}
+			counters := l.Stats().Snapshot()[0]
+			if counters.StoreErrors != 1 || counters.Decisions() != 51 {
+				t.Fatalf("counters %+v", counters)
+			}
+		})
+	}
+}
+
+func TestFailurePolicy_PerRequestOverride(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer client.Close()
+	l := ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Fail: ratelimit.FailOpen, Backoff: -1})
+	r, _ := l.Check(context.Background(), ratelimit.Request{Key: "k", Limits: []ratelimit.Limit{ratelimit.PerSecond(1)}, Fail: ratelimit.FailClosed})
+	if r.Allowed || r.Source != ratelimit.FromFailClosed || r.RetryAfter < time.Second {
+		t.Fatalf("fail-closed rule on a fail-open limiter: %+v", r)
+	}
+	r, _ = l.Check(context.Background(), ratelimit.Request{Key: "k", Limits: []ratelimit.Limit{ratelimit.PerSecond(1)}})
+	if !r.Allowed || r.Source != ratelimit.FromFailOpen {
+		t.Fatalf("default rule: %+v", r)
+	}
+}
+
+func waitGoroutines(t *testing.T, want int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > want {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutines: %d, want at most %d\n%s", runtime.NumGoroutine(), want, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

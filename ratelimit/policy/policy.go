@@ -1,0 +1,608 @@
+// Package policy turns a YAML policy file into rate-limit decisions for HTTP
+// requests: which rule a request falls under (path prefix and method), who
+// is limited (client IP, user, tenant, path), and which limits apply (per
+// plan and per method, or the same for every plan on global routes).
+//
+// A policy is immutable once loaded; reloading builds a new one.
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/devkit-go/devkit/ratelimit"
+)
+
+// Scope says whether a rule's limits depend on the tenant.
+type Scope string
+
+const (
+	// Global rules (auth routes) key on no tenant and ignore plans: security
+	// is not a premium feature.
+	Global Scope = "global"
+	// Tenant rules key on the tenant, so tenants never share a budget.
+	Tenant Scope = "tenant"
+)
+
+// KeyPart is one piece of identity a rule keys on.
+type KeyPart string
+
+// The key parts a rule may name.
+const (
+	KeyIP     KeyPart = "ip"     // the client address (IPv6 grouped by prefix)
+	KeyUser   KeyPart = "user"   // the user header or callback
+	KeyTenant KeyPart = "tenant" // the tenant header or callback
+	KeyPath   KeyPart = "path"   // the request path
+	KeyMethod KeyPart = "method" // the request method
+)
+
+var knownKeyParts = []KeyPart{KeyIP, KeyUser, KeyTenant, KeyPath, KeyMethod}
+
+// AnyMethod is the method key of a plan's fallback limits.
+const AnyMethod = "*"
+
+// DefaultMaxCost caps a cost read from a header when the policy sets none.
+const DefaultMaxCost = 1000
+
+// Policy is a loaded policy file.
+type Policy struct {
+	// Source is the file the policy came from.
+	Source string
+	// Identity says how clients are identified.
+	Identity IdentityConfig
+	// DefaultPlan applies when a request names no known plan.
+	DefaultPlan string
+	// Fail is the failure policy of rules that set none (FailDefault: the limiter's).
+	Fail ratelimit.FailurePolicy
+	// Budget is the decision latency budget; zero means the limiter's default.
+	Budget time.Duration
+	Rules  []*Rule
+}
+
+// Rule is one rule of a policy.
+type Rule struct {
+	Name    string
+	Paths   []string // path prefixes, matched on segment boundaries
+	Methods []string // empty means every method
+	Scope   Scope
+	Key     []KeyPart
+	Skip    bool // requests under this rule are never limited
+	Shadow  bool // decide and count, but let requests through
+	Fail    ratelimit.FailurePolicy
+	// CostHeader names a request header holding the request's cost.
+	CostHeader string
+	MaxCost    int64
+	// Limits apply to every request of the rule.
+	Limits []ratelimit.Limit
+	// Plans maps a plan to its limits per method (AnyMethod as fallback).
+	Plans map[string]map[string][]ratelimit.Limit
+	// Line is where the rule starts in its file.
+	Line int
+}
+
+// Load reads and validates a policy file.
+func Load(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Error is a policy file error at a line.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// Errors is every error found in one file.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+var (
+	yamlLineRE    = regexp.MustCompile(`^line (\d+): (.*)$`)
+	yamlUnknownRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+)
+
+// Parse validates a policy read from name.
+func Parse(name string, data []byte) (*Policy, error) {
+	name = filepath.Base(name)
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(name, err)
+	}
+	var doc fileDoc
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Errors{{File: name, Msg: "empty policy: no rules"}}
+		}
+		return nil, yamlError(name, err)
+	}
+	c := &compiler{file: name, root: &root}
+	p := c.compile(&doc)
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	return p, nil
+}
+
+func yamlError(file string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		var out Errors
+		for _, msg := range te.Errors {
+			e := &Error{File: file, Msg: msg}
+			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+				e.Line, _ = strconv.Atoi(m[1])
+				e.Msg = yamlUnknownRE.ReplaceAllString(m[2], `unknown key "$1"`)
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	e := &Error{File: file, Msg: msg}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		e.Line, _ = strconv.Atoi(m[1])
+		e.Msg = m[2]
+	}
+	return Errors{e}
+}
+
+type compiler struct {
+	file string
+	root *yaml.Node
+	errs Errors
+}
+
+func (c *compiler) errorf(path []any, format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	if p := pathString(path...); p != "" {
+		msg = p + ": " + msg
+	}
+	c.errs = append(c.errs, &Error{File: c.file, Line: lineOf(c.root, path...), Msg: msg})
+}
+
+func (c *compiler) compile(doc *fileDoc) *Policy {
+	p := &Policy{Source: c.file, DefaultPlan: doc.Defaults.Plan, Budget: time.Duration(doc.Defaults.Budget)}
+	if doc.Version != 0 && doc.Version != 1 {
+		c.errorf([]any{"version"}, "unsupported version %d (want 1)", doc.Version)
+	}
+	p.Identity = c.identity(&doc.Identity)
+	p.Fail = c.fail([]any{"defaults", "fail"}, doc.Defaults.Fail)
+	if len(doc.Rules) == 0 {
+		c.errorf([]any{"rules"}, "no rules")
+	}
+	seen := map[string]bool{}
+	for i := range doc.Rules {
+		r := c.rule(doc, i)
+		if r.Name != "" && seen[r.Name] {
+			c.errorf([]any{"rules", i, "name"}, "duplicate rule name %q", r.Name)
+		}
+		seen[r.Name] = true
+		p.Rules = append(p.Rules, r)
+	}
+	return p
+}
+
+func (c *compiler) identity(fi *fileIdentity) IdentityConfig {
+	id := IdentityConfig{
+		IPv6Prefix: 64, UserHeader: fi.UserHeader, TenantHeader: fi.TenantHeader,
+		PlanHeader: fi.PlanHeader, HeadersFromTrustedOnly: fi.HeadersFromTrustedOnly,
+	}
+	if fi.IPv6Prefix != nil {
+		id.IPv6Prefix = *fi.IPv6Prefix
+		if id.IPv6Prefix < 1 || id.IPv6Prefix > 128 {
+			c.errorf([]any{"identity", "ipv6_prefix"}, "must be between 1 and 128, got %d", id.IPv6Prefix)
+		}
+	}
+	for i, s := range fi.TrustedProxies {
+		pfx, err := parsePrefix(s)
+		if err != nil {
+			c.errorf([]any{"identity", "trusted_proxies", i}, "%q is not an address or CIDR", s)
+			continue
+		}
+		id.TrustedProxies = append(id.TrustedProxies, pfx)
+	}
+	return id
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+func (c *compiler) fail(path []any, s string) ratelimit.FailurePolicy {
+	if s == "" {
+		return ratelimit.FailDefault
+	}
+	f, err := ratelimit.ParseFailurePolicy(s)
+	if err != nil {
+		c.errorf(path, "%v", err)
+	}
+	return f
+}
+
+var ruleNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+func (c *compiler) rule(doc *fileDoc, i int) *Rule {
+	fr := &doc.Rules[i]
+	at := func(p ...any) []any { return append([]any{"rules", i}, p...) }
+	r := &Rule{
+		Name: fr.Name, Paths: fr.Paths, Skip: fr.Skip, Shadow: fr.Shadow,
+		Scope: Scope(fr.Scope), Line: lineOf(c.root, "rules", i),
+		CostHeader: fr.CostHeader, MaxCost: fr.MaxCost,
+	}
+	if !ruleNameRE.MatchString(r.Name) {
+		c.errorf(at("name"), "rule needs a name of letters, digits, '.', '_' or '-', got %q", r.Name)
+	}
+	if len(r.Paths) == 0 {
+		c.errorf(at("paths"), "rule needs at least one path prefix")
+	}
+	for j, p := range r.Paths {
+		if !strings.HasPrefix(p, "/") {
+			c.errorf(at("paths", j), "path %q must start with /", p)
+		}
+	}
+	for j, m := range fr.Methods {
+		up := strings.ToUpper(m)
+		if !validMethod(up) {
+			c.errorf(at("methods", j), "%q is not an HTTP method", m)
+		}
+		r.Methods = append(r.Methods, up)
+	}
+	r.Fail = c.fail(at("fail"), fr.Fail)
+	if r.Fail == ratelimit.FailDefault {
+		r.Fail = c.fail(nil, doc.Defaults.Fail)
+	}
+	if r.CostHeader == "" {
+		r.CostHeader = doc.Defaults.CostHeader
+	}
+	if r.MaxCost == 0 {
+		r.MaxCost = doc.Defaults.MaxCost
+	}
+	if r.MaxCost == 0 {
+		r.MaxCost = DefaultMaxCost
+	}
+	if r.MaxCost < 0 {
+		c.errorf(at("max_cost"), "must be positive")
+	}
+	if r.Skip {
+		if len(fr.Limits) > 0 || len(fr.Plans) > 0 {
+			c.errorf(at("skip"), "a skip rule has no limits")
+		}
+		return r
+	}
+	switch r.Scope {
+	case "":
+		r.Scope = Tenant
+		if len(fr.Plans) == 0 {
+			r.Scope = Global
+		}
+	case Global, Tenant:
+	default:
+		c.errorf(at("scope"), "scope must be global or tenant, got %q", fr.Scope)
+	}
+	r.Key = c.keyParts(at("key"), fr.Key, r.Scope)
+	for j := range fr.Limits {
+		name := r.Name
+		if len(fr.Limits) > 1 {
+			name = fmt.Sprintf("%s-%d", r.Name, j)
+		}
+		r.Limits = append(r.Limits, c.limit(at("limits", j), &fr.Limits[j], name))
+	}
+	if len(fr.Plans) > 0 {
+		if r.Scope == Global {
+			c.errorf(at("plans"), "a global rule has the same limits for every plan; use limits, or scope: tenant")
+		}
+		r.Plans = map[string]map[string][]ratelimit.Limit{}
+		for _, plan := range sortedKeys(fr.Plans) {
+			methods := fr.Plans[plan]
+			r.Plans[plan] = map[string][]ratelimit.Limit{}
+			for _, m := range sortedKeys(methods) {
+				method := strings.ToUpper(m)
+				if method != AnyMethod && !validMethod(method) {
+					c.errorf(at("plans", plan, m), "%q is not an HTTP method or %q", m, AnyMethod)
+				}
+				for j := range methods[m] {
+					name := fmt.Sprintf("%s-%s-%s", r.Name, plan, strings.ToLower(strings.ReplaceAll(method, "*", "any")))
+					if len(methods[m]) > 1 {
+						name = fmt.Sprintf("%s-%d", name, j)
+					}
+					r.Plans[plan][method] = append(r.Plans[plan][method], c.limit(at("plans", plan, m, j), &methods[m][j], name))
+				}
+			}
+		}
+		if doc.Defaults.Plan == "" {
+			c.errorf([]any{"defaults"}, "rule %q has plans: set defaults.plan for requests that name none", r.Name)
+		} else if _, ok := r.Plans[doc.Defaults.Plan]; !ok {
+			c.errorf(at("plans"), "default plan %q has no limits in rule %q", doc.Defaults.Plan, r.Name)
+		}
+	}
+	if len(r.Limits) == 0 && len(r.Plans) == 0 {
+		c.errorf(at("limits"), "rule %q has no limits (give limits or plans, or skip: true)", r.Name)
+	}
+	return r
+}
+
+func (c *compiler) keyParts(path []any, parts []string, scope Scope) []KeyPart {
+	var out []KeyPart
+	for j, s := range parts {
+		k := KeyPart(strings.ToLower(s))
+		if !slices.Contains(knownKeyParts, k) {
+			c.errorf(append(path, j), "unknown key part %q (want ip, user, tenant, path or method)", s)
+			continue
+		}
+		if k == KeyTenant && scope == Global {
+			c.errorf(append(path, j), "a global rule does not key on the tenant")
+			continue
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	if scope == Tenant && !slices.Contains(out, KeyTenant) {
+		out = append([]KeyPart{KeyTenant}, out...)
+	}
+	if len(out) == 0 {
+		out = []KeyPart{KeyIP}
+	}
+	return out
+}
+
+func (c *compiler) limit(path []any, fl *fileLimit, defaultName string) ratelimit.Limit {
+	l := ratelimit.Limit{Name: fl.Name, Rate: fl.Limit, Period: time.Duration(fl.Window), Burst: fl.Burst, Block: time.Duration(fl.Block)}
+	if l.Name == "" {
+		l.Name = defaultName
+	}
+	if fl.Algorithm != "" {
+		a, err := ratelimit.ParseAlgorithm(fl.Algorithm)
+		if err != nil {
+			c.errorf(append(path, "algorithm"), "%v", err)
+		}
+		l.Algorithm = a
+	}
+	switch {
+	case fl.Limit <= 0:
+		c.errorf(append(path, "limit"), "limit must be a positive number of requests, got %d", fl.Limit)
+	case l.Period <= 0:
+		c.errorf(append(path, "window"), "window must be a positive duration such as 1m")
+	case fl.Burst != 0 && l.Algorithm != ratelimit.TokenBucket && l.Algorithm != ratelimit.GCRA:
+		c.errorf(append(path, "burst"), "burst applies to token-bucket and gcra, not %s", l.Algorithm)
+	default:
+		if err := l.Validate(); err != nil {
+			c.errorf(path, "%v", strings.TrimPrefix(err.Error(), "ratelimit: "))
+		}
+	}
+	return l
+}
+
+func validMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Match returns the first rule whose path prefix and method match r, or nil.
+func (p *Policy) Match(r *http.Request) *Rule {
+	path := r.URL.Path
+	for _, rule := range p.Rules {
+		if len(rule.Methods) > 0 && !slices.Contains(rule.Methods, r.Method) {
+			continue
+		}
+		for _, prefix := range rule.Paths {
+			if pathHasPrefix(path, prefix) {
+				return rule
+			}
+		}
+	}
+	return nil
+}
+
+// pathHasPrefix matches on segment boundaries: /auth/login matches
+// /auth/login and /auth/login/sso but not /auth/loginx; a prefix ending in /
+// matches everything under it.
+func pathHasPrefix(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || strings.HasSuffix(prefix, "/") || path[len(prefix)] == '/'
+}
+
+// LimitsFor returns the limits of the rule for a plan and method: the
+// rule's own limits, then the plan's limits for the method (or its "*"
+// fallback). An unknown plan uses defaultPlan.
+func (r *Rule) LimitsFor(plan, method, defaultPlan string) []ratelimit.Limit {
+	if len(r.Plans) == 0 {
+		return r.Limits
+	}
+	methods, ok := r.Plans[plan]
+	if !ok {
+		methods = r.Plans[defaultPlan]
+	}
+	perMethod, ok := methods[method]
+	if !ok {
+		perMethod = methods[AnyMethod]
+	}
+	if len(r.Limits) == 0 {
+		return perMethod
+	}
+	return append(slices.Clip(r.Limits), perMethod...)
+}
+
+// Decision is what a policy makes of one request.
+type Decision struct {
+	Rule    *Rule
+	Request ratelimit.Request
+	// Plan is the plan whose limits apply (empty for global rules).
+	Plan string
+}
+
+// Decide maps an HTTP request and its identity to a limiter request. It
+// returns false when no rule matches or the rule skips.
+func (p *Policy) Decide(r *http.Request, id Identity) (Decision, bool) {
+	rule := p.Match(r)
+	if rule == nil || rule.Skip {
+		return Decision{Rule: rule}, false
+	}
+	d := Decision{Rule: rule}
+	if rule.Scope == Tenant {
+		d.Plan = id.Plan
+		if _, ok := rule.Plans[d.Plan]; !ok {
+			d.Plan = p.DefaultPlan
+		}
+	}
+	d.Request = ratelimit.Request{
+		Key:    rule.key(r, id),
+		Limits: rule.LimitsFor(d.Plan, r.Method, p.DefaultPlan),
+		Cost:   rule.cost(r),
+		Rule:   rule.Name,
+		Shadow: rule.Shadow,
+		Fail:   rule.Fail,
+	}
+	return d, len(d.Request.Limits) > 0
+}
+
+// key builds the identity key: the rule name then each key part, values
+// escaped so that no header value can forge another identity or a hash tag.
+func (r *Rule) key(req *http.Request, id Identity) string {
+	var b strings.Builder
+	b.WriteString(r.Name)
+	for _, part := range r.Key {
+		var v string
+		switch part {
+		case KeyIP:
+			v = id.IP
+		case KeyUser:
+			v = id.User
+		case KeyTenant:
+			v = id.Tenant
+		case KeyPath:
+			v = req.URL.Path
+		case KeyMethod:
+			v = req.Method
+		}
+		if v == "" {
+			v = "-"
+		}
+		b.WriteByte('|')
+		b.WriteString(string(part))
+		b.WriteByte('=')
+		b.WriteString(url.PathEscape(v))
+	}
+	return b.String()
+}
+
+func (r *Rule) cost(req *http.Request) int64 {
+	if r.CostHeader == "" {
+		return 1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(req.Header.Get(r.CostHeader)), 10, 64)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return min(n, r.MaxCost)
+}
+
+// Describe writes the effective rules for humans (devkit ratelimit lint).
+func (p *Policy) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy %s: %d rules", p.Source, len(p.Rules))
+	if p.DefaultPlan != "" {
+		fmt.Fprintf(&b, ", default plan %s", p.DefaultPlan)
+	}
+	b.WriteString("\n")
+	if len(p.Identity.TrustedProxies) > 0 {
+		fmt.Fprintf(&b, "trusted proxies: %v (X-Forwarded-For read from the right)\n", p.Identity.TrustedProxies)
+	} else {
+		b.WriteString("trusted proxies: none (X-Forwarded-For ignored; the peer address is the client)\n")
+	}
+	for _, r := range p.Rules {
+		methods := "any method"
+		if len(r.Methods) > 0 {
+			methods = strings.Join(r.Methods, ",")
+		}
+		fmt.Fprintf(&b, "\n%s (line %d): %s %s\n", r.Name, r.Line, strings.Join(r.Paths, " "), methods)
+		if r.Skip {
+			b.WriteString("  skip: not limited\n")
+			continue
+		}
+		keys := make([]string, len(r.Key))
+		for i, k := range r.Key {
+			keys[i] = string(k)
+		}
+		fmt.Fprintf(&b, "  scope %s, key %s", r.Scope, strings.Join(keys, "+"))
+		if r.Shadow {
+			b.WriteString(", shadow (never denies)")
+		}
+		if r.Fail != ratelimit.FailDefault {
+			fmt.Fprintf(&b, ", fail %s", r.Fail)
+		}
+		if r.CostHeader != "" {
+			fmt.Fprintf(&b, ", cost from %s (max %d)", r.CostHeader, r.MaxCost)
+		}
+		b.WriteString("\n")
+		for _, l := range r.Limits {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+		for _, plan := range sortedKeys(r.Plans) {
+			for _, m := range sortedKeys(r.Plans[plan]) {
+				for _, l := range r.Plans[plan][m] {
+					fmt.Fprintf(&b, "  [%s %s] %s\n", plan, m, l)
+				}
+			}
+		}
+	}
+	return b.String()
+}
