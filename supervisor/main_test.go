@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -42,6 +43,7 @@ func TestMain(m *testing.M) {
 //	ignore-term      ignore SIGTERM, then sleep
 //	exit=N           print a line and exit with N
 //	listen=ADDR      print "listening" and accept on ADDR until signalled
+//	http=ADDR        serve HTTP 200 on ADDR until signalled
 //	orphan           start a grandchild in its own process group (same session) that ignores SIGTERM
 //	env=VAR          print VAR's value
 //	print=TEXT       print TEXT
@@ -71,6 +73,14 @@ func runChild(modes string) int {
 					c.Close()
 				}
 			}()
+		case "http":
+			ln, err := net.Listen("tcp", arg)
+			if err != nil {
+				fmt.Println("listen:", err)
+				return 1
+			}
+			fmt.Println("serving http on", ln.Addr())
+			go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 		case "orphan":
 			exe, _ := os.Executable()
 			cmd := exec.Command(exe)

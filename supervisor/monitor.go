@@ -116,7 +116,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			if exit.GaveUp {
 				m.logger.Warn("giving up", "pid", id.PID, "code", code, "restarts", restarts)
 			}
-			m.home.RemoveRecordIf(m.spec.Name, id)
+			m.forget(id)
 			return exitCode(code, signum)
 		}
 		consecutive++
@@ -125,7 +125,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		m.logger.Info("process ended; restarting", "pid", id.PID, "code", code, "signal", sig, "in", delay, "attempt", consecutive)
 		select {
 		case <-ctx.Done():
-			m.home.RemoveRecordIf(m.spec.Name, id)
+			m.forget(id)
 			return exitCode(code, signum)
 		case <-time.After(delay):
 		}
@@ -159,6 +159,16 @@ func (m *monitor) spawn() (*exec.Cmd, proc.Identity, error) {
 		id = info.Identity
 	}
 	return cmd, id, nil
+}
+
+// forget removes the record of the ended process id, unless processes of
+// its session live on: they are still ours to find and stop.
+func (m *monitor) forget(id proc.Identity) {
+	if members, err := proc.SessionMembers(id.PID); err == nil && len(members) > 0 {
+		m.logger.Warn("process ended but its session lives on; keeping the record", "pid", id.PID, "survivors", len(members))
+		return
+	}
+	m.home.RemoveRecordIf(m.spec.Name, id)
 }
 
 // signalStop sends the stop signal to the process group of id.

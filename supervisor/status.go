@@ -110,12 +110,6 @@ func (s *Supervisor) statusOne(name string, now time.Time) (ProcessStatus, error
 		return st, err
 	}
 	// The leader is gone.
-	if rec.Monitor != nil {
-		if _, err := proc.Verify(*rec.Monitor); err == nil {
-			st.State = StateRestarting
-			return st, s.addExit(&st, rec.Process.PID)
-		}
-	}
 	members, err := proc.SessionMembers(rec.Process.PID)
 	if err != nil {
 		return st, err
@@ -127,6 +121,12 @@ func (s *Supervisor) statusOne(name string, now time.Time) (ProcessStatus, error
 		}
 		st.Reason = "the process exited but others of its session live on; `stop --force` kills them"
 		return st, nil
+	}
+	if rec.Monitor != nil {
+		if _, err := proc.Verify(*rec.Monitor); err == nil {
+			st.State = StateRestarting
+			return st, s.addExit(&st, rec.Process.PID)
+		}
 	}
 	st.State = StateStale
 	st.Reason = fmt.Sprintf("pid %d is gone and no exit was recorded; record removed", rec.Process.PID)

@@ -160,6 +160,11 @@ func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, r
 	for _, m := range survivors {
 		res.Survivors = append(res.Survivors, SurvivorInfo{PID: m.PID, Comm: m.Comm})
 	}
+	if monitor != nil {
+		wctx, cancel := context.WithTimeout(ctx, monitorExitWait)
+		monitor.Wait(wctx)
+		cancel()
+	}
 	if len(survivors) > 0 {
 		if !opts.Force {
 			return res, fmt.Errorf("%w: %s: %s; use --force to kill them", ErrSurvivors, rec.Name, describe(res.Survivors))
@@ -170,11 +175,6 @@ func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, r
 		if res.Outcome == StopNotRunning {
 			res.Outcome = StopKilled
 		}
-	}
-	if monitor != nil {
-		wctx, cancel := context.WithTimeout(ctx, monitorExitWait)
-		monitor.Wait(wctx)
-		cancel()
 	}
 	if exit, _ := s.home.ReadExit(rec.Name); exit == nil || exit.PID != rec.Process.PID {
 		// No monitor recorded this end (it was killed, or never existed).

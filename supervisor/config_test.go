@@ -1,0 +1,184 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+func parse(t *testing.T, yaml string, env map[string]string) (*Config, error) {
+	t.Helper()
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	return ParseConfig("ops.yaml", []byte(yaml), lookup)
+}
+
+func TestParseConfig_ErrorsNameFileLineAndField(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"bad duration", "processes:\n  kv:\n    command: kv\n    stop_timeout: ten\n",
+			`ops.yaml:4: processes.kv.stop_timeout: "ten" is not a duration`},
+		{"unknown key", "processes:\n  kv:\n    command: kv\n    comand: x\n",
+			`ops.yaml:4: processes.kv.comand: unknown field`},
+		{"unknown top-level key", "procs: {}\n", `ops.yaml:1: procs: unknown field (want processes)`},
+		{"missing command", "processes:\n  kv:\n    args: [a]\n", `ops.yaml:3: processes.kv.command: missing`},
+		{"unknown dependency", "processes:\n  api:\n    command: a\n    depends_on: [db]\n",
+			`ops.yaml:3: processes.api.depends_on: unknown process "db"`},
+		{"cycle", "processes:\n  a:\n    command: a\n    depends_on: [b]\n  b:\n    command: b\n    depends_on: [a]\n",
+			`ops.yaml:3: processes.a.depends_on: dependency cycle a -> b -> a`},
+		{"undefined variable", "processes:\n  kv:\n    command: kv\n    env:\n      PORT: ${PORT}\n",
+			`ops.yaml:5: processes.kv.env.PORT: ${PORT} is not set (use ${PORT:-default} for a default)`},
+		{"two probes", "processes:\n  kv:\n    command: kv\n    ready: {tcp: 'a:1', http: 'http://a/'}\n",
+			`ops.yaml:4: processes.kv.ready: want exactly one of tcp, http, exec, log`},
+		{"bad restart", "processes:\n  kv:\n    command: kv\n    restart: sometimes\n",
+			`ops.yaml:4: processes.kv.restart: "sometimes" is not one of never, on-failure, always`},
+		{"bad signal", "processes:\n  kv:\n    command: kv\n    stop_signal: STOPPLS\n",
+			`ops.yaml:4: processes.kv.stop_signal: "STOPPLS" is not a stop signal (TERM, INT, HUP, QUIT, KILL, USR1, USR2)`},
+		{"duplicate key", "processes:\n  kv:\n    command: kv\n    command: kv2\n",
+			`ops.yaml:4: processes.kv.command: duplicate key`},
+		{"syntax", "processes:\n  kv: [\n", `ops.yaml:2: did not find expected node content`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse(t, tt.yaml, nil)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("err = %v\nwant  %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseConfig_DefaultsAndValues(t *testing.T) {
+	cfg, err := parse(t, `
+processes:
+  db:
+    command: postgres
+    stop_timeout: 3          # plain integers are seconds
+    log_max_size: 1MiB
+    log_backups: 2
+    restart: {policy: on-failure, max_restarts: 4, backoff: 100ms, max_backoff: 1s}
+  api:
+    command: ${BIN:-./api}
+    args: ["--port", "${PORT}"]
+    depends_on: [db]
+    ready: {http: "http://127.0.0.1:${PORT}/health", timeout: 2s}
+    restart: always
+`, map[string]string{"PORT": "8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, api := cfg.Processes["db"], cfg.Processes["api"]
+	if db.StopTimeout != 3*time.Second || db.StopSignal != "TERM" || db.LogMaxSize != 1<<20 || db.LogBackups != 2 {
+		t.Errorf("db = %+v", db)
+	}
+	if db.Restart != (RestartPolicy{Mode: RestartOnFailure, MaxRestarts: 4, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}) {
+		t.Errorf("db restart = %+v", db.Restart)
+	}
+	if api.Command != "./api" || !slices.Equal(api.Args, []string{"--port", "8080"}) || api.Ready.HTTP != "http://127.0.0.1:8080/health" {
+		t.Errorf("api = %+v ready %+v", api, api.Ready)
+	}
+	if api.StopTimeout != DefaultStopTimeout || api.Restart.Mode != RestartAlways || api.Restart.MaxRestarts != DefaultMaxRestarts {
+		t.Errorf("api defaults = %+v", api)
+	}
+	if !slices.Equal(cfg.Order, []string{"db", "api"}) {
+		t.Errorf("order = %v", cfg.Order)
+	}
+}
+
+func TestInterpolate(t *testing.T) {
+	env := map[string]string{"A": "1", "EMPTY": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := map[string]string{
+		"x${A}y":          "x1y",
+		"${B:-two}":       "two",
+		"${EMPTY:-dflt}":  "dflt",
+		"${EMPTY}":        "",
+		"$${A} and $HOME": "${A} and $HOME",
+		"no vars":         "no vars",
+	}
+	for in, want := range tests {
+		got, err := interpolate(in, lookup)
+		if err != nil || got != want {
+			t.Errorf("interpolate(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := interpolate("${B}", lookup); err == nil {
+		t.Error("undefined variable without default: no error")
+	}
+}
+
+func TestDigest_CoversEnvFileContentsAndNotReadiness(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "app.env")
+	os.WriteFile(envFile, []byte("# comment\nexport TOKEN=\"a b\"\nMODE='x'\n"), 0o600)
+	load := func(extra string) *Process {
+		cfg, err := ParseConfig(filepath.Join(dir, "ops.yaml"), []byte("processes:\n  app:\n    command: app\n    env_file: app.env\n"+extra), os.LookupEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Processes["app"]
+	}
+	base := load("")
+	if base.Env["TOKEN"] != "a b" || base.Env["MODE"] != "x" {
+		t.Fatalf("env from env_file = %v", base.Env)
+	}
+	if load("    ready: {tcp: 'localhost:1'}\n    log_backups: 9\n").Digest() != base.Digest() {
+		t.Error("readiness or rotation changed the digest")
+	}
+	os.WriteFile(envFile, []byte("TOKEN=changed\n"), 0o600)
+	if load("").Digest() == base.Digest() {
+		t.Error("a changed env_file did not change the digest")
+	}
+}
+
+func TestStartStop_DependencyOrder(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  db:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
+  cache:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
+  api:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
+    depends_on: [db, cache]
+  worker:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
+    depends_on: [api]
+`)
+	// Starting worker starts its dependencies first.
+	res := h.start("worker")
+	var order []string
+	for _, r := range res {
+		order = append(order, r.Name)
+	}
+	if !slices.Equal(order, []string{"cache", "db", "api", "worker"}) {
+		t.Fatalf("start order = %v", order)
+	}
+	// Start times recorded by the monitors agree with that order.
+	var prev time.Time
+	for _, name := range order {
+		st := h.status(name)
+		if st.StartedAt.Before(prev) {
+			t.Fatalf("%s started before its dependencies", name)
+		}
+		prev = *st.StartedAt
+	}
+	stopped, err := h.sup.Stop(context.Background(), []string{"db", "api", "worker", "cache"}, StopOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order = order[:0]
+	for _, r := range stopped {
+		order = append(order, r.Name)
+	}
+	if !slices.Equal(order, []string{"worker", "api", "db", "cache"}) {
+		t.Fatalf("stop order = %v", order)
+	}
+}

@@ -1,0 +1,120 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/devkit-go/devkit/supervisor/internal/ready"
+)
+
+func TestStart_ReadyProbes(t *testing.T) {
+	addr := freeAddr(t)
+	tests := []struct {
+		name  string
+		ready string
+	}{
+		{"tcp", fmt.Sprintf("{tcp: %q, timeout: 5s}", addr)},
+		{"http", fmt.Sprintf("{http: %q, timeout: 5s}", "http://"+addr+"/")},
+		{"exec", fmt.Sprintf("{exec: %q, timeout: 5s}", "grep -q listening \"$LOG\"")},
+		{"log", "{log: 'listening on 127\\.0\\.0\\.1', timeout: 5s}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "processes: {}")
+			child := "listen=" + addr + ",sleep"
+			if tt.name == "http" {
+				child = "http=" + addr + ",sleep"
+			}
+			h.load(fmt.Sprintf(`
+processes:
+  web:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: %q, LOG: %q}
+    log_file: web.log
+    ready: %s
+`, child, h.dir+"/web.log", tt.ready))
+			res := h.start("web")
+			if h.status("web").State != StateRunning {
+				t.Fatalf("not running after a successful ready probe: %+v", res)
+			}
+			if _, err := h.sup.Stop(context.Background(), []string{"web"}, StopOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestStart_ReadyFailureExitsNonZeroWithLogTail(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  crashy:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=fatal: config missing,exit=3"}
+    ready: {tcp: "127.0.0.1:1", timeout: 5s}
+`)
+	_, err := h.sup.Start(context.Background(), []string{"crashy"})
+	var se *StartError
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want *StartError", err)
+	}
+	if !strings.Contains(se.Err.Error(), "exited before it was ready") || !strings.Contains(string(se.LogTail), "fatal: config missing") {
+		t.Fatalf("start error %q, tail %q", se.Err, se.LogTail)
+	}
+	if r, _ := h.sup.home.ReadRecord("crashy"); r != nil {
+		t.Fatal("record left after a failed start")
+	}
+}
+
+func TestStart_ReadyTimeoutStopsTheProcess(t *testing.T) {
+	addr := freeAddr(t)
+	h := newHarness(t, fmt.Sprintf(`
+processes:
+  slow:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=warming up,sleep"}
+    ready: {tcp: %q, timeout: 300ms}
+`, addr))
+	_, err := h.sup.Start(context.Background(), []string{"slow"})
+	var se *StartError
+	if !errors.As(err, &se) || !errors.Is(err, ready.ErrTimeout) || !strings.Contains(string(se.LogTail), "warming up") {
+		t.Fatalf("err = %v (tail %q), want a ready timeout with the log tail", err, tailOf(se))
+	}
+	if st := h.status("slow"); st.State == StateRunning {
+		t.Fatalf("process still running after a failed start: %+v", st)
+	}
+}
+
+func TestStart_ReadyPortTakenFailsFastNamingTheHolder(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go http.Serve(ln, http.NotFoundHandler())
+	h := newHarness(t, fmt.Sprintf(`
+processes:
+  web:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "sleep"}
+    ready: {tcp: %q, timeout: 5s}
+`, ln.Addr().String()))
+	_, err = h.sup.Start(context.Background(), []string{"web"})
+	if err == nil || !strings.Contains(err.Error(), "already in use by pid") {
+		t.Fatalf("err = %v, want the port holder named", err)
+	}
+	if r, _ := h.sup.home.ReadRecord("web"); r != nil {
+		t.Fatal("a process was started although its port was taken")
+	}
+}
+
+func tailOf(se *StartError) string {
+	if se == nil {
+		return ""
+	}
+	return string(se.LogTail)
+}
