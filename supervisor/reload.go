@@ -1,0 +1,124 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+)
+
+// ReloadAction is what reload does for one process.
+type ReloadAction string
+
+// Reload actions, as in the seed's reconcile.
+const (
+	ReloadNone    ReloadAction = "none"    // unchanged (or removed and not running)
+	ReloadStop    ReloadAction = "stop"    // removed from the YAML but running
+	ReloadRestart ReloadAction = "restart" // changed while running
+	ReloadRecord  ReloadAction = "record"  // changed while stopped: record the new digest only
+)
+
+// ReloadStep is one line of a reload plan.
+type ReloadStep struct {
+	Name   string       `json:"name"`
+	Action ReloadAction `json:"action"`
+	Reason string       `json:"reason"`
+}
+
+// ReloadPlan classifies every process of the union of YAML names and
+// records, removed ones first, then the YAML's in dependency order. It
+// changes nothing: Reload executes exactly this plan.
+func (s *Supervisor) ReloadPlan(ctx context.Context) ([]ReloadStep, error) {
+	names, err := s.Names()
+	if err != nil {
+		return nil, err
+	}
+	sts, err := s.Status(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	var removed, kept []ReloadStep
+	for _, st := range sts {
+		live := st.State == StateRunning || st.State == StateRestarting || st.State == StateOrphaned
+		spec, ok := s.spec(st.Name)
+		if !ok {
+			step := ReloadStep{Name: st.Name, Action: ReloadNone, Reason: "removed from the YAML, not running"}
+			if live {
+				step = ReloadStep{Name: st.Name, Action: ReloadStop, Reason: "removed from the YAML"}
+			}
+			removed = append(removed, step)
+			continue
+		}
+		want := spec.Digest()
+		var have string
+		if live {
+			if rec, err := s.home.ReadRecord(st.Name); err == nil && rec != nil {
+				have = rec.Digest
+			}
+		} else if have, err = s.home.ReadApplied(st.Name); err != nil {
+			return nil, err
+		}
+		switch {
+		case have == want:
+			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadNone, Reason: "unchanged"})
+		case live:
+			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadRestart, Reason: "spec changed while running"})
+		default:
+			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadRecord, Reason: "spec changed while stopped"})
+		}
+	}
+	return append(removed, kept...), nil
+}
+
+// Reload computes the plan and executes it step by step: stop what was
+// removed, restart what changed while running (dependencies first), record
+// the digest of what changed while stopped. It returns the plan and stops
+// at the first failing step.
+func (s *Supervisor) Reload(ctx context.Context) ([]ReloadStep, error) {
+	plan, err := s.ReloadPlan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range plan {
+		if err := s.apply(ctx, step); err != nil {
+			return plan, fmt.Errorf("reload %s (%s): %w", step.Name, step.Action, err)
+		}
+	}
+	return plan, nil
+}
+
+func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
+	switch step.Action {
+	case ReloadStop:
+		if _, err := s.stopOne(ctx, step.Name, StopOptions{}); err != nil {
+			return err
+		}
+		return s.home.RemoveApplied(step.Name)
+	case ReloadRestart:
+		if _, err := s.stopOne(ctx, step.Name, StopOptions{}); err != nil {
+			return err
+		}
+		spec, _ := s.spec(step.Name)
+		_, err := s.startOne(ctx, spec)
+		return err
+	case ReloadRecord:
+		spec, _ := s.spec(step.Name)
+		return s.home.WriteApplied(step.Name, spec.Digest())
+	}
+	return nil
+}
+
+// Restart stops names (dependents first) and starts them again
+// (dependencies first). A name that was not running is simply started.
+func (s *Supervisor) Restart(ctx context.Context, names []string, opts StopOptions) ([]StartResult, error) {
+	if len(s.opts.MonitorCommand) == 0 {
+		return nil, ErrNoMonitor
+	}
+	for _, n := range names {
+		if _, ok := s.cfg.Processes[n]; !ok {
+			return nil, fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, n, s.cfg.Path)
+		}
+	}
+	if _, err := s.Stop(ctx, names, opts); err != nil {
+		return nil, err
+	}
+	return s.Start(ctx, names)
+}
