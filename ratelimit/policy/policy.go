@@ -8,6 +8,7 @@ package policy
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +63,8 @@ const DefaultMaxCost = 1000
 type Policy struct {
 	// Source is the file the policy came from.
 	Source string
+	// Digest is the SHA-256 of the file's content.
+	Digest [sha256.Size]byte
 	// Identity says how clients are identified.
 	Identity IdentityConfig
 	// DefaultPlan applies when a request names no known plan.
@@ -154,6 +157,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 	if len(c.errs) > 0 {
 		return nil, c.errs
 	}
+	p.Digest = sha256.Sum256(data)
 	return p, nil
 }
 
