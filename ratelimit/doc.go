@@ -1,7 +1,42 @@
-// Package ratelimit is devkit's multi-tenant HTTP rate limiter: atomic checks
-// of one or several limits per request against Redis (single node or
-// cluster) or an in-process store.
+// Package ratelimit is devkit's multi-tenant rate limiter: one or several
+// limits checked for one request in one round trip, all-or-nothing, against
+// Redis (single node, sentinel or cluster) or an in-process store.
 //
-// The implementation lands with the rate limiter issue; this package exists
-// so the module builds and tests on its own from the start.
+// A Limiter checks a Request — a key (who), one or more Limit values (how
+// much), and a cost — and returns a Result: allowed or not, the binding
+// limit, remaining, reset after, retry after, and whether a penalty block is
+// in force, with the same per limit. If any limit denies, none is consumed.
+//
+//	store := memory.New(memory.Options{})            // or redisstore.New(client, ...)
+//	limiter := ratelimit.New(store, ratelimit.Options{Fail: ratelimit.FailOpen})
+//	res, err := limiter.Allow(ctx, "user:42", ratelimit.PerMinute(100))
+//
+// # Algorithms
+//
+//   - FixedWindow: Rate per Period from the first request; cheapest. Pair it
+//     with Block for brute-force protection (login: 5 per 15m, block 1h).
+//   - SlidingWindow: weighted previous + current window; no edge bursts. For
+//     fairness and security flows (password reset).
+//   - TokenBucket: Burst capacity refilled at Rate per Period. For write APIs
+//     used in batches: quiet clients save up.
+//   - GCRA: requests spaced Period/Rate apart with a tolerance of Burst; one
+//     timestamp of state. For smooth per-client pacing.
+//
+// Every algorithm honours Block, and every store implements every algorithm
+// with the same results (one contract suite runs against all of them).
+//
+// # Failure policy
+//
+// A decision never takes longer than Options.Budget (50 ms by default): a
+// store that errs or hangs is decided by the failure policy — FailOpen lets
+// the request through, FailClosed refuses it — per limiter or per Request.
+// After a failure the store is left alone for Options.Backoff. Result.Source
+// says who decided; every store error is counted in Stats.
+//
+// # Packages
+//
+//   - ratelimit/memory: the in-process store (sharded, bounded).
+//   - ratelimit/redisstore: the Redis store (Lua, server time, hash-tagged keys).
+//   - ratelimit/policy: YAML policies (rules, plans × methods, identity).
+//   - ratelimit/middleware: the net/http middleware, headers and admin API.
 package ratelimit

@@ -124,6 +124,19 @@ func (s *Store) Check(ctx context.Context, req *ratelimit.CheckRequest, out []ra
 		allAllowed = allAllowed && outcomes[i].Allowed
 		algo.Apply(&outcomes[i], lim, &out[i])
 	}
+	if !allAllowed {
+		// Nothing is consumed: the limits that allowed report their state as is.
+		for i, lim := range req.Limits {
+			if outcomes[i].Allowed {
+				var st algo.State
+				if slots[i] >= 0 {
+					st = e.limits[slots[i]].state
+				}
+				peek := algo.Eval(algo.ParamsOf(lim), st, now, 0)
+				algo.Apply(&peek, lim, &out[i])
+			}
+		}
+	}
 	if cost == 0 {
 		return nil
 	}

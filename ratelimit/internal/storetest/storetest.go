@@ -142,6 +142,9 @@ func Run(t *testing.T, newStore Factory) {
 					if !r[0].Allowed || r[1].Allowed {
 						t.Fatalf("denied request %d: want wide allowed and narrow denied, got %+v", i, r)
 					}
+					if r[0].Remaining != 8 {
+						t.Fatalf("denied request %d: wide reports %d remaining, want 8 (as if unconsumed)", i, r[0].Remaining)
+					}
 				}
 				if r := check(t, store, "k", 0, wide); r[0].Remaining != 8 {
 					t.Fatalf("wide remaining after denials = %d, want 8 (denials must consume nothing)", r[0].Remaining)

@@ -58,7 +58,20 @@ for i = 0, n - 1 do
   end
   if not o.allowed then all_allowed = false end
   o.prev = s
+  o.params = p
   outcomes[i + 1] = o
+end
+
+if not all_allowed and cost > 0 then
+  -- Nothing is consumed: the limits that allowed report their state as is.
+  for i = 1, n do
+    local o = outcomes[i]
+    if o.allowed then
+      local peek = algorithms[o.params.algorithm](o.params, o.prev, now, 0)
+      o.remaining = peek.remaining
+      o.reset = math.ceil(peek.reset)
+    end
+  end
 end
 
 if cost > 0 then
