@@ -182,3 +182,11 @@ processes:
 		t.Fatalf("stop order = %v", order)
 	}
 }
+
+func TestDigest_SurvivesJSONRoundTrip(t *testing.T) {
+	p := &Process{Name: "a", Command: "a", Env: map[string]string{}, Args: []string{}}
+	q := &Process{Name: "a", Command: "a"}
+	if p.Digest() != q.Digest() {
+		t.Fatal("empty and nil env/args fingerprint differently")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 )
 
 // Digest fingerprints everything that changes what runs: command, args,
@@ -11,6 +12,11 @@ import (
 // file, stop signal and timeout, and the restart policy. Readiness, order
 // and log rotation are left out: changing them must not restart anything.
 func (p *Process) Digest() string {
+	// nil and empty must fingerprint alike: a spec that went through JSON
+	// (to a monitor and back) has lost the difference.
+	args := append([]string{}, p.Args...)
+	env := map[string]string{}
+	maps.Copy(env, p.Env)
 	material := struct {
 		Command     string            `json:"command"`
 		Args        []string          `json:"args"`
@@ -20,7 +26,7 @@ func (p *Process) Digest() string {
 		StopSignal  string            `json:"stop_signal"`
 		StopTimeout int64             `json:"stop_timeout_ns"`
 		Restart     RestartPolicy     `json:"restart"`
-	}{p.Command, p.Args, p.Env, p.Cwd, p.LogFile, p.StopSignal, int64(p.StopTimeout), p.Restart}
+	}{p.Command, args, env, p.Cwd, p.LogFile, p.StopSignal, int64(p.StopTimeout), p.Restart}
 	data, _ := json.Marshal(material) // cannot fail: only strings, maps and numbers
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])

@@ -28,8 +28,9 @@ import (
 
 // monitorRequest is what the CLI sends a monitor on its stdin.
 type monitorRequest struct {
-	Home string   `json:"home"`
-	Spec *Process `json:"spec"`
+	Home   string   `json:"home"`
+	Spec   *Process `json:"spec"`
+	Digest string   `json:"digest"` // computed by the CLI, recorded as is
 }
 
 // monitorReply is the one line a monitor writes on its stdout once the
@@ -53,13 +54,17 @@ func RunMonitor(in io.Reader, out io.WriteCloser) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	signal.Ignore(syscall.SIGHUP)
-	m := &monitor{home: state.Layout{Root: req.Home}, spec: req.Spec, logger: logger.With("name", req.Spec.Name)}
+	if req.Digest == "" {
+		req.Digest = req.Spec.Digest()
+	}
+	m := &monitor{home: state.Layout{Root: req.Home}, spec: req.Spec, digest: req.Digest, logger: logger.With("name", req.Spec.Name)}
 	return m.run(ctx, out)
 }
 
 type monitor struct {
 	home   state.Layout
 	spec   *Process
+	digest string
 	logger *slog.Logger
 }
 
@@ -71,6 +76,18 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 	restarts, consecutive := 0, 0
 	for {
 		cmd, id, err := m.spawn()
+		started := time.Now()
+		if err == nil {
+			// The record exists before anyone hears of the process.
+			rec := &state.ProcessRecord{
+				Name: m.spec.Name, Process: id, Monitor: &self.Identity, StartedAt: started,
+				Digest: m.digest, LogFile: m.spec.LogFile, StopSignal: m.spec.StopSignal,
+				StopTimeout: m.spec.StopTimeout, Restarts: restarts,
+			}
+			if werr := m.home.WriteRecord(rec); werr != nil {
+				m.logger.Error("write record", "err", werr)
+			}
+		}
 		if out != nil {
 			if err != nil {
 				reply(out, monitorReply{Error: err.Error()})
@@ -81,19 +98,10 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		}
 		var code, signum int
 		var sig string
-		started := time.Now()
 		if err != nil {
 			m.logger.Error("restart failed", "err", err)
 			code = 127
 		} else {
-			rec := &state.ProcessRecord{
-				Name: m.spec.Name, Process: id, Monitor: &self.Identity, StartedAt: started,
-				Digest: m.spec.Digest(), LogFile: m.spec.LogFile, StopSignal: m.spec.StopSignal,
-				StopTimeout: m.spec.StopTimeout, Restarts: restarts,
-			}
-			if err := m.home.WriteRecord(rec); err != nil {
-				m.logger.Error("write record", "err", err)
-			}
 			if ctx.Err() != nil { // stop arrived while we were starting it
 				m.signalStop(id)
 			}

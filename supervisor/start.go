@@ -156,7 +156,7 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	go cmd.Wait()
 	stdinR.Close()
 	stdoutW.Close()
-	req, _ := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec})
+	req, _ := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec, Digest: spec.Digest()})
 	if _, err := stdinW.Write(req); err != nil {
 		return proc.Identity{}, fmt.Errorf("send monitor request: %w", err)
 	}

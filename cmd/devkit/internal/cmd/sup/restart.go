@@ -1,0 +1,60 @@
+package sup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/supervisor"
+)
+
+// RestartOptions are the inputs of `devkit sup restart`.
+type RestartOptions struct {
+	IO      *cmdutil.IOStreams
+	Sup     Factory
+	Names   []string
+	Force   bool
+	Timeout time.Duration
+}
+
+func newRestartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
+	opts := &RestartOptions{IO: ios, Sup: sup}
+	cmd := &cobra.Command{
+		Use:   "restart NAME...",
+		Short: "Stop processes (dependents first) and start them again",
+		Args:  cmdutil.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Names = args
+			return runRestart(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "kill what outlives the stop timeout")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "override stop_timeout (e.g. 5s)")
+	return cmd
+}
+
+func runRestart(ctx context.Context, opts *RestartOptions) error {
+	sup, err := opts.Sup(true)
+	if err != nil {
+		return err
+	}
+	results, err := sup.Restart(ctx, opts.Names, supervisor.StopOptions{Force: opts.Force, Timeout: opts.Timeout})
+	for _, r := range results {
+		if r.AlreadyRunning {
+			fmt.Fprintf(opts.IO.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
+		} else {
+			fmt.Fprintf(opts.IO.Out, "%s: started (pid %d)\n", r.Name, r.PID)
+		}
+	}
+	var se *supervisor.StartError
+	if errors.As(err, &se) {
+		fmt.Fprintf(opts.IO.ErrOut, "devkit: %v\n", se)
+		printLogTail(opts.IO, se)
+		return cmdutil.SilentExit(cmdutil.ExitFailure)
+	}
+	return exitFor(err)
+}

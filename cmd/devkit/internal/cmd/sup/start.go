@@ -1,0 +1,95 @@
+package sup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/supervisor"
+)
+
+// StartOptions are the inputs of `devkit sup start`.
+type StartOptions struct {
+	IO    *cmdutil.IOStreams
+	Sup   Factory
+	Names []string
+	All   bool
+}
+
+func newStartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
+	opts := &StartOptions{IO: ios, Sup: sup}
+	cmd := &cobra.Command{
+		Use:   "start [NAME...|--all]",
+		Short: "Start processes (and what they depend on), waiting until they are ready",
+		Long: `Start the named processes, or all of them, in depends_on order. Each runs in
+its own session with its output appended to its log file. A start waits for
+the process's ready probe (or, without one, checks it is still alive after a
+short grace); a failed start exits 1 and prints the end of the process's log.
+Starting a named process that already runs is refused (exit 1); with --all,
+running processes are left alone.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Names = args
+			return runStart(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.All, "all", false, "start every process in the config")
+	return cmd
+}
+
+func runStart(ctx context.Context, opts *StartOptions) error {
+	sup, err := opts.Sup(true)
+	if err != nil {
+		return err
+	}
+	names, err := namesOrAll(opts.Names, opts.All, func() ([]string, error) { return sup.Config().Order, nil })
+	if err != nil {
+		return err
+	}
+	results, err := sup.Start(ctx, names)
+	refused := false
+	for _, r := range results {
+		switch {
+		case r.AlreadyRunning && !opts.All && slices.Contains(names, r.Name):
+			refused = true
+			fmt.Fprintf(opts.IO.ErrOut, "%s: already running (pid %d); not started again\n", r.Name, r.PID)
+		case r.AlreadyRunning:
+			fmt.Fprintf(opts.IO.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
+		default:
+			fmt.Fprintf(opts.IO.Out, "%s: started (pid %d)\n", r.Name, r.PID)
+		}
+	}
+	var se *supervisor.StartError
+	if errors.As(err, &se) {
+		fmt.Fprintf(opts.IO.ErrOut, "devkit: %v\n", se)
+		printLogTail(opts.IO, se)
+		return cmdutil.SilentExit(cmdutil.ExitFailure)
+	}
+	if err != nil {
+		return exitFor(err)
+	}
+	if refused {
+		return cmdutil.SilentExit(cmdutil.ExitFailure)
+	}
+	return nil
+}
+
+// printLogTail shows the end of a failed process's log on stderr.
+func printLogTail(io *cmdutil.IOStreams, se *supervisor.StartError) {
+	if se.LogFile == "" {
+		return
+	}
+	if len(se.LogTail) == 0 {
+		fmt.Fprintf(io.ErrOut, "(%s is empty)\n", se.LogFile)
+		return
+	}
+	fmt.Fprintf(io.ErrOut, "--- last lines of %s ---\n", se.LogFile)
+	io.ErrOut.Write(se.LogTail)
+	if se.LogTail[len(se.LogTail)-1] != '\n' {
+		fmt.Fprintln(io.ErrOut)
+	}
+	fmt.Fprintln(io.ErrOut, "---")
+}

@@ -1,0 +1,114 @@
+package sup
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/supervisor"
+)
+
+// StatusOptions are the inputs of `devkit sup status`.
+type StatusOptions struct {
+	IO    *cmdutil.IOStreams
+	Sup   Factory
+	Names []string
+	JSON  bool
+}
+
+func newStatusCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
+	opts := &StatusOptions{IO: ios, Sup: sup}
+	cmd := &cobra.Command{
+		Use:   "status [NAME...] [--json]",
+		Short: "Show processes: state, PID, uptime, drift from the YAML, log file",
+		Long: `Show each process (or the named ones): its state (running, stopped,
+exited with code and time, restarting, stale, orphaned), PID, uptime, restart
+count, whether the running spec differs from the YAML (drift) and its log.
+Exit 0 when every process asked about runs, 3 when some do not.
+--json prints the versioned document described in docs/supervisor.md
+(schema "` + supervisor.StatusSchema + `").`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Names = args
+			return runStatus(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+func runStatus(ctx context.Context, opts *StatusOptions) error {
+	sup, err := opts.Sup(false)
+	if err != nil {
+		return err
+	}
+	sts, err := sup.Status(ctx, opts.Names)
+	if err != nil {
+		return exitFor(err)
+	}
+	if opts.JSON {
+		if err := cmdutil.WriteJSON(opts.IO.Out, supervisor.StatusReport{Schema: supervisor.StatusSchema, Processes: sts}); err != nil {
+			return err
+		}
+	} else {
+		writeStatusTable(opts, sts)
+	}
+	if !supervisor.AllRunning(sts) {
+		return cmdutil.SilentExit(cmdutil.ExitNegative)
+	}
+	return nil
+}
+
+func writeStatusTable(opts *StatusOptions, sts []supervisor.ProcessStatus) {
+	if len(sts) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "no processes configured or recorded")
+		return
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tPID\tUPTIME\tRESTARTS\tDRIFT\tLOG")
+	for _, st := range sts {
+		pid, uptime, drift := "-", "-", "-"
+		if st.PID != 0 {
+			pid = fmt.Sprint(st.PID)
+		}
+		if st.State == supervisor.StateRunning {
+			uptime = (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second).String()
+		}
+		if st.Drift {
+			drift = "yes"
+			if !st.Configured {
+				drift = "removed"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", st.Name, describeState(st), pid, uptime, st.Restarts, drift, st.LogFile)
+	}
+	tw.Flush()
+	for _, st := range sts {
+		if st.Reason != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "%s: %s\n", st.Name, st.Reason)
+		}
+	}
+}
+
+// describeState renders the state with the exit details it implies.
+func describeState(st supervisor.ProcessStatus) string {
+	s := string(st.State)
+	if st.State != supervisor.StateExited && st.State != supervisor.StateRestarting {
+		return s
+	}
+	switch {
+	case st.ExitCode != nil:
+		s += fmt.Sprintf(" (code %d", *st.ExitCode)
+	case st.ExitSignal != "":
+		s += fmt.Sprintf(" (%s", st.ExitSignal)
+	default:
+		return s
+	}
+	if st.ExitedAt != nil {
+		s += ", " + st.ExitedAt.Local().Format(time.DateTime)
+	}
+	return s + ")"
+}
