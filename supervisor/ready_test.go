@@ -62,7 +62,7 @@ processes:
 	if !errors.As(err, &se) {
 		t.Fatalf("err = %v, want *StartError", err)
 	}
-	if !strings.Contains(se.Err.Error(), "exited before it was ready") || !strings.Contains(string(se.LogTail), "fatal: config missing") {
+	if !strings.Contains(se.Err.Error(), "(exit code 3)") || !strings.Contains(string(se.LogTail), "fatal: config missing") {
 		t.Fatalf("start error %q, tail %q", se.Err, se.LogTail)
 	}
 	if r, _ := h.sup.home.ReadRecord("crashy"); r != nil {

@@ -176,14 +176,14 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Identity, logOffset int64) error {
 	h, err := proc.Open(id)
 	if err != nil {
-		return fmt.Errorf("process %d exited right after it started", id.PID)
+		return s.exitedEarly(ctx, spec.Name, id.PID, "right after it started")
 	}
 	defer h.Close()
 	if spec.Ready == nil {
 		wctx, cancel := context.WithTimeout(ctx, StartGrace)
 		defer cancel()
 		if err := h.Wait(wctx); err == nil {
-			return fmt.Errorf("process %d exited within %s of starting", id.PID, StartGrace)
+			return s.exitedEarly(ctx, spec.Name, id.PID, fmt.Sprintf("within %s of starting", StartGrace))
 		} else if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -195,11 +195,29 @@ func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Iden
 	}
 	alive := func() error {
 		if _, err := proc.Verify(id); err != nil {
-			return fmt.Errorf("process %d exited before it was ready", id.PID)
+			return s.exitedEarly(ctx, spec.Name, id.PID, "before it was ready")
 		}
 		return nil
 	}
 	return ready.Wait(ctx, probe, spec.Ready.Interval, spec.Ready.Timeout, alive)
+}
+
+// exitedEarly describes a process that died during its start, with the
+// exit code its monitor recorded (it is written moments after the exit).
+func (s *Supervisor) exitedEarly(ctx context.Context, name string, pid int, when string) error {
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for {
+		if e, _ := s.home.ReadExit(name); e != nil && e.PID == pid {
+			if e.Signal != "" {
+				return fmt.Errorf("process %d exited %s (killed by %s)", pid, when, e.Signal)
+			}
+			return fmt.Errorf("process %d exited %s (exit code %d)", pid, when, e.Code)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("process %d exited %s", pid, when)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (s *Supervisor) probeFor(spec *Process, logOffset int64) (ready.Probe, error) {
