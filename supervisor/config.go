@@ -20,6 +20,9 @@ const (
 	// StartGrace is how long a process without a ready probe must stay alive
 	// for its start to count as successful.
 	StartGrace = 500 * time.Millisecond
+	// StableRun is how long a run must last for the restart count (and the
+	// backoff) to start again from zero.
+	StableRun = 10 * time.Second
 )
 
 // Config is a parsed ops.yaml: the processes it declares, in dependency order.
@@ -77,7 +80,8 @@ const (
 type RestartPolicy struct {
 	Mode RestartMode `json:"mode"`
 	// MaxRestarts is how many consecutive restarts are tried before giving
-	// up; 0 means no limit. A run longer than MaxBackoff resets the count.
+	// up; 0 means no limit. A run of StableRun (or MaxBackoff, if longer)
+	// resets the count.
 	MaxRestarts int           `json:"max_restarts"`
 	Backoff     time.Duration `json:"backoff"`     // first delay, doubled each time
 	MaxBackoff  time.Duration `json:"max_backoff"` // cap on the delay

@@ -108,7 +108,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			code, sig, signum = exitStatus(cmd.Wait())
 		}
 		stopped := ctx.Err() != nil
-		if time.Since(started) > pol.MaxBackoff {
+		if time.Since(started) >= max(StableRun, pol.MaxBackoff) {
 			consecutive = 0
 		}
 		wants := pol.Mode == RestartAlways || (pol.Mode == RestartOnFailure && code != 0)
