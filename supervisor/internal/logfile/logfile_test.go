@@ -1,0 +1,122 @@
+package logfile
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRotateIfOver_ShiftsBackupsAndDropsTheOldest(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.log")
+	for round := 1; round <= 4; round++ {
+		os.WriteFile(path, []byte(strings.Repeat(fmt.Sprint(round), 20)), 0o600)
+		rotated, err := RotateIfOver(path, 10, 2)
+		if err != nil || !rotated {
+			t.Fatalf("round %d: rotated=%v err=%v", round, rotated, err)
+		}
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("current log still there after rotation: %v", err)
+	}
+	for i, want := range map[int]string{1: "4", 2: "3"} {
+		data, _ := os.ReadFile(fmt.Sprintf("%s.%d", path, i))
+		if !strings.HasPrefix(string(data), want) {
+			t.Errorf("%s.%d holds %q, want round %s", path, i, data, want)
+		}
+	}
+	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
+		t.Error("more backups kept than configured")
+	}
+	os.WriteFile(path, []byte("small"), 0o600)
+	if rotated, _ := RotateIfOver(path, 10, 2); rotated {
+		t.Error("rotated a file under the limit")
+	}
+}
+
+func TestTail_LastLinesAcrossChunks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.log")
+	var b bytes.Buffer
+	for i := range 5000 {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	os.WriteFile(path, b.Bytes(), 0o600)
+	got, err := Tail(path, 3)
+	if err != nil || string(got) != "line 4997\nline 4998\nline 4999\n" {
+		t.Fatalf("Tail = %q, %v", got, err)
+	}
+	os.WriteFile(path, []byte("a\nb"), 0o600) // no trailing newline
+	if got, _ := Tail(path, 1); string(got) != "b" {
+		t.Fatalf("Tail of unterminated line = %q", got)
+	}
+	if got, _ := Tail(path, 10); string(got) != "a\nb" {
+		t.Fatalf("Tail of a short file = %q", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestFollow_AcrossTruncationAndRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.log")
+	os.WriteFile(path, []byte("old\n"), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, &out, path, 4) }()
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("follow output %q never contained %q", out.String(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	appendTo := func(s string) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+	appendTo("one\n")
+	waitFor("one\n")
+	os.Truncate(path, 0) // truncated in place, then written again
+	appendTo("two\n")
+	waitFor("two\n")
+	appendTo("last before rotation\n")
+	os.Rename(path, path+".1") // rotated: a new file at the path
+	appendTo("three\n")
+	waitFor("three\n")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Follow: %v", err)
+	}
+	if got := out.String(); strings.Contains(got, "old") || !strings.Contains(got, "last before rotation\n") {
+		t.Fatalf("follow output = %q", got)
+	}
+}

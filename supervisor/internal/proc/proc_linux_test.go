@@ -1,0 +1,41 @@
+package proc
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+func TestParseStat_CommWithSpacesAndParens(t *testing.T) {
+	line := []byte("42 (my (odd) name) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0")
+	info, state, err := parseStat(42, line)
+	if err != nil || state != "S" || info.Comm != "my (odd) name" || info.PGID != 42 || info.Session != 42 || info.StartTime != "98765" {
+		t.Fatalf("parseStat = %+v %q %v", info, state, err)
+	}
+}
+
+func TestVerify_DetectsReuseAndExit(t *testing.T) {
+	self, err := Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(self.Identity); err != nil {
+		t.Fatalf("Verify(self) = %v", err)
+	}
+	forged := self.Identity
+	forged.StartTime = "1"
+	if _, err := Verify(forged); !errors.Is(err, ErrIdentityMismatch) {
+		t.Fatalf("Verify(forged start time) = %v, want ErrIdentityMismatch", err)
+	}
+	if _, err := Open(forged); !errors.Is(err, ErrIdentityMismatch) {
+		t.Fatalf("Open(forged) = %v, want ErrIdentityMismatch", err)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(Identity{PID: cmd.Process.Pid, StartTime: "1"}); !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrIdentityMismatch) {
+		t.Fatalf("Verify(exited) = %v", err)
+	}
+}

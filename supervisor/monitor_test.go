@@ -1,0 +1,96 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/supervisor/internal/proc"
+)
+
+func TestMonitor_OnFailureRestartsWithBackoffThenGivesUp(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  flaky:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=run,sleepfor=600ms,exit=1"}
+    restart: {policy: on-failure, max_restarts: 2, backoff: 50ms, max_backoff: 100ms}
+`)
+	first := h.start("flaky")[0].PID
+	eventually(t, 10*time.Second, "the monitor gives up", func() bool {
+		st := h.status("flaky")
+		return st.State == StateExited && strings.Contains(st.Reason, "gave up")
+	})
+	st := h.status("flaky")
+	if st.Restarts != 2 || st.ExitCode == nil || *st.ExitCode != 1 {
+		t.Fatalf("status = %+v, want exited code 1 after 2 restarts", st)
+	}
+	path, _ := h.sup.LogPath("flaky")
+	log, _ := logTail(path)
+	if n := strings.Count(log, "run\n"); n != 3 {
+		t.Fatalf("process ran %d times, want 3 (first + 2 restarts); log:\n%s", n, log)
+	}
+	if !strings.Contains(log, "in=50ms") || !strings.Contains(log, "in=100ms") {
+		t.Fatalf("backoff not doubled as configured; log:\n%s", log)
+	}
+	if alive(first) {
+		t.Fatal("first process still alive")
+	}
+}
+
+func TestMonitor_AlwaysRestartsAfterCleanExitAndStopEndsIt(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  loop:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "sleepfor=600ms,exit=0"}
+    restart: {policy: always, backoff: 10ms}
+`)
+	first := h.start("loop")[0].PID
+	eventually(t, 5*time.Second, "a restarted process runs", func() bool {
+		st := h.status("loop")
+		return st.State == StateRunning && st.PID != first && st.Restarts >= 1
+	})
+	if _, err := h.sup.Stop(context.Background(), []string{"loop"}, StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // longer than a run: a restart would show now
+	if st := h.status("loop"); st.State != StateStopped {
+		t.Fatalf("status after stop = %+v, want stopped (no restart)", st)
+	}
+}
+
+func TestMonitor_KilledMonitorHidesNothing(t *testing.T) {
+	h := newHarness(t, sleeperYAML)
+	pid := h.start("app")[0].PID
+	rec, _ := h.sup.home.ReadRecord("app")
+	mon, err := proc.Open(*rec.Monitor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close()
+	mon.Signal(syscall.SIGKILL)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := mon.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.status("app"); st.State != StateRunning || st.PID != pid {
+		t.Fatalf("status with the monitor killed = %+v, want running", st)
+	}
+	res, err := h.sup.Stop(context.Background(), []string{"app"}, StopOptions{})
+	if err != nil || res[0].Outcome != StopStopped || alive(pid) {
+		t.Fatalf("stop with the monitor killed = %+v, %v (alive=%v)", res, err, alive(pid))
+	}
+	if st := h.status("app"); st.State != StateStopped {
+		t.Fatalf("status after stop = %+v", st)
+	}
+}
+
+func logTail(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	return string(data), err
+}
