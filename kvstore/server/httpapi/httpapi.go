@@ -21,7 +21,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -408,10 +407,6 @@ func (h *Handler) health(w http.ResponseWriter) {
 	case st.ReadOnly:
 		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "read_only", Reason: st.ReadOnlyReason, Keys: st.Keys})
 	default:
-		if _, err := h.store.Has([]byte{0}); errors.Is(err, kvstore.ErrClosed) {
-			writeJSON(w, http.StatusServiceUnavailable, Health{Status: "closed", Reason: err.Error(), Keys: st.Keys})
-			return
-		}
 		writeJSON(w, http.StatusOK, Health{Status: "ok", Keys: st.Keys})
 	}
 }

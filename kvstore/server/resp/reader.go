@@ -1,0 +1,255 @@
+package resp
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ProtocolError is a request that breaks RESP framing. The connection cannot
+// be resynchronised after one, so it is answered and then closed, as Redis does.
+type ProtocolError struct{ Msg string }
+
+func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
+
+// commandReader reads commands — RESP arrays of bulk strings, or inline
+// commands (words on a line) as typed into telnet — within size limits.
+// The returned arguments are valid until the next read.
+type commandReader struct {
+	br        *bufio.Reader
+	maxBulk   int
+	maxArgs   int
+	maxInline int
+
+	buf  []byte   // the bytes of every argument of the current command
+	ends []int    // where each argument ends in buf
+	args [][]byte // slices of buf
+	line []byte   // an inline line longer than the bufio buffer
+}
+
+// readCommand returns the next command's arguments; an empty command (a
+// blank line, *0) yields none.
+func (r *commandReader) readCommand() ([][]byte, error) {
+	line, err := r.readLine(r.maxInline)
+	if err != nil {
+		return nil, err
+	}
+	if len(line) > 0 && line[0] == '*' {
+		return r.readArray(line[1:])
+	}
+	return r.inline(line)
+}
+
+// readLine returns the next line without its CRLF (or bare LF).
+func (r *commandReader) readLine(max int) ([]byte, error) {
+	line, err := r.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		r.line = append(r.line[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(r.line) > max {
+				return nil, &ProtocolError{Msg: "too big inline request"}
+			}
+			line, err = r.br.ReadSlice('\n')
+			r.line = append(r.line, line...)
+		}
+		line = r.line
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(line) > 0 {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	if len(line) > max+2 {
+		return nil, &ProtocolError{Msg: "too big inline request"}
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+func (r *commandReader) readArray(count []byte) ([][]byte, error) {
+	n, ok := parseInt(count)
+	if !ok || n > int64(r.maxArgs) {
+		return nil, &ProtocolError{Msg: "invalid multibulk length"}
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	r.buf, r.ends = r.buf[:0], r.ends[:0]
+	for range n {
+		hdr, err := r.readLine(64)
+		if err != nil {
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				return nil, &ProtocolError{Msg: "invalid bulk length"}
+			}
+			return nil, err
+		}
+		if len(hdr) == 0 || hdr[0] != '$' {
+			got := "nothing"
+			if len(hdr) > 0 {
+				got = fmt.Sprintf("'%c'", hdr[0])
+			}
+			return nil, &ProtocolError{Msg: "expected '$', got " + got}
+		}
+		size, ok := parseInt(hdr[1:])
+		if !ok || size < 0 || size > int64(r.maxBulk) {
+			return nil, &ProtocolError{Msg: "invalid bulk length"}
+		}
+		start := len(r.buf)
+		r.buf = grow(r.buf, int(size)+2)
+		if _, err := io.ReadFull(r.br, r.buf[start:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if !bytes.HasSuffix(r.buf, []byte("\r\n")) {
+			return nil, &ProtocolError{Msg: "bulk string not followed by CRLF"}
+		}
+		r.buf = r.buf[:len(r.buf)-2]
+		r.ends = append(r.ends, len(r.buf))
+	}
+	return r.split(), nil
+}
+
+// grow extends b by n bytes, reallocating when needed.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), max(2*cap(b), len(b)+n))
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+// split cuts buf into the arguments recorded in ends.
+func (r *commandReader) split() [][]byte {
+	r.args = r.args[:0]
+	start := 0
+	for _, end := range r.ends {
+		r.args = append(r.args, r.buf[start:end:end])
+		start = end
+	}
+	return r.args
+}
+
+// inline splits a line into words; double or single quotes group words,
+// and double-quoted words take \n, \r, \t, \" and \xHH escapes, as in redis-cli.
+func (r *commandReader) inline(line []byte) ([][]byte, error) {
+	r.buf, r.ends = r.buf[:0], r.ends[:0]
+	i := 0
+	for {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		if i == len(line) {
+			break
+		}
+		if len(r.ends) == r.maxArgs {
+			return nil, &ProtocolError{Msg: "invalid multibulk length"}
+		}
+		switch q := line[i]; q {
+		case '"', '\'':
+			i++
+			closed := false
+			for i < len(line) {
+				c := line[i]
+				i++
+				if c == q {
+					closed = true
+					break
+				}
+				if c == '\\' && q == '"' && i < len(line) {
+					c, i = unescape(line, i)
+				} else if c == '\\' && q == '\'' && i < len(line) && line[i] == '\'' {
+					c, i = '\'', i+1
+				}
+				r.buf = append(r.buf, c)
+			}
+			if !closed || (i < len(line) && line[i] != ' ' && line[i] != '\t') {
+				return nil, &ProtocolError{Msg: "unbalanced quotes in request"}
+			}
+		default:
+			for i < len(line) && line[i] != ' ' && line[i] != '\t' {
+				r.buf = append(r.buf, line[i])
+				i++
+			}
+		}
+		r.ends = append(r.ends, len(r.buf))
+	}
+	return r.split(), nil
+}
+
+// unescape decodes the escape after a backslash at line[i-1].
+func unescape(line []byte, i int) (byte, int) {
+	switch c := line[i]; c {
+	case 'n':
+		return '\n', i + 1
+	case 'r':
+		return '\r', i + 1
+	case 't':
+		return '\t', i + 1
+	case 'b':
+		return '\b', i + 1
+	case 'a':
+		return '\a', i + 1
+	case 'x':
+		if i+2 < len(line) {
+			if h, ok := hexByte(line[i+1], line[i+2]); ok {
+				return h, i + 3
+			}
+		}
+		return c, i + 1
+	default:
+		return c, i + 1
+	}
+}
+
+func hexByte(a, b byte) (byte, bool) {
+	hi, ok1 := hexDigit(a)
+	lo, ok2 := hexDigit(b)
+	return hi<<4 | lo, ok1 && ok2
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// parseInt parses a decimal integer with an optional minus sign.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}

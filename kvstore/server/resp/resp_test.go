@@ -1,0 +1,463 @@
+package resp_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/backend"
+	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
+	"github.com/devkit-go/devkit/kvstore/server/resp"
+)
+
+func start(t testing.TB, store backend.Store, opts resp.Options) string {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = servertest.Logger(t)
+	}
+	srv := resp.NewServer(store, opts)
+	ln := servertest.Listen(t)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		if err := <-done; !resp.IsClosed(err) {
+			t.Errorf("Serve returned %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+func goRedis(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestGoRedis_StringCommands(t *testing.T) {
+	db := servertest.OpenDB(t)
+	c := goRedis(t, start(t, db, resp.Options{}))
+	ctx := context.Background()
+
+	if got, err := c.Ping(ctx).Result(); err != nil || got != "PONG" {
+		t.Fatalf("PING = %q, %v", got, err)
+	}
+	if got, err := c.Echo(ctx, "hi\r\nthere").Result(); err != nil || got != "hi\r\nthere" {
+		t.Fatalf("ECHO = %q, %v", got, err)
+	}
+	binary := string([]byte{0, 0xff, '\r', '\n', '$'})
+	if err := c.Set(ctx, "k"+binary, "v"+binary, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Get(ctx, "k"+binary).Result(); err != nil || got != "v"+binary {
+		t.Fatalf("GET = %q, %v", got, err)
+	}
+	if v, err := db.Get([]byte("k" + binary)); err != nil || string(v) != "v"+binary {
+		t.Fatalf("engine has %q, %v", v, err)
+	}
+	if _, err := c.Get(ctx, "missing").Result(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET missing: %v, want redis.Nil", err)
+	}
+	if err := c.MSet(ctx, "a", "1", "b", "2", "c", "3").Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.MGet(ctx, "a", "missing", "c").Result()
+	if err != nil || !slices.Equal(got, []any{"1", nil, "3"}) {
+		t.Fatalf("MGET = %v, %v", got, err)
+	}
+	if n, err := c.Exists(ctx, "a", "b", "missing", "a").Result(); err != nil || n != 3 {
+		t.Fatalf("EXISTS = %d, %v; want 3", n, err)
+	}
+	if n, err := c.DBSize(ctx).Result(); err != nil || n != 4 {
+		t.Fatalf("DBSIZE = %d, %v; want 4", n, err)
+	}
+	if n, err := c.Del(ctx, "a", "b", "missing").Result(); err != nil || n != 2 {
+		t.Fatalf("DEL = %d, %v; want 2", n, err)
+	}
+	if db.Len() != 2 {
+		t.Fatalf("engine has %d keys after DEL, want 2", db.Len())
+	}
+	if err := c.Do(ctx, "SELECT", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "SELECT", 1).Err(); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("SELECT 1: %v", err)
+	}
+	if err := c.Set(ctx, "k", "v", time.Minute).Err(); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("SET with EX: %v, want a clear error", err)
+	}
+	if err := c.SetNX(ctx, "k", "v", 0).Err(); err == nil || !strings.Contains(err.Error(), "'NX' is not supported") {
+		t.Fatalf("SET NX: %v, want a clear error", err)
+	}
+	if err := c.Incr(ctx, "a").Err(); err == nil || !strings.Contains(err.Error(), "unknown command 'incr'") {
+		t.Fatalf("INCR: %v", err)
+	}
+	info, err := c.Info(ctx).Result()
+	for _, want := range []string{"# Server", "redis_version:", "# Persistence", "aof_enabled:1", "# Stats", "# Keyspace", "db0:keys=2,"} {
+		if err != nil || !strings.Contains(info, want) {
+			t.Fatalf("INFO lacks %q (%v):\n%s", want, err, info)
+		}
+	}
+	if info, _ := c.Info(ctx, "keyspace").Result(); strings.Contains(info, "# Server") || !strings.Contains(info, "db0:keys=2") {
+		t.Fatalf("INFO keyspace:\n%s", info)
+	}
+	if err := c.Do(ctx, "CLIENT", "SETNAME", "tester").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := c.ConfigGet(ctx, "appendonly").Result(); err != nil || cfg["appendonly"] != "yes" {
+		t.Fatalf("CONFIG GET appendonly = %v, %v", cfg, err)
+	}
+}
+
+func TestGoRedis_EngineErrors(t *testing.T) {
+	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, MaxKeySize: 8, MaxValueSize: 16, Logger: servertest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := goRedis(t, start(t, db, resp.Options{MaxBulkBytes: 1024}))
+	ctx := context.Background()
+	for _, tc := range []struct{ key, value, want string }{
+		{"", "v", "empty key"},
+		{"123456789", "v", "key too large"},
+		{"k", strings.Repeat("v", 17), "value too large"},
+	} {
+		if err := c.Set(ctx, tc.key, tc.value, 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "ERR ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("SET %q: %v, want ERR ... %s", tc.key, err, tc.want)
+		}
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("connection did not live on: %v", err)
+	}
+}
+
+func TestGoRedis_ScanVisitsEveryKeyOnce(t *testing.T) {
+	db := servertest.OpenDB(t)
+	c := goRedis(t, start(t, db, resp.Options{}))
+	ctx := context.Background()
+	for i := range 137 {
+		db.Set(fmt.Appendf(nil, "user:%d", i), []byte("x"))
+		db.Set(fmt.Appendf(nil, "order:%d", i), []byte("x"))
+	}
+	var keys []string
+	iter := c.Scan(ctx, 0, "user:*", 20).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if len(keys) != 137 || len(slices.Compact(keys)) != 137 || !strings.HasPrefix(keys[0], "user:") {
+		t.Fatalf("SCAN MATCH user:* gave %d keys", len(keys))
+	}
+	all, _, err := c.Scan(ctx, 0, "", 1000).Result()
+	if err != nil || len(all) != 274 {
+		t.Fatalf("SCAN all: %d keys, %v", len(all), err)
+	}
+	if got, cur, err := c.Scan(ctx, 0, "user:7", 10).Result(); err != nil || !slices.Equal(got, []string{"user:7"}) || cur != 0 {
+		t.Fatalf("SCAN MATCH literal = %v %d %v", got, cur, err)
+	}
+	if err := c.Scan(ctx, 0, "u*r:*", 10).Err(); err == nil || !strings.Contains(err.Error(), "prefix patterns") {
+		t.Fatalf("SCAN with a non-prefix pattern: %v", err)
+	}
+	if err := c.Scan(ctx, 987654, "", 10).Err(); err == nil || !strings.Contains(err.Error(), "invalid cursor") {
+		t.Fatalf("SCAN unknown cursor: %v", err)
+	}
+}
+
+func TestGoRedis_PipelineAnsweredInOrder(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	pipe := c.Pipeline()
+	const n = 1000
+	sets := make([]*redis.StatusCmd, n)
+	gets := make([]*redis.StringCmd, n)
+	for i := range n {
+		sets[i] = pipe.Set(ctx, fmt.Sprint("k", i), fmt.Sprint("v", i), 0)
+		gets[i] = pipe.Get(ctx, fmt.Sprint("k", i))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if sets[i].Val() != "OK" || gets[i].Val() != fmt.Sprint("v", i) {
+			t.Fatalf("reply %d: %q %q", i, sets[i].Val(), gets[i].Val())
+		}
+	}
+}
+
+// raw speaks the protocol by hand.
+type raw struct {
+	t testing.TB
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(t testing.TB, addr string) *raw {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &raw{t: t, Conn: c, r: bufio.NewReader(c)}
+}
+
+func (c *raw) send(s string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c, s); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *raw) line() string {
+	c.t.Helper()
+	l, err := c.r.ReadString('\n')
+	if err != nil {
+		c.t.Fatalf("read: %v (got %q)", err, l)
+	}
+	return l
+}
+
+func (c *raw) closed() bool {
+	_, err := c.r.ReadByte()
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+func TestRaw_InlineCommandsAndHello(t *testing.T) {
+	c := dialRaw(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	c.send("PING\r\nset greeting \"hello\\r\\nworld\"\r\nget greeting\r\n\r\nHELLO 3\r\n")
+	for _, want := range []string{"+PONG\r\n", "+OK\r\n", "$12\r\n", "hello\r\n", "world\r\n"} {
+		if got := c.line(); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+	if got := c.line(); !strings.HasPrefix(got, "-ERR unknown command 'HELLO'") {
+		t.Fatalf("HELLO: %q, want Redis 5's unknown command", got)
+	}
+	c.send("QUIT\r\n")
+	if got := c.line(); got != "+OK\r\n" || !c.closed() {
+		t.Fatalf("QUIT: %q", got)
+	}
+}
+
+func TestRaw_InvalidRESPIsAnsweredThenClosedAndServerLivesOn(t *testing.T) {
+	db := servertest.OpenDB(t)
+	addr := start(t, db, resp.Options{MaxBulkBytes: 1 << 20})
+	for _, tc := range []struct{ in, want string }{
+		{"*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"*2\r\n+GET\r\n", "-ERR Protocol error: expected '$', got '+'\r\n"},
+		{"*1\r\n$-5\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"*1\r\n$104857600\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"*99999999999\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"*1\r\n$4\r\nPINGxx", "-ERR Protocol error: bulk string not followed by CRLF\r\n"},
+		{"SET \"unterminated\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
+		{strings.Repeat("A", 100<<10) + "\r\n", "-ERR Protocol error: too big inline request\r\n"},
+	} {
+		c := dialRaw(t, addr)
+		c.send(tc.in)
+		if got := c.line(); got != tc.want {
+			t.Errorf("%.30q: got %q, want %q", tc.in, got, tc.want)
+		}
+		if !c.closed() {
+			t.Errorf("%.30q: connection left open after a protocol error", tc.in)
+		}
+	}
+	// Errors that are not framing errors keep the connection.
+	c := dialRaw(t, addr)
+	c.send("*1\r\n$3\r\nGET\r\n*2\r\n$7\r\nFOOBAR!\r\n$1\r\nx\r\n*1\r\n$4\r\nPING\r\n")
+	for _, want := range []string{"-ERR wrong number of arguments for 'get' command\r\n", "-ERR unknown command 'FOOBAR!', with args beginning with: 'x' \r\n", "+PONG\r\n"} {
+		if got := c.line(); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+}
+
+func TestRaw_HundredMegabyteValueIsRefusedWithoutBeingRead(t *testing.T) {
+	db := servertest.OpenDB(t)
+	addr := start(t, db, resp.Options{}) // the default bulk limit is 8 MiB + 1 KiB
+	c := dialRaw(t, addr)
+	c.send(fmt.Sprintf("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n", 100<<20))
+	if got := c.line(); got != "-ERR Protocol error: invalid bulk length\r\n" {
+		t.Fatalf("got %q", got)
+	}
+	other := goRedis(t, addr)
+	if err := other.Set(context.Background(), "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServer_SilentClientsAndHalfCommandsDoNotStopOthers(t *testing.T) {
+	db := servertest.OpenDB(t)
+	addr := start(t, db, resp.Options{IdleTimeout: 300 * time.Millisecond})
+	silent := dialRaw(t, addr)
+	half := dialRaw(t, addr)
+	half.send("*3\r\n$3\r\nSET\r\n$4\r\nhalf\r\n$10\r\nabc")
+	half.Close()
+
+	if err := goRedis(t, addr).Set(context.Background(), "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !silent.closed() {
+		t.Fatal("silent connection not closed by the idle timeout")
+	}
+	if _, err := db.Get([]byte("half")); !errors.Is(err, kvstore.ErrNotFound) {
+		t.Fatalf("half-sent SET applied: %v", err)
+	}
+}
+
+func TestServer_MaxClients(t *testing.T) {
+	addr := start(t, servertest.OpenDB(t), resp.Options{MaxConns: 1})
+	first := dialRaw(t, addr)
+	first.send("PING\r\n")
+	first.line()
+	second := dialRaw(t, addr)
+	if got := second.line(); got != "-ERR max number of clients reached\r\n" || !second.closed() {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestServer_PanicBecomesErrorReply(t *testing.T) {
+	db := servertest.OpenDB(t)
+	c := goRedis(t, start(t, servertest.PanickyStore{Store: db}, resp.Options{}))
+	ctx := context.Background()
+	if err := c.Get(ctx, servertest.PanicKey).Err(); err == nil || err.Error() != "ERR internal error" {
+		t.Fatalf("GET on the panicking key: %v", err)
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("connection did not live on: %v", err)
+	}
+}
+
+// requireTool finds a redis tool, or skips with the install hint; under
+// CI=true a missing tool fails the test.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		msg := fmt.Sprintf("%s not found: install it with `apt-get install redis-tools`", name)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+func TestRedisCLI_AgainstOurServer(t *testing.T) {
+	cli := requireTool(t, "redis-cli")
+	db := servertest.OpenDB(t)
+	host, port, _ := net.SplitHostPort(start(t, db, resp.Options{}))
+	run := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, cli, append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"PING"}, "PONG"},
+		{[]string{"SET", "user:1", "alice"}, "OK"},
+		{[]string{"GET", "user:1"}, "alice"},
+		{[]string{"MSET", "user:2", "bob", "user:3", "carol"}, "OK"},
+		{[]string{"DBSIZE"}, "3"},
+		{[]string{"EXISTS", "user:1", "nope"}, "1"},
+		{[]string{"DEL", "user:3"}, "1"},
+		{[]string{"GET", "user:3"}, ""},
+	} {
+		if got := run(tc.args...); got != tc.want {
+			t.Errorf("redis-cli %v = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	if got := run("--scan", "--pattern", "user:*"); got != "user:1\nuser:2" {
+		t.Errorf("redis-cli --scan = %q", got)
+	}
+	if got := run("INFO", "keyspace"); !strings.Contains(got, "db0:keys=2") {
+		t.Errorf("INFO keyspace = %q", got)
+	}
+	// Piped commands go through one connection, pipelined.
+	cmd := exec.Command(cli, "-h", host, "-p", port)
+	cmd.Stdin = strings.NewReader("SET piped 1\nGET piped\nSET bad\n")
+	out, _ := cmd.CombinedOutput()
+	if got := string(out); !strings.Contains(got, "OK\n1\n") || !strings.Contains(got, "wrong number of arguments") {
+		t.Errorf("piped redis-cli output %q", got)
+	}
+}
+
+func TestRedisBenchmark_RunsWithoutErrors(t *testing.T) {
+	bench := requireTool(t, "redis-benchmark")
+	db := servertest.OpenDB(t)
+	host, port, _ := net.SplitHostPort(start(t, db, resp.Options{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bench, "-h", host, "-p", port, "-t", "set,get,mset,ping", "-n", "2000", "-c", "10", "-r", "500", "-q").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{"SET:", "GET:", "MSET", "PING"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("redis-benchmark output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(strings.ToLower(text), "error") {
+		t.Fatalf("redis-benchmark reported errors:\n%s", text)
+	}
+	if db.Len() == 0 || db.Len() > 500+10 {
+		t.Fatalf("engine holds %d keys after the benchmark, want 1..510", db.Len())
+	}
+}
+
+func TestServer_ConcurrentClientsShareTheEngine(t *testing.T) {
+	db := servertest.OpenDB(t)
+	addr := start(t, db, resp.Options{})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			defer c.Close()
+			for i := range 100 {
+				k := fmt.Sprintf("w%d:%d", w, i)
+				if err := c.Set(context.Background(), k, k, 0).Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if db.Len() != 800 {
+		t.Fatalf("%d keys, want 800", db.Len())
+	}
+	if v, _ := db.Get([]byte("w3:42")); !bytes.Equal(v, []byte("w3:42")) {
+		t.Fatalf("w3:42 = %q", v)
+	}
+}

@@ -1,0 +1,205 @@
+// Package resp serves the engine over a subset of the Redis protocol (RESP2),
+// enough for redis-cli, redis-benchmark and go-redis v9 to work unchanged:
+// PING, ECHO, GET, SET, DEL, EXISTS, MGET, MSET, DBSIZE, SCAN (MATCH prefix
+// patterns, COUNT), INFO, SELECT 0, QUIT, AUTH, CLIENT SETNAME/GETNAME/SETINFO/ID,
+// and enough of COMMAND, CONFIG GET and HELLO (answered as Redis 5 would,
+// so clients fall back to RESP2).
+//
+// Invariant: a write command is answered +OK (or its count) only after the
+// engine acknowledged every write in it under its sync policy, and replies
+// leave in the order commands arrived on the connection.
+package resp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/backend"
+	"github.com/devkit-go/devkit/kvstore/server/internal/connserver"
+	"github.com/devkit-go/devkit/kvstore/server/metrics"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxArgs       = 1 << 20
+	DefaultMaxInline     = 64 << 10
+	DefaultIdleTimeout   = 5 * time.Minute
+	DefaultWriteTimeout  = 30 * time.Second
+	DefaultMaxConns      = 10000
+	DefaultMaxScanCount  = 10000
+	DefaultMaxScanCursor = 4096
+)
+
+// Options configure a Server. The zero value takes the defaults; a negative
+// timeout or MaxConns means no limit.
+type Options struct {
+	// MaxBulkBytes bounds one argument (a key or a value); a larger bulk
+	// length is a protocol error. The engine's DefaultMaxValueSize plus
+	// 1 KiB when zero: set it from the engine's MaxValueSize.
+	MaxBulkBytes int
+	// MaxArgs bounds the arguments of one command. 1Mi when zero.
+	MaxArgs int
+	// MaxInlineBytes bounds an inline command line. 64 KiB when zero.
+	MaxInlineBytes int
+	// IdleTimeout closes a connection that sends no command for this long. 5m when zero.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing replies to a slow reader. 30s when zero.
+	WriteTimeout time.Duration
+	// MaxConns bounds open connections (Redis's maxclients). 10000 when zero.
+	MaxConns int
+	// MaxScanCount caps SCAN's COUNT. 10000 when zero.
+	MaxScanCount int
+	// MaxScanCursors bounds the SCAN cursors remembered across calls; the
+	// oldest is forgotten first. 4096 when zero.
+	MaxScanCursors int
+	Logger         *slog.Logger
+	Metrics        *metrics.Metrics
+}
+
+func (o Options) withDefaults() Options {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxBulkBytes, kvstore.DefaultMaxValueSize+1<<10)
+	def(&o.MaxArgs, DefaultMaxArgs)
+	def(&o.MaxInlineBytes, DefaultMaxInline)
+	def(&o.MaxScanCount, DefaultMaxScanCount)
+	def(&o.MaxScanCursors, DefaultMaxScanCursor)
+	for _, p := range []struct {
+		v *time.Duration
+		d time.Duration
+	}{{&o.IdleTimeout, DefaultIdleTimeout}, {&o.WriteTimeout, DefaultWriteTimeout}} {
+		if *p.v == 0 {
+			*p.v = p.d
+		} else if *p.v < 0 {
+			*p.v = 0
+		}
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = DefaultMaxConns
+	} else if o.MaxConns < 0 {
+		o.MaxConns = 0
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Server serves RESP2 over the connections of its listeners.
+type Server struct {
+	store   backend.Store
+	opts    Options
+	conns   *connserver.Server
+	cursors *cursorTable
+	started time.Time
+
+	nextClientID atomic.Int64
+	commands     atomic.Uint64
+	connections  atomic.Uint64
+	open         atomic.Int64
+	port         atomic.Int64
+}
+
+// NewServer returns a server over store.
+func NewServer(store backend.Store, opts Options) *Server {
+	opts = opts.withDefaults()
+	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), started: time.Now()}
+	s.conns = connserver.New(connserver.Options{
+		MaxConns:     opts.MaxConns,
+		IdleTimeout:  opts.IdleTimeout,
+		WriteTimeout: opts.WriteTimeout,
+		Reject:       []byte("-ERR max number of clients reached\r\n"),
+		Transport:    metrics.RESP,
+		Metrics:      opts.Metrics,
+		Logger:       opts.Logger,
+	}, s.serveConn)
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown, then returns an error
+// for which IsClosed is true.
+func (s *Server) Serve(ln net.Listener) error {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.port.Store(int64(a.Port))
+	}
+	return s.conns.Serve(ln)
+}
+
+// Shutdown stops accepting, answers the commands being served, closes every
+// connection, and waits for that until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error { return s.conns.Shutdown(ctx) }
+
+// IsClosed reports whether err is what Serve returns after Shutdown.
+func IsClosed(err error) bool { return errors.Is(err, connserver.ErrServerClosed) }
+
+// client is one connection's state.
+type client struct {
+	id   int64
+	name string
+	conn *connserver.Conn
+	out  replyWriter
+	quit bool
+	log  *slog.Logger
+}
+
+func (s *Server) serveConn(c *connserver.Conn) {
+	s.connections.Add(1)
+	s.open.Add(1)
+	defer s.open.Add(-1)
+	cl := &client{
+		id:   s.nextClientID.Add(1),
+		conn: c,
+		out:  replyWriter{w: bufio.NewWriterSize(c, 16<<10)},
+		log:  s.opts.Logger.With("transport", "resp", "remote", c.RemoteAddr().String()),
+	}
+	in := &commandReader{
+		br:        bufio.NewReaderSize(c, 16<<10),
+		maxBulk:   s.opts.MaxBulkBytes,
+		maxArgs:   s.opts.MaxArgs,
+		maxInline: s.opts.MaxInlineBytes,
+	}
+	flush := func() bool {
+		c.ArmWrite()
+		if err := cl.out.w.Flush(); err != nil {
+			cl.log.Debug("write failed", "err", err)
+			return false
+		}
+		return true
+	}
+	for {
+		if !c.AwaitRequest() {
+			flush()
+			return
+		}
+		args, err := in.readCommand()
+		if err != nil {
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				cl.log.Info("protocol error; closing connection", "err", pe.Error())
+				cl.out.error("ERR " + pe.Error())
+				flush()
+			} else if !errors.Is(err, io.EOF) && !c.Draining() {
+				cl.log.Debug("connection closed", "err", err)
+			}
+			return
+		}
+		if len(args) > 0 {
+			s.execute(cl, args)
+		}
+		if cl.quit || in.br.Buffered() == 0 || c.Draining() {
+			if !flush() || cl.quit {
+				return
+			}
+		}
+	}
+}
