@@ -44,7 +44,7 @@ type Process struct {
 	Args        []string          `json:"args,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`      // env_file values overlaid by env
 	EnvFile     string            `json:"env_file,omitempty"` // absolute path, informational
-	Cwd         string            `json:"cwd,omitempty"`
+	Cwd         string            `json:"cwd,omitempty"`      // default: the config file's directory
 	LogFile     string            `json:"log_file,omitempty"` // empty: <home>/logs/<name>.log
 	StopSignal  string            `json:"stop_signal"`
 	StopTimeout time.Duration     `json:"stop_timeout"`

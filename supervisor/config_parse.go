@@ -158,6 +158,10 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 	if proc.Command == "" {
 		return nil, p.errorf(node, field+".command", "missing")
 	}
+	if proc.Cwd == "" {
+		// Relative commands and paths mean the same wherever the CLI runs.
+		proc.Cwd = p.dir
+	}
 	proc.Env = map[string]string{}
 	if proc.EnvFile != "" {
 		data, err := os.ReadFile(proc.EnvFile)

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -30,7 +31,11 @@ func (c *Config) SystemdUnits(logDir string) map[string]string {
 			fmt.Fprintf(&b, "StartLimitBurst=%d\nStartLimitIntervalSec=%s\n", p.Restart.MaxRestarts+1, systemdSeconds(p.Restart.MaxBackoff.Seconds()*float64(p.Restart.MaxRestarts+1)))
 		}
 		b.WriteString("\n[Service]\nType=simple\n")
-		argv := append([]string{p.Command}, p.Args...)
+		command := p.Command
+		if strings.ContainsRune(command, '/') && !filepath.IsAbs(command) {
+			command = filepath.Join(p.Cwd, command) // as exec resolves it against the working directory
+		}
+		argv := append([]string{command}, p.Args...)
 		quoted := make([]string, len(argv))
 		for i, a := range argv {
 			quoted[i] = systemdQuote(a)

@@ -1,0 +1,344 @@
+package sup
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/supervisor"
+)
+
+// The test binary doubles as the monitor: newSupervisor re-executes
+// os.Executable() as "sup __monitor", exactly as the devkit binary does.
+func TestMain(m *testing.M) {
+	if len(os.Args) >= 3 && os.Args[1] == "sup" && os.Args[2] == monitorVerb {
+		os.Exit(supervisor.RunMonitor(os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
+
+// env is one test's devkit home and config directory.
+type env struct {
+	t   *testing.T
+	dir string
+}
+
+// newEnv points DEVKIT_HOME at a fresh directory, writes yaml as the
+// config and force-stops everything at the end of the test.
+func newEnv(t *testing.T, yaml string) *env {
+	t.Helper()
+	t.Setenv("OPS_HOME", "")
+	t.Setenv("DEVKIT_HOME", t.TempDir())
+	t.Setenv(configEnv, "")
+	e := &env{t: t, dir: t.TempDir()}
+	e.write(yaml)
+	t.Cleanup(func() { e.run("stop", "--all", "--force", "--timeout", "200ms") })
+	return e
+}
+
+func (e *env) config() string { return filepath.Join(e.dir, "ops.yaml") }
+
+func (e *env) write(yaml string) {
+	if err := os.WriteFile(e.config(), []byte(yaml), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// run executes `devkit sup -c <config> args...` in-process, as cmd.Main
+// would, and returns stdout, stderr and the exit code.
+func (e *env) run(args ...string) (string, string, int) {
+	var out, errOut bytes.Buffer
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	root := &cobra.Command{Use: "devkit", SilenceUsage: true, SilenceErrors: true}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError(err) })
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.AddCommand(NewCmd(ios))
+	root.SetArgs(append([]string{"sup", "-c", e.config()}, args...))
+	err := root.Execute()
+	var ee *cmdutil.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.Silent) {
+		fmt.Fprintf(&errOut, "devkit: %v\n", err)
+	}
+	return out.String(), errOut.String(), cmdutil.ExitCode(err)
+}
+
+// must runs args and fails the test unless the exit code is want.
+func (e *env) must(want int, args ...string) (string, string) {
+	e.t.Helper()
+	out, errOut, code := e.run(args...)
+	if code != want {
+		e.t.Fatalf("sup %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, out, errOut)
+	}
+	return out, errOut
+}
+
+func (e *env) statusJSON(names ...string) supervisor.StatusReport {
+	e.t.Helper()
+	out, _, _ := e.run(append([]string{"status", "--json"}, names...)...)
+	var rep supervisor.StatusReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		e.t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	return rep
+}
+
+const twoProcs = `
+processes:
+  db:
+    command: sh
+    args: ["-c", "echo db up; exec sleep 300"]
+  api:
+    command: sh
+    args: ["-c", "echo api $GREETING; exec sleep 300"]
+    env: {GREETING: "${GREETING:-hello}"}
+    depends_on: [db]
+`
+
+func TestSup_StartStatusStopAndExitCodes(t *testing.T) {
+	e := newEnv(t, twoProcs)
+	out, _ := e.must(0, "start", "api")
+	if !strings.Contains(out, "db: started") || !strings.Contains(out, "api: started") || strings.Index(out, "db:") > strings.Index(out, "api:") {
+		t.Fatalf("start output (want db then api):\n%s", out)
+	}
+	out, _ = e.must(0, "status")
+	if !strings.Contains(out, "NAME") || strings.Count(out, "running") != 2 {
+		t.Fatalf("status table:\n%s", out)
+	}
+	rep := e.statusJSON()
+	if rep.Schema != supervisor.StatusSchema || len(rep.Processes) != 2 || rep.Processes[0].Name != "db" || rep.Processes[1].State != supervisor.StateRunning || rep.Processes[1].PID == 0 {
+		t.Fatalf("status --json = %+v", rep)
+	}
+	_, errOut := e.must(1, "start", "api") // double start is refused
+	if !strings.Contains(errOut, "already running") {
+		t.Fatalf("double start stderr: %s", errOut)
+	}
+	e.must(0, "start", "--all") // --all leaves running processes alone
+	out, _ = e.must(0, "logs", "api", "-n", "1")
+	if out != "api hello\n" {
+		t.Fatalf("logs -n 1 = %q", out)
+	}
+	out, _ = e.must(0, "stop", "--all")
+	if strings.Index(out, "api: stopped") > strings.Index(out, "db: stopped") || !strings.Contains(out, "db: stopped") {
+		t.Fatalf("stop output (want api then db):\n%s", out)
+	}
+	e.must(3, "status")         // nothing runs: negative answer
+	e.must(3, "status", "nope") // unknown process
+	e.must(0, "stop", "api")    // stopping a stopped process is fine
+	e.must(2, "start")          // neither names nor --all
+	e.must(2, "start", "api", "--all")
+	e.must(2, "logs")
+	e.must(2, "status", "--bogus")
+	e.must(3, "logs", "nope")
+}
+
+func TestSup_FailedStartPrintsLogTailAndExitCode(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  broken:
+    command: sh
+    args: ["-c", "echo 'listen: address already in use' >&2; exit 4"]
+    ready: {tcp: "127.0.0.1:1", timeout: 5s}
+`)
+	_, errOut := e.must(1, "start", "broken")
+	for _, want := range []string{"exit code 4", "--- last lines of", "listen: address already in use"} {
+		if !strings.Contains(errOut, want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if st := e.statusJSON("broken").Processes[0]; st.State != supervisor.StateExited || st.ExitCode == nil || *st.ExitCode != 4 {
+		t.Fatalf("status after failed start = %+v", st)
+	}
+}
+
+func TestSup_ConfigErrorsNameFileLineAndField(t *testing.T) {
+	e := newEnv(t, "processes:\n  kv:\n    command: kv\n    stop_timeout: ten\n")
+	_, errOut := e.must(1, "start", "--all")
+	want := e.config() + `:4: processes.kv.stop_timeout: "ten" is not a duration`
+	if !strings.Contains(errOut, want) {
+		t.Fatalf("stderr = %q, want %q", errOut, want)
+	}
+}
+
+func TestSup_ReloadClassifiesAndDryRunChangesNothing(t *testing.T) {
+	proc := func(name, arg string) string {
+		return fmt.Sprintf("  %s:\n    command: sh\n    args: [\"-c\", \"echo %s; exec sleep 300\"]\n", name, arg)
+	}
+	e := newEnv(t, "processes:\n"+proc("same", "v1")+proc("changed", "v1")+proc("removed", "v1")+proc("idle", "v1"))
+	e.must(0, "start", "--all")
+	e.must(0, "stop", "idle")
+	before := e.statusJSON()
+	e.write("processes:\n" + proc("same", "v1") + proc("changed", "v2") + proc("idle", "v2") + proc("added", "v1"))
+	want := map[string]supervisor.ReloadAction{
+		"removed": supervisor.ReloadStop, "same": supervisor.ReloadNone, "changed": supervisor.ReloadRestart,
+		"idle": supervisor.ReloadRecord, "added": supervisor.ReloadRecord,
+	}
+	check := func(out string, dry bool) []supervisor.ReloadStep {
+		var rep struct {
+			DryRun bool                    `json:"dry_run"`
+			Steps  []supervisor.ReloadStep `json:"steps"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err, out)
+		}
+		if rep.DryRun != dry || len(rep.Steps) != len(want) || rep.Steps[0].Name != "removed" {
+			t.Fatalf("reload plan = %+v", rep)
+		}
+		for _, s := range rep.Steps {
+			if want[s.Name] != s.Action {
+				t.Errorf("%s: action %s, want %s", s.Name, s.Action, want[s.Name])
+			}
+		}
+		return rep.Steps
+	}
+	out, _ := e.must(0, "reload", "--dry-run", "--json")
+	planned := check(out, true)
+	after := map[string]supervisor.ProcessStatus{}
+	for _, p := range e.statusJSON().Processes {
+		after[p.Name] = p
+	}
+	for _, b := range before.Processes {
+		if a := after[b.Name]; a.PID != b.PID || a.State != b.State {
+			t.Fatalf("dry run changed %s: %+v -> %+v", b.Name, b, a)
+		}
+	}
+	out, _ = e.must(0, "reload", "--json")
+	done := check(out, false)
+	if fmt.Sprint(planned) != fmt.Sprint(done) {
+		t.Fatalf("real run took %v, dry run promised %v", done, planned)
+	}
+	pids := map[string]int{}
+	for _, p := range before.Processes {
+		pids[p.Name] = p.PID
+	}
+	st := e.statusJSON()
+	for _, p := range st.Processes {
+		switch p.Name {
+		case "changed":
+			if p.State != supervisor.StateRunning || p.PID == pids["changed"] || p.Drift {
+				t.Errorf("changed after reload: %+v", p)
+			}
+		case "same":
+			if p.PID != pids["same"] {
+				t.Errorf("unchanged process was restarted: %+v", p)
+			}
+		case "removed":
+			t.Errorf("removed process still listed: %+v", p)
+		}
+	}
+	out, _ = e.must(0, "reload", "--dry-run")
+	if strings.Contains(out, "restart") || strings.Contains(out, "record") || strings.Contains(out, "stop") {
+		t.Fatalf("second reload is not a no-op:\n%s", out)
+	}
+}
+
+func TestSup_StopForceAndTimeoutFlags(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  stubborn:
+    command: sh
+    args: ["-c", "trap '' TERM; echo ready; while :; do sleep 1; done"]
+    ready: {log: ready, timeout: 5s}
+`)
+	e.must(0, "start", "stubborn")
+	_, errOut := e.must(1, "stop", "stubborn", "--timeout", "200ms")
+	if !strings.Contains(errOut, "--force") {
+		t.Fatalf("stop without force should point at --force: %s", errOut)
+	}
+	e.must(0, "status", "stubborn")
+	out, _ := e.must(0, "stop", "stubborn", "--timeout", "200ms", "--force")
+	if !strings.Contains(out, "stubborn: killed") {
+		t.Fatalf("stop --force output: %s", out)
+	}
+	e.must(3, "status", "stubborn")
+}
+
+func TestSup_ReadyPortTakenSaysWhichPID(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	e := newEnv(t, fmt.Sprintf(`
+processes:
+  web:
+    command: sleep
+    args: ["300"]
+    ready: {tcp: %q, timeout: 5s}
+`, ln.Addr().String()))
+	_, errOut := e.must(1, "start", "web")
+	if !strings.Contains(errOut, fmt.Sprintf("in use by pid %d", os.Getpid())) {
+		t.Fatalf("stderr = %s", errOut)
+	}
+}
+
+func TestSup_ExportSystemd(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  db:
+    command: /usr/bin/postgres
+    args: ["-D", "/var/lib/my data"]
+    restart: on-failure
+  api:
+    command: ./api
+    env: {PRICE: "5$"}
+    cwd: /srv/api
+    depends_on: [db]
+`)
+	dir := t.TempDir()
+	out, _ := e.must(0, "export", "systemd", "--out", dir)
+	if strings.Count(out, ".service") != 2 {
+		t.Fatalf("export output: %s", out)
+	}
+	api, _ := os.ReadFile(filepath.Join(dir, "devkit-api.service"))
+	db, _ := os.ReadFile(filepath.Join(dir, "devkit-db.service"))
+	for _, want := range []string{"After=devkit-db.service", "Requires=devkit-db.service", "Environment=PRICE=5$$", "WorkingDirectory=/srv/api", "KillMode=control-group", "Restart=no", "ExecStart=/srv/api/api"} {
+		if !strings.Contains(string(api), want) {
+			t.Errorf("devkit-api.service lacks %q:\n%s", want, api)
+		}
+	}
+	for _, want := range []string{`ExecStart=/usr/bin/postgres -D "/var/lib/my data"`, "Restart=on-failure", "TimeoutStopSec=10s"} {
+		if !strings.Contains(string(db), want) {
+			t.Errorf("devkit-db.service lacks %q:\n%s", want, db)
+		}
+	}
+}
+
+func TestSup_StatusWithoutConfigUsesRecords(t *testing.T) {
+	e := newEnv(t, twoProcs)
+	e.must(0, "start", "db")
+	os.Remove(e.config())
+	// An explicit -c that is missing is an error...
+	e.must(1, "status")
+	// ...but from another directory, with no ops.yaml, records suffice.
+	wd, _ := os.Getwd()
+	t.Chdir(t.TempDir())
+	defer os.Chdir(wd)
+	var out, errOut bytes.Buffer
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	cmd := NewCmd(ios)
+	cmd.SetArgs([]string{"status", "--json"})
+	err := cmd.Execute()
+	if err != nil && cmdutil.ExitCode(err) != 0 {
+		t.Fatalf("status without config: %v %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"state": "running"`) || !strings.Contains(out.String(), `"drift": true`) {
+		t.Fatalf("status without config:\n%s", out.String())
+	}
+	cmd = NewCmd(ios)
+	cmd.SetArgs([]string{"stop", "--all"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	_ = time.Second
+}
