@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
@@ -89,6 +90,7 @@ func (db *DB) commit(typ wal.RecordType, key, value []byte) error {
 }
 
 func (b *batch) add(typ wal.RecordType, seq uint64, key, value []byte) {
+	b.buf = slices.Grow(b.buf, wal.EncodedSize(key, value))
 	b.buf = wal.AppendRecord(b.buf, wal.Record{Type: typ, Seq: seq, Key: key, Value: value})
 	b.vals = append(b.vals, valueRef{off: len(b.buf) - len(value), n: len(value)})
 	b.muts = append(b.muts, mutation{key: string(key), del: typ == wal.TypeDelete})

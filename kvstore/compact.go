@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/devkit-go/devkit/kvstore/internal/snapshot"
+	"github.com/devkit-go/devkit/kvstore/internal/vfs"
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
 
@@ -141,9 +142,9 @@ func (db *DB) writeSnapshot(ctx context.Context, view frozen) (SnapshotInfo, err
 	pull, stop := iter.Pull(func(yield func(item) bool) { view.tree.Ascend(yield) })
 	next := func() (snapshot.Entry, bool) {
 		it, ok := pull()
-		return snapshot.Entry{Key: []byte(it.key), Value: it.value}, ok
+		return snapshot.Entry{Key: it.key, Value: it.value}, ok
 	}
-	n, err := snapshot.Write(ctx, f, snapshot.Header{Seq: view.seq, Count: uint64(view.count)}, next)
+	n, err := snapshot.Write(ctx, &syncEvery{f: f, every: snapshotSyncBytes}, snapshot.Header{Seq: view.seq, Count: uint64(view.count)}, next)
 	stop()
 	if err == nil {
 		err = f.Sync()
@@ -162,6 +163,28 @@ func (db *DB) writeSnapshot(ctx context.Context, view frozen) (SnapshotInfo, err
 		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot %s: %w", final, err)
 	}
 	return SnapshotInfo{Path: final, Seq: view.seq, Keys: view.count, Bytes: n}, nil
+}
+
+// snapshotSyncBytes is how much snapshot data may wait in the page cache:
+// flushing it in small steps keeps one large writeback from stalling the
+// log's fdatasyncs behind it.
+const snapshotSyncBytes = 4 << 20
+
+// syncEvery fsyncs the file each time another `every` bytes were written.
+type syncEvery struct {
+	f       vfs.File
+	every   int64
+	pending int64
+}
+
+func (s *syncEvery) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	s.pending += int64(n)
+	if err == nil && s.pending >= s.every {
+		s.pending = 0
+		err = s.f.Sync()
+	}
+	return n, err
 }
 
 // removeCovered keeps the two newest snapshots and removes older ones, and

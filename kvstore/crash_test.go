@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 		crashChild(dir)
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if dir := replayDirMade.Load(); dir != nil {
+		os.RemoveAll(*dir)
+	}
+	os.Exit(code)
 }
 
 // crashChild writes until it is killed. Each goroutine g cycles over ten keys

@@ -1,11 +1,10 @@
 package kvstore
 
 import (
-	"cmp"
 	"hash/maphash"
-	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 	"sync/atomic"
 
 	"github.com/google/btree"
@@ -80,6 +79,17 @@ type mutation struct {
 	del   bool
 }
 
+// ownedMutation copies key and value into one allocation that the key
+// string and the value share: recovery makes one object per record instead
+// of two, which halves its allocation and GC work. The bytes are never
+// written again, so the string's immutability holds.
+func ownedMutation(key, value []byte) mutation {
+	buf := make([]byte, len(key)+len(value))
+	copy(buf, key)
+	copy(buf[len(key):], value)
+	return mutation{key: unsafe.String(unsafe.SliceData(buf), len(key)), value: buf[len(key):len(buf):len(buf)]}
+}
+
 // apply makes a committed batch visible, in log order, and records seq.
 func (m *memtable) apply(muts []mutation, seq uint64) {
 	for _, mu := range muts {
@@ -119,9 +129,52 @@ func (m *memtable) account(mu mutation, old []byte, had bool) {
 	}
 }
 
-// load applies one mutation during recovery, before any reader exists: the
-// maps only; buildTree adds the ordered index once at the end.
-func (m *memtable) load(mu mutation) {
+// loader fills a memtable during recovery, before any reader exists: the
+// maps on the caller's goroutine, the B-tree on a second one fed with the
+// same mutations in log order, so both indexes are built at once.
+type loader struct {
+	m     *memtable
+	chunk []mutation
+	feed  chan []mutation
+	free  chan []mutation // chunks the tree builder is done with
+	done  chan *btree.BTreeG[item]
+}
+
+const loadChunk = 4096
+
+// startLoad starts filling an empty memtable; sizeHint is the expected
+// number of keys, used to size the maps once instead of growing them.
+func (m *memtable) startLoad(sizeHint int) *loader {
+	if per := sizeHint / numShards; per > 0 {
+		for i := range m.shards {
+			m.shards[i].m = make(map[string][]byte, per)
+		}
+	}
+	l := &loader{m: m, chunk: make([]mutation, 0, loadChunk), feed: make(chan []mutation, 8),
+		free: make(chan []mutation, 8), done: make(chan *btree.BTreeG[item], 1)}
+	go func() {
+		t := btree.NewG(32, itemLess)
+		for chunk := range l.feed {
+			for _, mu := range chunk {
+				if mu.del {
+					t.Delete(item{key: mu.key})
+				} else {
+					t.ReplaceOrInsert(item{key: mu.key, value: mu.value})
+				}
+			}
+			clear(chunk)
+			select {
+			case l.free <- chunk[:0]:
+			default:
+			}
+		}
+		l.done <- t
+	}()
+	return l
+}
+
+func (l *loader) add(mu mutation) {
+	m := l.m
 	s := &m.shards[maphash.String(m.seed, mu.key)%numShards]
 	old, had := s.m[mu.key]
 	if mu.del {
@@ -130,26 +183,32 @@ func (m *memtable) load(mu mutation) {
 		s.m[mu.key] = mu.value
 	}
 	m.account(mu, old, had)
-}
-
-// buildTree fills the ordered index from the maps after recovery; inserting
-// in key order keeps the B-tree build cheap.
-func (m *memtable) buildTree(seq uint64) {
-	items := make([]item, 0, m.keys.Load())
-	for i := range m.shards {
-		for k, v := range m.shards[i].m {
-			items = append(items, item{key: k, value: v})
+	l.chunk = append(l.chunk, mu)
+	if len(l.chunk) == loadChunk {
+		l.feed <- l.chunk
+		select {
+		case l.chunk = <-l.free:
+		default:
+			l.chunk = make([]mutation, 0, loadChunk)
 		}
 	}
-	slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.key, b.key) })
-	t := btree.NewG(32, itemLess)
-	for _, it := range items {
-		t.ReplaceOrInsert(it)
-	}
-	m.treeMu.Lock()
-	m.tree = t
-	m.seq = seq
-	m.treeMu.Unlock()
+}
+
+// finish installs the B-tree and the sequence number the memtable is at.
+func (l *loader) finish(seq uint64) {
+	l.feed <- l.chunk
+	close(l.feed)
+	t := <-l.done
+	l.m.treeMu.Lock()
+	l.m.tree = t
+	l.m.seq = seq
+	l.m.treeMu.Unlock()
+}
+
+// abort stops the tree builder of a load that failed.
+func (l *loader) abort() {
+	close(l.feed)
+	<-l.done
 }
 
 // frozen is a point-in-time view of the memtable for a snapshot.

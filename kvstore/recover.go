@@ -22,38 +22,40 @@ import (
 func (db *DB) recover() error {
 	start := time.Now()
 	db.removeTempFiles()
-	mem, snapSeq, err := db.loadSnapshot()
+	segs, err := wal.ListSegments(db.opts.fs, db.dir)
+	if err != nil {
+		return fmt.Errorf("kvstore: list log segments: %w", err)
+	}
+	mem, ld, snapSeq, err := db.loadSnapshot(segs)
 	if err != nil {
 		return err
 	}
 	db.mem = mem
 	db.stats.snapshotSeq.Store(snapSeq)
 
-	segs, err := wal.ListSegments(db.opts.fs, db.dir)
-	if err != nil {
-		return fmt.Errorf("kvstore: list log segments: %w", err)
-	}
 	// Skip segments wholly covered by the snapshot: the next one starts at
 	// or before the first record the snapshot lacks.
 	for len(segs) > 1 && segs[1].FirstSeq <= snapSeq+1 {
 		segs = segs[1:]
 	}
-	rp := replay{db: db, next: snapSeq + 1}
+	rp := replay{db: db, next: snapSeq + 1, load: ld}
 	for i, seg := range segs {
 		newest := i == len(segs)-1
 		stop, err := rp.segment(seg, newest)
 		if err != nil {
+			ld.abort()
 			return err
 		}
 		if stop {
 			if err := db.dropSegments(segs[i+1:]); err != nil {
+				ld.abort()
 				return err
 			}
 			segs = segs[:i+1]
 			break
 		}
 	}
-	db.mem.buildTree(rp.next - 1)
+	ld.finish(rp.next - 1)
 	db.nextSeq = rp.next
 	db.lastWritten = rp.next - 1
 	db.stats.replayed = rp.applied
@@ -91,6 +93,8 @@ type replay struct {
 	db      *DB
 	next    uint64 // the sequence number the next record must carry
 	applied uint64
+	load    *loader
+	buf     []byte
 	tail    *tailSegment // the segment to keep appending to
 }
 
@@ -104,7 +108,8 @@ type tailSegment struct {
 // later segments must go (RecoverTruncate).
 func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err error) {
 	db := rp.db
-	buf, err := wal.ReadSegment(db.opts.fs, seg.Path)
+	buf, err := wal.ReadSegment(db.opts.fs, seg.Path, rp.buf)
+	rp.buf = buf // reused for the next segment: records are copied out
 	if err != nil {
 		return false, fmt.Errorf("kvstore: read %s: %w", seg.Path, err)
 	}
@@ -143,11 +148,11 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 			return rp.damaged(seg.Path, buf, off, err)
 		}
 		if rec.Seq == rp.next {
-			mu := mutation{key: string(rec.Key), del: rec.Type == wal.TypeDelete}
-			if !mu.del {
-				mu.value = append(make([]byte, 0, len(rec.Value)), rec.Value...)
+			if rec.Type == wal.TypeDelete {
+				rp.load.add(mutation{key: string(rec.Key), del: true})
+			} else {
+				rp.load.add(ownedMutation(rec.Key, rec.Value))
 			}
-			db.mem.load(mu)
 			rp.next++
 			rp.applied++
 		}
@@ -207,34 +212,51 @@ func (db *DB) removeSynced(path string) error {
 }
 
 // loadSnapshot loads the newest snapshot that passes its checksum, falling
-// back to older ones. Without a usable snapshot the log must start at 1.
-func (db *DB) loadSnapshot() (*memtable, uint64, error) {
+// back to older ones, into a memtable whose load goes on with the log.
+// Without a usable snapshot the log must start at the first record.
+func (db *DB) loadSnapshot(segs []wal.SegmentInfo) (*memtable, *loader, uint64, error) {
 	snaps, err := db.listSnapshots()
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
+	hint := db.sizeHint(snaps, segs)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		mem := newMemtable()
-		h, err := db.readSnapshot(snaps[i].path, mem)
+		ld := mem.startLoad(hint)
+		h, err := db.readSnapshot(snaps[i].path, ld)
 		if err == nil {
-			return mem, h.Seq, nil
+			return mem, ld, h.Seq, nil
 		}
+		ld.abort()
 		db.stats.snapshotsSkip++
 		db.opts.Logger.Error("kvstore: skipping a damaged snapshot", "file", snaps[i].path, "err", err)
 	}
-	if len(snaps) > 0 {
-		segs, err := wal.ListSegments(db.opts.fs, db.dir)
-		if err != nil {
-			return nil, 0, err
-		}
-		if len(segs) == 0 || segs[0].FirstSeq != 1 {
-			return nil, 0, fmt.Errorf("%w: every snapshot in %s is damaged and the log no longer starts at the first record", ErrCorrupt, db.dir)
-		}
+	if len(snaps) > 0 && (len(segs) == 0 || segs[0].FirstSeq != 1) {
+		return nil, nil, 0, fmt.Errorf("%w: every snapshot in %s is damaged and the log no longer starts at the first record", ErrCorrupt, db.dir)
 	}
-	return newMemtable(), 0, nil
+	mem := newMemtable()
+	return mem, mem.startLoad(hint), 0, nil
 }
 
-func (db *DB) readSnapshot(path string, mem *memtable) (snapshot.Header, error) {
+// sizeHint guesses the number of keys from the size of what recovery reads,
+// counting 128 bytes a key: enough to skip most map growth without
+// reserving much more than the data needs.
+func (db *DB) sizeHint(snaps []snapshotFile, segs []wal.SegmentInfo) int {
+	var total int64
+	if len(snaps) > 0 {
+		if fi, err := os.Stat(snaps[len(snaps)-1].path); err == nil {
+			total += fi.Size()
+		}
+	}
+	for _, s := range segs {
+		if fi, err := os.Stat(s.Path); err == nil {
+			total += fi.Size()
+		}
+	}
+	return int(min(total/128, 1<<26))
+}
+
+func (db *DB) readSnapshot(path string, ld *loader) (snapshot.Header, error) {
 	f, err := db.opts.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return snapshot.Header{}, err
@@ -246,7 +268,7 @@ func (db *DB) readSnapshot(path string, mem *memtable) (snapshot.Header, error) 
 	}
 	lim := snapshot.Limits{MaxKey: MaxKeySizeLimit, MaxValue: MaxValueSizeLimit}
 	return snapshot.Read(f, fi.Size(), lim, func(key, value []byte) error {
-		mem.load(mutation{key: string(key), value: append(make([]byte, 0, len(value)), value...)})
+		ld.add(ownedMutation(key, value))
 		return nil
 	})
 }

@@ -43,7 +43,7 @@ type Header struct {
 
 // Entry is one key and its value.
 type Entry struct {
-	Key   []byte
+	Key   string
 	Value []byte
 }
 
@@ -76,7 +76,7 @@ func Write(ctx context.Context, w io.Writer, h Header, next func() (Entry, bool)
 		l := binary.PutUvarint(lens[:], uint64(len(e.Key)))
 		l += binary.PutUvarint(lens[l:], uint64(len(e.Value)))
 		bw.Write(lens[:l])
-		bw.Write(e.Key)
+		bw.WriteString(e.Key)
 		if _, err := bw.Write(e.Value); err != nil {
 			return written, err
 		}

@@ -29,19 +29,19 @@ var lim = Limits{MaxKey: 1 << 10, MaxValue: 1 << 20}
 func TestSnapshot_RoundTripAndEveryBitFlipIsDetected(t *testing.T) {
 	var entries []Entry
 	for i := 0; i < 20; i++ {
-		entries = append(entries, Entry{Key: []byte(fmt.Sprintf("k%02d", i)), Value: bytes.Repeat([]byte{byte(i)}, i)})
+		entries = append(entries, Entry{Key: fmt.Sprintf("k%02d", i), Value: bytes.Repeat([]byte{byte(i)}, i)})
 	}
 	b := encode(t, 42, entries)
 	var got []Entry
 	h, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte) error {
-		got = append(got, Entry{Key: bytes.Clone(k), Value: bytes.Clone(v)})
+		got = append(got, Entry{Key: string(k), Value: bytes.Clone(v)})
 		return nil
 	})
 	if err != nil || h.Seq != 42 || h.Count != 20 || len(got) != 20 {
 		t.Fatalf("read back: %+v, %d entries, %v", h, len(got), err)
 	}
 	for i := range got {
-		if !bytes.Equal(got[i].Key, entries[i].Key) || !bytes.Equal(got[i].Value, entries[i].Value) {
+		if got[i].Key != entries[i].Key || !bytes.Equal(got[i].Value, entries[i].Value) {
 			t.Fatalf("entry %d differs", i)
 		}
 	}
@@ -58,14 +58,14 @@ func TestSnapshot_WriteStopsWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var buf bytes.Buffer
-	_, err := Write(ctx, &buf, Header{Count: 1}, func() (Entry, bool) { return Entry{Key: []byte("k")}, true })
+	_, err := Write(ctx, &buf, Header{Count: 1}, func() (Entry, bool) { return Entry{Key: "k"}, true })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
 
 func FuzzDecodeSnapshot(f *testing.F) {
-	f.Add(encode(f, 1, []Entry{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b")}}))
+	f.Add(encode(f, 1, []Entry{{Key: "a", Value: []byte("1")}, {Key: "b"}}))
 	f.Add(encode(f, 0, nil))
 	f.Add([]byte("DKVSNAP\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {

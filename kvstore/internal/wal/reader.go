@@ -8,10 +8,11 @@ import (
 	"github.com/devkit-go/devkit/kvstore/internal/vfs"
 )
 
-// ReadSegment reads a whole segment file. Records decoded from the returned
-// buffer alias it; lengths are checked against len(buf), so a lying length
-// field never makes the reader allocate more than the file holds.
-func ReadSegment(fs vfs.FS, path string) ([]byte, error) {
+// ReadSegment reads a whole segment file into buf (grown when too small)
+// and returns it. Records decoded from the result alias it; lengths are
+// checked against its length, so a lying length field never makes the
+// reader allocate more than the file holds.
+func ReadSegment(fs vfs.FS, path string, buf []byte) ([]byte, error) {
 	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -21,7 +22,10 @@ func ReadSegment(fs vfs.FS, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, fi.Size())
+	if int64(cap(buf)) < fi.Size() {
+		buf = make([]byte, fi.Size())
+	}
+	buf = buf[:fi.Size()]
 	if _, err := io.ReadFull(f, buf); err != nil {
 		return nil, err
 	}
