@@ -4,8 +4,8 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
-	"unsafe"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/google/btree"
 )
