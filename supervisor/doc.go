@@ -1,7 +1,37 @@
 // Package supervisor is devkit's daemonless process supervisor: processes
-// declared in YAML, with every start, stop, status and reload derived from
-// PID records under a home directory and from the kernel.
+// declared in YAML, started in the background, known to be alive, stopped
+// predictably, tailed and reconciled with the YAML — with every answer
+// derived from records under a home directory plus the kernel, never from
+// a resident daemon.
 //
-// The implementation lands with the supervisor issue; this package exists
-// so the module builds and tests on its own from the start.
+// # Model
+//
+// A [Config] (see [LoadConfig]) declares processes. A [Supervisor] over a
+// home directory starts them ([Supervisor.Start], dependencies first,
+// waiting for each one's ready probe), stops them ([Supervisor.Stop],
+// dependents first, the whole process group, then session survivors),
+// reports on them ([Supervisor.Status]) and reconciles them with the YAML
+// ([Supervisor.ReloadPlan], [Supervisor.Reload]).
+//
+// # Safety
+//
+// A record stores the process's PID together with its start time and the
+// boot id; it is trusted only when the kernel agrees. A PID that now names
+// another process is reported [StateStale], its record removed, and it is
+// never signalled (on Linux, signals go through a pidfd opened before the
+// check). Per-name lock files make concurrent CLI runs safe: two starts of
+// one name yield one process.
+//
+// # Monitors
+//
+// Each process gets a monitor: the calling program re-executed (see
+// [Options.MonitorCommand] and [RunMonitor]), in the manner of podman's
+// conmon. It records the exit code and time and applies the restart policy
+// with capped exponential backoff. Killing a monitor hides nothing: status
+// and stop work from the record alone.
+//
+// # Home
+//
+// [DefaultHome] is $OPS_HOME when set, else $DEVKIT_HOME/sup, else
+// ~/.devkit/sup; it holds pids/, applied/, exits/, logs/ and locks/.
 package supervisor
