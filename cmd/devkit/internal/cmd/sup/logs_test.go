@@ -1,0 +1,100 @@
+package sup
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/supervisor"
+)
+
+// lockedBuffer is written by the follower and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestLogs_FollowAcrossTruncationStopsOnCancel(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  ticker:
+    command: sh
+    args: ["-c", "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.05; done"]
+    ready: {log: "tick 1", timeout: 5s}
+`)
+	e.must(0, "start", "ticker")
+	var out lockedBuffer
+	opts := &LogsOptions{
+		IO:     &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out},
+		Sup:    func(need bool) (*supervisor.Supervisor, error) { return newSupervisor(e.config(), need) },
+		Name:   "ticker",
+		Lines:  1,
+		Follow: true,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runLogs(ctx, opts) }()
+	waitUntil(t, "follow prints new ticks", func() bool { return strings.Count(out.String(), "tick") >= 3 })
+	logPath := e.statusLine("ticker")
+	if err := os.Truncate(logPath, 0); err != nil {
+		t.Fatal(err)
+	}
+	// After truncation the ticker's numbers keep growing in a file that
+	// restarts at offset 0; the follower must pick them up again.
+	mark := len(out.String())
+	waitUntil(t, "follow continues after truncation", func() bool { return strings.Count(out.String()[mark:], "tick") >= 3 })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("logs -f ended with %v, want nil on cancel", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("logs -f did not stop on cancel")
+	}
+}
+
+// statusLine returns the log path of name from status --json.
+func (e *env) statusLine(name string) string {
+	return e.statusJSON(name).Processes[0].LogFile
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestConfigFromEnvironment(t *testing.T) {
+	e := newEnv(t, twoProcs)
+	t.Setenv(configEnv, e.config())
+	var out bytes.Buffer
+	cmd := NewCmd(&cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	cmd.SetArgs([]string{"status", "--json"})
+	err := cmd.Execute()
+	if cmdutil.ExitCode(err) != cmdutil.ExitNegative || !strings.Contains(out.String(), `"name": "api"`) {
+		t.Fatalf("status with %s set: %v\n%s", configEnv, err, out.String())
+	}
+}
