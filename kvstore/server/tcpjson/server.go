@@ -281,6 +281,10 @@ func (s *Server) delete(req *Request) Response {
 	if err != nil {
 		return engineError(err)
 	}
+	if !found {
+		// Nothing to remove: no log record for it.
+		return Response{OK: true, Found: &found}
+	}
 	if err := s.store.Delete(key); err != nil {
 		return engineError(err)
 	}

@@ -1,0 +1,81 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/kvstore"
+)
+
+// KeysOptions are the inputs of `devkit kv keys`.
+type KeysOptions struct {
+	ClientOptions
+	Prefix string
+	Limit  int // 0: every key
+	JSON   bool
+}
+
+func newKeysCmd(client ClientOptions, runF func(context.Context, *KeysOptions) error) *cobra.Command {
+	opts := &KeysOptions{ClientOptions: client}
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "List keys in byte order, one a line",
+		Example: `  devkit kv keys --prefix user: --limit 10
+  devkit kv keys --json | jq length`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Limit < 0 {
+				return cmdutil.UsageErrorf("--limit %d: want 0 (no limit) or more", opts.Limit)
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runKeys(cmd.Context(), opts)
+		},
+	}
+	addClientFlags(cmd, &opts.ClientOptions)
+	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "only keys that start with `P`")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "at most `N` keys (0: all)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array of keys")
+	return cmd
+}
+
+func runKeys(ctx context.Context, opts *KeysOptions) error {
+	c, ctx, cancel, err := opts.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	defer c.Close()
+	keys := []string{}
+	var after []byte
+	for opts.Limit == 0 || len(keys) < opts.Limit {
+		want := 0 // the server's page size
+		if opts.Limit > 0 {
+			want = opts.Limit - len(keys)
+		}
+		page, err := c.Keys(ctx, kvstore.ScanOptions{Prefix: []byte(opts.Prefix), After: after, Limit: want})
+		if err != nil {
+			return err
+		}
+		for _, k := range page.Keys {
+			if !opts.JSON {
+				if _, err := fmt.Fprintf(opts.IO.Out, "%s\n", k); err != nil {
+					return err
+				}
+			}
+			keys = append(keys, string(k))
+		}
+		if page.Next == nil {
+			break
+		}
+		after = page.Next
+	}
+	if opts.JSON {
+		return cmdutil.WriteJSON(opts.IO.Out, keys)
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server"
+)
+
+// startServer runs a real server (TCP listener only) on a fresh engine and
+// returns its address and the engine.
+func startServer(t *testing.T) (string, *kvstore.DB) {
+	t.Helper()
+	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(db, server.Config{TCPAddr: "127.0.0.1:0", Logger: quietLogger()})
+	if err := srv.Listen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		db.Close()
+	})
+	return srv.Addrs().TCP, db
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// streams returns IO streams over buffers, with stdin reading in.
+func streams(in string) (*cmdutil.IOStreams, *bytes.Buffer, *bytes.Buffer) {
+	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
+	return &cmdutil.IOStreams{In: strings.NewReader(in), Out: out, ErrOut: errOut}, out, errOut
+}
+
+// run executes `devkit kv args...` in-process, as main would.
+func run(t *testing.T, env map[string]string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ios, out, errOut := streams(stdin)
+	cmd := newKVCmd(ios, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs(args)
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	err := cmd.Execute()
+	if err != nil {
+		fmt.Fprintf(errOut, "devkit: %v\n", err)
+	}
+	return out.String(), errOut.String(), cmdutil.ExitCode(err)
+}
+
+func TestClientCommands_AgainstARealServer(t *testing.T) {
+	addr, db := startServer(t)
+	env := map[string]string{}
+	a := "--addr=" + addr
+
+	if out, errOut, code := run(t, env, "", "ping", a); code != 0 || out != "PONG\n" {
+		t.Fatalf("ping: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := run(t, env, "", "set", a, "user:1", "alice"); code != 0 {
+		t.Fatalf("set: %d %q", code, errOut)
+	}
+	if v, _ := db.Get([]byte("user:1")); string(v) != "alice" {
+		t.Fatalf("engine has %q", v)
+	}
+	binary := "line1\nline2\x00\xff"
+	if _, errOut, code := run(t, env, binary, "set", a, "blob", "-"); code != 0 {
+		t.Fatalf("set from stdin: %d %q", code, errOut)
+	}
+	if out, _, code := run(t, env, "", "get", a, "blob"); code != 0 || out != binary {
+		t.Fatalf("get blob: %d %q, want the stdin bytes exactly", code, out)
+	}
+	if out, errOut, code := run(t, env, "", "get", a, "nope"); code != cmdutil.ExitNegative || out != "" || !strings.Contains(errOut, `key "nope" not found`) {
+		t.Fatalf("get missing: %d %q %q, want exit 3", code, out, errOut)
+	}
+	for i := range 5 {
+		run(t, env, "", "set", a, fmt.Sprintf("order:%d", i), "x")
+	}
+	if out, _, code := run(t, env, "", "keys", a, "--prefix", "order:"); code != 0 || out != "order:0\norder:1\norder:2\norder:3\norder:4\n" {
+		t.Fatalf("keys --prefix: %d %q", code, out)
+	}
+	if out, _, _ := run(t, env, "", "keys", a, "--limit", "2"); out != "blob\norder:0\n" {
+		t.Fatalf("keys --limit 2: %q", out)
+	}
+	var keys []string
+	out, _, _ := run(t, env, "", "keys", a, "--json", "--prefix", "user:")
+	if err := json.Unmarshal([]byte(out), &keys); err != nil || len(keys) != 1 || keys[0] != "user:1" {
+		t.Fatalf("keys --json: %q %v", out, err)
+	}
+	if out, _, _ := run(t, env, "", "keys", a, "--json", "--prefix", "none:"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("empty keys --json: %q", out)
+	}
+	if out, errOut, code := run(t, env, "", "del", a, "order:0", "order:1", "ghost"); code != cmdutil.ExitNegative || out != "2\n" || !strings.Contains(errOut, `"ghost"`) {
+		t.Fatalf("del with a missing key: %d %q %q", code, out, errOut)
+	}
+	if out, _, code := run(t, env, "", "del", a, "order:2"); code != 0 || out != "1\n" {
+		t.Fatalf("del: %d %q", code, out)
+	}
+	if db.Len() != 4 {
+		t.Fatalf("engine has %d keys, want 4", db.Len())
+	}
+	out, _, code := run(t, env, "", "stats", a, "--json")
+	var st kvstore.Stats
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.Keys != 4 || st.Deletes != 3 {
+		t.Fatalf("stats --json: %d %q %v", code, out, err)
+	}
+	if out, _, code := run(t, env, "", "stats", a); code != 0 || !strings.Contains(out, "keys") || !strings.Contains(out, "sync policy         none") {
+		t.Fatalf("stats: %d\n%s", code, out)
+	}
+}
+
+func TestClientCommands_AddrFromEnvironment(t *testing.T) {
+	addr, _ := startServer(t)
+	if out, errOut, code := run(t, map[string]string{AddrEnv: addr}, "", "ping"); code != 0 || out != "PONG\n" {
+		t.Fatalf("ping with %s: %d %q %q", AddrEnv, code, out, errOut)
+	}
+	// --addr wins over the environment.
+	if _, errOut, code := run(t, map[string]string{AddrEnv: "127.0.0.1:1"}, "", "ping", "--addr", addr); code != 0 {
+		t.Fatalf("--addr did not win: %d %q", code, errOut)
+	}
+}
+
+func TestClientCommands_UnreachableServerExits1WithAHint(t *testing.T) {
+	_, errOut, code := run(t, nil, "", "get", "--addr", "127.0.0.1:1", "k")
+	if code != cmdutil.ExitFailure || !strings.Contains(errOut, "is `devkit kv serve` running?") {
+		t.Fatalf("%d %q", code, errOut)
+	}
+}
+
+func TestClientCommands_UsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{{"get"}, {"get", "a", "b"}, {"set", "k"}, {"del"}, {"ping", "x"}, {"keys", "--limit", "-1"}} {
+		if _, errOut, code := run(t, nil, "", args...); code != cmdutil.ExitUsage {
+			t.Errorf("%v: exit %d (%q), want 2", args, code, errOut)
+		}
+	}
+}
+
+func TestServe_InProcessDrainsAndKeepsWrites(t *testing.T) {
+	dir := t.TempDir()
+	ios, _, errOut := streams("")
+	ready := make(chan server.Addrs, 1)
+	opts := serveDefaults(ios, dir)
+	opts.Ready = func(a server.Addrs) { ready <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, opts) }()
+	var addrs server.Addrs
+	select {
+	case addrs = <-ready:
+	case err := <-done:
+		t.Fatalf("serve ended early: %v\n%s", err, errOut)
+	}
+	env := map[string]string{AddrEnv: addrs.TCP}
+	if _, e, code := run(t, env, "", "set", "k", "v"); code != 0 {
+		t.Fatalf("set: %q", e)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve = %v, want nil after a drain\n%s", err, errOut)
+	}
+	for _, want := range []string{"msg=listening transport=tcp", "msg=\"stopped cleanly; engine closed\""} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("logs lack %q:\n%s", want, errOut)
+		}
+	}
+	db, err := kvstore.Open(dir, kvstore.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("after serve: %q %v", v, err)
+	}
+}
+
+func TestServe_LockedDataDirectoryFailsNonZero(t *testing.T) {
+	dir := t.TempDir()
+	holder, err := kvstore.Open(dir, kvstore.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	ios, _, _ := streams("")
+	err = runServe(context.Background(), serveDefaults(ios, dir))
+	if !errors.Is(err, kvstore.ErrLocked) || cmdutil.ExitCode(err) == 0 || !strings.Contains(err.Error(), "cannot open the engine") {
+		t.Fatalf("serve on a locked directory = %v (exit %d)", err, cmdutil.ExitCode(err))
+	}
+}
+
+func TestServe_BadFlagsAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--sync", "sometimes"},
+		{"serve", "--http", "", "--tcp", ""},
+		{"serve", "--log-format", "xml"},
+	} {
+		args = append(args, "--data", t.TempDir())
+		if _, errOut, code := run(t, nil, "", args...); code != cmdutil.ExitUsage {
+			t.Errorf("%v: exit %d %q, want 2", args, code, errOut)
+		}
+	}
+}
+
+// serveDefaults are the flag defaults with every listener on port 0.
+func serveDefaults(ios *cmdutil.IOStreams, dir string) *ServeOptions {
+	return &ServeOptions{
+		IO: ios, DataDir: dir, HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0",
+		Sync: "none", MaxKeySize: kvstore.DefaultMaxKeySize, MaxValueSize: kvstore.DefaultMaxValueSize,
+		ShutdownTimeout: 5 * time.Second, IdleTimeout: time.Minute, LogFormat: "text", LogLevel: "info",
+	}
+}

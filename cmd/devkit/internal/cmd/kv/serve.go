@@ -1,0 +1,196 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server"
+	"github.com/devkit-go/devkit/kvstore/server/tcpjson"
+)
+
+// ServeOptions are the inputs of `devkit kv serve`.
+type ServeOptions struct {
+	IO *cmdutil.IOStreams
+
+	DataDir  string
+	HTTPAddr string
+	TCPAddr  string
+	RESPAddr string
+
+	Sync                string
+	SyncInterval        time.Duration
+	MaxKeySize          int
+	MaxValueSize        int
+	SegmentSize         int64
+	CompactionThreshold int64
+
+	MaxConns        int
+	IdleTimeout     time.Duration
+	MaxLineBytes    int
+	ShutdownTimeout time.Duration
+
+	LogFormat string
+	LogLevel  string
+
+	// Ready, when set, is called with the bound addresses once every
+	// listener accepts (tests use it with port 0).
+	Ready func(server.Addrs)
+}
+
+func newServeCmd(ios *cmdutil.IOStreams) *cobra.Command {
+	opts := &ServeOptions{IO: ios}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the KV server: HTTP, TCP (newline-delimited JSON) and Redis protocol listeners",
+		Long: `Run the durable key-value server on the data directory.
+
+Listeners: HTTP (--http), newline-delimited JSON over TCP (--tcp, what the devkit kv
+client commands use) and the Redis protocol, RESP2 (--resp, off by default). An
+address of "" turns a listener off. A write is answered only after the engine
+acknowledged it under --sync. Logs go to stderr.
+
+On SIGINT or SIGTERM the server stops accepting, answers the requests in flight
+(within --shutdown-timeout), closes the engine and exits 0. If the engine cannot
+open (another process holds the directory, corruption) it exits 1 with the reason.`,
+		Example: `  devkit kv serve
+  devkit kv serve --data /var/lib/kv --resp 127.0.0.1:6380 --sync periodic
+  devkit kv serve --http "" --tcp 127.0.0.1:5000`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServe(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.DataDir, "data", "./data", "data `DIR` (created if missing; one server at a time)")
+	f.StringVar(&opts.HTTPAddr, "http", server.DefaultHTTPAddr, "HTTP listen `ADDR`; \"\" turns it off")
+	f.StringVar(&opts.TCPAddr, "tcp", server.DefaultTCPAddr, "TCP JSON listen `ADDR`; \"\" turns it off")
+	f.StringVar(&opts.RESPAddr, "resp", "", "Redis protocol (RESP2) listen `ADDR`; off when \"\"")
+	f.StringVar(&opts.Sync, "sync", "always", "durability: always (fsync before each ack, group commit), periodic or none")
+	f.DurationVar(&opts.SyncInterval, "sync-interval", kvstore.DefaultSyncInterval, "fsync period under --sync periodic")
+	f.IntVar(&opts.MaxKeySize, "max-key-size", kvstore.DefaultMaxKeySize, "largest key, in bytes")
+	f.IntVar(&opts.MaxValueSize, "max-value-size", kvstore.DefaultMaxValueSize, "largest value, in bytes (bounds HTTP bodies and RESP arguments too)")
+	f.Int64Var(&opts.SegmentSize, "segment-size", kvstore.DefaultSegmentSize, "log segment size, in bytes")
+	f.Int64Var(&opts.CompactionThreshold, "compaction-threshold", kvstore.DefaultCompactionThreshold, "log growth, in bytes, that starts a snapshot (negative: never)")
+	f.IntVar(&opts.MaxConns, "max-conns", 1024, "open connections per listener (RESP: 10000 when left at the default)")
+	f.DurationVar(&opts.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection idle this long (HTTP keep-alive: at most 2m)")
+	f.IntVar(&opts.MaxLineBytes, "max-line-bytes", 0, "longest TCP JSON request line (0: room for the largest value in base64)")
+	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests at shutdown")
+	f.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	f.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if !f.Changed("max-conns") {
+			opts.MaxConns = 0 // each listener's own default
+		}
+		return nil
+	}
+	return cmd
+}
+
+// newLogger builds the slog logger for --log-format and --log-level.
+func newLogger(opts *ServeOptions) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(opts.LogLevel)); err != nil {
+		return nil, cmdutil.UsageErrorf("--log-level %q: want debug, info, warn or error", opts.LogLevel)
+	}
+	ho := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(opts.LogFormat) {
+	case "text":
+		return slog.New(slog.NewTextHandler(opts.IO.ErrOut, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(opts.IO.ErrOut, ho)), nil
+	}
+	return nil, cmdutil.UsageErrorf("--log-format %q: want text or json", opts.LogFormat)
+}
+
+func runServe(ctx context.Context, opts *ServeOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	log, err := newLogger(opts)
+	if err != nil {
+		return err
+	}
+	policy, err := kvstore.ParseSyncPolicy(opts.Sync)
+	if err != nil {
+		return cmdutil.UsageErrorf("--sync: %w", err)
+	}
+	if opts.HTTPAddr == "" && opts.TCPAddr == "" && opts.RESPAddr == "" {
+		return cmdutil.UsageErrorf("every listener is off: give --http, --tcp or --resp an address")
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	db, err := kvstore.Open(opts.DataDir, kvstore.Options{
+		Sync:                policy,
+		SyncInterval:        opts.SyncInterval,
+		MaxKeySize:          opts.MaxKeySize,
+		MaxValueSize:        opts.MaxValueSize,
+		SegmentSize:         opts.SegmentSize,
+		CompactionThreshold: opts.CompactionThreshold,
+		Logger:              log,
+	})
+	if err != nil {
+		return fmt.Errorf("cannot open the engine: %w", err)
+	}
+	log.Info("engine open", "dir", opts.DataDir, "keys", db.Len(), "sync", policy.String(),
+		"replayed_records", db.Stats().ReplayedRecords, "torn_tail_bytes", db.Stats().TornTailBytes)
+
+	cfg := serverConfig(opts, log)
+	srv := server.New(db, cfg)
+	if err := srv.Listen(ctx); err != nil {
+		db.Close()
+		return err
+	}
+	if opts.Ready != nil {
+		opts.Ready(srv.Addrs())
+	}
+	serveErr := srv.Serve(ctx)
+	if err := db.Close(); err != nil {
+		log.Error("closing the engine failed", "err", err)
+		return fmt.Errorf("close the engine: %w", err)
+	}
+	if serveErr != nil {
+		log.Error("shutdown was not clean", "err", serveErr)
+		return serveErr
+	}
+	log.Info("stopped cleanly; engine closed")
+	return nil
+}
+
+// serverConfig maps the flags onto the listeners' limits.
+func serverConfig(opts *ServeOptions, log *slog.Logger) server.Config {
+	maxLine := opts.MaxLineBytes
+	if maxLine <= 0 {
+		// A value in base64 plus its key, escaped, and the JSON around them.
+		maxLine = opts.MaxValueSize/3*4 + 4 + 6*opts.MaxKeySize + 1<<10
+		maxLine = max(maxLine, tcpjson.DefaultMaxLineBytes)
+	}
+	cfg := server.Config{
+		HTTPAddr:        opts.HTTPAddr,
+		TCPAddr:         opts.TCPAddr,
+		RESPAddr:        opts.RESPAddr,
+		HTTPMaxConns:    opts.MaxConns,
+		HTTPIdleTimeout: min(opts.IdleTimeout, server.DefaultHTTPIdleTimeout),
+		ShutdownTimeout: opts.ShutdownTimeout,
+		Logger:          log,
+	}
+	cfg.HTTP.MaxValueBytes = opts.MaxValueSize
+	cfg.HTTP.MaxKeyBytes = opts.MaxKeySize
+	cfg.TCP.MaxLineBytes = maxLine
+	cfg.TCP.MaxConns = opts.MaxConns
+	cfg.TCP.IdleTimeout = opts.IdleTimeout
+	cfg.RESP.MaxBulkBytes = max(opts.MaxValueSize, opts.MaxKeySize) + 1
+	cfg.RESP.MaxConns = opts.MaxConns
+	cfg.RESP.IdleTimeout = opts.IdleTimeout
+	return cfg
+}

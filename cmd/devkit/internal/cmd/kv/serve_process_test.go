@@ -1,0 +1,211 @@
+package kv
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+)
+
+// childEnv makes the test binary act as `devkit kv` with its arguments:
+// the real-process tests re-execute themselves instead of building devkit.
+const childEnv = "DEVKIT_KV_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		cmd := NewCmd(cmdutil.System())
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		cmd.SetArgs(os.Args[1:])
+		err := cmd.Execute()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "devkit: %v\n", err)
+		}
+		os.Exit(cmdutil.ExitCode(err))
+	}
+	os.Exit(m.Run())
+}
+
+// serverProcess is `devkit kv serve` in a child process.
+type serverProcess struct {
+	cmd    *exec.Cmd
+	addrs  map[string]string // transport → address, from the "listening" logs
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	exited chan struct{}
+	err    error
+}
+
+var listeningLine = regexp.MustCompile(`msg=listening transport=(\w+) addr=(\S+)`)
+
+// startServe starts `devkit kv serve args...` and waits until every listener
+// is up, or the process exits.
+func startServe(t *testing.T, args ...string) *serverProcess {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("signals: the real-process tests run on Unix")
+	}
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--http", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--resp", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serverProcess{cmd: cmd, addrs: map[string]string{}, exited: make(chan struct{})}
+	up := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.stderr.WriteString(line + "\n")
+			if m := listeningLine.FindStringSubmatch(line); m != nil {
+				p.addrs[m[1]] = m[2]
+				if len(p.addrs) == 3 && !signalled {
+					signalled = true
+					close(up)
+				}
+			}
+			p.mu.Unlock()
+		}
+		io.Copy(io.Discard, pipe)
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+	})
+	select {
+	case <-up:
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not come up:\n%s", p.logs())
+	}
+	return p
+}
+
+func (p *serverProcess) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// wait returns the exit code once the process ends.
+func (p *serverProcess) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not exit:\n%s", p.logs())
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return 0
+}
+
+func httpPut(t *testing.T, addr, key, value string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, "http://"+addr+"/keys/"+key, strings.NewReader(value))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT %s: %s", key, resp.Status)
+	}
+}
+
+func httpGet(t *testing.T, addr, key string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/keys/" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeProcess_SIGTERMDrainsAndExits0(t *testing.T) {
+	dir := t.TempDir()
+	p := startServe(t, "--data", dir)
+	for i := range 50 {
+		httpPut(t, p.addrs["http"], fmt.Sprint("k", i), fmt.Sprint("v", i))
+	}
+	// A client holding an idle connection must not hold up the exit.
+	idle, err := net.DialTimeout("tcp", p.addrs["resp"], 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM, want 0:\n%s", code, p.logs())
+	}
+	if !strings.Contains(p.logs(), "stopped cleanly; engine closed") {
+		t.Fatalf("logs:\n%s", p.logs())
+	}
+	p = startServe(t, "--data", dir)
+	for i := range 50 {
+		if code, v := httpGet(t, p.addrs["http"], fmt.Sprint("k", i)); code != 200 || v != fmt.Sprint("v", i) {
+			t.Fatalf("after restart k%d = %d %q", i, code, v)
+		}
+	}
+}
+
+func TestServeProcess_KillDash9LosesNoAcknowledgedWrite(t *testing.T) {
+	dir := t.TempDir()
+	p := startServe(t, "--data", dir, "--sync", "always")
+	for i := range 100 {
+		httpPut(t, p.addrs["http"], fmt.Sprint("k", i), fmt.Sprint("v", i))
+	}
+	p.cmd.Process.Kill()
+	p.wait(t)
+	p = startServe(t, "--data", dir)
+	for i := range 100 {
+		if code, v := httpGet(t, p.addrs["http"], fmt.Sprint("k", i)); code != 200 || v != fmt.Sprint("v", i) {
+			t.Fatalf("after kill -9, k%d = %d %q", i, code, v)
+		}
+	}
+}
+
+func TestServeProcess_SecondServerOnTheSameDirectoryFails(t *testing.T) {
+	dir := t.TempDir()
+	first := startServe(t, "--data", dir)
+	second := startServe(t, "--data", dir)
+	code := second.wait(t)
+	if code == 0 || !strings.Contains(second.logs(), "cannot open the engine") {
+		t.Fatalf("second server: exit %d\n%s", code, second.logs())
+	}
+	if !strings.Contains(strings.ToLower(second.logs()), "lock") {
+		t.Fatalf("the reason does not mention the lock:\n%s", second.logs())
+	}
+	// The first one still serves.
+	httpPut(t, first.addrs["http"], "still", "here")
+}
