@@ -13,9 +13,9 @@ import (
 
 	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/internal/storetest"
-	"github.com/devkit-go/devkit/ratelimit/internal/testutil"
 	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
 // slack is what a decision may exceed its budget by on a loaded test machine;
@@ -163,7 +163,7 @@ func failureCases() []struct {
 }
 
 func TestFailurePolicy_HangingRedisDecidedWithinBudget(t *testing.T) {
-	addr := testutil.HangingServer(t)
+	addr := redistest.HangingServer(t)
 	before := runtime.NumGoroutine()
 	for _, c := range failureCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -202,7 +202,7 @@ func TestFailurePolicy_HangingRedisDecidedWithinBudget(t *testing.T) {
 func TestFailurePolicy_RedisStoppedMidTest(t *testing.T) {
 	for _, c := range failureCases() {
 		t.Run(c.name, func(t *testing.T) {
-			srv := testutil.StartRedis(t)
+			srv := redistest.StartRedis(t)
 			client, err := redisstore.NewClient(srv.URL())
 			if err != nil {
 				t.Fatal(err)

@@ -104,3 +104,7 @@ func (c *IdentityConfig) group(a netip.Addr) string {
 	}
 	return a.String()
 }
+
+// Trusts reports whether a peer address ("host:port" or "host") is a
+// trusted proxy, whose X-Forwarded-For may be believed and passed on.
+func (c *IdentityConfig) Trusts(remoteAddr string) bool { return c.trusted(peerAddr(remoteAddr)) }

@@ -69,7 +69,8 @@ type Policy struct {
 	Identity IdentityConfig
 	// DefaultPlan applies when a request names no known plan.
 	DefaultPlan string
-	// Fail is the failure policy of rules that set none (FailDefault: the limiter's).
+	// Fail is the failure policy of rules that set none (FailDefault: the
+	// limiter's). A program may override it after loading.
 	Fail ratelimit.FailurePolicy
 	// Budget is the decision latency budget; zero means the limiter's default.
 	Budget time.Duration
@@ -85,7 +86,8 @@ type Rule struct {
 	Key     []KeyPart
 	Skip    bool // requests under this rule are never limited
 	Shadow  bool // decide and count, but let requests through
-	Fail    ratelimit.FailurePolicy
+	// Fail is the rule's own failure policy; FailDefault means the policy's.
+	Fail ratelimit.FailurePolicy
 	// CostHeader names a request header holding the request's cost.
 	CostHeader string
 	MaxCost    int64
@@ -295,9 +297,6 @@ func (c *compiler) rule(doc *fileDoc, i int) *Rule {
 		r.Methods = append(r.Methods, up)
 	}
 	r.Fail = c.fail(at("fail"), fr.Fail)
-	if r.Fail == ratelimit.FailDefault {
-		r.Fail = c.fail(nil, doc.Defaults.Fail)
-	}
 	if r.CostHeader == "" {
 		r.CostHeader = doc.Defaults.CostHeader
 	}
@@ -515,6 +514,9 @@ func (p *Policy) Decide(r *http.Request, id Identity) (Decision, bool) {
 		Shadow: rule.Shadow,
 		Fail:   rule.Fail,
 	}
+	if d.Request.Fail == ratelimit.FailDefault {
+		d.Request.Fail = p.Fail
+	}
 	return d, len(d.Request.Limits) > 0
 }
 
@@ -566,7 +568,15 @@ func (p *Policy) Describe() string {
 	if p.DefaultPlan != "" {
 		fmt.Fprintf(&b, ", default plan %s", p.DefaultPlan)
 	}
-	b.WriteString("\n")
+	fail := p.Fail
+	if fail == ratelimit.FailDefault {
+		fail = ratelimit.FailOpen
+	}
+	budget := p.Budget
+	if budget == 0 {
+		budget = ratelimit.DefaultBudget
+	}
+	fmt.Fprintf(&b, ", fail %s, budget %v\n", fail, budget)
 	if len(p.Identity.TrustedProxies) > 0 {
 		fmt.Fprintf(&b, "trusted proxies: %v (X-Forwarded-For read from the right)\n", p.Identity.TrustedProxies)
 	} else {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/internal/storetest"
-	"github.com/devkit-go/devkit/ratelimit/internal/testutil"
 	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
 // uniquePrefix keeps tests that share a server apart.
@@ -31,7 +31,7 @@ func TestContract_Miniredis(t *testing.T) {
 }
 
 func TestContract_RealRedis(t *testing.T) {
-	srv := testutil.StartRedis(t)
+	srv := redistest.StartRedis(t)
 	c := srv.Client(t)
 	storetest.Run(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
 		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t)})
@@ -39,7 +39,7 @@ func TestContract_RealRedis(t *testing.T) {
 }
 
 func TestContract_RealCluster(t *testing.T) {
-	cl := testutil.StartCluster(t)
+	cl := redistest.StartCluster(t)
 	c := cl.Client(t)
 	storetest.Run(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
 		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t)})
@@ -47,14 +47,14 @@ func TestContract_RealCluster(t *testing.T) {
 }
 
 func TestAccuracy_RealRedis(t *testing.T) {
-	srv := testutil.StartRedis(t)
+	srv := redistest.StartRedis(t)
 	storetest.RunAccuracy(t, 3, 50, func(t *testing.T) ratelimit.Store {
 		return redisstore.New(srv.Client(t), redisstore.Options{})
 	})
 }
 
 func TestAccuracy_RealCluster(t *testing.T) {
-	cl := testutil.StartCluster(t)
+	cl := redistest.StartCluster(t)
 	storetest.RunAccuracy(t, 3, 50, func(t *testing.T) ratelimit.Store {
 		return redisstore.New(cl.Client(t), redisstore.Options{})
 	})
@@ -65,7 +65,7 @@ func TestAccuracy_RealCluster(t *testing.T) {
 // never fail with CROSSSLOT.
 func TestCluster_KeysSpreadOverMastersAndTopSeesAll(t *testing.T) {
 	ctx := context.Background()
-	cl := testutil.StartCluster(t)
+	cl := redistest.StartCluster(t)
 	c := cl.Client(t)
 	store := redisstore.New(c, redisstore.Options{})
 	limits := []ratelimit.Limit{
@@ -113,7 +113,7 @@ func TestCluster_KeysSpreadOverMastersAndTopSeesAll(t *testing.T) {
 
 func TestRedis_KeysExpireByThemselvesAndUseServerTime(t *testing.T) {
 	ctx := context.Background()
-	srv := testutil.StartRedis(t)
+	srv := redistest.StartRedis(t)
 	c := srv.Client(t)
 	store := redisstore.New(c, redisstore.Options{})
 	lim := ratelimit.Limit{Algorithm: ratelimit.FixedWindow, Rate: 5, Period: 2 * time.Second}
@@ -135,7 +135,7 @@ func TestRedis_KeysExpireByThemselvesAndUseServerTime(t *testing.T) {
 
 func TestRedis_ScriptReloadedAfterFlush(t *testing.T) {
 	ctx := context.Background()
-	srv := testutil.StartRedis(t)
+	srv := redistest.StartRedis(t)
 	c := srv.Client(t)
 	store := redisstore.New(c, redisstore.Options{})
 	out := make([]ratelimit.LimitResult, 1)
@@ -156,7 +156,7 @@ func TestRedis_ScriptReloadedAfterFlush(t *testing.T) {
 
 func TestRedis_MemoryPerLimitedKey(t *testing.T) {
 	ctx := context.Background()
-	srv := testutil.StartRedis(t)
+	srv := redistest.StartRedis(t)
 	c := srv.Client(t)
 	store := redisstore.New(c, redisstore.Options{})
 	out := make([]ratelimit.LimitResult, 1)

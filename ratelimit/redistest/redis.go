@@ -1,8 +1,8 @@
-// Package testutil starts real Redis servers for tests: one node, or a
+// Package redistest starts real Redis servers for tests: one node, or a
 // 3-master cluster, each on free 127.0.0.1 ports in a t.TempDir(), stopped at
 // cleanup. Without redis-server the test skips with the install hint, except
 // under CI=true, where it fails: CI must run the real thing.
-package testutil
+package redistest
 
 import (
 	"bufio"

@@ -1,0 +1,72 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+)
+
+// HealthOptions are the inputs of `devkit ratelimit health`.
+type HealthOptions struct {
+	IO    *cmdutil.IOStreams
+	Store *StoreOptions
+	Ctx   context.Context
+	JSON  bool
+}
+
+func newHealthCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
+	opts := &HealthOptions{IO: ios, Store: so}
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "Ping the store (every master in a cluster); exit 3 when unreachable",
+		Args:  cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Ctx = cmd.Context()
+			return runHealth(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
+	return cmd
+}
+
+// HealthResult is the JSON output of health.
+type HealthResult struct {
+	OK        bool    `json:"ok"`
+	LatencyMs float64 `json:"latency_ms"`
+	Error     string  `json:"error,omitempty"`
+}
+
+func runHealth(opts *HealthOptions) error {
+	store, closeStore, err := opts.Store.openRedis()
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	ctx, cancel := withTimeout(opts.Ctx)
+	defer cancel()
+	start := time.Now()
+	pingErr := store.Ping(ctx)
+	res := HealthResult{OK: pingErr == nil, LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
+	if pingErr != nil {
+		res.Error = pingErr.Error()
+	}
+	switch {
+	case opts.JSON:
+		err = cmdutil.WriteJSON(opts.IO.Out, res)
+	case res.OK:
+		_, err = fmt.Fprintf(opts.IO.Out, "ok: store answered in %.3f ms\n", res.LatencyMs)
+	default:
+		_, err = fmt.Fprintf(opts.IO.Out, "unreachable: %s\n", res.Error)
+	}
+	if err != nil {
+		return err
+	}
+	if !res.OK {
+		return cmdutil.SilentExit(cmdutil.ExitNegative)
+	}
+	return nil
+}

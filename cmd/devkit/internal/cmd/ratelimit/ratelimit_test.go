@@ -1,0 +1,320 @@
+package ratelimit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
+)
+
+// run executes `devkit ratelimit args...` in process with env as the
+// environment, and returns stdout, stderr and the exit code.
+func run(t *testing.T, env map[string]string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	cmd := newCmd(ios, &StoreOptions{Getenv: func(k string) string { return env[k] }})
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.Execute()
+	var ee *cmdutil.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.Silent) {
+		errOut.WriteString(err.Error())
+	}
+	return out.String(), errOut.String(), cmdutil.ExitCode(err)
+}
+
+func TestCheck_WithoutStoreSaysHowToGiveOne(t *testing.T) {
+	_, stderr, code := run(t, nil, "check", "k", "--limit", "5", "--window", "1m")
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "--redis") || !strings.Contains(stderr, "REDIS_URL") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestCheck_UsageErrors(t *testing.T) {
+	env := map[string]string{"REDIS_URL": "redis://127.0.0.1:1"}
+	for _, args := range [][]string{
+		{"check", "k", "--limit", "5", "--window", "1m", "--algorithm", "leaky-bucket"},
+		{"check", "k", "--limit", "0", "--window", "1m"},
+		{"check", "k", "--limit", "5", "--window", "1m", "--burst", "9"},
+		{"check", "k", "--limit", "5", "--window", "1m", "--cost", "0"},
+		{"check", "--limit", "5", "--window", "1m"},
+		{"top", "-n", "0"},
+	} {
+		if _, stderr, code := run(t, env, args...); code != cmdutil.ExitUsage {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+}
+
+func TestCheckInfoResetHealth_RealRedis(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	env := map[string]string{"REDIS_URL": srv.URL()}
+	login := []string{"check", "login:203.0.113.9", "--limit", "5", "--window", "15m", "--block", "1h"}
+	for i := 1; i <= 5; i++ {
+		if out, stderr, code := run(t, env, login...); code != 0 || !strings.HasPrefix(out, "allowed:") {
+			t.Fatalf("attempt %d: exit %d %q %q", i, code, out, stderr)
+		}
+	}
+	out, _, code := run(t, env, append(login, "--json")...)
+	var res CheckResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("json %q: %v", out, err)
+	}
+	if code != cmdutil.ExitNegative || res.Allowed || !res.Blocked || res.RetryAfter != 3600 || res.Limit != 5 {
+		t.Fatalf("attempt 6: exit %d %+v", code, res)
+	}
+	out, _, code = run(t, env, "info", "login:203.0.113.9")
+	if code != 0 || !strings.Contains(out, "hits:     6") || !strings.Contains(out, "blocked:  for ") {
+		t.Fatalf("info: exit %d\n%s", code, out)
+	}
+	if _, _, code := run(t, env, "info", "nobody"); code != cmdutil.ExitNegative {
+		t.Fatalf("info of an unknown key: exit %d, want 3", code)
+	}
+	// --redis wins over REDIS_URL; --prefix separates namespaces.
+	if _, _, code := run(t, map[string]string{"REDIS_URL": "redis://127.0.0.1:1"}, "--redis", srv.URL(), "--prefix", "other:", "info", "login:203.0.113.9"); code != cmdutil.ExitNegative {
+		t.Fatalf("info under another prefix: exit %d, want 3", code)
+	}
+	if out, _, code := run(t, env, "reset", "login:203.0.113.9"); code != 0 || !strings.Contains(out, "reset login:203.0.113.9") {
+		t.Fatalf("reset: exit %d %q", code, out)
+	}
+	if _, _, code := run(t, env, "reset", "login:203.0.113.9"); code != cmdutil.ExitNegative {
+		t.Fatalf("second reset: exit %d, want 3", code)
+	}
+	if out, _, code := run(t, env, login...); code != 0 || !strings.Contains(out, "4 of 5 left") {
+		t.Fatalf("after reset: exit %d %q", code, out)
+	}
+	if out, _, code := run(t, env, "health"); code != 0 || !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("health: exit %d %q", code, out)
+	}
+	srv.Stop()
+	if out, _, code := run(t, env, "health", "--json"); code != cmdutil.ExitNegative || !strings.Contains(out, `"ok": false`) {
+		t.Fatalf("health with redis stopped: exit %d %q", code, out)
+	}
+	if _, _, code := run(t, env, login...); code != cmdutil.ExitFailure {
+		t.Fatalf("check with redis stopped: exit %d, want 1", code)
+	}
+}
+
+func TestTop_ClusterFromCommaList(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	env := map[string]string{"REDIS_URL": cl.URL()}
+	for i, key := range []string{"a", "b", "b", "c", "c", "c", "d", "e", "f", "g"} {
+		if _, stderr, code := run(t, env, "check", key, "--limit", "100", "--window", "1m", "--algorithm", "gcra"); code != 0 {
+			t.Fatalf("check %d: exit %d %s", i, code, stderr)
+		}
+	}
+	out, _, code := run(t, env, "top", "-n", "2", "--json")
+	var top []TopEntry
+	if err := json.Unmarshal([]byte(out), &top); err != nil || code != 0 {
+		t.Fatalf("top: exit %d %q %v", code, out, err)
+	}
+	if len(top) != 2 || top[0].Key != "c" || top[0].Hits != 3 || top[1].Key != "b" {
+		t.Fatalf("top = %+v", top)
+	}
+	out, _, _ = run(t, env, "top", "-n", "100")
+	if got := strings.Count(out, "\n"); got != 8 { // header + 7 keys, spread over 3 masters
+		t.Fatalf("top lists %d lines, want 8:\n%s", got, out)
+	}
+}
+
+func TestLint(t *testing.T) {
+	out, _, code := run(t, nil, "lint", "--policy", "../../../../../examples/policies/saas.yaml")
+	if code != 0 || !strings.Contains(out, "login: fixed-window 5/15m0s block 1h0m0s") || !strings.Contains(out, "[pro DELETE] api-pro-delete: fixed-window 50/1m0s") {
+		t.Fatalf("lint saas: exit %d\n%s", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("rules:\n  - name: a\n    paths: [/]\n    limits:\n      - {limit: 5, window: soon}\n"), 0o644)
+	_, stderr, code := run(t, nil, "lint", "--policy", bad)
+	if code != cmdutil.ExitFailure || !strings.Contains(stderr, `bad.yaml:5: "soon" is not a duration`) {
+		t.Fatalf("lint bad: exit %d %q", code, stderr)
+	}
+	if _, _, code := run(t, nil, "lint"); code == 0 {
+		t.Fatal("lint without --policy succeeded")
+	}
+}
+
+const proxyPolicy = `
+identity:
+  trusted_proxies: [10.0.0.0/8]
+rules:
+  - {name: health, paths: [/health], skip: true}
+  - name: login
+    paths: [/auth/login]
+    key: [ip]
+    limits: [{limit: LIMIT, window: 15m, block: 1h}]
+`
+
+func writePolicy(t *testing.T, path, limit string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(strings.Replace(proxyPolicy, "LIMIT", limit, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startProxy(t *testing.T, opts *ProxyOptions) (listen, admin string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan [2]string, 1)
+	opts.Ctx = ctx
+	opts.Ready = func(l, a string) { ready <- [2]string{l, a} }
+	if opts.IO == nil {
+		opts.IO = &cmdutil.IOStreams{Out: io.Discard, ErrOut: io.Discard}
+	}
+	done := make(chan error, 1)
+	go func() { done <- runProxy(opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("proxy: %v", err)
+		}
+	})
+	select {
+	case addrs := <-ready:
+		return addrs[0], addrs[1]
+	case err := <-done:
+		t.Fatalf("proxy did not start: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("proxy did not start")
+	}
+	return "", ""
+}
+
+func TestProxy_LimitsForwardsAndReloads(t *testing.T) {
+	var mu sync.Mutex
+	var seenXFF []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seenXFF = append(seenXFF, r.Header.Get("X-Forwarded-For"))
+		mu.Unlock()
+		io.WriteString(w, "upstream:"+r.URL.Path)
+	}))
+	defer upstream.Close()
+	policyPath := filepath.Join(t.TempDir(), "policy.yaml")
+	writePolicy(t, policyPath, "2")
+	reload := make(chan struct{}, 1)
+	listen, admin := startProxy(t, &ProxyOptions{
+		Store: &StoreOptions{}, Listen: "127.0.0.1:0", Admin: "127.0.0.1:0",
+		Upstream: upstream.URL, Policy: policyPath, WatchInterval: time.Hour, Reload: reload,
+	})
+	post := func(path string) *http.Response {
+		req, _ := http.NewRequest("POST", "http://"+listen+path, nil)
+		req.Header.Set("X-Forwarded-For", "6.6.6.6") // from an untrusted peer: ignored for limiting
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for i := 0; i < 2; i++ {
+		if resp := post("/auth/login"); resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "2" {
+			t.Fatalf("login %d: %d %v", i, resp.StatusCode, resp.Header)
+		}
+	}
+	resp := post("/auth/login")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "3600" || resp.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("login 3: %d %v", resp.StatusCode, resp.Header)
+	}
+	for i := 0; i < 10; i++ {
+		if resp := post("/health"); resp.StatusCode != 200 {
+			t.Fatalf("health: %d", resp.StatusCode)
+		}
+	}
+	mu.Lock()
+	// The untrusted client's claimed hop is dropped, not passed on.
+	if len(seenXFF) != 12 || seenXFF[0] != "127.0.0.1" {
+		t.Fatalf("upstream saw %d requests, X-Forwarded-For %q", len(seenXFF), seenXFF)
+	}
+	mu.Unlock()
+
+	metrics := adminGet(t, admin, "/metrics")
+	if !strings.Contains(metrics, `ratelimit_denied_total{rule="login"} 1`) || !strings.Contains(metrics, `ratelimit_allowed_total{rule="login"} 2`) {
+		t.Fatalf("metrics:\n%s", metrics)
+	}
+	// The admin address resets; the public one cannot.
+	post("/reset?key=login|ip=127.0.0.1") // goes to the upstream, not to the limiter
+	if resp := post("/auth/login"); resp.StatusCode != 429 {
+		t.Fatalf("a public /reset lifted the limit: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("POST", "http://"+admin+"/reset?key=login|ip=127.0.0.1", nil)
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != 200 {
+		t.Fatalf("admin reset: %v %v", r, err)
+	}
+
+	writePolicy(t, policyPath, "50")
+	reload <- struct{}{}
+	deadline := time.Now().Add(5 * time.Second)
+	for post("/auth/login").Header.Get("X-RateLimit-Limit") != "50" {
+		if time.Now().After(deadline) {
+			t.Fatal("policy not reloaded on signal")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestProxy_RedisStoreSharedByTwoProxies(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer upstream.Close()
+	policyPath := filepath.Join(t.TempDir(), "policy.yaml")
+	writePolicy(t, policyPath, "3")
+	var addrs []string
+	for i := 0; i < 2; i++ {
+		l, _ := startProxy(t, &ProxyOptions{Store: &StoreOptions{RedisURL: srv.URL()}, Listen: "127.0.0.1:0",
+			Upstream: upstream.URL, Policy: policyPath, WatchInterval: time.Hour, Reload: make(chan struct{})})
+		addrs = append(addrs, l)
+	}
+	var codes []int
+	for i := 0; i < 6; i++ {
+		resp, err := http.Post("http://"+addrs[i%2]+"/auth/login", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	want := []int{200, 200, 200, 429, 429, 429}
+	for i := range want {
+		if codes[i] != want[i] {
+			t.Fatalf("codes across two proxies %v, want %v", codes, want)
+		}
+	}
+}
+
+func TestProxy_BadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"proxy", "--listen", ":0", "--upstream", "ftp://x", "--policy", "p.yaml"},
+		{"proxy", "--listen", ":0", "--upstream", "http://x", "--policy", "../../../../../examples/policies/saas.yaml", "--fail", "maybe"},
+	} {
+		if _, stderr, code := run(t, nil, args...); code != cmdutil.ExitUsage {
+			t.Errorf("%v: exit %d %s", args, code, stderr)
+		}
+	}
+}
+
+func adminGet(t *testing.T, addr, path string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}

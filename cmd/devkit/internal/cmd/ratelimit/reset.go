@@ -1,0 +1,63 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+)
+
+// ResetOptions are the inputs of `devkit ratelimit reset`.
+type ResetOptions struct {
+	IO    *cmdutil.IOStreams
+	Store *StoreOptions
+	Ctx   context.Context
+	Key   string
+	JSON  bool
+}
+
+func newResetCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
+	opts := &ResetOptions{IO: ios, Store: so}
+	cmd := &cobra.Command{
+		Use:   "reset KEY",
+		Short: "Delete every limit's state for KEY; exit 3 when there was none",
+		Args:  cmdutil.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Key, opts.Ctx = args[0], cmd.Context()
+			return runReset(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
+	return cmd
+}
+
+func runReset(opts *ResetOptions) error {
+	store, closeStore, err := opts.Store.openRedis()
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	ctx, cancel := withTimeout(opts.Ctx)
+	defer cancel()
+	had, err := store.Reset(ctx, opts.Key)
+	if err != nil {
+		return err
+	}
+	switch {
+	case opts.JSON:
+		err = cmdutil.WriteJSON(opts.IO.Out, map[string]any{"key": opts.Key, "existed": had})
+	case had:
+		_, err = fmt.Fprintf(opts.IO.Out, "reset %s\n", opts.Key)
+	default:
+		_, err = fmt.Fprintf(opts.IO.Out, "%s: nothing to reset\n", opts.Key)
+	}
+	if err != nil {
+		return err
+	}
+	if !had {
+		return cmdutil.SilentExit(cmdutil.ExitNegative)
+	}
+	return nil
+}

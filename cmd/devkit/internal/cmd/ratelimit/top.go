@@ -1,0 +1,73 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+)
+
+// TopOptions are the inputs of `devkit ratelimit top`.
+type TopOptions struct {
+	IO    *cmdutil.IOStreams
+	Store *StoreOptions
+	Ctx   context.Context
+	N     int
+	JSON  bool
+}
+
+func newTopCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
+	opts := &TopOptions{IO: ios, Store: so}
+	cmd := &cobra.Command{
+		Use:   "top",
+		Short: "List the identities with the most hits (every master in a cluster)",
+		Args:  cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Ctx = cmd.Context()
+			return runTop(opts)
+		},
+	}
+	cmd.Flags().IntVarP(&opts.N, "n", "n", 10, "how many to list")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
+	return cmd
+}
+
+// TopEntry is one line of top's JSON output.
+type TopEntry struct {
+	Key  string  `json:"key"`
+	Hits int64   `json:"hits"`
+	TTL  float64 `json:"ttl_seconds"`
+}
+
+func runTop(opts *TopOptions) error {
+	if opts.N < 1 {
+		return cmdutil.UsageErrorf("-n must be at least 1, got %d", opts.N)
+	}
+	store, closeStore, err := opts.Store.openRedis()
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	ctx, cancel := withTimeout(opts.Ctx)
+	defer cancel()
+	top, err := store.Top(ctx, opts.N)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		entries := make([]TopEntry, len(top))
+		for i, c := range top {
+			entries[i] = TopEntry{Key: c.Key, Hits: c.Hits, TTL: secs(c.TTL)}
+		}
+		return cmdutil.WriteJSON(opts.IO.Out, entries)
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HITS\tEXPIRES IN\tKEY")
+	for _, c := range top {
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", c.Hits, human(c.TTL), c.Key)
+	}
+	return tw.Flush()
+}
