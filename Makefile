@@ -1,6 +1,6 @@
 # devkit — one Go workspace, one binary. `make help` lists the targets.
 GO       ?= go
-MODULES  := kvstore ratelimit supervisor cmd/devkit examples
+MODULES  := kvstore ratelimit supervisor cmd/devkit examples tools
 BIN      := bin/devkit
 TIMEOUT  ?= 15m
 # Each module is tested on its own (GOWORK=off) so that it stays importable alone.
@@ -26,7 +26,7 @@ test-crash: ## the long kill -9 loop of the KV engine (CRASH_ROUNDS, default 300
 bench: ## run the benchmarks and rewrite docs/benchmarks.md
 	@mkdir -p bin
 	$(call EACH,$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./... ) | tee bin/bench.txt
-	$(GO) run ./kvstore/internal/cmd/benchdoc -in bin/bench.txt -out docs/benchmarks.md
+	$(GO) run ./tools/benchdoc -in bin/bench.txt -out docs/benchmarks.md
 
 fuzz: ## run each fuzz target briefly (FUZZTIME, default 15s)
 	cd kvstore && GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $${FUZZTIME:-15s} ./internal/wal

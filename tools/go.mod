@@ -1,0 +1,3 @@
+module github.com/devkit-go/devkit/tools
+
+go 1.26.0
