@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +75,45 @@ processes:
 	st := h.status("job")
 	if st.ExitCode == nil || *st.ExitCode != 7 || st.ExitedAt == nil {
 		t.Fatalf("status = %+v, want exited with code 7", st)
+	}
+}
+
+func TestRestart_NewProcessOldOneGone(t *testing.T) {
+	h := newHarness(t, sleeperYAML)
+	old := h.start("app")[0].PID
+	res, err := h.sup.Restart(context.Background(), []string{"app"}, StopOptions{})
+	if err != nil || len(res) != 1 || res[0].PID == old || res[0].AlreadyRunning {
+		t.Fatalf("restart = %+v, %v", res, err)
+	}
+	if alive(old) {
+		t.Fatal("old process survived the restart")
+	}
+	if st := h.status("app"); st.State != StateRunning || st.PID != res[0].PID {
+		t.Fatalf("status after restart = %+v", st)
+	}
+	// Restart of a stopped process simply starts it.
+	h.sup.Stop(context.Background(), []string{"app"}, StopOptions{})
+	if res, err := h.sup.Restart(context.Background(), []string{"app"}, StopOptions{}); err != nil || res[0].PID == 0 {
+		t.Fatalf("restart of a stopped process = %+v, %v", res, err)
+	}
+}
+
+func TestStart_RotatesAnOversizedLog(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  app:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=fresh,sleep"}
+    log_file: app.log
+    log_max_size: 100B
+    log_backups: 1
+`)
+	path := h.dir + "/app.log"
+	os.WriteFile(path, []byte(strings.Repeat("old line\n", 50)), 0o600)
+	h.start("app")
+	cur, _ := os.ReadFile(path)
+	prev, _ := os.ReadFile(path + ".1")
+	if strings.Contains(string(cur), "old line") || !strings.Contains(string(cur), "fresh") || !strings.HasPrefix(string(prev), "old line") {
+		t.Fatalf("after start: %s = %q, .1 starts %q", path, cur, prev[:min(len(prev), 20)])
 	}
 }

@@ -107,7 +107,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			}
 			code, sig, signum = exitStatus(cmd.Wait())
 		}
-		stopped := ctx.Err() != nil
+		stopped := m.stopRequested(ctx, id.PID)
 		if time.Since(started) >= max(StableRun, pol.MaxBackoff) {
 			consecutive = 0
 		}
@@ -131,11 +131,36 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		restarts++
 		delay := pol.Delay(consecutive)
 		m.logger.Info("process ended; restarting", "pid", id.PID, "code", code, "signal", sig, "in", delay, "attempt", consecutive)
-		select {
-		case <-ctx.Done():
+		if !m.sleep(ctx, delay, id.PID) {
 			m.forget(id)
 			return exitCode(code, signum)
-		case <-time.After(delay):
+		}
+	}
+}
+
+// stopRequested reports whether stop is ending process pid: it signalled
+// the monitor (Unix) or left a stop marker (every platform).
+func (m *monitor) stopRequested(ctx context.Context, pid int) bool {
+	return ctx.Err() != nil || m.home.StopRequested(m.spec.Name, pid)
+}
+
+// sleep waits out a restart backoff; it returns false when a stop arrives
+// meanwhile, so a stopped process is never started again.
+func (m *monitor) sleep(ctx context.Context, d time.Duration, pid int) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return !m.stopRequested(ctx, pid)
+		case <-tick.C:
+			if m.stopRequested(ctx, pid) {
+				return false
+			}
 		}
 	}
 }

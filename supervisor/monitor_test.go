@@ -94,3 +94,29 @@ func logTail(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	return string(data), err
 }
+
+func TestMonitor_StopDuringBackoffPreventsTheRestart(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  dying:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleepfor=550ms,exit=2"}
+    restart: {policy: on-failure, backoff: 400ms}
+`)
+	h.start("dying")
+	eventually(t, 5*time.Second, "the process waits for its restart", func() bool {
+		return h.status("dying").State == StateRestarting
+	})
+	if _, err := h.sup.Stop(context.Background(), []string{"dying"}, StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // past the backoff
+	st := h.status("dying")
+	if st.State == StateRunning || st.State == StateRestarting || st.Restarts != 0 {
+		t.Fatalf("status after stop during backoff = %+v, want no restart", st)
+	}
+	path, _ := h.sup.LogPath("dying")
+	if log, _ := logTail(path); strings.Count(log, "ready") != 1 {
+		t.Fatalf("process ran again after stop; log:\n%s", log)
+	}
+}

@@ -104,6 +104,9 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 	if fi, err := os.Stat(run.LogFile); err == nil {
 		offset = fi.Size()
 	}
+	if err := s.home.RemoveStopMarker(spec.Name); err != nil {
+		return fail(err)
+	}
 	id, err := s.spawnMonitor(ctx, &run)
 	if err != nil {
 		return fail(err)

@@ -103,7 +103,11 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 		sig = syscall.SIGTERM
 	}
 	// The monitor first, so it records the exit as a stop and does not
-	// restart. A dead or reused monitor PID is simply skipped.
+	// restart: a marker file on every platform, plus SIGTERM on Unix. A
+	// dead or reused monitor PID is simply skipped.
+	if err := s.home.WriteStopMarker(rec.Name, rec.Process.PID); err != nil {
+		return res, err
+	}
 	monitor := s.tellMonitorToStop(rec)
 	if monitor != nil {
 		defer monitor.Close()
@@ -162,7 +166,9 @@ func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, r
 	}
 	if monitor != nil {
 		wctx, cancel := context.WithTimeout(ctx, monitorExitWait)
-		monitor.Wait(wctx)
+		if monitor.Wait(wctx) != nil && runtime.GOOS == "windows" {
+			monitor.Signal(proc.Kill) // in a backoff it cannot be told; end it
+		}
 		cancel()
 	}
 	if len(survivors) > 0 {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,26 @@ func (l Layout) ExitPath(name string) string { return filepath.Join(l.Root, "exi
 
 // LockPath is the lock file of name.
 func (l Layout) LockPath(name string) string { return filepath.Join(l.Root, "locks", name+".lock") }
+
+// StopMarkerPath is where stop leaves word for a monitor that the process
+// with the PID inside is being stopped on purpose (and must not be restarted).
+func (l Layout) StopMarkerPath(name string) string {
+	return filepath.Join(l.Root, "locks", name+".stop")
+}
+
+// WriteStopMarker records that stop is ending the process pid of name.
+func (l Layout) WriteStopMarker(name string, pid int) error {
+	return atomicfile.Write(l.StopMarkerPath(name), []byte(strconv.Itoa(pid)+"\n"), 0o600)
+}
+
+// StopRequested reports whether stop is ending the process pid of name.
+func (l Layout) StopRequested(name string, pid int) bool {
+	data, err := os.ReadFile(l.StopMarkerPath(name))
+	return err == nil && strings.TrimSpace(string(data)) == strconv.Itoa(pid)
+}
+
+// RemoveStopMarker clears the stop marker of name.
+func (l Layout) RemoveStopMarker(name string) error { return removeIfExists(l.StopMarkerPath(name)) }
 
 // DefaultLogPath is the log file of name when the YAML names none.
 func (l Layout) DefaultLogPath(name string) string {
