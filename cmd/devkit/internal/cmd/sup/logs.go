@@ -31,7 +31,8 @@ func newLogsCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 		Long: `Print the last N lines of a process's log, reading from the end of the
 file. With --follow, keep printing what is appended, across truncation and
 rotation, until interrupted (SIGINT or SIGTERM end it cleanly, exit 0).`,
-		Args: cmdutil.ExactArgs(1),
+		Args:              cmdutil.ExactArgs(1),
+		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

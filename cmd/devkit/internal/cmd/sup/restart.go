@@ -24,16 +24,17 @@ type RestartOptions struct {
 func newRestartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	opts := &RestartOptions{IO: ios, Sup: sup}
 	cmd := &cobra.Command{
-		Use:   "restart NAME...",
-		Short: "Stop processes (dependents first) and start them again",
-		Args:  cmdutil.MinimumNArgs(1),
+		Use:               "restart NAME...",
+		Short:             "Stop processes (dependents first) and start them again",
+		Args:              cmdutil.MinimumNArgs(1),
+		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Names = args
 			return runRestart(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "kill what outlives the stop timeout")
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "override stop_timeout (e.g. 5s)")
+	addTimeoutFlag(cmd, &opts.Timeout)
 	return cmd
 }
 

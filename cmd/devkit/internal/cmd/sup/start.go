@@ -31,6 +31,7 @@ the process's ready probe (or, without one, checks it is still alive after a
 short grace); a failed start exits 1 and prints the end of the process's log.
 Starting a named process that already runs is refused (exit 1); with --all,
 running processes are left alone.`,
+		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Names = args
 			return runStart(cmd.Context(), opts)

@@ -31,6 +31,7 @@ count, whether the running spec differs from the YAML (drift) and its log.
 Exit 0 when every process asked about runs, 3 when some do not.
 --json prints the versioned document described in docs/supervisor.md
 (schema "` + supervisor.StatusSchema + `").`,
+		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Names = args
 			return runStatus(cmd.Context(), opts)

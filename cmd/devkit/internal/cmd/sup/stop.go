@@ -33,6 +33,7 @@ or --timeout) a process still running makes stop fail (exit 1) unless --force
 kills it. Processes of the same session that survive are reported and,
 with --force, killed. A record whose PID now names another process is
 removed without signalling anything.`,
+		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Names = args
 			return runStop(cmd.Context(), opts)
@@ -40,7 +41,7 @@ removed without signalling anything.`,
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "stop every known process")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "kill what outlives the timeout, and session survivors")
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "override stop_timeout (e.g. 5s)")
+	addTimeoutFlag(cmd, &opts.Timeout)
 	return cmd
 }
 

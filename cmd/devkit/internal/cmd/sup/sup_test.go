@@ -140,6 +140,7 @@ func TestSup_StartStatusStopAndExitCodes(t *testing.T) {
 	e.must(2, "logs")
 	e.must(2, "status", "--bogus")
 	e.must(3, "logs", "nope")
+	e.must(2, "stop", "api", "--timeout", "soon")
 }
 
 func TestSup_FailedStartPrintsLogTailAndExitCode(t *testing.T) {
@@ -251,7 +252,7 @@ processes:
     ready: {log: ready, timeout: 5s}
 `)
 	e.must(0, "start", "stubborn")
-	_, errOut := e.must(1, "stop", "stubborn", "--timeout", "200ms")
+	_, errOut := e.must(1, "stop", "stubborn", "--timeout", "0.2") // plain numbers are seconds
 	if !strings.Contains(errOut, "--force") {
 		t.Fatalf("stop without force should point at --force: %s", errOut)
 	}
