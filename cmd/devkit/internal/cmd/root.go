@@ -5,6 +5,7 @@ package cmd
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/kv"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/ratelimit"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/sup"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/version"
@@ -44,6 +45,7 @@ Run 'devkit help exit-codes' for the exit codes scripts can rely on.`,
 	})
 	root.AddCommand(
 		version.NewCmd(ios),
+		kv.NewCmd(ios),
 		&cobra.Command{Use: "exit-codes", Short: "The exit codes devkit commands use", Long: exitCodesHelp},
 		sup.NewCmd(ios),
 		ratelimit.NewCmd(ios),

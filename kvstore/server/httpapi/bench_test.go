@@ -1,0 +1,75 @@
+package httpapi_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/httpapi"
+	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
+)
+
+// BenchmarkFrontLatency is the latency the HTTP front adds: the same GET and
+// PUT as an in-process engine call and over HTTP on loopback (keep-alive),
+// with p50 and p99 reported for each.
+func BenchmarkFrontLatency(b *testing.B) {
+	db, err := kvstore.Open(b.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, Logger: servertest.Logger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	value := []byte(strings.Repeat("v", 100))
+	for i := range 1000 {
+		db.Set([]byte("key:"+strconv.Itoa(i)), value)
+	}
+	srv := httptest.NewServer(httpapi.New(db, httpapi.Options{Logger: servertest.Logger(b)}))
+	defer srv.Close()
+	client := srv.Client()
+
+	ops := map[string]func(i int) error{
+		"GET/engine": func(i int) error { _, err := db.Get([]byte("key:" + strconv.Itoa(i%1000))); return err },
+		"PUT/engine": func(i int) error { return db.Set([]byte("key:"+strconv.Itoa(i%1000)), value) },
+		"GET/http": func(i int) error {
+			resp, err := client.Get(srv.URL + "/keys/key:" + strconv.Itoa(i%1000))
+			if err != nil {
+				return err
+			}
+			io.Copy(io.Discard, resp.Body)
+			return resp.Body.Close()
+		},
+		"PUT/http": func(i int) error {
+			req, _ := http.NewRequest(http.MethodPut, srv.URL+"/keys/key:"+strconv.Itoa(i%1000), strings.NewReader(string(value)))
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			io.Copy(io.Discard, resp.Body)
+			return resp.Body.Close()
+		},
+	}
+	for _, name := range []string{"GET/engine", "GET/http", "PUT/engine", "PUT/http"} {
+		op := ops[name]
+		b.Run(name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				if err := op(i); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+		})
+	}
+}
