@@ -3,6 +3,9 @@ GO       ?= go
 MODULES  := kvstore ratelimit supervisor cmd/devkit examples tools
 BIN      := bin/devkit
 TIMEOUT  ?= 15m
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+VERSION_PKG := github.com/devkit-go/devkit/cmd/devkit/internal/cmd/version
 # Each module is tested on its own (GOWORK=off) so that it stays importable alone.
 EACH      = set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && GOWORK=off $(1)); done
 
@@ -12,7 +15,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
 
 build: ## build bin/devkit
-	$(GO) build -trimpath -o $(BIN) ./cmd/devkit
+	$(GO) build -trimpath -ldflags "-X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN) ./cmd/devkit
 
 test: ## run every module's tests (what CI runs)
 	$(call EACH,$(GO) test -timeout $(TIMEOUT) ./...)
