@@ -1,0 +1,94 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+)
+
+func run(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = Main(&cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+	return code, out.String(), errOut.String()
+}
+
+func TestVersion_JSONIsMachineReadable(t *testing.T) {
+	code, out, _ := run("version", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var info struct {
+		Version   string `json:"version"`
+		GoVersion string `json:"go_version"`
+		Platform  string `json:"platform"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if info.Version == "" || !strings.HasPrefix(info.GoVersion, "go") || !strings.Contains(info.Platform, "/") {
+		t.Fatalf("incomplete version info: %+v", info)
+	}
+	code, out, _ = run("version")
+	if code != 0 || !strings.HasPrefix(out, "devkit "+info.Version) {
+		t.Fatalf("plain version: exit %d, %q", code, out)
+	}
+}
+
+func TestExitCodes_UsageMistakesExitTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{"no-such-command"},
+		{"version", "--no-such-flag"},
+		{"version", "extra-argument"},
+		{"completion", "tcsh"},
+	} {
+		code, _, stderr := run(args...)
+		if code != cmdutil.ExitUsage {
+			t.Errorf("devkit %s: exit %d, want %d (stderr %q)", strings.Join(args, " "), code, cmdutil.ExitUsage, stderr)
+		}
+		if !strings.HasPrefix(stderr, "devkit: ") {
+			t.Errorf("devkit %s: stderr %q does not say what went wrong", strings.Join(args, " "), stderr)
+		}
+	}
+}
+
+func TestCompletion_EveryShell(t *testing.T) {
+	for shell, marker := range map[string]string{
+		"bash":       "bash completion",
+		"zsh":        "#compdef devkit",
+		"fish":       "fish completion for devkit",
+		"powershell": "Register-ArgumentCompleter",
+	} {
+		code, out, stderr := run("completion", shell)
+		if code != 0 || !strings.Contains(out, marker) {
+			t.Errorf("completion %s: exit %d, output lacks %q (stderr %q)", shell, code, marker, stderr)
+		}
+	}
+}
+
+func TestHelp_ExitCodesTopicAndExamplesEverywhere(t *testing.T) {
+	code, out, _ := run("help", "exit-codes")
+	if code != 0 || !strings.Contains(out, "3  a negative answer") {
+		t.Fatalf("help exit-codes: exit %d\n%s", code, out)
+	}
+	// Every runnable command shows an example in its --help (cobra's own
+	// help and completion commands aside).
+	root := NewRootCmd(&cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Name() == "help" || c.Name() == "completion" || c.Hidden {
+			return
+		}
+		if c.Runnable() && c.Example == "" {
+			t.Errorf("%s has no example in its --help", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
