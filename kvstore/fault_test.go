@@ -269,3 +269,68 @@ func TestCompaction_RacingFiftyWritersLosesNothing(t *testing.T) {
 		t.Fatalf("want two snapshots kept, found %d", len(snaps))
 	}
 }
+
+// gateFS holds the first write to a snapshot file until released, so a
+// test can act while a snapshot is in the middle of being written.
+type gateFS struct {
+	vfs.OS
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (g *gateFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	f, err := g.OS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, tmpSuffix) {
+		return f, err
+	}
+	return &gatedFile{File: f, g: g}, nil
+}
+
+type gatedFile struct {
+	vfs.File
+	g *gateFS
+}
+
+func (f *gatedFile) Write(b []byte) (int, error) {
+	f.g.once.Do(func() {
+		close(f.g.entered)
+		<-f.g.release
+	})
+	return f.File.Write(b)
+}
+
+func TestSnapshot_WritersKeepGoingWhileItIsWritten(t *testing.T) {
+	dir := t.TempDir()
+	g := &gateFS{entered: make(chan struct{}), release: make(chan struct{})}
+	db := openT(t, dir, Options{fs: g})
+	for i := 0; i < 50; i++ {
+		mustSet(t, db, fmt.Sprintf("k%03d", i), fmt.Sprintf("value-%03d", i))
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Snapshot(t.Context())
+		done <- err
+	}()
+	<-g.entered // the snapshot is now stuck writing its file
+	for i := 50; i < 100; i++ {
+		mustSet(t, db, fmt.Sprintf("k%03d", i), fmt.Sprintf("value-%03d", i))
+	}
+	wantValue(t, db, "k099", "value-099")
+	select {
+	case err := <-done:
+		t.Fatalf("the snapshot finished before it was released: %v", err)
+	default:
+	}
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = openT(t, dir, Options{})
+	defer db.Close()
+	wantPrefix(t, db, 100, 100)
+	if st := db.Stats(); st.SnapshotSeq != 50 || st.ReplayedRecords != 50 {
+		t.Fatalf("snapshot at seq %d with %d records replayed; want 50 and 50", st.SnapshotSeq, st.ReplayedRecords)
+	}
+}
