@@ -45,12 +45,14 @@ type monitorReply struct {
 // the process until it ends for good. It returns the exit code the monitor
 // should exit with: the process's own.
 func RunMonitor(in io.Reader, out io.WriteCloser) int {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "devkit-sup-monitor")
 	var req monitorRequest
 	if err := json.NewDecoder(in).Decode(&req); err != nil || req.Spec == nil {
 		reply(out, monitorReply{Error: fmt.Sprintf("bad monitor request: %v", err)})
 		return 1
 	}
+	// Diagnostics go to the process's log by path, so they follow the log
+	// across rotation (stderr stays on the file open at start, for panics).
+	logger := slog.New(slog.NewTextHandler(appendFile(req.Spec.LogFile), nil)).With("component", "devkit-sup-monitor")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	signal.Ignore(syscall.SIGHUP)
@@ -212,6 +214,19 @@ func (m *monitor) signalStop(id proc.Identity) {
 			proc.SignalGroup(id.PID, sig)
 		}
 	}
+}
+
+// appendFile is an io.Writer that appends each write to the file at its
+// path, opening it anew every time.
+type appendFile string
+
+func (p appendFile) Write(b []byte) (int, error) {
+	f, err := os.OpenFile(string(p), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return f.Write(b)
 }
 
 func reply(out io.WriteCloser, r monitorReply) {

@@ -31,7 +31,7 @@ func (s *Supervisor) ReloadPlan(ctx context.Context) ([]ReloadStep, error) {
 	if err != nil {
 		return nil, err
 	}
-	sts, err := s.Status(ctx, names)
+	sts, err := s.status(ctx, names, false) // a plan changes nothing, not even stale records
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,11 @@ type StatusReport struct {
 // A stale record is cleaned as a side effect, unless another CLI run holds
 // that name's lock.
 func (s *Supervisor) Status(ctx context.Context, names []string) ([]ProcessStatus, error) {
+	return s.status(ctx, names, true)
+}
+
+// status reports on names; clean says whether stale records are removed.
+func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]ProcessStatus, error) {
 	if len(names) == 0 {
 		all, err := s.Names()
 		if err != nil {
@@ -73,7 +78,7 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ProcessStatu
 		if err := s.checkKnown(name); err != nil {
 			return nil, err
 		}
-		st, err := s.statusOne(name, time.Now())
+		st, err := s.statusOne(name, time.Now(), clean)
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +87,7 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ProcessStatu
 	return out, nil
 }
 
-func (s *Supervisor) statusOne(name string, now time.Time) (ProcessStatus, error) {
+func (s *Supervisor) statusOne(name string, now time.Time, clean bool) (ProcessStatus, error) {
 	spec, configured := s.spec(name)
 	st := ProcessStatus{Name: name, State: StateStopped, Configured: configured, LogFile: s.logPathOf(name)}
 	rec, err := s.home.ReadRecord(name)
@@ -105,7 +110,7 @@ func (s *Supervisor) statusOne(name string, now time.Time) (ProcessStatus, error
 	case errors.Is(err, proc.ErrIdentityMismatch):
 		st.State = StateStale
 		st.Reason = fmt.Sprintf("pid %d now belongs to another process (%s); record removed, nothing signalled", rec.Process.PID, info.Comm)
-		return st, s.cleanRecord(rec)
+		return st, s.cleanRecord(rec, clean)
 	case !errors.Is(err, proc.ErrNotFound):
 		return st, err
 	}
@@ -136,7 +141,7 @@ func (s *Supervisor) statusOne(name string, now time.Time) (ProcessStatus, error
 	if st.ExitedAt != nil {
 		st.State, st.Reason = StateExited, ""
 	}
-	return st, s.cleanRecord(rec)
+	return st, s.cleanRecord(rec, clean)
 }
 
 // addExit fills in the last recorded exit; with pid > 0 only an exit of
@@ -161,8 +166,12 @@ func (s *Supervisor) addExit(st *ProcessStatus, pid int) error {
 }
 
 // cleanRecord removes a record known not to describe a live process,
-// unless another run holds the lock (it is then busy with that record).
-func (s *Supervisor) cleanRecord(rec *state.ProcessRecord) error {
+// unless another run holds the lock (it is then busy with that record) or
+// the caller only looks (clean is false).
+func (s *Supervisor) cleanRecord(rec *state.ProcessRecord, clean bool) error {
+	if !clean {
+		return nil
+	}
 	l, ok, err := lockfile.TryAcquire(s.home.LockPath(rec.Name))
 	if err != nil || !ok {
 		return err

@@ -19,6 +19,7 @@ type RestartOptions struct {
 	Names   []string
 	Force   bool
 	Timeout time.Duration
+	JSON    bool
 }
 
 func newRestartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
@@ -35,6 +36,7 @@ func newRestartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "kill what outlives the stop timeout")
 	addTimeoutFlag(cmd, &opts.Timeout)
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the start results as JSON")
 	return cmd
 }
 
@@ -44,6 +46,12 @@ func runRestart(ctx context.Context, opts *RestartOptions) error {
 		return err
 	}
 	results, err := sup.Restart(ctx, opts.Names, supervisor.StopOptions{Force: opts.Force, Timeout: opts.Timeout})
+	if opts.JSON {
+		if werr := writeStartJSON(opts.IO, results, err); werr != nil {
+			return werr
+		}
+		results = nil
+	}
 	for _, r := range results {
 		if r.AlreadyRunning {
 			fmt.Fprintf(opts.IO.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
@@ -54,7 +62,9 @@ func runRestart(ctx context.Context, opts *RestartOptions) error {
 	var se *supervisor.StartError
 	if errors.As(err, &se) {
 		fmt.Fprintf(opts.IO.ErrOut, "devkit: %v\n", se)
-		printLogTail(opts.IO, se)
+		if !opts.JSON {
+			printLogTail(opts.IO, se)
+		}
 		return cmdutil.SilentExit(cmdutil.ExitFailure)
 	}
 	return exitFor(err)

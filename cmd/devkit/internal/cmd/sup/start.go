@@ -18,6 +18,32 @@ type StartOptions struct {
 	Sup   Factory
 	Names []string
 	All   bool
+	JSON  bool
+}
+
+// startReport is the JSON document of `sup start --json` (and restart).
+type startReport struct {
+	Schema  string                   `json:"schema"`
+	Results []supervisor.StartResult `json:"results"`
+	Error   string                   `json:"error,omitempty"`
+	LogFile string                   `json:"log_file,omitempty"` // of the process that failed to start
+	LogTail string                   `json:"log_tail,omitempty"`
+}
+
+// writeStartJSON prints the results of a start (or restart) and its error.
+func writeStartJSON(ios *cmdutil.IOStreams, results []supervisor.StartResult, err error) error {
+	rep := startReport{Schema: "devkit.sup.start/v1", Results: results}
+	if rep.Results == nil {
+		rep.Results = []supervisor.StartResult{}
+	}
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	var se *supervisor.StartError
+	if errors.As(err, &se) {
+		rep.LogFile, rep.LogTail = se.LogFile, string(se.LogTail)
+	}
+	return cmdutil.WriteJSON(ios.Out, rep)
 }
 
 func newStartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
@@ -38,6 +64,7 @@ running processes are left alone.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "start every process in the config")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the results as JSON")
 	return cmd
 }
 
@@ -52,11 +79,17 @@ func runStart(ctx context.Context, opts *StartOptions) error {
 	}
 	results, err := sup.Start(ctx, names)
 	refused := false
+	if opts.JSON {
+		if werr := writeStartJSON(opts.IO, results, err); werr != nil {
+			return werr
+		}
+	}
 	for _, r := range results {
 		switch {
 		case r.AlreadyRunning && !opts.All && slices.Contains(names, r.Name):
 			refused = true
 			fmt.Fprintf(opts.IO.ErrOut, "%s: already running (pid %d); not started again\n", r.Name, r.PID)
+		case opts.JSON:
 		case r.AlreadyRunning:
 			fmt.Fprintf(opts.IO.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
 		default:
@@ -66,7 +99,9 @@ func runStart(ctx context.Context, opts *StartOptions) error {
 	var se *supervisor.StartError
 	if errors.As(err, &se) {
 		fmt.Fprintf(opts.IO.ErrOut, "devkit: %v\n", se)
-		printLogTail(opts.IO, se)
+		if !opts.JSON {
+			printLogTail(opts.IO, se)
+		}
 		return cmdutil.SilentExit(cmdutil.ExitFailure)
 	}
 	if err != nil {

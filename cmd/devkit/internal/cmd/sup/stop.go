@@ -20,6 +20,14 @@ type StopOptions struct {
 	All     bool
 	Force   bool
 	Timeout time.Duration
+	JSON    bool
+}
+
+// stopReport is the JSON document of `sup stop --json`.
+type stopReport struct {
+	Schema  string                  `json:"schema"`
+	Results []supervisor.StopResult `json:"results"`
+	Error   string                  `json:"error,omitempty"`
 }
 
 func newStopCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
@@ -42,6 +50,7 @@ removed without signalling anything.`,
 	cmd.Flags().BoolVar(&opts.All, "all", false, "stop every known process")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "kill what outlives the timeout, and session survivors")
 	addTimeoutFlag(cmd, &opts.Timeout)
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the results as JSON")
 	return cmd
 }
 
@@ -55,6 +64,19 @@ func runStop(ctx context.Context, opts *StopOptions) error {
 		return err
 	}
 	results, err := sup.Stop(ctx, names, supervisor.StopOptions{Force: opts.Force, Timeout: opts.Timeout})
+	if opts.JSON {
+		rep := stopReport{Schema: "devkit.sup.stop/v1", Results: results}
+		if rep.Results == nil {
+			rep.Results = []supervisor.StopResult{}
+		}
+		if err != nil {
+			rep.Error = err.Error()
+		}
+		if werr := cmdutil.WriteJSON(opts.IO.Out, rep); werr != nil {
+			return werr
+		}
+		results = nil
+	}
 	for _, r := range results {
 		switch r.Outcome {
 		case supervisor.StopStopped:

@@ -343,3 +343,22 @@ func TestSup_StatusWithoutConfigUsesRecords(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+func TestSup_StartAndStopJSON(t *testing.T) {
+	e := newEnv(t, twoProcs)
+	out, _ := e.must(0, "start", "api", "--json")
+	var started struct {
+		Schema  string                   `json:"schema"`
+		Results []supervisor.StartResult `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &started); err != nil || started.Schema != "devkit.sup.start/v1" || len(started.Results) != 2 || started.Results[1].Name != "api" || started.Results[1].PID == 0 {
+		t.Fatalf("start --json = %s (%v)", out, err)
+	}
+	out, _ = e.must(0, "stop", "--all", "--json")
+	var stopped struct {
+		Results []supervisor.StopResult `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &stopped); err != nil || len(stopped.Results) != 2 || stopped.Results[0].Name != "api" || stopped.Results[0].Outcome != supervisor.StopStopped {
+		t.Fatalf("stop --json = %s (%v)", out, err)
+	}
+}
