@@ -246,7 +246,7 @@ func exitStatus(err error) (code int, sig string, signum int) {
 		return 127, "", 0
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, ws.Signal().String(), int(ws.Signal())
+		return -1, proc.SignalName(ws.Signal()), int(ws.Signal())
 	}
 	return ee.ExitCode(), "", 0
 }

@@ -37,3 +37,11 @@ func SignalNumber(name string) (syscall.Signal, error) {
 
 // Kill is the signal that cannot be caught.
 const Kill = unix.SIGKILL
+
+// SignalName returns the conventional name of sig, such as "SIGTERM".
+func SignalName(sig syscall.Signal) string {
+	if name := unix.SignalName(sig); name != "" {
+		return name
+	}
+	return sig.String()
+}

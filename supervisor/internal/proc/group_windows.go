@@ -87,3 +87,6 @@ func SignalNumber(name string) (syscall.Signal, error) {
 
 // Kill is the signal that cannot be caught.
 const Kill = syscall.SIGKILL
+
+// SignalName returns a readable name of sig.
+func SignalName(sig syscall.Signal) string { return sig.String() }
