@@ -86,8 +86,13 @@ type Limiter struct {
 	backoff time.Duration
 	log     *slog.Logger
 	now     func() time.Time
-	blocked *blockedCache
-	stats   *Stats
+	// customClock is set when Options.Now was given; otherwise the
+	// decision's start time serves as now.
+	customClock bool
+	// inProcess is set for stores that never block (InProcess).
+	inProcess bool
+	blocked   *blockedCache
+	stats     *Stats
 	// downUntil is the UnixNano until which the store is considered down.
 	downUntil atomic.Int64
 }
@@ -115,9 +120,11 @@ func New(store Store, opts Options) *Limiter {
 	if l.log == nil {
 		l.log = slog.Default()
 	}
+	l.customClock = l.now != nil
 	if l.now == nil {
 		l.now = time.Now
 	}
+	_, l.inProcess = store.(InProcess)
 	if opts.BlockedCacheSize > 0 {
 		l.blocked = newBlockedCache(opts.BlockedCacheSize)
 	}
@@ -160,7 +167,7 @@ func (l *Limiter) Peek(ctx context.Context, key string, limits ...Limit) (Result
 	ctx, cancel := context.WithTimeout(ctx, l.budget)
 	defer cancel()
 	res := Result{Limits: make([]LimitResult, len(limits))}
-	if err := l.store.Check(ctx, &CheckRequest{Key: key, Limits: limits}, res.Limits); err != nil {
+	if err := l.store.Check(ctx, CheckRequest{Key: key, Limits: limits}, res.Limits); err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	res.summarize()
@@ -189,37 +196,62 @@ func validate(limits []Limit, cost int64) error {
 // store failures are decided by the failure policy and reported in
 // Result.Source and Result.Err.
 func (l *Limiter) Check(ctx context.Context, req Request) (Result, error) {
-	if req.Cost == 0 {
-		req.Cost = 1
+	var res Result
+	err := l.CheckInto(ctx, &req, &res)
+	return res, err
+}
+
+// CheckInto is Check writing into res, reusing the capacity of res.Limits:
+// a caller that keeps one Result per goroutine checks without allocating.
+func (l *Limiter) CheckInto(ctx context.Context, req *Request, res *Result) error {
+	cost := req.Cost
+	if cost == 0 {
+		cost = 1
 	}
-	if err := validate(req.Limits, req.Cost); err != nil {
-		return Result{}, err
+	if err := validate(req.Limits, cost); err != nil {
+		return err
 	}
 	start := time.Now()
 	rs := l.stats.rule(req.Rule)
-	res := l.decide(ctx, &req, rs)
+	l.decide(ctx, req, cost, start, res, rs)
 	if !res.Allowed && req.Shadow {
 		res.Allowed, res.Shadowed = true, true
 	}
-	rs.record(&res, time.Since(start))
-	return res, nil
+	rs.record(res, time.Since(start))
+	return nil
 }
 
-func (l *Limiter) decide(ctx context.Context, req *Request, rs *ruleStats) Result {
-	now := l.now()
+func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start time.Time, res *Result, rs *ruleStats) {
+	limits := res.Limits[:0]
+	*res = Result{}
+	now := start
+	if l.customClock {
+		now = l.now()
+	}
 	if l.blocked != nil {
-		if until, ok := l.blocked.get(req.Key, req.Cost, now); ok {
+		if until, ok := l.blocked.get(req.Key, cost, now); ok {
 			wait := until.Sub(now)
-			return Result{Limit: req.Limits[0], RetryAfter: wait, ResetAfter: wait, Blocked: true, Source: FromBlockedCache}
+			*res = Result{Limit: req.Limits[0], RetryAfter: wait, ResetAfter: wait, Blocked: true, Source: FromBlockedCache}
+			return
 		}
 	}
 	if l.backoff > 0 && now.UnixNano() < l.downUntil.Load() {
-		return l.failureDecision(req, errStoreBackingOff)
+		l.failureDecision(req, errStoreBackingOff, res)
+		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.budget)
-	defer cancel()
-	res := Result{Limits: make([]LimitResult, len(req.Limits))}
-	err := l.store.Check(ctx, &CheckRequest{Key: req.Key, Limits: req.Limits, Cost: req.Cost}, res.Limits)
+	if cap(limits) < len(req.Limits) {
+		limits = make([]LimitResult, len(req.Limits))
+	}
+	res.Limits = limits[:len(req.Limits)]
+	var err error
+	if l.inProcess {
+		// An in-process store never blocks: no deadline to arm.
+		err = l.store.Check(ctx, CheckRequest{Key: req.Key, Limits: req.Limits, Cost: cost}, res.Limits)
+	} else {
+		tctx, cancel := context.WithTimeout(ctx, l.budget)
+		err = l.store.Check(tctx, CheckRequest{Key: req.Key, Limits: req.Limits, Cost: cost}, res.Limits)
+		cancel()
+	}
 	if err != nil {
 		rs.storeErrors.Add(1)
 		if l.backoff > 0 && !errors.Is(err, context.Canceled) {
@@ -228,31 +260,30 @@ func (l *Limiter) decide(ctx context.Context, req *Request, rs *ruleStats) Resul
 				l.log.Warn("ratelimit: store failed; deciding by failure policy", "err", err, "backoff", l.backoff)
 			}
 		}
-		return l.failureDecision(req, err)
+		l.failureDecision(req, err, res)
+		return
 	}
 	res.summarize()
 	if !res.Allowed && l.blocked != nil && res.RetryAfter > 0 {
-		l.blocked.put(req.Key, req.Cost, now.Add(res.RetryAfter), now)
+		l.blocked.put(req.Key, cost, now.Add(res.RetryAfter), now)
 	}
-	return res
 }
 
 var errStoreBackingOff = errors.New("store failed recently; backing off")
 
-func (l *Limiter) failureDecision(req *Request, err error) Result {
+func (l *Limiter) failureDecision(req *Request, err error, res *Result) {
 	policy := req.Fail
 	if policy == FailDefault {
 		policy = l.fail
 	}
-	res := Result{Limit: req.Limits[0], Err: fmt.Errorf("%w: %w", ErrStoreUnavailable, err)}
+	*res = Result{Limit: req.Limits[0], Err: fmt.Errorf("%w: %w", ErrStoreUnavailable, err)}
 	if policy == FailClosed {
 		res.Source = FromFailClosed
 		res.RetryAfter = max(l.backoff, time.Second)
-		return res
+		return
 	}
 	res.Allowed, res.Source = true, FromFailOpen
 	res.Remaining = req.Limits[0].Capacity()
-	return res
 }
 
 // Reset deletes all state of key, in the store and in the blocked cache,

@@ -84,7 +84,7 @@ type countingStore struct {
 	calls int
 }
 
-func (s *countingStore) Check(ctx context.Context, req *ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
+func (s *countingStore) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
 	s.mu.Lock()
 	s.calls++
 	s.mu.Unlock()

@@ -20,8 +20,8 @@ var latencyBuckets = [...]time.Duration{
 
 // Stats counts decisions per rule. Counters only grow.
 type Stats struct {
-	mu    sync.RWMutex
-	rules map[string]*ruleStats
+	// rules maps a rule name to its *ruleStats; read-mostly, so lock-free reads.
+	rules sync.Map
 }
 
 type ruleStats struct {
@@ -31,25 +31,17 @@ type ruleStats struct {
 	latencySumNanos                            atomic.Int64
 }
 
-func newStats() *Stats { return &Stats{rules: make(map[string]*ruleStats)} }
+func newStats() *Stats { return &Stats{} }
 
 func (s *Stats) rule(name string) *ruleStats {
 	if name == "" {
 		name = "default"
 	}
-	s.mu.RLock()
-	rs := s.rules[name]
-	s.mu.RUnlock()
-	if rs != nil {
-		return rs
+	if rs, ok := s.rules.Load(name); ok {
+		return rs.(*ruleStats)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rs = s.rules[name]; rs == nil {
-		rs = &ruleStats{}
-		s.rules[name] = rs
-	}
-	return rs
+	rs, _ := s.rules.LoadOrStore(name, &ruleStats{})
+	return rs.(*ruleStats)
 }
 
 func (rs *ruleStats) record(res *Result, took time.Duration) {
@@ -96,10 +88,9 @@ func (c RuleCounters) Decisions() int64 { return c.Allowed + c.Denied + c.Shadow
 
 // Snapshot returns every rule's counters, sorted by rule.
 func (s *Stats) Snapshot() []RuleCounters {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]RuleCounters, 0, len(s.rules))
-	for name, rs := range s.rules {
+	var out []RuleCounters
+	s.rules.Range(func(k, v any) bool {
+		name, rs := k.(string), v.(*ruleStats)
 		c := RuleCounters{
 			Rule: name, Allowed: rs.allowed.Load(), Denied: rs.denied.Load(), ShadowDenied: rs.shadowDenied.Load(),
 			StoreErrors: rs.storeErrors.Load(), FailOpen: rs.failOpen.Load(), FailClosed: rs.failClosed.Load(),
@@ -110,7 +101,8 @@ func (s *Stats) Snapshot() []RuleCounters {
 			c.LatencyBuckets = append(c.LatencyBuckets, rs.latencyCount[i].Load())
 		}
 		out = append(out, c)
-	}
+		return true
+	})
 	slices.SortFunc(out, func(a, b RuleCounters) int { return strings.Compare(a.Rule, b.Rule) })
 	return out
 }

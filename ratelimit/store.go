@@ -15,7 +15,7 @@ type Store interface {
 	// Check evaluates req.Limits for req.Key and, when all allow and
 	// req.Cost > 0, consumes req.Cost from each. A Cost of 0 only peeks.
 	// It writes one result per limit into out, which has len(req.Limits).
-	Check(ctx context.Context, req *CheckRequest, out []LimitResult) error
+	Check(ctx context.Context, req CheckRequest, out []LimitResult) error
 	// Reset deletes all state of key and reports whether there was any.
 	Reset(ctx context.Context, key string) (bool, error)
 	// Info describes the stored state of key without changing it.
@@ -24,6 +24,13 @@ type Store interface {
 	Top(ctx context.Context, n int) ([]Consumer, error)
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
+}
+
+// InProcess is implemented by stores that never block on I/O (the memory
+// store). The limiter then arms no latency-budget deadline for them.
+type InProcess interface {
+	Store
+	InProcess()
 }
 
 // CheckRequest is one check as a store sees it.

@@ -63,7 +63,10 @@ type limitState struct {
 	state algo.State
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var _ ratelimit.InProcess = (*Store)(nil)
+
+// InProcess marks the store as never blocking (ratelimit.InProcess).
+func (s *Store) InProcess() {}
 
 // New returns an empty store.
 func New(opts Options) *Store {
@@ -89,7 +92,7 @@ func (s *Store) shard(key string) *shard {
 func (s *Store) micros() float64 { return float64(s.now().UnixMicro()) }
 
 // Check implements ratelimit.Store.
-func (s *Store) Check(ctx context.Context, req *ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
+func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

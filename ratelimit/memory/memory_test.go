@@ -29,7 +29,7 @@ func TestStore_IsBoundedInKeys(t *testing.T) {
 	lim := ratelimit.Limit{Rate: 1, Period: time.Hour}
 	out := make([]ratelimit.LimitResult, 1)
 	for i := 0; i < 10*maxKeys; i++ {
-		req := &ratelimit.CheckRequest{Key: fmt.Sprint("k", i), Limits: []ratelimit.Limit{lim}, Cost: 1}
+		req := ratelimit.CheckRequest{Key: fmt.Sprint("k", i), Limits: []ratelimit.Limit{lim}, Cost: 1}
 		if err := s.Check(context.Background(), req, out); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestStore_SweepsExpiredKeysAsNewOnesArrive(t *testing.T) {
 	lim := ratelimit.Limit{Rate: 1, Period: time.Second}
 	out := make([]ratelimit.LimitResult, 1)
 	check := func(key string) {
-		req := &ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}
+		req := ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}
 		if err := s.Check(context.Background(), req, out); err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestStore_CanceledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out := make([]ratelimit.LimitResult, 1)
-	err := s.Check(ctx, &ratelimit.CheckRequest{Key: "k", Limits: []ratelimit.Limit{ratelimit.PerSecond(1)}, Cost: 1}, out)
+	err := s.Check(ctx, ratelimit.CheckRequest{Key: "k", Limits: []ratelimit.Limit{ratelimit.PerSecond(1)}, Cost: 1}, out)
 	if err == nil {
 		t.Fatal("check with a canceled context succeeded")
 	}

@@ -84,7 +84,7 @@ func (s *Store) Client() redis.UniversalClient { return s.client }
 func (s *Store) Key(key string) string { return s.prefix + "{" + key + "}" }
 
 // Check implements ratelimit.Store.
-func (s *Store) Check(ctx context.Context, req *ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
+func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
 	args := make([]any, 0, 3+6*len(req.Limits))
 	var now int64
 	if s.now != nil {

@@ -155,6 +155,9 @@ func tokenBucket(p Params, s State, now, cost float64) Outcome {
 	if o.Allowed {
 		tokens -= cost
 	}
+	// Kept in 1/1024ths of a token, rounded down: short exact numbers in
+	// Redis, never more than was earned.
+	tokens = math.Floor(tokens*1024) / 1024
 	o.Remaining = int64(math.Floor(tokens))
 	o.ResetAfter = (p.Capacity - tokens) * p.Period / p.Rate
 	if !o.Allowed {
@@ -172,7 +175,8 @@ func gcra(p Params, s State, now, cost float64) Outcome {
 	interval := p.Period / p.Rate
 	tolerance := interval * p.Capacity
 	tat := math.Max(s.A, now)
-	newTat := tat + cost*interval
+	// Whole microseconds, rounded up: short numbers in Redis, never early.
+	newTat := math.Ceil(tat + cost*interval)
 	diff := now - (newTat - tolerance)
 	var o Outcome
 	if diff < 0 {
@@ -197,19 +201,17 @@ func gcra(p Params, s State, now, cost float64) Outcome {
 // name and every parameter, so that two limits never share state and a
 // changed limit starts afresh.
 func LimitID(name string, p Params) uint32 {
-	h := uint32(2166136261) // FNV-1a
-	mix := func(b byte) {
-		h ^= uint32(b)
-		h *= 16777619
-	}
+	// FNV-1a style mixing, a word at a time for the numbers. The result
+	// names Redis hash fields, so it must never change between versions
+	// that share a Redis.
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
 	for i := 0; i < len(name); i++ {
-		mix(name[i])
+		h = (h ^ uint64(name[i])) * prime
 	}
 	for _, f := range [...]float64{float64(p.Algorithm), p.Rate, p.Period, p.Capacity, p.Block} {
-		bits := math.Float64bits(f)
-		for i := 0; i < 8; i++ {
-			mix(byte(bits >> (8 * i)))
-		}
+		h = (h ^ math.Float64bits(f)) * prime
+		h ^= h >> 29
 	}
-	return h
+	return uint32(h) ^ uint32(h>>32)
 }

@@ -226,7 +226,7 @@ func Run(t *testing.T, newStore Factory) {
 func check(t *testing.T, store ratelimit.Store, key string, cost int64, limits ...ratelimit.Limit) []ratelimit.LimitResult {
 	t.Helper()
 	out := make([]ratelimit.LimitResult, len(limits))
-	if err := store.Check(context.Background(), &ratelimit.CheckRequest{Key: key, Limits: limits, Cost: cost}, out); err != nil {
+	if err := store.Check(context.Background(), ratelimit.CheckRequest{Key: key, Limits: limits, Cost: cost}, out); err != nil {
 		t.Fatalf("check %q: %v", key, err)
 	}
 	return out

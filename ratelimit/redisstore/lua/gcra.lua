@@ -4,7 +4,7 @@ local function gcra(p, s, now, cost)
   local interval = p.period / p.rate
   local tolerance = interval * p.capacity
   local tat = math.max(s.a, now)
-  local new_tat = tat + cost * interval
+  local new_tat = math.ceil(tat + cost * interval)
   local diff = now - (new_tat - tolerance)
   local o = {allowed = false, retry = 0}
   if diff < 0 then

@@ -7,6 +7,7 @@ local function token_bucket(p, s, now, cost)
   end
   local o = {allowed = tokens >= cost, retry = 0}
   if o.allowed then tokens = tokens - cost end
+  tokens = math.floor(tokens * 1024) / 1024
   o.remaining = math.floor(tokens)
   o.reset = (p.capacity - tokens) * p.period / p.rate
   if not o.allowed then

@@ -98,7 +98,7 @@ func runCheck(opts *CheckOptions) error {
 	defer cancel()
 	out := make([]rl.LimitResult, 1)
 	start := time.Now()
-	if err := store.Check(ctx, &rl.CheckRequest{Key: opts.Key, Limits: []rl.Limit{lim}, Cost: opts.Cost}, out); err != nil {
+	if err := store.Check(ctx, rl.CheckRequest{Key: opts.Key, Limits: []rl.Limit{lim}, Cost: opts.Cost}, out); err != nil {
 		return err
 	}
 	took := time.Since(start)

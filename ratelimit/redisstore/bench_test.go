@@ -1,0 +1,128 @@
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
+)
+
+const benchKeyCount = 10_000
+
+func benchKeys() []string {
+	keys := make([]string, benchKeyCount)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+// benchChecks runs b.N checks over 10k keys with the given number of
+// goroutines and reports checks per second.
+func benchChecks(b *testing.B, goroutines int, limits []ratelimit.Limit) {
+	srv := redistest.StartRedis(b)
+	client, err := redisstore.NewClient(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	store := redisstore.New(client, redisstore.Options{})
+	keys := benchKeys()
+	ctx := context.Background()
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(max(1, goroutines/max(1, testingProcs())))
+	b.ResetTimer()
+	start := time.Now()
+	if goroutines == 1 {
+		out := make([]ratelimit.LimitResult, len(limits))
+		for i := 0; i < b.N; i++ {
+			if err := store.Check(ctx, ratelimit.CheckRequest{Key: keys[i%len(keys)], Limits: limits, Cost: 1}, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		b.RunParallel(func(pb *testing.PB) {
+			out := make([]ratelimit.LimitResult, len(limits))
+			for pb.Next() {
+				i := next.Add(1)
+				if err := store.Check(ctx, ratelimit.CheckRequest{Key: keys[i%int64(len(keys))], Limits: limits, Cost: 1}, out); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "checks/s")
+}
+
+func testingProcs() int { return runtimeGOMAXPROCS() }
+
+var oneLimit = []ratelimit.Limit{{Name: "api", Rate: 1 << 40, Period: time.Minute}}
+
+func BenchmarkRedis_1Goroutine(b *testing.B)   { benchChecks(b, 1, oneLimit) }
+func BenchmarkRedis_50Goroutines(b *testing.B) { benchChecks(b, 50, oneLimit) }
+
+// A three-limit check is one round trip; compare with three single checks.
+var threeLimits = []ratelimit.Limit{
+	{Name: "burst", Algorithm: ratelimit.TokenBucket, Rate: 1 << 40, Period: time.Second},
+	{Name: "minute", Algorithm: ratelimit.SlidingWindow, Rate: 1 << 40, Period: time.Minute},
+	{Name: "day", Rate: 1 << 40, Period: 24 * time.Hour},
+}
+
+func BenchmarkRedis_ThreeLimitsOneCheck(b *testing.B) { benchChecks(b, 1, threeLimits) }
+
+func BenchmarkRedis_ThreeSingleChecks(b *testing.B) {
+	srv := redistest.StartRedis(b)
+	client, err := redisstore.NewClient(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	store := redisstore.New(client, redisstore.Options{})
+	keys := benchKeys()
+	ctx := context.Background()
+	out := make([]ratelimit.LimitResult, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, lim := range threeLimits {
+			if err := store.Check(ctx, ratelimit.CheckRequest{Key: keys[i%len(keys)], Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkRedis_MemoryPerKey reports Redis's MEMORY USAGE of one limited
+// identity (key name included) per algorithm.
+func BenchmarkRedis_MemoryPerKey(b *testing.B) {
+	srv := redistest.StartRedis(b)
+	c := srv.Client(b)
+	store := redisstore.New(c, redisstore.Options{})
+	ctx := context.Background()
+	out := make([]ratelimit.LimitResult, 1)
+	for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindow, ratelimit.TokenBucket, ratelimit.GCRA} {
+		b.Run(alg.String(), func(b *testing.B) {
+			lim := ratelimit.Limit{Name: "api", Algorithm: alg, Rate: 100, Period: time.Minute}
+			var total int64
+			for i := 0; i < b.N; i++ {
+				key := alg.String() + "|ws_123|ip=203.0.113." + strconv.Itoa(i%250)
+				if err := store.Check(ctx, ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+					b.Fatal(err)
+				}
+				n, err := c.MemoryUsage(ctx, store.Key(key)).Result()
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += n
+			}
+			b.ReportMetric(float64(total)/float64(b.N), "bytes/key")
+		})
+	}
+}
