@@ -44,6 +44,7 @@ A key that does not exist makes get and del exit with code 3.`,
 		newKeysCmd(client, nil),
 		newPingCmd(client, nil),
 		newStatsCmd(client, nil),
+		newBenchCmd(client, nil),
 	)
 	return cmd
 }

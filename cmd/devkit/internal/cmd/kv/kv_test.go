@@ -21,7 +21,14 @@ import (
 // returns its address and the engine.
 func startServer(t *testing.T) (string, *kvstore.DB) {
 	t.Helper()
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, Logger: quietLogger()})
+	return startServerWith(t, kvstore.Options{})
+}
+
+// startServerWith is startServer with engine options (Sync is always none).
+func startServerWith(t *testing.T, o kvstore.Options) (string, *kvstore.DB) {
+	t.Helper()
+	o.Sync, o.Logger = kvstore.SyncNone, quietLogger()
+	db, err := kvstore.Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,5 +228,53 @@ func serveDefaults(ios *cmdutil.IOStreams, dir string) *ServeOptions {
 		IO: ios, DataDir: dir, HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0",
 		Sync: "none", MaxKeySize: kvstore.DefaultMaxKeySize, MaxValueSize: kvstore.DefaultMaxValueSize,
 		ShutdownTimeout: 5 * time.Second, IdleTimeout: time.Minute, LogFormat: "text", LogLevel: "info",
+	}
+}
+
+func TestBench_SummaryTableAndJSON(t *testing.T) {
+	addr, db := startServer(t)
+	out, errOut, code := run(t, nil, "", "bench", "--addr", addr, "--clients", "4", "--duration", "300ms", "--keys", "50", "--value-size", "10")
+	if code != 0 {
+		t.Fatalf("bench: %d %q", code, errOut)
+	}
+	for _, want := range []string{"OPS/S", "P50", "P99", "ERRORS", "set", "get", "total"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(errOut, "[") {
+		t.Errorf("progress bar drawn on a non-terminal: %q", errOut)
+	}
+	if db.Len() == 0 || db.Len() > 50 {
+		t.Fatalf("bench wrote %d keys, want 1..50", db.Len())
+	}
+	out, _, code = run(t, nil, "", "bench", "--addr", addr, "--clients", "2", "--duration", "200ms", "--write-percent", "100", "--json")
+	var res BenchResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+		t.Fatalf("bench --json: %d %q %v", code, out, err)
+	}
+	if len(res.Rows) != 2 || res.Rows[0].Op != "set" || res.Rows[0].Requests == 0 || res.Rows[0].Errors != 0 || res.Rows[0].P99Micros < res.Rows[0].P50Micros {
+		t.Fatalf("bench --json rows %+v", res.Rows)
+	}
+}
+
+func TestBench_ProgressBarWhenForced(t *testing.T) {
+	addr, _ := startServer(t)
+	ios, _, errOut := streams("")
+	on := true
+	opts := &BenchOptions{ClientOptions: ClientOptions{IO: ios, Addr: addr, Timeout: time.Second}, Clients: 1, Duration: 500 * time.Millisecond, Keys: 10, WritePercent: 50, Progress: &on}
+	if err := runBench(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "ops/s") || !strings.Contains(errOut.String(), "[=") {
+		t.Fatalf("no progress bar: %q", errOut)
+	}
+}
+
+func TestBench_ValueTooLargeCountsErrorsAndFailsWhenAllFail(t *testing.T) {
+	addr, _ := startServerWith(t, kvstore.Options{MaxValueSize: 1024})
+	_, errOut, code := run(t, nil, "", "bench", "--addr", addr, "--clients", "1", "--duration", "200ms", "--write-percent", "100", "--value-size", "1025")
+	if code != cmdutil.ExitFailure || !strings.Contains(errOut, "every request failed") || !strings.Contains(errOut, "value too large") {
+		t.Fatalf("%d %q", code, errOut)
 	}
 }
