@@ -51,5 +51,26 @@ Run 'devkit help exit-codes' for the exit codes scripts can rely on.`,
 		ratelimit.NewCmd(ios),
 	)
 	// Nouns (kv, ratelimit, sup) are added here, one package each.
+	root.InitDefaultCompletionCmd()
+	rejectUnknownSubcommands(root)
 	return root
+}
+
+// rejectUnknownSubcommands makes a group command (kv, sup, completion...)
+// given an unknown subcommand fail with a usage error (exit 2) instead of
+// cobra's default of printing its help and exiting 0.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if c == c.Root() || c.Runnable() || !c.HasSubCommands() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return cmdutil.UsageErrorf("unknown command %q for %q\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), cmd.CommandPath())
+	}
 }

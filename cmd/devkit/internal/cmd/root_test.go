@@ -83,7 +83,7 @@ func TestHelp_ExitCodesTopicAndExamplesEverywhere(t *testing.T) {
 		if c.Name() == "help" || c.Name() == "completion" || c.Hidden {
 			return
 		}
-		if c.Runnable() && c.Example == "" {
+		if c.Runnable() && !c.HasSubCommands() && c.Example == "" {
 			t.Errorf("%s has no example in its --help", c.CommandPath())
 		}
 		for _, sub := range c.Commands() {
@@ -91,4 +91,20 @@ func TestHelp_ExitCodesTopicAndExamplesEverywhere(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+func TestGroupCommands_UnknownSubcommandIsAUsageError(t *testing.T) {
+	root := NewRootCmd(&cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+	for _, c := range root.Commands() {
+		if !c.HasSubCommands() {
+			continue
+		}
+		code, _, stderr := run(c.Name(), "no-such-verb")
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, `unknown command "no-such-verb"`) {
+			t.Errorf("devkit %s no-such-verb: exit %d, stderr %q", c.Name(), code, stderr)
+		}
+		if code, out, _ := run(c.Name()); code != 0 || !strings.Contains(out, "Usage:") {
+			t.Errorf("devkit %s alone: exit %d, want its help", c.Name(), code)
+		}
+	}
 }
