@@ -104,11 +104,12 @@ processes:
   app:
     command: {{exe}}
     env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=fresh,sleep"}
-    log_file: app.log
+    log_file: logs/app.log   # the directory is created on start
     log_max_size: 100B
     log_backups: 1
 `)
-	path := h.dir + "/app.log"
+	path := h.dir + "/logs/app.log"
+	os.Mkdir(h.dir+"/logs", 0o700)
 	os.WriteFile(path, []byte(strings.Repeat("old line\n", 50)), 0o600)
 	h.start("app")
 	cur, _ := os.ReadFile(path)

@@ -173,9 +173,9 @@ func (m *monitor) spawn() (*exec.Cmd, proc.Identity, error) {
 	if _, err := logfile.RotateIfOver(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups); err != nil {
 		m.logger.Warn("rotate log", "err", err)
 	}
-	logf, err := os.OpenFile(m.spec.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	logf, err := logfile.OpenAppend(m.spec.LogFile)
 	if err != nil {
-		return nil, proc.Identity{}, fmt.Errorf("open log: %w", err)
+		return nil, proc.Identity{}, err
 	}
 	defer logf.Close()
 	cmd := exec.Command(m.spec.Command, m.spec.Args...)

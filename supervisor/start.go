@@ -128,9 +128,9 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 // started. The monitor is detached into its own session so it outlives
 // this CLI run.
 func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Identity, error) {
-	logf, err := os.OpenFile(spec.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	logf, err := logfile.OpenAppend(spec.LogFile)
 	if err != nil {
-		return proc.Identity{}, fmt.Errorf("open log: %w", err)
+		return proc.Identity{}, err
 	}
 	defer logf.Close()
 	stdinR, stdinW, err := os.Pipe()

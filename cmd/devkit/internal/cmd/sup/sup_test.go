@@ -20,11 +20,32 @@ import (
 
 // The test binary doubles as the monitor: newSupervisor re-executes
 // os.Executable() as "sup __monitor", exactly as the devkit binary does.
+// With SUP_TEST_CLI=1 it is the devkit CLI itself, so tests can race
+// separate CLI processes.
 func TestMain(m *testing.M) {
 	if len(os.Args) >= 3 && os.Args[1] == "sup" && os.Args[2] == monitorVerb {
 		os.Exit(supervisor.RunMonitor(os.Stdin, os.Stdout))
 	}
+	if os.Getenv("SUP_TEST_CLI") == "1" {
+		os.Exit(runCLI(cmdutil.System(), os.Args[1:]))
+	}
 	os.Exit(m.Run())
+}
+
+// runCLI runs `devkit args...` with the sup noun, as cmd.Main does.
+func runCLI(ios *cmdutil.IOStreams, args []string) int {
+	root := &cobra.Command{Use: "devkit", SilenceUsage: true, SilenceErrors: true}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError(err) })
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
+	root.AddCommand(NewCmd(ios))
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee *cmdutil.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.Silent) {
+		fmt.Fprintf(ios.ErrOut, "devkit: %v\n", err)
+	}
+	return cmdutil.ExitCode(err)
 }
 
 // env is one test's devkit home and config directory.
@@ -59,18 +80,8 @@ func (e *env) write(yaml string) {
 func (e *env) run(args ...string) (string, string, int) {
 	var out, errOut bytes.Buffer
 	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	root := &cobra.Command{Use: "devkit", SilenceUsage: true, SilenceErrors: true}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError(err) })
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.AddCommand(NewCmd(ios))
-	root.SetArgs(append([]string{"sup", "-c", e.config()}, args...))
-	err := root.Execute()
-	var ee *cmdutil.ExitError
-	if err != nil && !(errors.As(err, &ee) && ee.Silent) {
-		fmt.Fprintf(&errOut, "devkit: %v\n", err)
-	}
-	return out.String(), errOut.String(), cmdutil.ExitCode(err)
+	code := runCLI(ios, append([]string{"sup", "-c", e.config()}, args...))
+	return out.String(), errOut.String(), code
 }
 
 // must runs args and fails the test unless the exit code is want.
