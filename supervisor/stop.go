@@ -98,6 +98,9 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 	if opts.Timeout > 0 {
 		timeout = opts.Timeout
 	}
+	if timeout <= 0 {
+		timeout = DefaultStopTimeout
+	}
 	sig, err := proc.SignalNumber(rec.StopSignal)
 	if err != nil {
 		sig = syscall.SIGTERM
