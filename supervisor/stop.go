@@ -133,10 +133,12 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 
 	deadline, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The group first (on Windows: the tree, found through the still-living
+	// root), then the verified leader itself.
+	proc.SignalGroup(rec.Process.PID, sig)
 	if err := leader.Signal(sig); err != nil && !errors.Is(err, proc.ErrNotFound) {
 		return res, fmt.Errorf("signal %s (pid %d): %w", rec.Name, rec.Process.PID, err)
 	}
-	proc.SignalGroup(rec.Process.PID, sig)
 	waitErr := waitGroupGone(deadline, leader, rec.Process.PID)
 	if waitErr != nil && ctx.Err() != nil {
 		return res, ctx.Err()
@@ -146,8 +148,8 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 			return res, fmt.Errorf("%w: %s (pid %d) still running after %s; use --force to kill it", ErrStopTimeout, rec.Name, rec.Process.PID, timeout)
 		}
 		res.Outcome = StopKilled
-		leader.Signal(proc.Kill)
 		proc.SignalGroup(rec.Process.PID, proc.Kill)
+		leader.Signal(proc.Kill)
 		kctx, kcancel := context.WithTimeout(ctx, killWait)
 		defer kcancel()
 		if err := waitGroupGone(kctx, leader, rec.Process.PID); err != nil {
