@@ -1,0 +1,143 @@
+package kv
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/kvstore"
+)
+
+// writeStore makes a closed store of n keys in a fresh directory.
+func writeStore(t *testing.T, n int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	db, err := kvstore.Open(dir, kvstore.Options{Sync: kvstore.SyncNone, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := db.Set(fmt.Appendf(nil, "key:%04d", i), []byte(strings.Repeat("v", 50))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// damageLog flips a byte a third into the largest file (the log segment),
+// so that valid records follow the damage: mid-log corruption.
+func damageLog(t *testing.T, dir string) string {
+	t.Helper()
+	var biggest string
+	var size int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && info.Size() > size {
+			biggest, size = filepath.Join(dir, e.Name()), info.Size()
+		}
+	}
+	b, err := os.ReadFile(biggest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/3] ^= 0xff
+	if err := os.WriteFile(biggest, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return biggest
+}
+
+func TestVerify_CleanStoreExits0(t *testing.T) {
+	dir := writeStore(t, 100)
+	out, errOut, code := run(t, nil, "", "verify", "--data", dir, "--json")
+	var rep VerifyReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("verify: %d %q %q %v", code, out, errOut, err)
+	}
+	if !rep.Clean || rep.Keys != 100 || rep.Records != 100 {
+		t.Fatalf("report %+v", rep)
+	}
+	if _, err := os.Stat(filepath.Join(dir, lockFile)); err != nil {
+		t.Fatalf("verify touched the lock file of the original: %v", err)
+	}
+}
+
+func TestVerifyRepair_CorruptionIsFoundNamedAndCut(t *testing.T) {
+	dir := writeStore(t, 300)
+	damaged := damageLog(t, dir)
+	before, _ := os.ReadFile(damaged)
+
+	out, errOut, code := run(t, nil, "", "verify", "--data", dir)
+	if code != cmdutil.ExitNegative || !strings.Contains(out, "CORRUPT") || !strings.Contains(out, damaged) || !strings.Contains(out, "offset") {
+		t.Fatalf("verify of a damaged log: %d\n%s\n%s", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(damaged); string(after) != string(before) {
+		t.Fatal("verify changed the data directory")
+	}
+
+	stamp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ios, outBuf, _ := streams("")
+	if err := runRepair(&RepairOptions{IO: ios, DataDir: dir, JSON: true, Now: func() time.Time { return stamp }}); err != nil {
+		t.Fatal(err)
+	}
+	var rep RepairReport
+	if err := json.Unmarshal(outBuf.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Repaired || rep.DroppedRecords == 0 || rep.Keys == 0 || rep.Keys >= 300 || rep.Backup != dir+".bak-20260102T030405Z" {
+		t.Fatalf("repair report %+v", rep)
+	}
+	if len(rep.Cuts) != 1 || rep.Cuts[0].File != damaged || rep.Cuts[0].FromBytes != int64(len(before)) || rep.Cuts[0].ToBytes > int64(len(before)/3) {
+		t.Fatalf("cuts %+v; want %s cut at or before the damage at %d", rep.Cuts, damaged, len(before)/3)
+	}
+	backup, err := os.ReadFile(filepath.Join(rep.Backup, filepath.Base(damaged)))
+	if err != nil || string(backup) != string(before) {
+		t.Fatalf("the backup does not hold the damaged log as it was: %v", err)
+	}
+	if out, errOut, code := run(t, nil, "", "verify", "--data", dir); code != 0 || !strings.Contains(out, fmt.Sprintf("%d keys", rep.Keys)) {
+		t.Fatalf("verify after repair: %d\n%s%s", code, out, errOut)
+	}
+	// A second repair finds nothing to do.
+	if out, _, code := run(t, nil, "", "repair", "--data", dir); code != 0 || !strings.Contains(out, "nothing to repair") {
+		t.Fatalf("second repair: %d %q", code, out)
+	}
+}
+
+func TestRepair_RefusesADirectoryAServerHolds(t *testing.T) {
+	dir := writeStore(t, 10)
+	db, err := kvstore.Open(dir, kvstore.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, errOut, code := run(t, nil, "", "repair", "--data", dir)
+	if code != cmdutil.ExitFailure || !strings.Contains(errOut, "stop it first") {
+		t.Fatalf("%d %q", code, errOut)
+	}
+}
+
+func TestVerify_ProgressBarWhenForced(t *testing.T) {
+	dir := writeStore(t, 10)
+	ios, _, errOut := streams("")
+	on := true
+	if err := runVerify(&VerifyOptions{IO: ios, DataDir: dir, Progress: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "reading [") || !strings.Contains(errOut.String(), "100%") {
+		t.Fatalf("no progress bar: %q", errOut)
+	}
+}
+
+func TestVerify_MissingDirectoryExits1(t *testing.T) {
+	if _, _, code := run(t, nil, "", "verify", "--data", filepath.Join(t.TempDir(), "nope")); code != cmdutil.ExitFailure {
+		t.Fatalf("exit %d, want 1", code)
+	}
+}
