@@ -26,7 +26,9 @@ func newExportCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	}
 	opts := &ExportOptions{IO: ios, Sup: sup}
 	systemd := &cobra.Command{
-		Use:   "systemd [--out DIR]",
+		Use: "systemd [--out DIR]",
+		Example: `  devkit sup export systemd
+  devkit sup export systemd --out ~/.config/systemd/user && systemctl --user daemon-reload`,
 		Short: "Write systemd user units (devkit-<name>.service) for boot persistence",
 		Long: `Render one systemd user unit per process: ExecStart, Environment,
 WorkingDirectory, KillMode=control-group, After/Requires from depends_on and

@@ -26,7 +26,10 @@ type LogsOptions struct {
 func newLogsCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	opts := &LogsOptions{IO: ios, Sup: sup}
 	cmd := &cobra.Command{
-		Use:   "logs NAME [-n N] [-f]",
+		Use: "logs NAME [-n N] [-f]",
+		Example: `  devkit sup logs api
+  devkit sup logs api -n 100
+  devkit sup logs api -f          # Ctrl-C to stop`,
 		Short: "Print the end of a process's log; -f keeps following it",
 		Long: `Print the last N lines of a process's log, reading from the end of the
 file. With --follow, keep printing what is appended, across truncation and

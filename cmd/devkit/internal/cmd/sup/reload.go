@@ -31,7 +31,10 @@ type reloadReport struct {
 func newReloadCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	opts := &ReloadOptions{IO: ios, Sup: sup}
 	cmd := &cobra.Command{
-		Use:   "reload [--dry-run] [--json]",
+		Use: "reload [--dry-run] [--json]",
+		Example: `  devkit sup reload --dry-run
+  devkit sup reload
+  devkit sup reload --json | jq '.steps[] | select(.action != "none")'`,
 		Short: "Apply YAML changes: restart what changed, stop what was removed",
 		Long: `Compare each process's spec digest with the one applied, over the YAML's
 processes and every recorded one:

@@ -25,7 +25,9 @@ type RestartOptions struct {
 func newRestartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	opts := &RestartOptions{IO: ios, Sup: sup}
 	cmd := &cobra.Command{
-		Use:               "restart NAME...",
+		Use: "restart NAME...",
+		Example: `  devkit sup restart api
+  devkit sup restart api worker --timeout 5s --force`,
 		Short:             "Stop processes (dependents first) and start them again",
 		Args:              cmdutil.MinimumNArgs(1),
 		ValidArgsFunction: completeNames(sup),

@@ -49,7 +49,10 @@ func writeStartJSON(ios *cmdutil.IOStreams, results []supervisor.StartResult, er
 func newStartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	opts := &StartOptions{IO: ios, Sup: sup}
 	cmd := &cobra.Command{
-		Use:   "start [NAME...|--all]",
+		Use: "start [NAME...|--all]",
+		Example: `  devkit sup start --all
+  devkit sup start api            # starts db first if api depends on it
+  devkit sup -c stack/ops.yaml start worker --json`,
 		Short: "Start processes (and what they depend on), waiting until they are ready",
 		Long: `Start the named processes, or all of them, in depends_on order. Each runs in
 its own session with its output appended to its log file. A start waits for

@@ -23,7 +23,10 @@ type StatusOptions struct {
 func newStatusCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	opts := &StatusOptions{IO: ios, Sup: sup}
 	cmd := &cobra.Command{
-		Use:   "status [NAME...] [--json]",
+		Use: "status [NAME...] [--json]",
+		Example: `  devkit sup status
+  devkit sup status api db && echo both running
+  devkit sup status --json | jq '.processes[] | {name, state}'`,
 		Short: "Show processes: state, PID, uptime, drift from the YAML, log file",
 		Long: `Show each process (or the named ones): its state (running, stopped,
 exited with code and time, restarting, stale, orphaned), PID, uptime, restart

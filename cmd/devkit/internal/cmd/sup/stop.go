@@ -33,7 +33,10 @@ type stopReport struct {
 func newStopCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	opts := &StopOptions{IO: ios, Sup: sup}
 	cmd := &cobra.Command{
-		Use:   "stop [NAME...|--all] [--force] [--timeout D]",
+		Use: "stop [NAME...|--all] [--force] [--timeout D]",
+		Example: `  devkit sup stop --all
+  devkit sup stop api --timeout 3s
+  devkit sup stop api --force     # kill what ignores the stop signal, and session survivors`,
 		Short: "Stop processes, dependents first",
 		Long: `Stop the named processes, or all of them, in reverse depends_on order. The
 stop signal goes to the whole process group; after the timeout (stop_timeout,
