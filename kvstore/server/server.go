@@ -31,6 +31,8 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultHTTPMaxConns    = 1024
 	DefaultHTTPIdleTimeout = 2 * time.Minute
+	// DefaultHTTPReadHeaderTimeout bounds the wait for a request's headers.
+	DefaultHTTPReadHeaderTimeout = 10 * time.Second
 )
 
 // Config says where to listen and with which limits. An empty address
@@ -45,8 +47,11 @@ type Config struct {
 	HTTP            httpapi.Options
 	HTTPMaxConns    int
 	HTTPIdleTimeout time.Duration
-	TCP             tcpjson.Options
-	RESP            resp.Options
+	// HTTPReadHeaderTimeout closes a connection that does not send its
+	// request headers in time (a client that connects and says nothing). 10s when zero.
+	HTTPReadHeaderTimeout time.Duration
+	TCP                   tcpjson.Options
+	RESP                  resp.Options
 
 	// ShutdownTimeout bounds the drain of in-flight requests. 10s when zero.
 	ShutdownTimeout time.Duration
@@ -79,6 +84,9 @@ func New(store backend.Store, cfg Config) *Server {
 	if cfg.HTTPIdleTimeout == 0 {
 		cfg.HTTPIdleTimeout = DefaultHTTPIdleTimeout
 	}
+	if cfg.HTTPReadHeaderTimeout <= 0 {
+		cfg.HTTPReadHeaderTimeout = DefaultHTTPReadHeaderTimeout
+	}
 	m := metrics.New(store)
 	s := &Server{cfg: cfg, metrics: m}
 	cfg.HTTP.Metrics, cfg.HTTP.Logger = m, cfg.Logger
@@ -87,7 +95,7 @@ func New(store backend.Store, cfg Config) *Server {
 	s.api = httpapi.New(store, cfg.HTTP)
 	s.httpSrv = &http.Server{
 		Handler:           s.api,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
 		// Long enough for a maximum-size value on a slow link.
 		ReadTimeout:    2 * time.Minute,
 		WriteTimeout:   2 * time.Minute,

@@ -196,3 +196,58 @@ func TestServer_DrainKeepsEveryAcknowledgedWriteOnEveryTransport(t *testing.T) {
 		}
 	}
 }
+
+func TestServer_HTTPMalformedSilentAndHalfDoneClientsDoNotStopOthers(t *testing.T) {
+	db := servertest.OpenDB(t)
+	srv := server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", HTTPReadHeaderTimeout: 300 * time.Millisecond, Logger: servertest.Logger(t)})
+	if err := srv.Listen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Serve(ctx)
+	addr := srv.Addrs().HTTP
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c
+	}
+	answer := func(c net.Conn) string {
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+
+	garbage := dial()
+	fmt.Fprint(garbage, "THIS IS NOT HTTP\r\n\r\n")
+	if got := answer(garbage); !strings.HasPrefix(got, "HTTP/1.1 400") {
+		t.Errorf("garbage request line: %q", got)
+	}
+	hugeHeader := dial()
+	fmt.Fprintf(hugeHeader, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", strings.Repeat("a", 1<<20))
+	if got := answer(hugeHeader); !strings.HasPrefix(got, "HTTP/1.1 431") {
+		t.Errorf("1 MiB header: %.60q", got)
+	}
+	silent := dial() // connects and sends nothing: closed at the header timeout
+	half := dial()   // disconnects mid-request, body half sent
+	fmt.Fprint(half, "PUT /keys/half HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+	half.Close()
+
+	req, _ := http.NewRequest(http.MethodPut, "http://"+addr+"/keys/k", strings.NewReader("v"))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 204 {
+		t.Fatalf("a good client was not served: %v %v", resp, err)
+	}
+	start := time.Now()
+	if got := answer(silent); got != "" && !strings.HasPrefix(got, "HTTP/1.1 408") {
+		t.Errorf("silent client got %q", got)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Error("silent client was not closed by the header timeout")
+	}
+	if _, err := db.Get([]byte("half")); !errors.Is(err, kvstore.ErrNotFound) {
+		t.Fatalf("half-sent PUT was applied: %v", err)
+	}
+}

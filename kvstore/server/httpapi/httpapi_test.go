@@ -307,3 +307,29 @@ func TestKeys_BadEscapeIs400(t *testing.T) {
 		t.Fatalf("answer %q", b[:n])
 	}
 }
+
+// readOnlyStore reports the engine read-only, as after a failed fsync, and
+// refuses writes the way the engine then does.
+type readOnlyStore struct{ backend.Store }
+
+func (s readOnlyStore) Stats() kvstore.Stats {
+	st := s.Store.Stats()
+	st.ReadOnly, st.ReadOnlyReason = true, "fdatasync wal: input/output error"
+	return st
+}
+
+func (s readOnlyStore) Set(key, value []byte) error {
+	return fmt.Errorf("%w: fdatasync wal: input/output error", kvstore.ErrReadOnly)
+}
+
+func TestHealth_ReadOnlyEngineIs503WithTheReason(t *testing.T) {
+	_, base := serve(t, readOnlyStore{servertest.OpenDB(t)}, httpapi.Options{})
+	resp, body := do(t, http.MethodGet, base+"/health", nil)
+	if resp.StatusCode != 503 || !bytes.Contains(body, []byte(`"status":"read_only"`)) || !bytes.Contains(body, []byte("input/output error")) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, http.MethodPut, base+"/keys/k", strings.NewReader("v"))
+	if resp.StatusCode != 503 || errorCode(t, resp, body) != backend.CodeReadOnly {
+		t.Fatalf("PUT on a read-only engine: %d %s", resp.StatusCode, body)
+	}
+}
