@@ -126,7 +126,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			if exit.GaveUp {
 				m.logger.Warn("giving up", "pid", id.PID, "code", code, "restarts", restarts)
 			}
-			m.forget(id)
+			m.forget(ctx, id)
 			return exitCode(code, signum)
 		}
 		consecutive++
@@ -134,7 +134,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		delay := pol.Delay(consecutive)
 		m.logger.Info("process ended; restarting", "pid", id.PID, "code", code, "signal", sig, "in", delay, "attempt", consecutive)
 		if !m.sleep(ctx, delay, id.PID) {
-			m.forget(id)
+			m.forget(ctx, id)
 			return exitCode(code, signum)
 		}
 	}
@@ -196,12 +196,29 @@ func (m *monitor) spawn() (*exec.Cmd, proc.Identity, error) {
 	return cmd, id, nil
 }
 
+// survivorGrace is how long the rest of a session gets to follow its
+// leader out before the monitor calls it orphaned.
+const survivorGrace = 250 * time.Millisecond
+
 // forget removes the record of the ended process id, unless processes of
-// its session live on: they are still ours to find and stop.
-func (m *monitor) forget(id proc.Identity) {
-	if members, err := proc.SessionMembers(id.PID); err == nil && len(members) > 0 {
-		m.logger.Warn("process ended but its session lives on; keeping the record", "pid", id.PID, "survivors", len(members))
+// its session live on: they are still ours to find and stop. While a stop
+// is in progress the record is left to stop, which removes it once the
+// whole session is gone.
+func (m *monitor) forget(ctx context.Context, id proc.Identity) {
+	if m.stopRequested(ctx, id.PID) {
 		return
+	}
+	deadline := time.Now().Add(survivorGrace)
+	for {
+		members, err := proc.SessionMembers(id.PID)
+		if err != nil || len(members) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			m.logger.Warn("process ended but its session lives on; keeping the record", "pid", id.PID, "survivors", len(members))
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	m.home.RemoveRecordIf(m.spec.Name, id)
 }
