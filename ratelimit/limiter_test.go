@@ -145,6 +145,14 @@ func TestStats_PrometheusText(t *testing.T) {
 	}
 }
 
+type hangCase struct {
+	name     string
+	policy   ratelimit.FailurePolicy
+	allowed  bool
+	source   ratelimit.Source
+	pipeline int
+}
+
 func failureCases() []struct {
 	name    string
 	policy  ratelimit.FailurePolicy
@@ -165,7 +173,11 @@ func failureCases() []struct {
 func TestFailurePolicy_HangingRedisDecidedWithinBudget(t *testing.T) {
 	addr := redistest.HangingServer(t)
 	before := runtime.NumGoroutine()
+	var cases []hangCase
 	for _, c := range failureCases() {
+		cases = append(cases, hangCase{c.name, c.policy, c.allowed, c.source, 0}, hangCase{c.name + "-pipelined", c.policy, c.allowed, c.source, 4})
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			client, err := redisstore.NewClient("redis://" + addr)
 			if err != nil {
@@ -173,7 +185,9 @@ func TestFailurePolicy_HangingRedisDecidedWithinBudget(t *testing.T) {
 			}
 			defer client.Close()
 			const budget = 50 * time.Millisecond
-			l := ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Fail: c.policy, Budget: budget})
+			store := redisstore.New(client, redisstore.Options{Pipeline: c.pipeline})
+			defer store.Close()
+			l := ratelimit.New(store, ratelimit.Options{Fail: c.policy, Budget: budget})
 			var wg sync.WaitGroup
 			for g := 0; g < 20; g++ {
 				wg.Add(1)

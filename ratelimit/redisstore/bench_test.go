@@ -25,13 +25,18 @@ func benchKeys() []string {
 // benchChecks runs b.N checks over 10k keys with the given number of
 // goroutines and reports checks per second.
 func benchChecks(b *testing.B, goroutines int, limits []ratelimit.Limit) {
+	benchChecksWith(b, goroutines, limits, redisstore.Options{})
+}
+
+func benchChecksWith(b *testing.B, goroutines int, limits []ratelimit.Limit, opts redisstore.Options) {
 	srv := redistest.StartRedis(b)
 	client, err := redisstore.NewClient(srv.URL())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer client.Close()
-	store := redisstore.New(client, redisstore.Options{})
+	store := redisstore.New(client, opts)
+	defer store.Close()
 	keys := benchKeys()
 	ctx := context.Background()
 	var next atomic.Int64
@@ -125,4 +130,8 @@ func BenchmarkRedis_MemoryPerKey(b *testing.B) {
 			b.ReportMetric(float64(total)/float64(b.N), "bytes/key")
 		})
 	}
+}
+
+func BenchmarkRedis_50Goroutines_Pipelined(b *testing.B) {
+	benchChecksWith(b, 50, oneLimit, redisstore.Options{Pipeline: 2})
 }

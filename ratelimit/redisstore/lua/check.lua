@@ -1,7 +1,9 @@
 -- check: one identity, several limits, all-or-nothing.
 -- Nothing is consumed unless every limit allows; a denying limit with a
 -- penalty block records the block. Time is Redis's own (TIME) unless a test
--- clock passes it in. The key expires by itself once no state is needed.
+-- clock passes it in. The key expires by itself once no state is needed:
+-- field e holds the expiry (whole seconds of the script's clock) so that
+-- PEXPIRE is sent only when it grows.
 --
 -- KEYS[1]  the identity's hash
 -- ARGV[1]  now in microseconds, or 0 to use TIME
@@ -12,6 +14,8 @@
 -- Returns 5 integers per limit: allowed, remaining, reset µs, retry µs, blocked.
 local algorithms = {[0] = fixed_window, [1] = sliding_window, [2] = token_bucket, [3] = gcra}
 
+local state_fields = {'a', 'b', 'c', 'x'}
+
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
 if now == 0 then
@@ -21,7 +25,7 @@ end
 local cost = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
 
-local fields = {}
+local fields = {'n', 'e'}
 for i = 0, n - 1 do
   local f = ARGV[4 + i * 6]
   fields[#fields + 1] = f .. 'a'
@@ -30,6 +34,8 @@ for i = 0, n - 1 do
   fields[#fields + 1] = f .. 'x'
 end
 local raw = redis.call('HMGET', key, unpack(fields))
+local hits = tonumber(raw[1]) or 0
+local expires = tonumber(raw[2]) or 0
 
 local outcomes = {}
 local all_allowed = true
@@ -37,8 +43,8 @@ for i = 0, n - 1 do
   local b = 4 + i * 6
   local p = {algorithm = tonumber(ARGV[b + 1]), rate = tonumber(ARGV[b + 2]), period = tonumber(ARGV[b + 3]),
              capacity = tonumber(ARGV[b + 4]), block = tonumber(ARGV[b + 5])}
-  local s = {a = tonumber(raw[i * 4 + 1]) or 0, b = tonumber(raw[i * 4 + 2]) or 0,
-             c = tonumber(raw[i * 4 + 3]) or 0, x = tonumber(raw[i * 4 + 4]) or 0}
+  local s = {a = tonumber(raw[i * 4 + 3]) or 0, b = tonumber(raw[i * 4 + 4]) or 0,
+             c = tonumber(raw[i * 4 + 5]) or 0, x = tonumber(raw[i * 4 + 6]) or 0}
   local o
   if s.x > now then
     local wait = math.ceil(s.x - now)
@@ -75,14 +81,13 @@ if not all_allowed and cost > 0 then
 end
 
 if cost > 0 then
-  local writes = {}
+  local writes = {'n', hits + cost}
   local ttl = 0
   for i = 0, n - 1 do
     local o = outcomes[i + 1]
     if all_allowed or o.blocked then
       local f = ARGV[4 + i * 6]
-      -- Only changed fields are written: an absent field reads as 0.
-      for _, name in ipairs({'a', 'b', 'c', 'x'}) do
+      for _, name in ipairs(state_fields) do
         if o.next[name] ~= o.prev[name] then
           writes[#writes + 1] = f .. name
           writes[#writes + 1] = o.next[name]
@@ -91,13 +96,15 @@ if cost > 0 then
       if o.ttl > ttl then ttl = o.ttl end
     end
   end
-  if #writes > 0 then
-    redis.call('HSET', key, unpack(writes))
+  -- Expiry in whole seconds, rounded up: most checks need no PEXPIRE.
+  local want = math.ceil((now + ttl) / 1000000) + 1
+  if want > expires then
+    writes[#writes + 1] = 'e'
+    writes[#writes + 1] = want
   end
-  redis.call('HINCRBY', key, 'n', cost)
-  local ms = math.ceil(ttl / 1000) + 1
-  if redis.call('PTTL', key) < ms then
-    redis.call('PEXPIRE', key, ms)
+  redis.call('HSET', key, unpack(writes))
+  if want > expires then
+    redis.call('PEXPIRE', key, math.ceil((want * 1000000 - now) / 1000))
   end
 end
 

@@ -45,6 +45,9 @@ type ProxyOptions struct {
 	Reload <-chan struct{}
 }
 
+// proxyPipelineWorkers send concurrent checks to Redis as pipelines.
+const proxyPipelineWorkers = 4
+
 // blockedCacheSize bounds the identities the proxy remembers as blocked.
 const blockedCacheSize = 100_000
 
@@ -113,7 +116,10 @@ func runProxy(opts *ProxyOptions) error {
 			return cmdutil.UsageError(err)
 		}
 		defer client.Close()
-		store = redisstore.New(client, redisstore.Options{Prefix: opts.Store.Prefix})
+		// Concurrent checks share round trips: pipelining workers.
+		rs := redisstore.New(client, redisstore.Options{Prefix: opts.Store.Prefix, Pipeline: proxyPipelineWorkers})
+		defer rs.Close()
+		store = rs
 	} else {
 		log.Warn("no --redis or REDIS_URL: limits are kept in this process's memory, not shared")
 		store = memory.New(memory.Options{})

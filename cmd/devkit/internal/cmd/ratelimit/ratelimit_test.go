@@ -159,7 +159,9 @@ rules:
     limits: [{limit: LIMIT, window: 15m, block: 1h}]
 `
 
-func writePolicy(t *testing.T, path, limit string) {
+func writePolicy(t *testing.T, path, limit string) { writePolicyTB(t, path, limit) }
+
+func writePolicyTB(t testing.TB, path, limit string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(strings.Replace(proxyPolicy, "LIMIT", limit, 1)), 0o644); err != nil {
 		t.Fatal(err)
@@ -167,6 +169,10 @@ func writePolicy(t *testing.T, path, limit string) {
 }
 
 func startProxy(t *testing.T, opts *ProxyOptions) (listen, admin string) {
+	return startProxyTB(t, opts)
+}
+
+func startProxyTB(t testing.TB, opts *ProxyOptions) (listen, admin string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)

@@ -1,0 +1,101 @@
+package benchcmp
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"github.com/ulule/limiter/v3"
+	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
+)
+
+const keyCount = 10_000
+
+// allowFunc is one library's "check one request for key".
+type allowFunc func(ctx context.Context, key string) (bool, error)
+
+func libraries(b *testing.B, client *redis.Client) map[string]allowFunc {
+	devkit := redisstore.New(client, redisstore.Options{Prefix: "dk:"})
+	pipelined := redisstore.New(client, redisstore.Options{Prefix: "dkp:", Pipeline: 2})
+	b.Cleanup(func() { pipelined.Close() })
+	gcra := []ratelimit.Limit{{Name: "api", Algorithm: ratelimit.GCRA, Rate: 1 << 30, Period: time.Minute}}
+	fixed := []ratelimit.Limit{{Name: "api", Algorithm: ratelimit.FixedWindow, Rate: 1 << 30, Period: time.Minute}}
+	devkitAllow := func(store *redisstore.Store, limits []ratelimit.Limit) allowFunc {
+		return func(ctx context.Context, key string) (bool, error) {
+			var out [1]ratelimit.LimitResult
+			err := store.Check(ctx, ratelimit.CheckRequest{Key: key, Limits: limits, Cost: 1}, out[:])
+			return out[0].Allowed, err
+		}
+	}
+	rr := redis_rate.NewLimiter(client)
+	rrLimit := redis_rate.PerMinute(1 << 30)
+	store, err := ulredis.NewStoreWithOptions(client, limiter.StoreOptions{Prefix: "ul"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ul := limiter.New(store, limiter.Rate{Period: time.Minute, Limit: 1 << 30})
+	return map[string]allowFunc{
+		"devkit-gcra":           devkitAllow(devkit, gcra),
+		"devkit-gcra-pipelined": devkitAllow(pipelined, gcra),
+		"devkit-fixed-window":   devkitAllow(devkit, fixed),
+		"redis_rate-gcra": func(ctx context.Context, key string) (bool, error) {
+			res, err := rr.Allow(ctx, key, rrLimit)
+			if err != nil {
+				return false, err
+			}
+			return res.Allowed > 0, nil
+		},
+		"ulule-fixed-window": func(ctx context.Context, key string) (bool, error) {
+			c, err := ul.Get(ctx, key)
+			return !c.Reached, err
+		},
+	}
+}
+
+var order = []string{"devkit-gcra", "devkit-gcra-pipelined", "devkit-fixed-window", "redis_rate-gcra", "ulule-fixed-window"}
+
+func benchCompare(b *testing.B, goroutines int) {
+	srv := redistest.StartRedis(b)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+	defer client.Close()
+	keys := make([]string, keyCount)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	libs := libraries(b, client)
+	for _, name := range order {
+		allow := libs[name]
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			var next atomic.Int64
+			b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := allow(ctx, keys[next.Add(1)%keyCount]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "checks/s")
+		})
+	}
+}
+
+// BenchmarkCompare_2 runs GOMAXPROCS (2 here) goroutines per library,
+// BenchmarkCompare_50 runs 50, all against the same redis-server in the
+// same run.
+func BenchmarkCompare_2(b *testing.B)  { benchCompare(b, 1) }
+func BenchmarkCompare_50(b *testing.B) { benchCompare(b, 50) }
