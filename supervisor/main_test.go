@@ -155,13 +155,19 @@ func (h *harness) load(yaml string) {
 }
 
 // cleanup force-stops everything recorded, then kills whatever is left of
-// each recorded session, so no test leaks a process.
+// every session the home knows of (records and exit records), so no test
+// leaks a process, even one that failed half-way.
 func (h *harness) cleanup() {
 	names, _ := h.sup.home.RecordNames()
 	var sessions []int
 	for _, n := range names {
 		if r, _ := h.sup.home.ReadRecord(n); r != nil {
 			sessions = append(sessions, r.Process.PID)
+		}
+	}
+	for _, n := range h.sup.cfg.Order {
+		if e, _ := h.sup.home.ReadExit(n); e != nil {
+			sessions = append(sessions, e.PID)
 		}
 	}
 	ctx := context.Background()
