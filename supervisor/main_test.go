@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -175,9 +176,11 @@ func (h *harness) cleanup() {
 		h.sup.stopOne(ctx, n, StopOptions{Force: true, Timeout: 200 * time.Millisecond})
 	}
 	for _, sid := range sessions {
-		if members, _ := proc.SessionMembers(sid); len(members) > 0 {
-			killAll(ctx, members)
+		members, _ := proc.SessionMembers(sid)
+		if slices.ContainsFunc(members, func(m proc.Info) bool { return m.PID == sid }) {
+			continue // a live leader now: the PID was reused by an unrelated session
 		}
+		killAll(ctx, members)
 	}
 }
 
