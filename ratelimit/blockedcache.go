@@ -1,8 +1,9 @@
 package ratelimit
 
 // The blocked cache may only deny what the store would deny: an entry is
-// added for a denial with a RetryAfter, is consulted only for a cost at least
-// as large, and is dropped once its time has passed or the key is reset.
+// added for a denial with a RetryAfter, is consulted only for the same key
+// and the same set of limits with a cost at least as large, and is dropped
+// once its time has passed or the key is reset.
 
 import (
 	"hash/maphash"
@@ -24,8 +25,26 @@ type blockedShard struct {
 }
 
 type blockedEntry struct {
-	until time.Time
-	cost  int64
+	until  time.Time
+	cost   int64
+	limits uint64 // fingerprint of the limits that denied
+}
+
+// limitsFingerprint identifies a set of limits: a request under other
+// limits (another method's, another plan's) is not answered from the cache.
+func limitsFingerprint(limits []Limit) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for i := range limits {
+		l := &limits[i]
+		for j := 0; j < len(l.Name); j++ {
+			h = (h ^ uint64(l.Name[j])) * prime
+		}
+		for _, v := range [...]uint64{uint64(l.Algorithm), uint64(l.Rate), uint64(l.Period), uint64(l.Burst), uint64(l.Block)} {
+			h = (h ^ v) * prime
+		}
+	}
+	return h
 }
 
 func newBlockedCache(size int) *blockedCache {
@@ -40,7 +59,7 @@ func (c *blockedCache) shard(key string) *blockedShard {
 	return &c.shards[maphash.String(c.seed, key)%blockedCacheShards]
 }
 
-func (c *blockedCache) get(key string, cost int64, now time.Time) (time.Time, bool) {
+func (c *blockedCache) get(key string, limits uint64, cost int64, now time.Time) (time.Time, bool) {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -52,10 +71,10 @@ func (c *blockedCache) get(key string, cost int64, now time.Time) (time.Time, bo
 		delete(s.entries, key)
 		return time.Time{}, false
 	}
-	return e.until, cost >= e.cost
+	return e.until, e.limits == limits && cost >= e.cost
 }
 
-func (c *blockedCache) put(key string, cost int64, until, now time.Time) {
+func (c *blockedCache) put(key string, limits uint64, cost int64, until, now time.Time) {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,10 +92,10 @@ func (c *blockedCache) put(key string, cost int64, until, now time.Time) {
 			delete(s.entries, k)
 		}
 	}
-	if e, ok := s.entries[key]; ok && e.cost < cost {
+	if e, ok := s.entries[key]; ok && e.limits == limits && e.cost < cost {
 		cost = e.cost
 	}
-	s.entries[key] = blockedEntry{until: until, cost: cost}
+	s.entries[key] = blockedEntry{until: until, cost: cost, limits: limits}
 }
 
 func (c *blockedCache) delete(key string) {

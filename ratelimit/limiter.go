@@ -228,8 +228,10 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 	if l.customClock {
 		now = l.now()
 	}
+	var fingerprint uint64
 	if l.blocked != nil {
-		if until, ok := l.blocked.get(req.Key, cost, now); ok {
+		fingerprint = limitsFingerprint(req.Limits)
+		if until, ok := l.blocked.get(req.Key, fingerprint, cost, now); ok {
 			wait := until.Sub(now)
 			*res = Result{Limit: req.Limits[0], RetryAfter: wait, ResetAfter: wait, Blocked: true, Source: FromBlockedCache}
 			return
@@ -265,7 +267,7 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 	}
 	res.summarize()
 	if !res.Allowed && l.blocked != nil && res.RetryAfter > 0 {
-		l.blocked.put(req.Key, cost, now.Add(res.RetryAfter), now)
+		l.blocked.put(req.Key, fingerprint, cost, now.Add(res.RetryAfter), now)
 	}
 }
 

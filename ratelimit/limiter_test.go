@@ -109,6 +109,11 @@ func TestBlockedCache_KeepsFloodFromStore(t *testing.T) {
 	if store.calls != 3 {
 		t.Fatalf("store saw %d checks, want 3", store.calls)
 	}
+	// The same key under other limits (another method's) goes to the store.
+	other := ratelimit.Limit{Name: "login-get", Rate: 100, Period: time.Minute}
+	if r, _ := l.Allow(ctx, "ip", other); !r.Allowed || r.Source != ratelimit.FromStore {
+		t.Fatalf("other limits on a blocked key: %+v", r)
+	}
 	clock.Advance(time.Hour)
 	if r, _ := l.Allow(ctx, "ip", login); !r.Allowed || r.Source != ratelimit.FromStore {
 		t.Fatalf("after the block: %+v", r)
