@@ -2,6 +2,7 @@ package kv
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,5 +140,15 @@ func TestVerify_ProgressBarWhenForced(t *testing.T) {
 func TestVerify_MissingDirectoryExits1(t *testing.T) {
 	if _, _, code := run(t, nil, "", "verify", "--data", filepath.Join(t.TempDir(), "nope")); code != cmdutil.ExitFailure {
 		t.Fatalf("exit %d, want 1", code)
+	}
+}
+
+func TestServe_CorruptLogFailsNonZeroNamingTheFile(t *testing.T) {
+	dir := writeStore(t, 200)
+	damaged := damageLog(t, dir)
+	ios, _, _ := streams("")
+	err := runServe(t.Context(), serveDefaults(ios, dir))
+	if !errors.Is(err, kvstore.ErrCorrupt) || cmdutil.ExitCode(err) == 0 || !strings.Contains(err.Error(), damaged) {
+		t.Fatalf("serve on a corrupt log = %v (exit %d)", err, cmdutil.ExitCode(err))
 	}
 }

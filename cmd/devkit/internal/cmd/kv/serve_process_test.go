@@ -3,6 +3,7 @@ package kv
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/kvstore/server/tcpjson"
 )
 
 // childEnv makes the test binary act as `devkit kv` with its arguments:
@@ -208,4 +210,65 @@ func TestServeProcess_SecondServerOnTheSameDirectoryFails(t *testing.T) {
 	}
 	// The first one still serves.
 	httpPut(t, first.addrs["http"], "still", "here")
+}
+
+func TestServeProcess_WritesAcknowledgedBeforeSIGTERMSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := startServe(t, "--data", dir, "--sync", "always")
+	var mu sync.Mutex
+	var acked []string
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := tcpjson.Dial(context.Background(), p.addrs["tcp"])
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			for i := 0; ; i++ {
+				k := fmt.Sprintf("w%d:%d", w, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := c.Set(ctx, []byte(k), []byte(k))
+				cancel()
+				if err != nil {
+					return // the server is gone: this write was not acknowledged
+				}
+				mu.Lock()
+				acked = append(acked, k)
+				mu.Unlock()
+			}
+		}()
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 300 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM under load:\n%s", code, p.logs())
+	}
+	wg.Wait()
+	if len(acked) == 0 {
+		t.Fatal("no write was acknowledged")
+	}
+	p = startServe(t, "--data", dir)
+	c, err := tcpjson.Dial(context.Background(), p.addrs["tcp"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, k := range acked {
+		if v, err := c.Get(context.Background(), []byte(k)); err != nil || string(v) != k {
+			t.Fatalf("acknowledged %q lost across SIGTERM: %q %v", k, v, err)
+		}
+	}
+	t.Logf("%d writes acknowledged before SIGTERM, all present after restart", len(acked))
 }
