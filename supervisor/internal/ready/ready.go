@@ -129,8 +129,8 @@ var ErrTimeout = errors.New("not ready before the timeout")
 // Wait checks probe every interval until it succeeds, alive reports false
 // (the process died: no point waiting) or timeout passes. The error names
 // the last failed attempt.
-func Wait(ctx context.Context, probe Probe, interval, timeout time.Duration, alive func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func Wait(parent context.Context, probe Probe, interval, timeout time.Duration, alive func() error) error {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -145,6 +145,9 @@ func Wait(ctx context.Context, probe Probe, interval, timeout time.Duration, ali
 		}
 		select {
 		case <-ctx.Done():
+			if err := parent.Err(); err != nil {
+				return fmt.Errorf("interrupted while waiting until ready: %w", err)
+			}
 			return fmt.Errorf("%w (%s): %v", ErrTimeout, timeout, last)
 		case <-t.C:
 		}

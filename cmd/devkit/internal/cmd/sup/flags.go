@@ -1,8 +1,12 @@
 package sup
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,6 +41,13 @@ func (f secondsOrDuration) Type() string { return "duration" }
 // addTimeoutFlag registers --timeout on cmd.
 func addTimeoutFlag(cmd *cobra.Command, d *time.Duration) {
 	cmd.Flags().Var(secondsOrDuration{d}, "timeout", "override stop_timeout (e.g. 5s; a plain number means seconds)")
+}
+
+// interruptible returns a context that ends on SIGINT or SIGTERM, so that
+// an interrupted start cleans up what it half-started and logs -f ends
+// cleanly.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
 // completeNames completes process names from the config and the records.

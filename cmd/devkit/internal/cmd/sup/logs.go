@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +35,7 @@ rotation, until interrupted (SIGINT or SIGTERM end it cleanly, exit 0).`,
 		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			return runLogs(ctx, opts)
 		},

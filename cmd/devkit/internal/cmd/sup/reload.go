@@ -47,7 +47,9 @@ processes and every recorded one:
 --dry-run prints exactly the steps a real run would take, and changes nothing.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReload(cmd.Context(), opts)
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
+			return runReload(ctx, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the steps without taking them")

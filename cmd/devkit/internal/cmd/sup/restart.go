@@ -33,7 +33,9 @@ func newRestartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Names = args
-			return runRestart(cmd.Context(), opts)
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
+			return runRestart(ctx, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "kill what outlives the stop timeout")

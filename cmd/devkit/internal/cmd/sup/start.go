@@ -63,7 +63,9 @@ running processes are left alone.`,
 		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Names = args
-			return runStart(cmd.Context(), opts)
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
+			return runStart(ctx, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "start every process in the config")
