@@ -14,8 +14,6 @@
 -- Returns 5 integers per limit: allowed, remaining, reset µs, retry µs, blocked.
 local algorithms = {[0] = fixed_window, [1] = sliding_window, [2] = token_bucket, [3] = gcra}
 
-local state_fields = {'a', 'b', 'c', 'x'}
-
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
 if now == 0 then
@@ -28,76 +26,78 @@ local n = tonumber(ARGV[3])
 local fields = {'n', 'e'}
 for i = 0, n - 1 do
   local f = ARGV[4 + i * 6]
-  fields[#fields + 1] = f .. 'a'
-  fields[#fields + 1] = f .. 'b'
-  fields[#fields + 1] = f .. 'c'
-  fields[#fields + 1] = f .. 'x'
+  fields[3 + i * 4] = f .. 'a'
+  fields[4 + i * 4] = f .. 'b'
+  fields[5 + i * 4] = f .. 'c'
+  fields[6 + i * 4] = f .. 'x'
 end
 local raw = redis.call('HMGET', key, unpack(fields))
 local hits = tonumber(raw[1]) or 0
 local expires = tonumber(raw[2]) or 0
 
-local outcomes = {}
+-- Per limit i (1-based), flat arrays: the outcome, the old and next state.
+local ok, rem, rst, rty, blk, ttl = {}, {}, {}, {}, {}, {}
+local old, new = {}, {}
 local all_allowed = true
-for i = 0, n - 1 do
-  local b = 4 + i * 6
-  local p = {algorithm = tonumber(ARGV[b + 1]), rate = tonumber(ARGV[b + 2]), period = tonumber(ARGV[b + 3]),
-             capacity = tonumber(ARGV[b + 4]), block = tonumber(ARGV[b + 5])}
-  local s = {a = tonumber(raw[i * 4 + 3]) or 0, b = tonumber(raw[i * 4 + 4]) or 0,
-             c = tonumber(raw[i * 4 + 5]) or 0, x = tonumber(raw[i * 4 + 6]) or 0}
-  local o
-  if s.x > now then
-    local wait = math.ceil(s.x - now)
-    o = {allowed = false, blocked = true, remaining = 0, reset = wait, retry = wait, next = s, ttl = wait}
+for i = 1, n do
+  local b = 4 + (i - 1) * 6
+  local algorithm, rate, period = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local capacity, block = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
+  local j = 2 + (i - 1) * 4
+  local sa, sb, sc, sx = tonumber(raw[j + 1]) or 0, tonumber(raw[j + 2]) or 0, tonumber(raw[j + 3]) or 0, tonumber(raw[j + 4]) or 0
+  old[j + 1], old[j + 2], old[j + 3], old[j + 4] = sa, sb, sc, sx
+  if sx > now then
+    local wait = math.ceil(sx - now)
+    ok[i], rem[i], rst[i], rty[i], blk[i], ttl[i] = false, 0, wait, wait, true, wait
+    new[j + 1], new[j + 2], new[j + 3], new[j + 4] = sa, sb, sc, sx
   else
-    o = algorithms[p.algorithm](p, s, now, cost)
-    o.next.x = 0
-    if not o.allowed and cost > 0 and p.block > 0 then
-      o.blocked = true
-      o.next = {a = s.a, b = s.b, c = s.c, x = now + p.block}
-      if o.retry >= 0 then o.retry = math.max(o.retry, p.block) end
-      o.reset = math.max(o.reset, p.block)
-      o.ttl = math.max(o.ttl, p.block)
+    local na, nb, nc
+    ok[i], rem[i], rst[i], rty[i], na, nb, nc, ttl[i] = algorithms[algorithm](rate, period, capacity, sa, sb, sc, now, cost)
+    new[j + 1], new[j + 2], new[j + 3], new[j + 4] = na, nb, nc, 0
+    blk[i] = false
+    if not ok[i] and cost > 0 and block > 0 then
+      blk[i] = true
+      new[j + 1], new[j + 2], new[j + 3], new[j + 4] = sa, sb, sc, now + block
+      if rty[i] >= 0 then rty[i] = math.max(rty[i], block) end
+      rst[i] = math.max(rst[i], block)
+      ttl[i] = math.max(ttl[i], block)
     end
-    o.reset = math.ceil(o.reset)
-    if o.retry > 0 then o.retry = math.ceil(o.retry) end
+    rst[i] = math.ceil(rst[i])
+    if rty[i] > 0 then rty[i] = math.ceil(rty[i]) end
   end
-  if not o.allowed then all_allowed = false end
-  o.prev = s
-  o.params = p
-  outcomes[i + 1] = o
+  if not ok[i] then all_allowed = false end
 end
 
 if not all_allowed and cost > 0 then
   -- Nothing is consumed: the limits that allowed report their state as is.
   for i = 1, n do
-    local o = outcomes[i]
-    if o.allowed then
-      local peek = algorithms[o.params.algorithm](o.params, o.prev, now, 0)
-      o.remaining = peek.remaining
-      o.reset = math.ceil(peek.reset)
+    if ok[i] then
+      local b = 4 + (i - 1) * 6
+      local j = 2 + (i - 1) * 4
+      local _, r, t = algorithms[tonumber(ARGV[b + 1])](tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]),
+        old[j + 1], old[j + 2], old[j + 3], now, 0)
+      rem[i], rst[i] = r, math.ceil(t)
     end
   end
 end
 
 if cost > 0 then
   local writes = {'n', hits + cost}
-  local ttl = 0
-  for i = 0, n - 1 do
-    local o = outcomes[i + 1]
-    if all_allowed or o.blocked then
-      local f = ARGV[4 + i * 6]
-      for _, name in ipairs(state_fields) do
-        if o.next[name] ~= o.prev[name] then
-          writes[#writes + 1] = f .. name
-          writes[#writes + 1] = o.next[name]
+  local keep = 0
+  for i = 1, n do
+    if all_allowed or blk[i] then
+      local j = 2 + (i - 1) * 4
+      for k = 1, 4 do
+        if new[j + k] ~= old[j + k] then
+          writes[#writes + 1] = fields[j + k]
+          writes[#writes + 1] = new[j + k]
         end
       end
-      if o.ttl > ttl then ttl = o.ttl end
+      if ttl[i] > keep then keep = ttl[i] end
     end
   end
   -- Expiry in whole seconds, rounded up: most checks need no PEXPIRE.
-  local want = math.ceil((now + ttl) / 1000000) + 1
+  local want = math.ceil((now + keep) / 1000000) + 1
   if want > expires then
     writes[#writes + 1] = 'e'
     writes[#writes + 1] = want
@@ -110,11 +110,10 @@ end
 
 local out = {}
 for i = 1, n do
-  local o = outcomes[i]
-  out[#out + 1] = o.allowed and 1 or 0
-  out[#out + 1] = o.remaining
-  out[#out + 1] = o.reset
-  out[#out + 1] = o.retry
-  out[#out + 1] = o.blocked and 1 or 0
+  out[#out + 1] = ok[i] and 1 or 0
+  out[#out + 1] = rem[i]
+  out[#out + 1] = rst[i]
+  out[#out + 1] = rty[i]
+  out[#out + 1] = blk[i] and 1 or 0
 end
 return out

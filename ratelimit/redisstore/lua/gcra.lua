@@ -1,24 +1,16 @@
 -- GCRA: A = theoretical arrival time.
 -- Mirrors ratelimit/internal/algo gcra.
-local function gcra(p, s, now, cost)
-  local interval = p.period / p.rate
-  local tolerance = interval * p.capacity
-  local tat = math.max(s.a, now)
+local function gcra(rate, period, capacity, a, b, c, now, cost)
+  local interval = period / rate
+  local tolerance = interval * capacity
+  local tat = math.max(a, now)
+  -- Whole microseconds, rounded up: short numbers in Redis, never early.
   local new_tat = math.ceil(tat + cost * interval)
   local diff = now - (new_tat - tolerance)
-  local o = {allowed = false, retry = 0}
   if diff < 0 then
-    o.retry = -diff
-    if cost * interval > tolerance then o.retry = -1 end
-    o.reset = tat - now
-    o.remaining = math.max(0, math.floor((now - (tat - tolerance)) / interval))
-    o.next = {a = tat, b = 0, c = 0}
-  else
-    o.allowed = true
-    o.remaining = math.floor(diff / interval)
-    o.reset = new_tat - now
-    o.next = {a = new_tat, b = 0, c = 0}
+    local retry = -diff
+    if cost * interval > tolerance then retry = -1 end
+    return false, math.max(0, math.floor((now - (tat - tolerance)) / interval)), tat - now, retry, tat, 0, 0, tat - now
   end
-  o.ttl = o.reset
-  return o
+  return true, math.floor(diff / interval), new_tat - now, 0, new_tat, 0, 0, new_tat - now
 end

@@ -1,20 +1,19 @@
 -- Token bucket: A = tokens, B = time of the last refill.
 -- Mirrors ratelimit/internal/algo tokenBucket.
-local function token_bucket(p, s, now, cost)
-  local tokens = p.capacity
-  if s.b ~= 0 then
-    tokens = math.min(p.capacity, s.a + math.max(0, now - s.b) * p.rate / p.period)
+local function token_bucket(rate, period, capacity, a, b, c, now, cost)
+  local tokens = capacity
+  if b ~= 0 then
+    tokens = math.min(capacity, a + math.max(0, now - b) * rate / period)
   end
-  local o = {allowed = tokens >= cost, retry = 0}
-  if o.allowed then tokens = tokens - cost end
+  local allowed = tokens >= cost
+  if allowed then tokens = tokens - cost end
+  -- Kept in 1/1024ths of a token, rounded down.
   tokens = math.floor(tokens * 1024) / 1024
-  o.remaining = math.floor(tokens)
-  o.reset = (p.capacity - tokens) * p.period / p.rate
-  if not o.allowed then
-    o.retry = (cost - tokens) * p.period / p.rate
-    if cost > p.capacity then o.retry = -1 end
+  local reset = (capacity - tokens) * period / rate
+  local retry = 0
+  if not allowed then
+    retry = (cost - tokens) * period / rate
+    if cost > capacity then retry = -1 end
   end
-  o.next = {a = tokens, b = now, c = 0}
-  o.ttl = o.reset
-  return o
+  return allowed, math.floor(tokens), reset, retry, tokens, now, 0, reset
 end
