@@ -44,6 +44,7 @@ func BenchmarkStart(b *testing.B) {
 func BenchmarkStop(b *testing.B) {
 	h := newHarness(b, quickYAML)
 	ctx := context.Background()
+	var afterExit time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		if _, err := h.sup.Start(ctx, []string{"quick"}); err != nil {
@@ -53,7 +54,14 @@ func BenchmarkStop(b *testing.B) {
 		if _, err := h.sup.Stop(ctx, []string{"quick"}, StopOptions{}); err != nil {
 			b.Fatal(err)
 		}
+		returned := time.Now()
+		// The monitor stamps the exit record right after reaping the
+		// process: from there to stop's return is the exit-to-return time.
+		if e, _ := h.sup.home.ReadExit("quick"); e != nil {
+			afterExit += returned.Sub(e.At)
+		}
 	}
+	b.ReportMetric(float64(afterExit.Microseconds())/1000/float64(b.N), "ms-exit-to-return/op")
 }
 
 // BenchmarkStatus50 measures status over 50 recorded, live processes.
