@@ -2,9 +2,11 @@ package proc
 
 import (
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestParseStat_CommWithSpacesAndParens(t *testing.T) {
@@ -37,5 +39,40 @@ func TestVerify_DetectsReuseAndExit(t *testing.T) {
 	}
 	if _, err := Verify(Identity{PID: cmd.Process.Pid, StartTime: "1"}); !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrIdentityMismatch) {
 		t.Fatalf("Verify(exited) = %v", err)
+	}
+}
+
+func TestSessionMembersAndPortHolder(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & exec sleep 30")
+	cmd.SysProcAttr = DetachedAttr()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		SignalGroup(cmd.Process.Pid, Kill)
+		cmd.Wait()
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		members, err := SessionMembers(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(members) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session members = %+v, want the shell's two sleeps", members)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	holder, ok := PortHolder(ln.Addr().(*net.TCPAddr).Port)
+	if !ok || holder.PID != os.Getpid() {
+		t.Fatalf("PortHolder = %+v, %v; want this test process", holder, ok)
 	}
 }
