@@ -21,9 +21,10 @@ type HealthOptions struct {
 func newHealthCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
 	opts := &HealthOptions{IO: ios, Store: so}
 	cmd := &cobra.Command{
-		Use:   "health",
-		Short: "Ping the store (every master in a cluster); exit 3 when unreachable",
-		Args:  cmdutil.NoArgs,
+		Use:     "health",
+		Short:   "Ping the store (every master in a cluster); exit 3 when unreachable",
+		Example: "  devkit ratelimit health --redis redis://127.0.0.1:6379\n  REDIS_URL=redis://h1:7000,h2:7001,h3:7002 devkit ratelimit health --json",
+		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ctx = cmd.Context()
 			return runHealth(opts)

@@ -21,9 +21,10 @@ type InfoOptions struct {
 func newInfoCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
 	opts := &InfoOptions{IO: ios, Store: so}
 	cmd := &cobra.Command{
-		Use:   "info KEY",
-		Short: "Show what the store holds for KEY; exit 3 when nothing",
-		Args:  cmdutil.ExactArgs(1),
+		Use:     "info KEY",
+		Short:   "Show what the store holds for KEY; exit 3 when nothing",
+		Example: "  devkit ratelimit info 'login|ip=203.0.113.9'\n  devkit ratelimit info api:acme --json --redis redis://127.0.0.1:6379",
+		Args:    cmdutil.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Key, opts.Ctx = args[0], cmd.Context()
 			return runInfo(opts)

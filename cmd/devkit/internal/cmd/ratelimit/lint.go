@@ -18,8 +18,9 @@ type LintOptions struct {
 func newLintCmd(ios *cmdutil.IOStreams) *cobra.Command {
 	opts := &LintOptions{IO: ios}
 	cmd := &cobra.Command{
-		Use:   "lint --policy FILE",
-		Short: "Validate a policy file and print the effective rules",
+		Use:     "lint --policy FILE",
+		Short:   "Validate a policy file and print the effective rules",
+		Example: "  devkit ratelimit lint --policy examples/policies/saas.yaml",
 		Long: `lint validates a policy file (unknown keys, durations, algorithms, plans...) and
 prints the rules as the proxy will apply them. Errors name file:line and field.
 Exit status: 0 valid, 1 invalid, 2 usage error.`,

@@ -21,9 +21,10 @@ type ResetOptions struct {
 func newResetCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
 	opts := &ResetOptions{IO: ios, Store: so}
 	cmd := &cobra.Command{
-		Use:   "reset KEY",
-		Short: "Delete every limit's state for KEY; exit 3 when there was none",
-		Args:  cmdutil.ExactArgs(1),
+		Use:     "reset KEY",
+		Short:   "Delete every limit's state for KEY; exit 3 when there was none",
+		Example: "  devkit ratelimit reset 'login|ip=203.0.113.9'",
+		Args:    cmdutil.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Key, opts.Ctx = args[0], cmd.Context()
 			return runReset(opts)

@@ -22,9 +22,10 @@ type TopOptions struct {
 func newTopCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
 	opts := &TopOptions{IO: ios, Store: so}
 	cmd := &cobra.Command{
-		Use:   "top",
-		Short: "List the identities with the most hits (every master in a cluster)",
-		Args:  cmdutil.NoArgs,
+		Use:     "top",
+		Short:   "List the identities with the most hits (every master in a cluster)",
+		Example: "  devkit ratelimit top -n 20\n  devkit ratelimit top --json --redis redis://h1:7000,h2:7001,h3:7002",
+		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ctx = cmd.Context()
 			return runTop(opts)
