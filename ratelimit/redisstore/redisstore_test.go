@@ -208,3 +208,29 @@ func TestAccuracy_RealCluster_Pipelined(t *testing.T) {
 		return s
 	})
 }
+
+func TestSentinelURL_ChecksThroughTheMaster(t *testing.T) {
+	ctx := context.Background()
+	master := redistest.StartRedis(t)
+	sentinel := redistest.StartSentinel(t, master)
+	client, err := redisstore.NewClient("redis+sentinel://" + sentinel + "/mymaster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	store := redisstore.New(client, redisstore.Options{})
+	lim := ratelimit.Limit{Rate: 2, Period: time.Minute}
+	out := make([]ratelimit.LimitResult, 1)
+	for i, want := range []bool{true, true, false} {
+		if err := store.Check(ctx, ratelimit.CheckRequest{Key: "s", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+			t.Fatalf("check %d through sentinel: %v", i, err)
+		}
+		if out[0].Allowed != want {
+			t.Fatalf("check %d: allowed %v, want %v", i, out[0].Allowed, want)
+		}
+	}
+	// The state is on the master the sentinel named.
+	if n, err := master.Client(t).Exists(ctx, store.Key("s")).Result(); err != nil || n != 1 {
+		t.Fatalf("key on master: %d, %v", n, err)
+	}
+}

@@ -218,3 +218,29 @@ func HangingServer(t testing.TB) string {
 	})
 	return ln.Addr().String()
 }
+
+// StartSentinel starts a redis-server in sentinel mode that monitors master
+// under the name "mymaster", and returns its address once it answers.
+func StartSentinel(t testing.TB, master *Server) string {
+	t.Helper()
+	RequireBinaries(t, "redis-server")
+	dir := t.TempDir()
+	port := FreePort(t)
+	host, masterPort, _ := net.SplitHostPort(master.Addr)
+	conf := filepath.Join(dir, "sentinel.conf")
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster %s %s 1\nsentinel down-after-milliseconds mymaster 5000\n",
+		port, dir, host, masterPort)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("redis-server", conf, "--sentinel", "--logfile", filepath.Join(dir, "sentinel.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sentinel: %v", err)
+	}
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir}
+	t.Cleanup(s.Stop)
+	if err := s.waitReady(5 * time.Second); err != nil {
+		t.Fatalf("sentinel did not start: %v", err)
+	}
+	return s.Addr
+}
