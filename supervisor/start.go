@@ -28,6 +28,9 @@ type StartResult struct {
 	Name           string `json:"name"`
 	PID            int    `json:"pid"`
 	AlreadyRunning bool   `json:"already_running"`
+	// ReadySeconds is how long the process took to pass its ready probe
+	// (or its start grace); zero when it was already running.
+	ReadySeconds float64 `json:"ready_seconds,omitempty"`
 }
 
 // StartError is a start that failed: the process never became ready (or
@@ -112,6 +115,7 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 		return fail(err)
 	}
 	s.logger.Info("started", "name", spec.Name, "pid", id.PID)
+	spawned := time.Now()
 	if err := s.awaitReady(ctx, &run, id, offset); err != nil {
 		if rec, rerr := s.home.ReadRecord(spec.Name); rerr == nil && rec != nil {
 			s.stopLocked(context.WithoutCancel(ctx), rec, StopOptions{Force: true, Timeout: time.Second})
@@ -121,7 +125,8 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 	if err := s.home.WriteApplied(spec.Name, run.Digest()); err != nil {
 		return StartResult{}, err
 	}
-	return StartResult{Name: spec.Name, PID: id.PID}, nil
+	ready := time.Since(spawned).Round(time.Millisecond)
+	return StartResult{Name: spec.Name, PID: id.PID, ReadySeconds: ready.Seconds()}, nil
 }
 
 // spawnMonitor starts the monitor for spec and returns the process it

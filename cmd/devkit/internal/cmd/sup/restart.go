@@ -60,7 +60,7 @@ func runRestart(ctx context.Context, opts *RestartOptions) error {
 		if r.AlreadyRunning {
 			fmt.Fprintf(opts.IO.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
 		} else {
-			fmt.Fprintf(opts.IO.Out, "%s: started (pid %d)\n", r.Name, r.PID)
+			fmt.Fprintf(opts.IO.Out, "%s: started (pid %d, ready after %.1fs)\n", r.Name, r.PID, r.ReadySeconds)
 		}
 	}
 	var se *supervisor.StartError

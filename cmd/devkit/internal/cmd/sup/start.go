@@ -98,7 +98,7 @@ func runStart(ctx context.Context, opts *StartOptions) error {
 		case r.AlreadyRunning:
 			fmt.Fprintf(opts.IO.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
 		default:
-			fmt.Fprintf(opts.IO.Out, "%s: started (pid %d)\n", r.Name, r.PID)
+			fmt.Fprintf(opts.IO.Out, "%s: started (pid %d, ready after %.1fs)\n", r.Name, r.PID, r.ReadySeconds)
 		}
 	}
 	var se *supervisor.StartError
