@@ -129,6 +129,9 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal, a second one kills the process at once
+	// instead of waiting for the drain.
+	context.AfterFunc(ctx, stop)
 
 	db, err := kvstore.Open(opts.DataDir, kvstore.Options{
 		Sync:                policy,
