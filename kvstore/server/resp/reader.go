@@ -18,10 +18,11 @@ func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
 // commands (words on a line) as typed into telnet — within size limits.
 // The returned arguments are valid until the next read.
 type commandReader struct {
-	br        *bufio.Reader
-	maxBulk   int
-	maxArgs   int
-	maxInline int
+	br         *bufio.Reader
+	maxBulk    int
+	maxArgs    int
+	maxInline  int
+	maxRequest int // bound on the bytes of all arguments of one command
 
 	buf  []byte   // the bytes of every argument of the current command
 	ends []int    // where each argument ends in buf
@@ -32,6 +33,13 @@ type commandReader struct {
 // readCommand returns the next command's arguments; an empty command (a
 // blank line, *0) yields none.
 func (r *commandReader) readCommand() ([][]byte, error) {
+	// One large command must not pin its memory for the connection's life.
+	if cap(r.buf) > keepBufBytes {
+		r.buf = nil
+	}
+	if cap(r.line) > keepBufBytes {
+		r.line = nil
+	}
 	line, err := r.readLine(r.maxInline)
 	if err != nil {
 		return nil, err
@@ -101,13 +109,22 @@ func (r *commandReader) readArray(count []byte) ([][]byte, error) {
 		if !ok || size < 0 || size > int64(r.maxBulk) {
 			return nil, &ProtocolError{Msg: "invalid bulk length"}
 		}
-		start := len(r.buf)
-		r.buf = grow(r.buf, int(size)+2)
-		if _, err := io.ReadFull(r.br, r.buf[start:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
+		if len(r.buf)+int(size) > r.maxRequest {
+			return nil, &ProtocolError{Msg: "request too large"}
+		}
+		// Memory follows the bytes that arrive, not the length announced:
+		// a client that declares large bulks and sends nothing costs little.
+		for remaining := int(size) + 2; remaining > 0; {
+			chunk := min(remaining, readChunk)
+			start := len(r.buf)
+			r.buf = grow(r.buf, chunk)
+			if _, err := io.ReadFull(r.br, r.buf[start:]); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return nil, err
 			}
-			return nil, err
+			remaining -= chunk
 		}
 		if !bytes.HasSuffix(r.buf, []byte("\r\n")) {
 			return nil, &ProtocolError{Msg: "bulk string not followed by CRLF"}
@@ -117,6 +134,13 @@ func (r *commandReader) readArray(count []byte) ([][]byte, error) {
 	}
 	return r.split(), nil
 }
+
+const (
+	// readChunk is how much of a bulk string is read (and allocated) at a time.
+	readChunk = 64 << 10
+	// keepBufBytes is the largest argument buffer a connection keeps between commands.
+	keepBufBytes = 1 << 20
+)
 
 // grow extends b by n bytes, reallocating when needed.
 func grow(b []byte, n int) []byte {

@@ -461,3 +461,41 @@ func TestServer_ConcurrentClientsShareTheEngine(t *testing.T) {
 		t.Fatalf("w3:42 = %q", v)
 	}
 }
+
+func TestRaw_RequestOverTheTotalLimitIsRefused(t *testing.T) {
+	addr := start(t, servertest.OpenDB(t), resp.Options{MaxBulkBytes: 1 << 10, MaxRequestBytes: 4 << 10})
+	c := dialRaw(t, addr)
+	var b strings.Builder
+	b.WriteString("*11\r\n$4\r\nMSET\r\n")
+	for i := range 5 {
+		fmt.Fprintf(&b, "$2\r\nk%d\r\n$1000\r\n%s\r\n", i, strings.Repeat("v", 1000))
+	}
+	c.send(b.String())
+	if got := c.line(); got != "-ERR Protocol error: request too large\r\n" || !c.closed() {
+		t.Fatalf("got %q", got)
+	}
+	// Under the limit, the same shape works.
+	c = dialRaw(t, addr)
+	c.send("*5\r\n$4\r\nMSET\r\n$1\r\na\r\n$1000\r\n" + strings.Repeat("v", 1000) + "\r\n$1\r\nb\r\n$3\r\nxyz\r\n")
+	if got := c.line(); got != "+OK\r\n" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestRaw_LargeBulkArrivesInPiecesAndIsStoredWhole(t *testing.T) {
+	db := servertest.OpenDB(t)
+	c := dialRaw(t, start(t, db, resp.Options{}))
+	value := bytes.Repeat([]byte("0123456789abcdef"), 20000) // 320 KB, several read chunks
+	c.send(fmt.Sprintf("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n", len(value)))
+	for i := 0; i < len(value); i += 50000 {
+		c.send(string(value[i:min(i+50000, len(value))]))
+		time.Sleep(time.Millisecond)
+	}
+	c.send("\r\n")
+	if got := c.line(); got != "+OK\r\n" {
+		t.Fatalf("got %q", got)
+	}
+	if v, err := db.Get([]byte("big")); err != nil || !bytes.Equal(v, value) {
+		t.Fatalf("stored %d bytes, %v", len(v), err)
+	}
+}

@@ -29,6 +29,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultMaxArgs       = 1 << 20
+	DefaultMaxRequest    = 64 << 20
 	DefaultMaxInline     = 64 << 10
 	DefaultIdleTimeout   = 5 * time.Minute
 	DefaultWriteTimeout  = 30 * time.Second
@@ -46,6 +47,10 @@ type Options struct {
 	MaxBulkBytes int
 	// MaxArgs bounds the arguments of one command. 1Mi when zero.
 	MaxArgs int
+	// MaxRequestBytes bounds the arguments of one command together (an
+	// MSET of many values). 64 MiB, or room for two maximum bulks if that is
+	// more, when zero.
+	MaxRequestBytes int
 	// MaxInlineBytes bounds an inline command line. 64 KiB when zero.
 	MaxInlineBytes int
 	// IdleTimeout closes a connection that sends no command for this long. 5m when zero.
@@ -71,6 +76,7 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.MaxBulkBytes, kvstore.DefaultMaxValueSize+1<<10)
 	def(&o.MaxArgs, DefaultMaxArgs)
+	def(&o.MaxRequestBytes, max(DefaultMaxRequest, 2*o.MaxBulkBytes+1<<10))
 	def(&o.MaxInlineBytes, DefaultMaxInline)
 	def(&o.MaxScanCount, DefaultMaxScanCount)
 	def(&o.MaxScanCursors, DefaultMaxScanCursor)
@@ -163,10 +169,11 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		log:  s.opts.Logger.With("transport", "resp", "remote", c.RemoteAddr().String()),
 	}
 	in := &commandReader{
-		br:        bufio.NewReaderSize(c, 16<<10),
-		maxBulk:   s.opts.MaxBulkBytes,
-		maxArgs:   s.opts.MaxArgs,
-		maxInline: s.opts.MaxInlineBytes,
+		br:         bufio.NewReaderSize(c, 16<<10),
+		maxBulk:    s.opts.MaxBulkBytes,
+		maxArgs:    s.opts.MaxArgs,
+		maxInline:  s.opts.MaxInlineBytes,
+		maxRequest: s.opts.MaxRequestBytes,
 	}
 	flush := func() bool {
 		c.ArmWrite()

@@ -125,6 +125,9 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		if !c.AwaitRequest() {
 			return
 		}
+		if cap(line) > 1<<20 {
+			line = nil // one large request must not pin its memory for the connection's life
+		}
 		var err error
 		line, err = readLine(r, line[:0], s.opts.MaxLineBytes)
 		if errors.Is(err, errLineTooLong) {
