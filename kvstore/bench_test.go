@@ -53,6 +53,25 @@ func BenchmarkFsyncBaseline(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
 }
 
+// BenchmarkWriteBaseline is one 100-byte write(2) to a file without fsync:
+// the floor under SyncNone and SyncPeriodic for a lone writer, since a write
+// is acknowledged only after the OS has it.
+func BenchmarkWriteBaseline(b *testing.B) {
+	f, err := vfs.OS{}.OpenFile(filepath.Join(b.TempDir(), "baseline"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	b.ReportAllocs()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.Write(benchValue); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+}
+
 func reportWrites(b *testing.B, db *DB, start time.Time) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
 	if st := db.Stats(); st.Fsyncs > 0 && db.opts.Sync == SyncAlways {

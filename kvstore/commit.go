@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
@@ -23,14 +24,17 @@ import (
 type batch struct {
 	buf   []byte     // encoded records
 	muts  []mutation // what to apply, in order
-	vals  []valueRef // where each set's value sits in buf
+	refs  []bufRef   // where each record's key and value sit in buf
 	last  uint64     // sequence number of the last record
 	done  chan struct{}
 	err   error
 	count int
 }
 
-type valueRef struct{ off, n int }
+// bufRef locates a record's key and value in the batch buffer. The memtable
+// keeps them there instead of copying: buf is never written again once the
+// batch is sealed, so a key string over it stays immutable.
+type bufRef struct{ keyOff, keyLen, valOff, valLen int }
 
 var batchPool = sync.Pool{New: func() any { return &batch{} }}
 
@@ -84,7 +88,7 @@ func (db *DB) commit(typ wal.RecordType, key, value []byte) error {
 	// Nobody else holds b: recycle it. Values alias buf, which now belongs
 	// to the memtable, so buf itself is never reused.
 	clear(b.muts)
-	*b = batch{muts: b.muts[:0], vals: b.vals[:0]}
+	*b = batch{muts: b.muts[:0], refs: b.refs[:0]}
 	batchPool.Put(b)
 	return err
 }
@@ -92,8 +96,9 @@ func (db *DB) commit(typ wal.RecordType, key, value []byte) error {
 func (b *batch) add(typ wal.RecordType, seq uint64, key, value []byte) {
 	b.buf = slices.Grow(b.buf, wal.EncodedSize(key, value))
 	b.buf = wal.AppendRecord(b.buf, wal.Record{Type: typ, Seq: seq, Key: key, Value: value})
-	b.vals = append(b.vals, valueRef{off: len(b.buf) - len(value), n: len(value)})
-	b.muts = append(b.muts, mutation{key: string(key), del: typ == wal.TypeDelete})
+	end := len(b.buf)
+	b.refs = append(b.refs, bufRef{keyOff: end - len(value) - len(key), keyLen: len(key), valOff: end - len(value), valLen: len(value)})
+	b.muts = append(b.muts, mutation{del: typ == wal.TypeDelete})
 	b.last = seq
 	b.count++
 }
@@ -128,9 +133,10 @@ func (db *DB) writeBatch(b *batch) error {
 		db.stats.syncedRecords.Add(uint64(b.count))
 	}
 	for i := range b.muts {
+		r := b.refs[i]
+		b.muts[i].key = unsafe.String(&b.buf[r.keyOff], r.keyLen)
 		if !b.muts[i].del {
-			v := b.vals[i]
-			b.muts[i].value = b.buf[v.off : v.off+v.n : v.off+v.n]
+			b.muts[i].value = b.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
 		}
 	}
 	db.mem.apply(b.muts, b.last)
