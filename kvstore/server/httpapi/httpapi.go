@@ -265,7 +265,8 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key []byte) {
 	defer h.putBuf(buf)
 	buf.Reset()
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// Memory follows the bytes that arrive, not the length announced.
+		buf.Grow(int(min(r.ContentLength, 64<<10)))
 	}
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
 	if err != nil {
