@@ -99,3 +99,59 @@ func benchCompare(b *testing.B, goroutines int) {
 // same run.
 func BenchmarkCompare_2(b *testing.B)  { benchCompare(b, 1) }
 func BenchmarkCompare_50(b *testing.B) { benchCompare(b, 50) }
+
+// BenchmarkCompareInterleaved takes turns: each iteration runs every library
+// for the same short slice of time with 50 goroutines, so that a machine
+// whose load drifts during the run treats them alike. It reports each
+// library's checks/s and its ratio to redis_rate.
+//
+//	go test -run '^$' -bench Interleaved -benchtime=5x
+func BenchmarkCompareInterleaved(b *testing.B) {
+	const (
+		goroutines = 50
+		slice      = 250 * time.Millisecond
+	)
+	srv := redistest.StartRedis(b)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+	defer client.Close()
+	keys := make([]string, keyCount)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	libs := libraries(b, client)
+	counts := map[string]int64{}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, name := range order {
+			allow := libs[name]
+			var done, next atomic.Int64
+			deadline := time.Now().Add(slice)
+			errs := make(chan error, goroutines)
+			for g := 0; g < goroutines; g++ {
+				go func() {
+					var err error
+					for time.Now().Before(deadline) {
+						if _, err = allow(ctx, keys[next.Add(1)%keyCount]); err != nil {
+							break
+						}
+						done.Add(1)
+					}
+					errs <- err
+				}()
+			}
+			for g := 0; g < goroutines; g++ {
+				if err := <-errs; err != nil {
+					b.Fatalf("%s: %v", name, err)
+				}
+			}
+			counts[name] += done.Load()
+		}
+	}
+	total := time.Duration(b.N) * slice
+	base := float64(counts["redis_rate-gcra"])
+	for _, name := range order {
+		b.ReportMetric(float64(counts[name])/total.Seconds(), name+"/s")
+		b.ReportMetric(float64(counts[name])/base, name+"/redis_rate")
+	}
+}

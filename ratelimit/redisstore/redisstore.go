@@ -26,8 +26,10 @@ import (
 )
 
 // The check script is the driver preceded by one function per algorithm,
-// each in its own file.
+// each in its own file, and a prelude of local aliases.
 var (
+	//go:embed lua/prelude.lua
+	preludeLua string
 	//go:embed lua/fixed_window.lua
 	fixedWindowLua string
 	//go:embed lua/sliding_window.lua
@@ -42,7 +44,7 @@ var (
 
 // CheckScriptSource is the full source of the check script.
 func CheckScriptSource() string {
-	return strings.Join([]string{fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, checkLua}, "\n")
+	return strings.Join([]string{preludeLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, checkLua}, "\n")
 }
 
 // DefaultPrefix starts every key the store writes.

@@ -12,7 +12,12 @@
 --          field prefix, algorithm, rate, period µs, capacity, block µs
 -- Only changed fields are written (absent reads as 0).
 -- Returns 5 integers per limit: allowed, remaining, reset µs, retry µs, blocked.
-local algorithms = {[0] = fixed_window, [1] = sliding_window, [2] = token_bucket, [3] = gcra}
+local function run(algorithm, rate, period, capacity, a, b, c, now, cost)
+  if algorithm == 0 then return fixed_window(rate, period, capacity, a, b, c, now, cost) end
+  if algorithm == 1 then return sliding_window(rate, period, capacity, a, b, c, now, cost) end
+  if algorithm == 2 then return token_bucket(rate, period, capacity, a, b, c, now, cost) end
+  return gcra(rate, period, capacity, a, b, c, now, cost)
+end
 
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
@@ -35,85 +40,90 @@ local raw = redis.call('HMGET', key, unpack(fields))
 local hits = tonumber(raw[1]) or 0
 local expires = tonumber(raw[2]) or 0
 
--- Per limit i (1-based), flat arrays: the outcome, the old and next state.
-local ok, rem, rst, rty, blk, ttl = {}, {}, {}, {}, {}, {}
-local old, new = {}, {}
+-- Per limit i (0-based): outcome r[6i+1..6i+6] = allowed, remaining, reset,
+-- retry, blocked, ttl; state st[8i+1..8i+8] = old a b c x, next a b c x.
+local r, st = {}, {}
 local all_allowed = true
-for i = 1, n do
-  local b = 4 + (i - 1) * 6
-  local algorithm, rate, period = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+for i = 0, n - 1 do
+  local b = 4 + i * 6
+  local rate, period = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
   local capacity, block = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
-  local j = 2 + (i - 1) * 4
+  local j = 2 + i * 4
   local sa, sb, sc, sx = tonumber(raw[j + 1]) or 0, tonumber(raw[j + 2]) or 0, tonumber(raw[j + 3]) or 0, tonumber(raw[j + 4]) or 0
-  old[j + 1], old[j + 2], old[j + 3], old[j + 4] = sa, sb, sc, sx
+  local allowed, remaining, reset, retry, blocked, ttl, na, nb, nc, nx
   if sx > now then
-    local wait = math.ceil(sx - now)
-    ok[i], rem[i], rst[i], rty[i], blk[i], ttl[i] = false, 0, wait, wait, true, wait
-    new[j + 1], new[j + 2], new[j + 3], new[j + 4] = sa, sb, sc, sx
+    local wait = ceil(sx - now)
+    allowed, remaining, reset, retry, blocked, ttl = false, 0, wait, wait, true, wait
+    na, nb, nc, nx = sa, sb, sc, sx
   else
-    local na, nb, nc
-    ok[i], rem[i], rst[i], rty[i], na, nb, nc, ttl[i] = algorithms[algorithm](rate, period, capacity, sa, sb, sc, now, cost)
-    new[j + 1], new[j + 2], new[j + 3], new[j + 4] = na, nb, nc, 0
-    blk[i] = false
-    if not ok[i] and cost > 0 and block > 0 then
-      blk[i] = true
-      new[j + 1], new[j + 2], new[j + 3], new[j + 4] = sa, sb, sc, now + block
-      if rty[i] >= 0 then rty[i] = math.max(rty[i], block) end
-      rst[i] = math.max(rst[i], block)
-      ttl[i] = math.max(ttl[i], block)
+    allowed, remaining, reset, retry, na, nb, nc, ttl = run(tonumber(ARGV[b + 1]), rate, period, capacity, sa, sb, sc, now, cost)
+    nx, blocked = 0, false
+    if not allowed and cost > 0 and block > 0 then
+      blocked = true
+      na, nb, nc, nx = sa, sb, sc, now + block
+      if retry >= 0 then retry = max(retry, block) end
+      reset = max(reset, block)
+      ttl = max(ttl, block)
     end
-    rst[i] = math.ceil(rst[i])
-    if rty[i] > 0 then rty[i] = math.ceil(rty[i]) end
+    reset = ceil(reset)
+    if retry > 0 then retry = ceil(retry) end
   end
-  if not ok[i] then all_allowed = false end
+  if not allowed then all_allowed = false end
+  local o = i * 6
+  r[o + 1], r[o + 2], r[o + 3], r[o + 4], r[o + 5], r[o + 6] = allowed, remaining, reset, retry, blocked, ttl
+  local q = i * 8
+  st[q + 1], st[q + 2], st[q + 3], st[q + 4], st[q + 5], st[q + 6], st[q + 7], st[q + 8] = sa, sb, sc, sx, na, nb, nc, nx
 end
 
 if not all_allowed and cost > 0 then
   -- Nothing is consumed: the limits that allowed report their state as is.
-  for i = 1, n do
-    if ok[i] then
-      local b = 4 + (i - 1) * 6
-      local j = 2 + (i - 1) * 4
-      local _, r, t = algorithms[tonumber(ARGV[b + 1])](tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]),
-        old[j + 1], old[j + 2], old[j + 3], now, 0)
-      rem[i], rst[i] = r, math.ceil(t)
+  for i = 0, n - 1 do
+    if r[i * 6 + 1] then
+      local b = 4 + i * 6
+      local q = i * 8
+      local _, remaining, reset = run(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]),
+        st[q + 1], st[q + 2], st[q + 3], now, 0)
+      r[i * 6 + 2], r[i * 6 + 3] = remaining, ceil(reset)
     end
   end
 end
 
 if cost > 0 then
   local writes = {'n', hits + cost}
+  local w = 2
   local keep = 0
-  for i = 1, n do
-    if all_allowed or blk[i] then
-      local j = 2 + (i - 1) * 4
+  for i = 0, n - 1 do
+    if all_allowed or r[i * 6 + 5] then
+      local q = i * 8
       for k = 1, 4 do
-        if new[j + k] ~= old[j + k] then
-          writes[#writes + 1] = fields[j + k]
-          writes[#writes + 1] = new[j + k]
+        if st[q + 4 + k] ~= st[q + k] then
+          writes[w + 1] = fields[2 + i * 4 + k]
+          writes[w + 2] = st[q + 4 + k]
+          w = w + 2
         end
       end
-      if ttl[i] > keep then keep = ttl[i] end
+      if r[i * 6 + 6] > keep then keep = r[i * 6 + 6] end
     end
   end
   -- Expiry in whole seconds, rounded up: most checks need no PEXPIRE.
-  local want = math.ceil((now + keep) / 1000000) + 1
+  local want = ceil((now + keep) / 1000000) + 1
   if want > expires then
-    writes[#writes + 1] = 'e'
-    writes[#writes + 1] = want
+    writes[w + 1] = 'e'
+    writes[w + 2] = want
   end
   redis.call('HSET', key, unpack(writes))
   if want > expires then
-    redis.call('PEXPIRE', key, math.ceil((want * 1000000 - now) / 1000))
+    redis.call('PEXPIRE', key, ceil((want * 1000000 - now) / 1000))
   end
 end
 
 local out = {}
-for i = 1, n do
-  out[#out + 1] = ok[i] and 1 or 0
-  out[#out + 1] = rem[i]
-  out[#out + 1] = rst[i]
-  out[#out + 1] = rty[i]
-  out[#out + 1] = blk[i] and 1 or 0
+for i = 0, n - 1 do
+  local o = i * 6
+  out[i * 5 + 1] = r[o + 1] and 1 or 0
+  out[i * 5 + 2] = r[o + 2]
+  out[i * 5 + 3] = r[o + 3]
+  out[i * 5 + 4] = r[o + 4]
+  out[i * 5 + 5] = r[o + 5] and 1 or 0
 end
 return out

@@ -14,5 +14,5 @@ local function fixed_window(rate, period, capacity, a, b, c, now, cost)
     retry = reset
     if cost > rate then retry = -1 end
   end
-  return allowed, math.max(0, rate - count), reset, retry, count, start, 0, reset
+  return allowed, max(0, rate - count), reset, retry, count, start, 0, reset
 end

@@ -2,7 +2,7 @@
 -- C = current window start (aligned to the period).
 -- Mirrors ratelimit/internal/algo slidingWindow.
 local function sliding_window(rate, period, capacity, a, b, c, now, cost)
-  local ws = math.floor(now / period) * period
+  local ws = floor(now / period) * period
   local prev, cur = 0, 0
   if c == ws then
     prev, cur = a, b
@@ -13,7 +13,7 @@ local function sliding_window(rate, period, capacity, a, b, c, now, cost)
   local weight = (period - elapsed) / period
   local allowed = prev * weight + cur + cost <= rate
   if allowed then cur = cur + cost end
-  local remaining = math.max(0, math.floor(rate - (prev * weight + cur)))
+  local remaining = max(0, floor(rate - (prev * weight + cur)))
   local reset = 0
   if cur > 0 then
     reset = period - elapsed + period
@@ -25,9 +25,9 @@ local function sliding_window(rate, period, capacity, a, b, c, now, cost)
     if cost > rate then
       retry = -1
     elseif cur + cost <= rate then
-      retry = math.max(1, period - elapsed - (rate - cur - cost) * period / prev)
+      retry = max(1, period - elapsed - (rate - cur - cost) * period / prev)
     else
-      retry = period - elapsed + math.max(0, period - (rate - cost) * period / cur)
+      retry = period - elapsed + max(0, period - (rate - cost) * period / cur)
     end
   end
   return allowed, remaining, reset, retry, prev, cur, ws, ws + 2 * period - now

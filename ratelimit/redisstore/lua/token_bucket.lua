@@ -3,17 +3,17 @@
 local function token_bucket(rate, period, capacity, a, b, c, now, cost)
   local tokens = capacity
   if b ~= 0 then
-    tokens = math.min(capacity, a + math.max(0, now - b) * rate / period)
+    tokens = min(capacity, a + max(0, now - b) * rate / period)
   end
   local allowed = tokens >= cost
   if allowed then tokens = tokens - cost end
   -- Kept in 1/1024ths of a token, rounded down.
-  tokens = math.floor(tokens * 1024) / 1024
+  tokens = floor(tokens * 1024) / 1024
   local reset = (capacity - tokens) * period / rate
   local retry = 0
   if not allowed then
     retry = (cost - tokens) * period / rate
     if cost > capacity then retry = -1 end
   end
-  return allowed, math.floor(tokens), reset, retry, tokens, now, 0, reset
+  return allowed, floor(tokens), reset, retry, tokens, now, 0, reset
 end
