@@ -168,7 +168,8 @@ func runBenchWorker(ctx context.Context, c *tcpjson.Client, w *benchWorker, opts
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
-	for ctx.Err() == nil {
+	// Every client sends at least one request, however short the run.
+	for first := true; first || ctx.Err() == nil; first = false {
 		x = x*6364136223846793005 + 1442695040888963407
 		key := []byte("bench:" + strconv.Itoa(int((x>>33)%uint64(opts.Keys))))
 		isSet := int((x>>13)%100) < opts.WritePercent
