@@ -9,7 +9,7 @@ VERSION_PKG := github.com/devkit-go/devkit/cmd/devkit/internal/cmd/version
 # Each module is tested on its own (GOWORK=off) so that it stays importable alone.
 EACH      = set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && GOWORK=off $(1)); done
 
-.PHONY: help build test test-race test-crash bench fuzz lint fmt cover demo clean
+.PHONY: help build test test-race test-crash bench fuzz lint fmt cover demo demo-redis clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -46,8 +46,11 @@ cover: ## test with coverage, one profile per module under bin/
 	@mkdir -p bin
 	$(call EACH,$(GO) test -coverprofile=$(CURDIR)/bin/cover-$$(basename $$m).out ./...)
 
-demo: build ## run the demo (see README)
+demo: build ## run the example stack end to end (KEEP=1 keeps its home; REDIS_URL puts the limits in Redis)
 	./examples/demo.sh $(BIN)
+
+demo-redis: build ## the demo with a supervised redis-server and two gateways sharing it
+	./examples/demo.sh --redis $(BIN)
 
 clean: ## remove build output
 	rm -rf bin

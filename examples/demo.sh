@@ -1,19 +1,207 @@
 #!/usr/bin/env bash
-# make demo: what devkit can show today, for real, in under a minute.
-# Usage: examples/demo.sh BIN   (BIN is the devkit binary `make build` made)
+# make demo: the example stack (examples/stack/ops.yaml) end to end — the KV server behind the
+# rate-limiting gateway, both run by `devkit sup` — in headed steps a person can follow.
+# Every step checks what it shows; the script exits non-zero as soon as one does not behave.
+#
+# Usage: examples/demo.sh [--redis] [BIN]
+#   BIN       the devkit binary `make build` made (default bin/devkit)
+#   --redis   `make demo-redis`: a supervised redis-server and two gateways sharing it
+#             (examples/stack/ops-redis.yaml); needs redis-server on $PATH
+# Environment:
+#   KEEP=1    keep the demo home (state, logs, data) instead of removing it at the end
+#   REDIS_URL without --redis, the gateway keeps its limits in this Redis instead of in memory
 set -euo pipefail
+
+redis_mode=0
+if [[ ${1:-} == --redis ]]; then
+	redis_mode=1
+	shift
+fi
+root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-bin/devkit}
-cd "$(dirname "$0")/.."
+[[ $bin == /* ]] || bin=$root/$bin
+cd "$root"
+[[ -x $bin ]] || { echo "demo: $bin is missing; run 'make build' (or 'make demo')" >&2; exit 1; }
+if ((redis_mode)) && ! command -v redis-server >/dev/null 2>&1; then
+	echo "demo: redis-server is not installed (apt-get install redis-server, brew install redis)" >&2
+	exit 1
+fi
 
-section() { printf '\n== %s\n' "$*"; }
+started=$SECONDS
+home=$(mktemp -d "${TMPDIR:-/tmp}/devkit-demo.XXXXXX")
+section() { printf "\n== %s\n" "$*"; }
+say() { printf '%s\n' "$*"; }
+fail() { printf 'demo: FAILED: %s\n' "$*" >&2; exit 1; }
+# devkit runs the binary; show prints a command as a reader would type it, then runs it.
+devkit() { "$bin" "$@"; }
+# quote prints args as a shell would need them typed; the demo's HTTP client is shown as hit.
+quote() {
+	local out=() a
+	for a in "$@"; do
+		[[ $a == "$hit" ]] && a=hit
+		if [[ $a =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then out+=("$a"); else out+=("'$a'"); fi
+	done
+	printf '%s' "${out[*]}"
+}
+show() { printf '$ %s\n' "$(quote "$@")"; "$@"; }
+# expect_rc CODE CMD...: run CMD (shown), fail unless it exits CODE.
+expect_rc() {
+	local want=$1 rc=0
+	shift
+	show "$@" || rc=$?
+	((rc == want)) || fail "'$*' exited $rc, expected $want"
+}
 
-section "devkit version"
-"$bin" version
+cleanup() {
+	local rc=$?
+	# Whatever happened, leave no process behind.
+	"$bin" sup stop --all --force >/dev/null 2>&1 || true
+	if [[ ${KEEP:-} == 1 ]]; then
+		echo "demo: kept $home (state and logs under $home/sup, data under $home/data)"
+	else
+		rm -rf "$home"
+	fi
+	((rc == 0)) || echo "demo: exit $rc; the logs were under $home/sup/logs (KEEP=1 keeps them)" >&2
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-section "The KV engine under kill -9 (examples/kvembed)"
-echo "A child process writes under the strict sync policy and is killed with SIGKILL mid-write;"
-echo "the parent reopens the data directory and checks every write the child saw acknowledged."
-go run ./examples/kvembed -writers 16 -kill-after 500ms
+# free_port prints a TCP port on 127.0.0.1 nobody listens on (bash's /dev/tcp, no other tool).
+used_ports=" "
+free_port() {
+	local p
+	for _ in $(seq 1 200); do
+		p=$((20000 + RANDOM % 30000))
+		[[ $used_ports == *" $p "* ]] && continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			used_ports+="$p "
+			echo "$p"
+			return
+		fi
+	done
+	fail "no free port found"
+}
 
-section "Done"
-echo "Every step above checked what it printed; this script exits non-zero if one did not."
+section "Setting up"
+export DEVKIT=$bin DEVKIT_HOME=$home KV_DATA=$home/data
+export KV_PORT=$(free_port) GATEWAY_PORT=$(free_port) GATEWAY_ADMIN_PORT=$(free_port)
+export RATELIMIT_PREFIX="demo-$$-$RANDOM:" # a fresh budget even in a shared REDIS_URL
+export DEVKIT_SUP_CONFIG=$root/examples/stack/ops.yaml
+if ((redis_mode)); then
+	export DEVKIT_SUP_CONFIG=$root/examples/stack/ops-redis.yaml
+	export REDIS_PORT=$(free_port) REDIS_DIR=$home/redis GATEWAY2_PORT=$(free_port) GATEWAY2_ADMIN_PORT=$(free_port)
+	mkdir -p "$REDIS_DIR"
+	unset REDIS_URL
+fi
+cp examples/policies/saas.yaml "$home/policy.yaml"
+export GATEWAY_POLICY=$home/policy.yaml
+hit=$home/bin/hit
+go build -o "$hit" ./examples/stack/hit # the demo's HTTP client: a curl that checks the answers
+gw=http://127.0.0.1:$GATEWAY_PORT
+admin=http://127.0.0.1:$GATEWAY_ADMIN_PORT
+free=(-H "X-Workspace-ID: acme" -H "X-Workspace-Plan: free" -H "X-User-ID: ada")
+pro=(-H "X-Workspace-ID: globex" -H "X-Workspace-Plan: pro" -H "X-User-ID: grace")
+say "devkit:   $("$bin" version | head -1)"
+say "config:   $DEVKIT_SUP_CONFIG (policy: examples/policies/saas.yaml, copied to $GATEWAY_POLICY)"
+say "home:     $home (DEVKIT_HOME; KV data in $KV_DATA)"
+say "gateway:  $gw (admin $admin) → kv http://127.0.0.1:$KV_PORT"
+if ((redis_mode)); then
+	say "redis:    redis://127.0.0.1:$REDIS_PORT, shared by gateway and gateway2 (http://127.0.0.1:$GATEWAY2_PORT)"
+else
+	if [[ -n ${REDIS_URL:-} ]]; then say "limits:   in Redis at $REDIS_URL"; else say "limits:   in the gateway's memory (set REDIS_URL, or run make demo-redis, for Redis)"; fi
+fi
+
+section "1. Start the stack: kv first, then the gateway in front of it, each waited for until ready"
+expect_rc 0 devkit sup start --all
+expect_rc 0 devkit sup status
+
+section "2. Write and read keys through the gateway, as a free and as a pro tenant"
+say "Tenants are named by X-Workspace-ID and X-Workspace-Plan (trusted from 127.0.0.1, see the policy's identity)."
+show "$hit" -i "${free[@]}" -d "hello from acme" -expect 204 -has "X-RateLimit-Limit: 20" "$gw/keys/acme-greeting"
+show "$hit" "${free[@]}" -body "hello from acme" -expect 200 "$gw/keys/acme-greeting"
+show "$hit" -i "${pro[@]}" -d "hello from globex" -expect 204 -has "X-RateLimit-Limit: 100" "$gw/keys/globex-greeting"
+show "$hit" "${pro[@]}" -body "hello from globex" -expect 200 "$gw/keys/globex-greeting"
+say "A free workspace may PUT a key 20 times a minute, a pro one 100 times (rule api, plans free and pro)."
+
+section "3. Drive the free tenant past its limit: 25 PUTs of one key, 20 pass, then 429"
+show "$hit" -X PUT "${free[@]}" -d tick -n 25 -expect 204=20,429=5 "$gw/keys/acme-counter"
+say "The next one, with its headers and the problem+json body (the limit blocks for 5 minutes once hit):"
+show "$hit" -i -X PUT "${free[@]}" -d tick -expect 429 -has "Retry-After: 300" -has "X-RateLimit-Remaining: 0" "$gw/keys/acme-counter"
+say "The pro tenant is not affected: its budget is its own."
+show "$hit" -X PUT "${pro[@]}" -d tick -n 25 -expect 204=25 "$gw/keys/globex-counter"
+
+section "4. A login brute force ends in a block with Retry-After"
+say "Rule login: 5 attempts per 15 minutes per client address, then blocked for 1 hour, whatever the plan."
+say "The 5 allowed attempts reach the KV server, which has no /auth/login (404); the 6th is refused."
+show "$hit" -X POST -d "user=ada&password=guess" -n 5 -expect 404=5 "$gw/auth/login"
+show "$hit" -i -X POST -d "user=ada&password=guess" -expect 429 -has "Retry-After: 3600" "$gw/auth/login"
+
+section "5. kill -9 the KV server; every acknowledged write survives"
+say "Write 20 keys through the gateway; each 204 is an acknowledgement (--sync always: on disk first)."
+for i in $(seq 1 20); do "$hit" "${pro[@]}" -d "value-$i" -expect 204 "$gw/keys/order-$i" >/dev/null; done
+say "20 × 204"
+kvpid=$("$bin" sup status --json kv | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+[[ -n $kvpid ]] || fail "no PID for kv in sup status --json"
+show kill -9 "$kvpid"
+for _ in $(seq 1 100); do kill -0 "$kvpid" 2>/dev/null || break; sleep 0.05; done
+sleep 0.2 # the monitor records the exit
+say "status now reports kv as exited by SIGKILL, and exits 3 (something is not running):"
+expect_rc 3 devkit sup status
+kvstatus=$("$bin" sup status kv || true)
+grep -q SIGKILL <<<"$kvstatus" || fail "status does not report kv killed by SIGKILL"
+say "Meanwhile the gateway answers 502 (problem+json) for the API:"
+show "$hit" "${pro[@]}" -expect 502 "$gw/keys/order-1"
+expect_rc 0 devkit sup start kv
+say "Read every acknowledged write back after recovery:"
+for i in $(seq 1 20); do "$hit" "${pro[@]}" -body "value-$i" -expect 200 "$gw/keys/order-$i" >/dev/null; done
+say "20 × 200, each with its value"
+show "$hit" "${free[@]}" -body "hello from acme" -expect 200 "$gw/keys/acme-greeting"
+
+section "6. Change a limit: free tenants get 30 PUTs a minute; reload shows the plan, then applies it"
+sed 's/PUT:    \[{limit: 20, window: 1m/PUT:    [{limit: 30, window: 1m/' examples/policies/saas.yaml >"$home/policy-v2.yaml"
+grep -q 'PUT:    \[{limit: 30' "$home/policy-v2.yaml" || fail "could not write the new policy"
+show devkit ratelimit lint --policy "$home/policy-v2.yaml" >/dev/null
+say "The gateway is pointed at the new policy (GATEWAY_POLICY in ops.yaml); reload compares with what runs:"
+export GATEWAY_POLICY=$home/policy-v2.yaml
+plan=$(devkit sup reload --dry-run)
+printf '$ devkit sup reload --dry-run\n%s\n' "$plan"
+grep -Eq '^gateway +restart' <<<"$plan" || fail "reload --dry-run does not plan a gateway restart"
+grep -Eq '^kv +none' <<<"$plan" || fail "reload --dry-run plans to touch kv"
+expect_rc 0 devkit sup reload
+expect_rc 0 devkit sup status
+show "$hit" -X PUT "${free[@]}" -d tick -n 35 -expect 204=30,429=5 "$gw/keys/acme-counter-v2"
+show "$hit" "${free[@]}" -body "hello from acme" -expect 200 "$gw/keys/acme-greeting"
+say "(An edit in place of the policy file is picked up by the running gateway without a restart.)"
+
+if ((redis_mode)); then
+	section "7. One limit across two gateways sharing Redis"
+	gw2=http://127.0.0.1:$GATEWAY2_PORT
+	say "36 PUTs of one key, 12 at a time through gateway, gateway2, gateway: 30 pass in all (the limit), not 36."
+	show "$hit" -X PUT "${free[@]}" -d tick -n 12 -expect 204=12 "$gw/keys/acme-shared"
+	show "$hit" -X PUT "${free[@]}" -d tick -n 12 -expect 204=12 "$gw2/keys/acme-shared"
+	show "$hit" -X PUT "${free[@]}" -d tick -n 12 -expect 204=6,429=6 "$gw/keys/acme-shared"
+fi
+
+section "The gateway's /metrics (admin address), top lines"
+denied=5
+if ((redis_mode)); then denied=11; fi # step 7 denied 6 more
+metrics=$("$hit" -grep "ratelimit_allowed_total,ratelimit_denied_total" -expect 200 "$admin/metrics")
+printf '$ hit -grep ratelimit_allowed_total,ratelimit_denied_total %s\n%s\n' "$admin/metrics" "$metrics"
+grep -qx " *ratelimit_denied_total{rule=\"api\"} $denied" <<<"$metrics" || fail "the gateway did not count $denied denials of rule api since its restart"
+
+section "Stop everything"
+pids=$("$bin" sup status --json | sed -n "s/.*\"pid\": *\([0-9]*\).*/\1/p")
+[[ -n $pids ]] || fail "no PIDs in sup status --json"
+expect_rc 0 devkit sup stop --all
+expect_rc 3 devkit sup status
+for p in $KV_PORT $GATEWAY_PORT $GATEWAY_ADMIN_PORT; do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then fail "port $p still answers after stop"; fi
+done
+for p in $pids; do
+	if kill -0 "$p" 2>/dev/null; then fail "process $p is still alive after stop"; fi
+done
+say "No process of the stack is left (PIDs $(echo $pids)), and none of its ports answers."
+
+section "Done in $((SECONDS - started))s"
+say "Every step above checked what it printed; the demo exits non-zero if one did not."
