@@ -89,8 +89,18 @@ func (c *Client) Do(ctx context.Context, req Request) (Response, error) {
 func (c *Client) roundTrip(ctx context.Context, req *Request) (Response, error) {
 	deadline, _ := ctx.Deadline()
 	c.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// Cancellation interrupts blocked I/O through a deadline in the past;
+	// wait for that to be done so it cannot hit the next request.
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.conn.SetDeadline(time.Unix(1, 0))
+		close(fired)
+	})
+	defer func() {
+		if !stop() {
+			<-fired
+		}
+	}()
 
 	if err := c.enc.Encode(req); err != nil {
 		return Response{}, err
