@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,10 +83,13 @@ func TestCluster_KeysSpreadOverMastersAndTopSeesAll(t *testing.T) {
 			}
 		}
 	}
+	var mu sync.Mutex
 	perMaster := map[string]int64{}
 	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 		n, err := m.DBSize(ctx).Result()
+		mu.Lock()
 		perMaster[m.Options().Addr] = n
+		mu.Unlock()
 		return err
 	})
 	if err != nil {
