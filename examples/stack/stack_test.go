@@ -1,0 +1,549 @@
+// Package stack_test runs the example stack (ops.yaml: the KV server behind the
+// rate-limiting gateway, under devkit sup) for real: a devkit binary built from
+// this checkout, real processes, real sockets on free 127.0.0.1 ports, a home and
+// a data directory of its own. Every process it starts is gone when it ends.
+package stack_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Tenants as the saas.yaml policy names them (trusted from 127.0.0.1).
+var (
+	freeTenant = http.Header{"X-Workspace-Id": {"acme"}, "X-Workspace-Plan": {"free"}, "X-User-Id": {"ada"}}
+	proTenant  = http.Header{"X-Workspace-Id": {"globex"}, "X-Workspace-Plan": {"pro"}, "X-User-Id": {"grace"}}
+)
+
+// TestStack_Memory is the e2e test of the stack with the gateway's limits in memory.
+func TestStack_Memory(t *testing.T) {
+	s := newStack(t, "ops.yaml", nil)
+	s.sup(0, "start", "--all")
+	st := s.status(0)
+	for _, name := range []string{"kv", "gateway"} {
+		if p := st[name]; p.State != "running" || p.PID == 0 {
+			t.Fatalf("after start --all, %s is %+v, want running with a PID", name, p)
+		}
+	}
+	gw := s.url("GATEWAY_PORT")
+
+	t.Run("keys through the gateway", func(t *testing.T) {
+		resp := s.do(t, "PUT", gw+"/keys/acme-greeting", freeTenant, "hello")
+		wantStatus(t, resp, 204)
+		wantHeader(t, resp, "X-RateLimit-Limit", "20")
+		wantHeader(t, resp, "X-RateLimit-Remaining", "19")
+		wantHeader(t, resp, "RateLimit-Policy", `"api-free-put";q=20;w=60`)
+		resp = s.do(t, "GET", gw+"/keys/acme-greeting", freeTenant, "")
+		wantStatus(t, resp, 200)
+		if resp.body != "hello" {
+			t.Fatalf("GET acme-greeting = %q, want hello", resp.body)
+		}
+		resp = s.do(t, "PUT", gw+"/keys/globex-greeting", proTenant, "hi")
+		wantStatus(t, resp, 204)
+		wantHeader(t, resp, "X-RateLimit-Limit", "100")
+	})
+
+	t.Run("free tenant past its limit", func(t *testing.T) {
+		got := s.count(t, 25, "PUT", gw+"/keys/acme-counter", freeTenant)
+		if got[204] != 20 || got[429] != 5 || len(got) != 2 {
+			t.Fatalf("25 PUTs of one key as a free tenant: %v, want 20×204 and 5×429", got)
+		}
+		resp := s.do(t, "PUT", gw+"/keys/acme-counter", freeTenant, "x")
+		wantStatus(t, resp, 429)
+		wantHeader(t, resp, "Retry-After", "300")
+		wantHeader(t, resp, "Content-Type", "application/problem+json")
+		wantHeader(t, resp, "X-RateLimit-Remaining", "0")
+		var problem struct {
+			Status  int    `json:"status"`
+			Policy  string `json:"policy"`
+			Blocked bool   `json:"blocked"`
+		}
+		if err := json.Unmarshal([]byte(resp.body), &problem); err != nil {
+			t.Fatalf("429 body %q: %v", resp.body, err)
+		}
+		if problem.Status != 429 || problem.Policy != "api-free-put" || !problem.Blocked {
+			t.Fatalf("429 body = %+v, want status 429, policy api-free-put, blocked", problem)
+		}
+		// Another tenant's budget is its own.
+		if got := s.count(t, 25, "PUT", gw+"/keys/acme-counter", proTenant); got[204] != 25 {
+			t.Fatalf("25 PUTs as a pro tenant after the free one was blocked: %v, want 25×204", got)
+		}
+	})
+
+	t.Run("login brute force", func(t *testing.T) {
+		if got := s.count(t, 5, "POST", gw+"/auth/login", nil); got[404] != 5 {
+			t.Fatalf("5 logins: %v, want 5×404 (allowed through to the KV server, which has no such route)", got)
+		}
+		resp := s.do(t, "POST", gw+"/auth/login", nil, "")
+		wantStatus(t, resp, 429)
+		wantHeader(t, resp, "Retry-After", "3600")
+	})
+
+	t.Run("kill -9 of the KV server loses no acknowledged write", func(t *testing.T) {
+		s.killAndRecover(t, gw)
+	})
+
+	t.Run("reload with a changed limit", func(t *testing.T) {
+		policy := filepath.Join(t.TempDir(), "policy-v2.yaml")
+		writeChangedPolicy(t, policy, 30)
+		s.setEnv("GATEWAY_POLICY", policy)
+		out := s.sup(0, "reload", "--dry-run", "--json")
+		plan := map[string]string{}
+		var dry struct {
+			DryRun bool `json:"dry_run"`
+			Steps  []struct{ Name, Action string }
+		}
+		if err := json.Unmarshal([]byte(out), &dry); err != nil {
+			t.Fatalf("reload --dry-run --json: %v\n%s", err, out)
+		}
+		for _, st := range dry.Steps {
+			plan[st.Name] = st.Action
+		}
+		if !dry.DryRun || plan["gateway"] != "restart" || plan["kv"] != "none" {
+			t.Fatalf("reload --dry-run plan = %v (dry_run %v), want gateway restart, kv none", plan, dry.DryRun)
+		}
+		before := s.status(0)
+		s.sup(0, "reload")
+		after := s.status(0)
+		if after["kv"].PID != before["kv"].PID {
+			t.Errorf("reload restarted kv (pid %d -> %d); only the gateway changed", before["kv"].PID, after["kv"].PID)
+		}
+		if after["gateway"].PID == before["gateway"].PID {
+			t.Errorf("reload kept the gateway's pid %d; its policy changed", after["gateway"].PID)
+		}
+		if got := s.count(t, 35, "PUT", gw+"/keys/acme-counter-v2", freeTenant); got[204] != 30 || got[429] != 5 {
+			t.Fatalf("35 PUTs under the new policy: %v, want 30×204 and 5×429", got)
+		}
+	})
+
+	s.stopAll(t)
+}
+
+// TestStack_Redis runs the Redis variant (ops-redis.yaml): a supervised
+// redis-server and two gateways sharing it, so one limit holds across both.
+func TestStack_Redis(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		const hint = "redis-server not found; install it (apt-get install redis-server, brew install redis)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(hint + " — CI=true requires the Redis variant of the e2e test")
+		}
+		t.Skip(hint)
+	}
+	redisDir := t.TempDir()
+	s := newStack(t, "ops-redis.yaml", map[string]string{"REDIS_DIR": redisDir},
+		"REDIS_PORT", "GATEWAY2_PORT", "GATEWAY2_ADMIN_PORT")
+	s.sup(0, "start", "--all")
+	st := s.status(0)
+	for _, name := range []string{"redis", "kv", "gateway", "gateway2"} {
+		if st[name].State != "running" {
+			t.Fatalf("after start --all, %s is %+v, want running", name, st[name])
+		}
+	}
+	gw1, gw2 := s.url("GATEWAY_PORT"), s.url("GATEWAY2_PORT")
+	counts := map[int]int{}
+	for _, gw := range []string{gw1, gw2, gw1} {
+		for code, n := range s.count(t, 12, "PUT", gw+"/keys/shared", freeTenant) {
+			counts[code] += n
+		}
+	}
+	if counts[204] != 20 || counts[429] != 16 {
+		t.Fatalf("36 PUTs of one key across two gateways sharing Redis: %v, want 20×204 and 16×429", counts)
+	}
+	resp := s.do(t, "PUT", gw2+"/keys/shared", freeTenant, "x")
+	wantStatus(t, resp, 429)
+	wantHeader(t, resp, "Retry-After", "300")
+
+	t.Run("kill -9 of the KV server loses no acknowledged write", func(t *testing.T) {
+		s.killAndRecover(t, gw2)
+	})
+	s.stopAll(t)
+}
+
+// stack is one running example stack.
+type stack struct {
+	t      *testing.T
+	bin    string
+	home   string
+	config string
+	env    map[string]string
+	mu     sync.Mutex
+}
+
+// newStack builds devkit, picks free ports and a home under t.TempDir(), and
+// registers a cleanup that stops whatever is left. extraPorts name more port
+// variables the config uses.
+func newStack(t *testing.T, config string, extraEnv map[string]string, extraPorts ...string) *stack {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("the e2e test uses kill -9 and /proc; the stack itself runs on Windows")
+	}
+	home := t.TempDir()
+	cfg, err := filepath.Abs(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stack{t: t, bin: buildDevkit(t), home: home, config: cfg, env: map[string]string{}}
+	s.env["DEVKIT"] = s.bin
+	s.env["DEVKIT_HOME"] = home
+	s.env["DEVKIT_SUP_CONFIG"] = cfg
+	s.env["KV_DATA"] = filepath.Join(home, "data")
+	s.env["GATEWAY_POLICY"] = filepath.Join(filepath.Dir(cfg), "..", "policies", "saas.yaml")
+	s.env["RATELIMIT_PREFIX"] = "e2e:"
+	for _, p := range append([]string{"KV_PORT", "GATEWAY_PORT", "GATEWAY_ADMIN_PORT"}, extraPorts...) {
+		s.env[p] = strconv.Itoa(freePort(t))
+	}
+	for k, v := range extraEnv {
+		s.env[k] = v
+	}
+	t.Cleanup(func() {
+		// Whatever the test did, nothing of the stack outlives it.
+		out, err := s.run("sup", "stop", "--all", "--force")
+		if err != nil {
+			t.Logf("cleanup: sup stop --all --force: %v\n%s", err, out)
+		}
+		if left := processesOf(home); len(left) > 0 {
+			t.Errorf("processes left behind after cleanup: %v", left)
+		}
+		if t.Failed() {
+			s.dumpLogs()
+		}
+	})
+	return s
+}
+
+// buildDevkit builds the devkit binary of this checkout into a temporary directory.
+func buildDevkit(t *testing.T) string {
+	t.Helper()
+	if b := os.Getenv("DEVKIT_E2E_BIN"); b != "" {
+		return b
+	}
+	bin := filepath.Join(t.TempDir(), "devkit")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join("..", "..", "cmd", "devkit")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/devkit: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (s *stack) setEnv(k, v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.env[k] = v
+}
+
+func (s *stack) url(portVar string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "http://127.0.0.1:" + s.env[portVar]
+}
+
+// environ is the environment of every devkit run: the test's own, without
+// anything that would point the stack elsewhere, plus the stack's variables.
+func (s *stack) environ() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ours := s.env[k]; ours || k == "REDIS_URL" || k == "OPS_HOME" || k == "NO_COLOR" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for k, v := range s.env {
+		env = append(env, k+"="+v)
+	}
+	return append(env, "NO_COLOR=1")
+}
+
+// run runs devkit with args and returns its combined output.
+func (s *stack) run(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, args...)
+	cmd.Env = s.environ()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String() + stderr.String(), err
+}
+
+// sup runs `devkit sup args...`, fails the test unless it exits wantCode, and
+// returns its stdout.
+func (s *stack) sup(wantCode int, args ...string) string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, append([]string{"sup"}, args...)...)
+	cmd.Env = s.environ()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		s.t.Fatalf("devkit sup %s: %v", strings.Join(args, " "), err)
+	}
+	if code != wantCode {
+		s.t.Fatalf("devkit sup %s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, wantCode, &stdout, &stderr)
+	}
+	return stdout.String()
+}
+
+// procStatus is one process of `devkit sup status --json`.
+type procStatus struct {
+	Name       string `json:"name"`
+	State      string `json:"state"`
+	PID        int    `json:"pid"`
+	ExitSignal string `json:"exit_signal"`
+}
+
+// status runs `sup status --json`, expecting exit wantCode, and returns the processes by name.
+func (s *stack) status(wantCode int) map[string]procStatus {
+	s.t.Helper()
+	out := s.sup(wantCode, "status", "--json")
+	var doc struct {
+		Schema    string       `json:"schema"`
+		Processes []procStatus `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Schema != "devkit.sup.status/v1" {
+		s.t.Fatalf("sup status --json: %v (schema %q)\n%s", err, doc.Schema, out)
+	}
+	m := map[string]procStatus{}
+	for _, p := range doc.Processes {
+		m[p.Name] = p
+	}
+	return m
+}
+
+// answer is one HTTP response, read whole.
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (s *stack) do(t *testing.T, method, url string, h http.Header, body string) answer {
+	t.Helper()
+	a, err := request(context.Background(), method, url, h, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return a
+}
+
+func request(ctx context.Context, method, url string, h http.Header, body string) (answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return answer{}, err
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, header: resp.Header, body: string(b)}, err
+}
+
+// count sends n identical requests one after the other and counts the statuses.
+func (s *stack) count(t *testing.T, n int, method, url string, h http.Header) map[int]int {
+	t.Helper()
+	got := map[int]int{}
+	for i := 0; i < n; i++ {
+		got[s.do(t, method, url, h, "v").status]++
+	}
+	return got
+}
+
+func wantStatus(t *testing.T, a answer, want int) {
+	t.Helper()
+	if a.status != want {
+		t.Fatalf("status %d, want %d; body %q", a.status, want, a.body)
+	}
+}
+
+func wantHeader(t *testing.T, a answer, name, want string) {
+	t.Helper()
+	if got := a.header.Get(name); got != want {
+		t.Fatalf("header %s = %q, want %q (all: %v)", name, got, want, a.header)
+	}
+}
+
+// killAndRecover writes through gw from several clients, kills the KV server
+// with SIGKILL while writes are in flight, checks that status reports it,
+// starts it again and reads every acknowledged write back.
+func (s *stack) killAndRecover(t *testing.T, gw string) {
+	t.Helper()
+	kv := s.status(0)["kv"]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		acked = map[string]string{}
+		wg    sync.WaitGroup
+	)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				key, val := fmt.Sprintf("e2e-w%d-%d", w, i), fmt.Sprintf("value %d of writer %d", i, w)
+				a, err := request(ctx, "PUT", gw+"/keys/"+key, proTenant, val)
+				if err != nil || a.status != 204 {
+					return // the server is gone: what was not acknowledged may or may not be there
+				}
+				mu.Lock()
+				acked[key] = val
+				mu.Unlock()
+			}
+		}()
+	}
+	// Let some writes be acknowledged, then kill mid-stream.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 200 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := killPID(kv.PID); err != nil {
+		t.Fatalf("kill -9 %d: %v", kv.PID, err)
+	}
+	wg.Wait()
+	if len(acked) == 0 {
+		t.Fatal("no write was acknowledged before the kill")
+	}
+
+	// The monitor records the exit; status reports it and exits 3.
+	var st map[string]procStatus
+	for i := 0; ; i++ {
+		st = s.status(3)
+		if st["kv"].State == "exited" || i == 100 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st["kv"].State != "exited" || st["kv"].ExitSignal != "SIGKILL" {
+		t.Fatalf("after kill -9, status of kv = %+v, want exited by SIGKILL", st["kv"])
+	}
+	if a := s.do(t, "GET", gw+"/keys/acme-greeting", proTenant, ""); a.status != 502 {
+		t.Fatalf("gateway with the KV server down answered %d, want 502", a.status)
+	}
+
+	s.sup(0, "start", "kv")
+	lost := 0
+	for key, val := range acked {
+		a := s.do(t, "GET", gw+"/keys/"+key, proTenant, "")
+		if a.status != 200 || a.body != val {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged write %s: got %d %q, want 200 %q", key, a.status, a.body, val)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged writes lost after kill -9", lost, len(acked))
+	}
+	t.Logf("%d acknowledged writes, all read back after kill -9 and restart", len(acked))
+}
+
+// stopAll stops the stack and checks that nothing of it is left: status says
+// every process stopped, no recorded PID is alive, no process carries the
+// stack's home, and no port answers.
+func (s *stack) stopAll(t *testing.T) {
+	t.Helper()
+	before := s.status(0)
+	s.sup(0, "stop", "--all")
+	after := s.status(3)
+	for name, p := range after {
+		if p.State != "stopped" {
+			t.Errorf("after stop --all, %s is %s", name, p.State)
+		}
+	}
+	for name, p := range before {
+		if alive(p.PID) {
+			t.Errorf("%s (pid %d) still alive after stop --all", name, p.PID)
+		}
+	}
+	if left := processesOf(s.home); len(left) > 0 {
+		t.Errorf("processes of the stack left after stop --all: %v", left)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range s.env {
+		if !strings.HasSuffix(k, "_PORT") {
+			continue
+		}
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+v, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s %s still accepts connections after stop --all", k, v)
+		}
+	}
+}
+
+// dumpLogs prints the end of every log of the stack, for a failed test.
+func (s *stack) dumpLogs() {
+	logs, _ := filepath.Glob(filepath.Join(s.home, "sup", "logs", "*.log"))
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		if len(b) > 4000 {
+			b = b[len(b)-4000:]
+		}
+		s.t.Logf("--- %s\n%s", l, b)
+	}
+}
+
+// writeChangedPolicy writes saas.yaml with the free plan's PUT limit set to limit.
+func writeChangedPolicy(t *testing.T, path string, limit int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "policies", "saas.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const old = "PUT:    [{limit: 20, window: 1m"
+	if strings.Count(string(b), old) != 1 {
+		t.Fatalf("saas.yaml no longer has exactly one %q; update the test", old)
+	}
+	changed := strings.Replace(string(b), old, fmt.Sprintf("PUT:    [{limit: %d, window: 1m", limit), 1)
+	if err := os.WriteFile(path, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
