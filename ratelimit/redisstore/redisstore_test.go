@@ -238,3 +238,20 @@ func TestSentinelURL_ChecksThroughTheMaster(t *testing.T) {
 		t.Fatalf("key on master: %d, %v", n, err)
 	}
 }
+
+func TestDifferential_MiniredisMatchesMemory(t *testing.T) {
+	storetest.RunDifferential(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+		mr := miniredis.RunT(t)
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { c.Close() })
+		return redisstore.New(c, redisstore.Options{Now: clock.Now})
+	})
+}
+
+func TestDifferential_RealRedisMatchesMemory(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	storetest.RunDifferential(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t)})
+	})
+}
