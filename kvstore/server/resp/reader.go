@@ -277,3 +277,35 @@ func parseInt(b []byte) (int64, bool) {
 	}
 	return n, true
 }
+
+// hasWholeCommand reports whether the bytes already buffered hold at least
+// one complete command, so that reading it will not wait for the network.
+func (r *commandReader) hasWholeCommand() bool {
+	buf, _ := r.br.Peek(r.br.Buffered())
+	line, rest, ok := bytes.Cut(buf, []byte("\n"))
+	if !ok {
+		return false
+	}
+	if len(line) == 0 || line[0] != '*' {
+		return true // an inline command: one line
+	}
+	n, ok := parseInt(bytes.TrimSuffix(line[1:], []byte("\r")))
+	if !ok {
+		return true // malformed: reading it fails at once
+	}
+	for range max(n, 0) {
+		hdr, after, ok := bytes.Cut(rest, []byte("\n"))
+		if !ok {
+			return false
+		}
+		size, ok := parseInt(bytes.TrimSuffix(bytes.TrimPrefix(hdr, []byte("$")), []byte("\r")))
+		if !ok || size < 0 {
+			return true // malformed: reading it fails at once
+		}
+		if int64(len(after)) < size+2 {
+			return false
+		}
+		rest = after[size+2:]
+	}
+	return true
+}

@@ -499,3 +499,77 @@ func TestRaw_LargeBulkArrivesInPiecesAndIsStoredWhole(t *testing.T) {
 		t.Fatalf("stored %d bytes, %v", len(v), err)
 	}
 }
+
+func TestPipeline_SETsUnderSyncAlwaysShareFsyncsAndKeepOrder(t *testing.T) {
+	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := goRedis(t, start(t, db, resp.Options{}))
+	ctx := context.Background()
+	const n = 200
+	before := db.Stats().Fsyncs
+	pipe := c.Pipeline()
+	cmds := make([]*redis.StatusCmd, 0, n+2)
+	for i := range n {
+		cmds = append(cmds, pipe.Set(ctx, fmt.Sprint("k", i), fmt.Sprint("v", i), 0))
+	}
+	// Writes to one key keep their order; a read sees the writes before it.
+	cmds = append(cmds, pipe.Set(ctx, "k7", "second", 0))
+	get := pipe.Get(ctx, "k7")
+	cmds = append(cmds, pipe.Set(ctx, "", "empty key fails alone", 0))
+	pipe.Exec(ctx)
+	for i, cmd := range cmds[:n+1] {
+		if cmd.Val() != "OK" {
+			t.Fatalf("reply %d: %v", i, cmd.Err())
+		}
+	}
+	if err := cmds[n+1].Err(); err == nil || !strings.Contains(err.Error(), "empty key") {
+		t.Fatalf("SET with an empty key in the pipeline: %v", err)
+	}
+	if get.Val() != "second" {
+		t.Fatalf("GET after two SETs of k7 = %q", get.Val())
+	}
+	fsyncs := db.Stats().Fsyncs - before
+	if fsyncs >= n {
+		t.Fatalf("%d fsyncs for %d pipelined SETs: they did not share", fsyncs, n)
+	}
+	if v, _ := db.Get([]byte("k199")); string(v) != "v199" {
+		t.Fatalf("k199 = %q", v)
+	}
+	t.Logf("%d pipelined SETs, %d fsyncs", n+1, fsyncs)
+}
+
+func TestPipeline_APartialCommandDoesNotHoldBackTheWritesBeforeIt(t *testing.T) {
+	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := dialRaw(t, start(t, db, resp.Options{}))
+	// A whole SET, then the start of another one that never finishes.
+	c.send("*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$5\r\nxy")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if v, err := db.Get([]byte("a")); err == nil && string(v) == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the whole SET was held back by the partial one after it")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPipeline_RepliesAreNotHeldWhileTheNextCommandIsIncomplete(t *testing.T) {
+	c := dialRaw(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	c.send("PING\r\n*1\r\n$4\r\nPI") // a whole command, then part of the next
+	if got := c.line(); got != "+PONG\r\n" {
+		t.Fatalf("got %q", got)
+	}
+	c.send("NG\r\n")
+	if got := c.line(); got != "+PONG\r\n" {
+		t.Fatalf("got %q", got)
+	}
+}

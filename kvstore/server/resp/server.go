@@ -109,6 +109,10 @@ type Server struct {
 	cursors *cursorTable
 	started time.Time
 
+	// groupWrites: under SyncAlways, pipelined SETs on distinct keys are
+	// committed together so that they share fsyncs (see executeSetRun).
+	groupWrites bool
+
 	nextClientID atomic.Int64
 	commands     atomic.Uint64
 	connections  atomic.Uint64
@@ -119,7 +123,8 @@ type Server struct {
 // NewServer returns a server over store.
 func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), started: time.Now()}
+	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), started: time.Now(),
+		groupWrites: store.Stats().SyncPolicy == kvstore.SyncAlways.String()}
 	s.conns = connserver.New(connserver.Options{
 		MaxConns:     opts.MaxConns,
 		IdleTimeout:  opts.IdleTimeout,
@@ -183,27 +188,47 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		}
 		return true
 	}
+	// held is a command read while gathering a run of pipelined SETs that
+	// did not belong to the run: it goes next.
+	var held [][]byte
 	for {
-		if !c.AwaitRequest() {
+		args := held
+		held = nil
+		var err error
+		if args == nil {
+			if !c.AwaitRequest() {
+				flush()
+				return
+			}
+			args, err = in.readCommand()
+		} else if c.Draining() {
 			flush()
 			return
 		}
-		args, err := in.readCommand()
+		if err == nil && len(args) > 0 {
+			if s.groupWrites && isPlainSet(args) && in.hasWholeCommand() {
+				held, err = s.executeSetRun(cl, in, args)
+			} else {
+				s.execute(cl, args)
+			}
+		}
 		if err != nil {
 			var pe *ProtocolError
 			if errors.As(err, &pe) {
 				cl.log.Info("protocol error; closing connection", "err", pe.Error())
 				cl.out.error("ERR " + pe.Error())
 				flush()
-			} else if !errors.Is(err, io.EOF) && !c.Draining() {
-				cl.log.Debug("connection closed", "err", err)
+			} else {
+				flush() // replies to a run read before the failure
+				if !errors.Is(err, io.EOF) && !c.Draining() {
+					cl.log.Debug("connection closed", "err", err)
+				}
 			}
 			return
 		}
-		if len(args) > 0 {
-			s.execute(cl, args)
-		}
-		if cl.quit || in.br.Buffered() == 0 || c.Draining() {
+		// Flush unless the next command is already here: never leave replies
+		// waiting while the server waits for the network.
+		if held == nil && (cl.quit || !in.hasWholeCommand() || c.Draining()) {
 			if !flush() || cl.quit {
 				return
 			}

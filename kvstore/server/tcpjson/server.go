@@ -166,11 +166,18 @@ func (s *Server) reply(c *connserver.Conn, w *bufio.Writer, enc *json.Encoder, r
 	if err := enc.Encode(resp); err != nil {
 		return err
 	}
-	if r.Buffered() > 0 {
-		return nil
+	if hasWholeLine(r) {
+		return nil // the next request is here: answer it in the same write
 	}
 	c.ArmWrite()
 	return w.Flush()
+}
+
+// hasWholeLine reports whether a complete request line is already buffered,
+// so that replies are never left waiting while the server reads.
+func hasWholeLine(r *bufio.Reader) bool {
+	buf, _ := r.Peek(r.Buffered())
+	return bytes.IndexByte(buf, '\n') >= 0
 }
 
 // readLine appends the next line (without its newline) to buf. A line longer

@@ -435,3 +435,16 @@ func TestServer_ShutdownKeepsEveryAcknowledgedWrite(t *testing.T) {
 	}
 	t.Logf("%d acknowledged writes all present after restart", len(acked))
 }
+
+func TestServer_RepliesAreNotHeldWhileTheNextLineIsIncomplete(t *testing.T) {
+	_, addr := start(t, servertest.OpenDB(t), tcpjson.Options{})
+	c := dialRaw(t, addr)
+	c.send(`{"op":"ping"}` + "\n" + `{"op":"pi`)
+	if m := c.reply(); m["value"] != "pong" {
+		t.Fatalf("reply %v", m)
+	}
+	c.send(`ng"}` + "\n")
+	if m := c.reply(); m["value"] != "pong" {
+		t.Fatalf("reply %v", m)
+	}
+}
