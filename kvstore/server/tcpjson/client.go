@@ -124,6 +124,12 @@ func ctxErr(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
+	// The connection's deadline is the context's, and may fire a moment
+	// before the context reports it.
+	var ne net.Error
+	if d, ok := ctx.Deadline(); ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
 	return err
 }
 
