@@ -318,3 +318,20 @@ func TestAdmin_MetricsHealthTopInfoReset(t *testing.T) {
 		t.Fatalf("after reset: %d", w.Code)
 	}
 }
+
+func TestCostAboveCapacity_429WithoutRetryAfter(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	p := parsePolicy(t, `
+defaults: {cost_header: X-Cost}
+rules:
+  - {name: upload, paths: [/upload], limits: [{algorithm: token-bucket, limit: 1, window: 1s, burst: 5}]}
+`)
+	h := middleware.New(l, p, middleware.Options{})
+	w := serve(h.Handler(ok), "POST", "/upload", "203.0.113.9:1", map[string]string{"X-Cost": "6"})
+	if w.Code != 429 || w.Header().Get("Retry-After") != "" || !strings.Contains(w.Body.String(), "can ever allow") {
+		t.Fatalf("cost 6 of 5: %d Retry-After %q %s", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if w := serve(h.Handler(ok), "POST", "/upload", "203.0.113.9:1", map[string]string{"X-Cost": "5"}); w.Code != 200 {
+		t.Fatalf("cost 5 of 5 after a refused 6: %d (the refusal must consume nothing)", w.Code)
+	}
+}

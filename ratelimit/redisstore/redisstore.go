@@ -234,7 +234,7 @@ func (s *Store) Top(ctx context.Context, n int) ([]ratelimit.Consumer, error) {
 func (s *Store) scanNode(ctx context.Context, c redis.UniversalClient, n int, top *consumerHeap) error {
 	var cursor uint64
 	for {
-		keys, next, err := c.Scan(ctx, cursor, s.prefix+"{*", 1000).Result()
+		keys, next, err := c.Scan(ctx, cursor, globEscape(s.prefix)+"{*", 1000).Result()
 		if err != nil {
 			return err
 		}
@@ -292,4 +292,16 @@ func (h *consumerHeap) offer(c ratelimit.Consumer, n int) {
 		(*h)[0] = c
 		heap.Fix(h, 0)
 	}
+}
+
+// globEscape quotes the characters SCAN MATCH treats as a pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

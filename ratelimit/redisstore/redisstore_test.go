@@ -255,3 +255,22 @@ func TestDifferential_RealRedisMatchesMemory(t *testing.T) {
 		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t)})
 	})
 }
+
+func TestTop_PrefixWithGlobCharacters(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	star := redisstore.New(c, redisstore.Options{Prefix: "a*:"})
+	plain := redisstore.New(c, redisstore.Options{Prefix: "ab:"})
+	out := make([]ratelimit.LimitResult, 1)
+	for _, s := range []*redisstore.Store{star, plain} {
+		if err := s.Check(ctx, ratelimit.CheckRequest{Key: "k", Limits: []ratelimit.Limit{ratelimit.PerMinute(5)}, Cost: 1}, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	top, err := star.Top(ctx, 10)
+	if err != nil || len(top) != 1 {
+		t.Fatalf("top under prefix a*: %+v, %v (another prefix leaked in)", top, err)
+	}
+}
