@@ -89,10 +89,10 @@ type Limiter struct {
 	// customClock is set when Options.Now was given; otherwise the
 	// decision's start time serves as now.
 	customClock bool
-	// inProcess is set for stores that never block (InProcess).
-	inProcess bool
-	blocked   *blockedCache
-	stats     *Stats
+	// local is the store when it never blocks (InProcess), else nil.
+	local   InProcess
+	blocked *blockedCache
+	stats   *Stats
 	// downUntil is the UnixNano until which the store is considered down.
 	downUntil atomic.Int64
 }
@@ -124,7 +124,7 @@ func New(store Store, opts Options) *Limiter {
 	if l.now == nil {
 		l.now = time.Now
 	}
-	_, l.inProcess = store.(InProcess)
+	l.local, _ = store.(InProcess)
 	if opts.BlockedCacheSize > 0 {
 		l.blocked = newBlockedCache(opts.BlockedCacheSize)
 	}
@@ -246,9 +246,9 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 	}
 	res.Limits = limits[:len(req.Limits)]
 	var err error
-	if l.inProcess {
+	if local := l.local; local != nil {
 		// An in-process store never blocks: no deadline to arm.
-		err = l.store.Check(ctx, CheckRequest{Key: req.Key, Limits: req.Limits, Cost: cost}, res.Limits)
+		err = local.CheckAt(ctx, CheckRequest{Key: req.Key, Limits: req.Limits, Cost: cost}, now, res.Limits)
 	} else {
 		tctx, cancel := context.WithTimeout(ctx, l.budget)
 		err = l.store.Check(tctx, CheckRequest{Key: req.Key, Limits: req.Limits, Cost: cost}, res.Limits)

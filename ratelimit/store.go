@@ -27,10 +27,12 @@ type Store interface {
 }
 
 // InProcess is implemented by stores that never block on I/O (the memory
-// store). The limiter then arms no latency-budget deadline for them.
+// store). The limiter arms no latency-budget deadline for them and hands
+// them the time it already read (clock reads are not free).
 type InProcess interface {
 	Store
-	InProcess()
+	// CheckAt is Check at time now (unless the store has a clock of its own).
+	CheckAt(ctx context.Context, req CheckRequest, now time.Time, out []LimitResult) error
 }
 
 // CheckRequest is one check as a store sees it.

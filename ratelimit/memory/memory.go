@@ -42,6 +42,7 @@ type Options struct {
 type Store struct {
 	seed     maphash.Seed
 	now      func() time.Time
+	ownClock bool // Options.Now was given
 	perShard int
 	shards   [shardCount]shard
 }
@@ -65,12 +66,9 @@ type limitState struct {
 
 var _ ratelimit.InProcess = (*Store)(nil)
 
-// InProcess marks the store as never blocking (ratelimit.InProcess).
-func (s *Store) InProcess() {}
-
 // New returns an empty store.
 func New(opts Options) *Store {
-	s := &Store{seed: maphash.MakeSeed(), now: opts.Now}
+	s := &Store{seed: maphash.MakeSeed(), now: opts.Now, ownClock: opts.Now != nil}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -93,10 +91,23 @@ func (s *Store) micros() float64 { return float64(s.now().UnixMicro()) }
 
 // Check implements ratelimit.Store.
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
+	return s.check(ctx, req, s.micros(), out)
+}
+
+// CheckAt implements ratelimit.InProcess: Check at now, unless the store
+// was given a clock of its own (Options.Now), which then wins.
+func (s *Store) CheckAt(ctx context.Context, req ratelimit.CheckRequest, now time.Time, out []ratelimit.LimitResult) error {
+	if s.ownClock {
+		return s.check(ctx, req, s.micros(), out)
+	}
+	return s.check(ctx, req, float64(now.UnixMicro()), out)
+}
+
+func (s *Store) check(ctx context.Context, req ratelimit.CheckRequest, now float64, out []ratelimit.LimitResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now, cost := s.micros(), float64(req.Cost)
+	cost := float64(req.Cost)
 	var (
 		outcomes [ratelimit.MaxLimits]algo.Outcome
 		slots    [ratelimit.MaxLimits]int // index in e.limits, -1 when new
