@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
@@ -42,6 +44,11 @@ The store is given by --redis URL or the REDIS_URL environment variable:
   redis://h1:7000,h2:7001,h3:7002           cluster (comma list of nodes)
   redis+sentinel://h1:26379,h2:26379/mymaster   sentinel`,
 	}
+	cmd.PersistentPreRun = func(cmd *cobra.Command, args []string) {
+		// go-redis logs dial failures on its own; every verb reports store
+		// errors itself, so its messages go to slog at debug level instead.
+		redis.SetLogger(debugLogger{})
+	}
 	cmd.PersistentFlags().StringVar(&so.RedisURL, "redis", "", "Redis URL (default $REDIS_URL)")
 	cmd.PersistentFlags().StringVar(&so.Prefix, "prefix", redisstore.DefaultPrefix, "prefix of every Redis key")
 	cmd.AddCommand(
@@ -54,6 +61,13 @@ The store is given by --redis URL or the REDIS_URL environment variable:
 		newLintCmd(ios),
 	)
 	return cmd
+}
+
+// debugLogger passes go-redis's internal messages to slog at debug level.
+type debugLogger struct{}
+
+func (debugLogger) Printf(ctx context.Context, format string, v ...any) {
+	slog.DebugContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
 }
 
 // errNoStore explains how to give a shared store.
