@@ -18,6 +18,7 @@ const (
 
 var sourceNames = [...]string{"store", "blocked-cache", "fail-open", "fail-closed"}
 
+// String returns the source's name, as in metrics and JSON.
 func (s Source) String() string {
 	if int(s) < len(sourceNames) {
 		return sourceNames[s]

@@ -115,6 +115,7 @@ type Error struct {
 	Msg  string
 }
 
+// Error renders file:line: message.
 func (e *Error) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
@@ -125,6 +126,7 @@ func (e *Error) Error() string {
 // Errors is every error found in one file.
 type Errors []*Error
 
+// Error renders one error per line.
 func (es Errors) Error() string {
 	msgs := make([]string, len(es))
 	for i, e := range es {
