@@ -9,7 +9,7 @@ VERSION_PKG := github.com/devkit-go/devkit/cmd/devkit/internal/cmd/version
 # Each module is tested on its own (GOWORK=off) so that it stays importable alone.
 EACH      = set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && GOWORK=off $(1)); done
 
-.PHONY: help build test test-race test-crash bench fuzz lint fmt cover demo demo-redis clean
+.PHONY: help build test test-race test-crash bench fuzz lint fmt cover demo demo-redis clean docs cross
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -38,6 +38,16 @@ fuzz: ## run each fuzz target briefly (FUZZTIME, default 15s)
 lint: ## go vet every module and check gofmt
 	$(call EACH,$(GO) vet ./...)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+cross: ## build devkit for linux, darwin and windows on amd64 and arm64 into bin/cross/
+	set -e; for os in linux darwin windows; do for arch in amd64 arm64; do \
+		ext=; [ $$os = windows ] && ext=.exe; \
+		echo "== $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o bin/cross/devkit-$$os-$$arch$$ext ./cmd/devkit; \
+	done; done
+
+docs: ## regenerate docs/cli.md from the command tree (a test fails when it is stale)
+	$(GO) run ./cmd/devkit/internal/clidoc/gencli -out docs/cli.md
 
 fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')
