@@ -24,14 +24,14 @@ func alive(pid int) bool {
 }
 
 // processesOf lists the PIDs of live processes whose environment holds
-// DEVKIT_HOME=home: everything the stack started (monitors, servers, their
+// DEVKIT_HOME=home (or a directory whose path starts with home): everything the stack started (monitors, servers, their
 // children) carries it. Linux only (/proc); elsewhere it finds nothing.
 func processesOf(home string) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	needle := []byte("DEVKIT_HOME=" + home + "\x00")
+	needle := []byte("\x00DEVKIT_HOME=" + home)
 	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -39,7 +39,7 @@ func processesOf(home string) []int {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, needle) {
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), needle) {
 			continue
 		}
 		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))

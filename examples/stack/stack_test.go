@@ -30,9 +30,23 @@ var (
 	proTenant  = http.Header{"X-Workspace-Id": {"globex"}, "X-Workspace-Plan": {"pro"}, "X-User-Id": {"grace"}}
 )
 
-// TestStack_Memory is the e2e test of the stack with the gateway's limits in memory.
-func TestStack_Memory(t *testing.T) {
-	s := newStack(t, "ops.yaml", nil)
+// TestStack builds devkit once and runs the stack with it: with the gateway's
+// limits in memory, with Redis (ops-redis.yaml), and through examples/demo.sh
+// (what `make demo` and `make demo-redis` run).
+func TestStack(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the e2e test uses kill -9, bash and /proc; the stack itself runs on Windows")
+	}
+	bin := buildDevkit(t)
+	t.Run("memory", func(t *testing.T) { testMemory(t, bin) })
+	t.Run("redis", func(t *testing.T) { testRedis(t, bin) })
+	t.Run("demo.sh", func(t *testing.T) { testDemoScript(t, bin, false) })
+	t.Run("demo.sh --redis", func(t *testing.T) { testDemoScript(t, bin, true) })
+}
+
+// testMemory is the e2e test of the stack with the gateway's limits in memory.
+func testMemory(t *testing.T, bin string) {
+	s := newStack(t, bin, "ops.yaml", nil)
 	s.sup(0, "start", "--all")
 	st := s.status(0)
 	for _, name := range []string{"kv", "gateway"} {
@@ -134,18 +148,12 @@ func TestStack_Memory(t *testing.T) {
 	s.stopAll(t)
 }
 
-// TestStack_Redis runs the Redis variant (ops-redis.yaml): a supervised
+// testRedis runs the Redis variant (ops-redis.yaml): a supervised
 // redis-server and two gateways sharing it, so one limit holds across both.
-func TestStack_Redis(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		const hint = "redis-server not found; install it (apt-get install redis-server, brew install redis)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(hint + " — CI=true requires the Redis variant of the e2e test")
-		}
-		t.Skip(hint)
-	}
+func testRedis(t *testing.T, bin string) {
+	needRedis(t)
 	redisDir := t.TempDir()
-	s := newStack(t, "ops-redis.yaml", map[string]string{"REDIS_DIR": redisDir},
+	s := newStack(t, bin, "ops-redis.yaml", map[string]string{"REDIS_DIR": redisDir},
 		"REDIS_PORT", "GATEWAY2_PORT", "GATEWAY2_ADMIN_PORT")
 	s.sup(0, "start", "--all")
 	st := s.status(0)
@@ -187,17 +195,14 @@ type stack struct {
 // newStack builds devkit, picks free ports and a home under t.TempDir(), and
 // registers a cleanup that stops whatever is left. extraPorts name more port
 // variables the config uses.
-func newStack(t *testing.T, config string, extraEnv map[string]string, extraPorts ...string) *stack {
+func newStack(t *testing.T, bin, config string, extraEnv map[string]string, extraPorts ...string) *stack {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("the e2e test uses kill -9 and /proc; the stack itself runs on Windows")
-	}
 	home := t.TempDir()
 	cfg, err := filepath.Abs(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, bin: buildDevkit(t), home: home, config: cfg, env: map[string]string{}}
+	s := &stack{t: t, bin: bin, home: home, config: cfg, env: map[string]string{}}
 	s.env["DEVKIT"] = s.bin
 	s.env["DEVKIT_HOME"] = home
 	s.env["DEVKIT_SUP_CONFIG"] = cfg
@@ -226,17 +231,21 @@ func newStack(t *testing.T, config string, extraEnv map[string]string, extraPort
 	return s
 }
 
-// buildDevkit builds the devkit binary of this checkout into a temporary directory.
+// buildDevkit installs the devkit binary of this checkout into a temporary
+// directory, the way the README's `go install github.com/devkit-go/devkit/cmd/devkit@latest`
+// does from the module proxy (here from the sibling folder, through its go.mod).
 func buildDevkit(t *testing.T) string {
 	t.Helper()
 	if b := os.Getenv("DEVKIT_E2E_BIN"); b != "" {
 		return b
 	}
-	bin := filepath.Join(t.TempDir(), "devkit")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	gobin := t.TempDir()
+	bin := filepath.Join(gobin, "devkit")
+	cmd := exec.Command("go", "install", "github.com/devkit-go/devkit/cmd/devkit")
 	cmd.Dir = filepath.Join("..", "..", "cmd", "devkit")
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/devkit: %v\n%s", err, out)
+		t.Fatalf("go install github.com/devkit-go/devkit/cmd/devkit: %v\n%s", err, out)
 	}
 	return bin
 }
@@ -545,5 +554,73 @@ func writeChangedPolicy(t *testing.T, path string, limit int) {
 	changed := strings.Replace(string(b), old, fmt.Sprintf("PUT:    [{limit: %d, window: 1m", limit), 1)
 	if err := os.WriteFile(path, []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// needRedis skips without redis-server, with the install hint, except under
+// CI=true where the Redis variants must run: there it fails.
+func needRedis(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		const hint = "redis-server not found; install it (apt-get install redis-server, brew install redis)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(hint + " — CI=true requires the Redis variant of the e2e test")
+		}
+		t.Skip(hint)
+	}
+}
+
+// testDemoScript runs examples/demo.sh (what `make demo` runs, `make
+// demo-redis` with redis) against bin and checks that it passes every step
+// and leaves nothing behind: no process, no demo home.
+func testDemoScript(t *testing.T, bin string, redis bool) {
+	if redis {
+		needRedis(t)
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not found")
+	}
+	tmp := t.TempDir()
+	args := []string{filepath.Join("..", "demo.sh")}
+	if redis {
+		args = append(args, "--redis")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append(args, bin)...)
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "REDIS_URL" && k != "KEEP" && k != "TMPDIR" {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "TMPDIR="+tmp, "GOWORK=") // the demo builds its HTTP client in the workspace
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo.sh: %v\n%s", err, out)
+	}
+	text := string(out)
+	sections := []string{"== 1. Start the stack", "== 2. Write and read keys", "== 3. Drive the free tenant past its limit",
+		"== 4. A login brute force", "== 5. kill -9 the KV server", "== 6. Change a limit", "/metrics", "== Stop everything", "== Done in"}
+	if redis {
+		sections = append(sections, "== 7. One limit across two gateways")
+	}
+	for _, s := range sections {
+		if !strings.Contains(text, s) {
+			t.Errorf("demo output lacks section %q", s)
+		}
+	}
+	if strings.Contains(text, "FAILED") {
+		t.Errorf("demo printed a failure yet exited 0:\n%s", text)
+	}
+	if pids := processesOf(filepath.Join(tmp, "devkit-demo.")); len(pids) > 0 {
+		t.Errorf("processes of the demo left behind: %v", pids)
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "devkit-demo.*"))
+	if len(left) > 0 {
+		t.Errorf("demo left its home behind: %v", left)
+	}
+	if t.Failed() {
+		t.Logf("demo output:\n%s", text)
 	}
 }
