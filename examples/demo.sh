@@ -70,7 +70,7 @@ trap 'exit 130' INT TERM
 # free_port prints a TCP port on 127.0.0.1 nobody listens on (bash's /dev/tcp, no other tool),
 # below the ephemeral range so that no outgoing connection holds it meanwhile.
 low=20000 high=32000
-if read -r eph _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && ((eph > 11000)); then high=$((eph - 1)); low=$((eph - 10000)); fi
+if read -r eph _ 2>/dev/null </proc/sys/net/ipv4/ip_local_port_range && ((eph > 11000)); then high=$((eph - 1)); low=$((eph - 10000)); fi
 used_ports=" "
 free_port() {
 	local p
