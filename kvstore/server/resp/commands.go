@@ -130,11 +130,8 @@ func (s *Server) dispatch(cl *client, cmd string, args [][]byte) (metrics.Op, bo
 			w.error("ERR wrong number of arguments for 'mset' command")
 			return metrics.OpSet, true
 		}
-		for i := 1; i < len(args); i += 2 {
-			if err := s.store.Set(args[i], args[i+1]); err != nil {
-				// MSET is not atomic here: the pairs before this one are stored.
-				return metrics.OpSet, engineError(w, fmt.Errorf("pair %d: %w", (i+1)/2, err))
-			}
+		if err := s.mset(cl, args); err != nil {
+			return metrics.OpSet, engineError(w, err)
 		}
 		w.simple("OK")
 		return metrics.OpSet, false

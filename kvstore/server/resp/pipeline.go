@@ -68,21 +68,27 @@ func (s *Server) executeSetRun(cl *client, in *commandReader, first [][]byte) (h
 	return held, err
 }
 
-// commitRun runs the SETs concurrently and replies in order.
-func (s *Server) commitRun(cl *client, run []pendingSet) {
+// setAll runs the SETs (on distinct keys) concurrently and records each
+// one's error; it returns once every one is acknowledged or failed.
+func (s *Server) setAll(cl *client, run []pendingSet) {
 	if len(run) == 1 {
 		run[0].err = s.safeSet(cl, run[0].key, run[0].value)
-	} else {
-		var wg sync.WaitGroup
-		for i := range run {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run[i].err = s.safeSet(cl, run[i].key, run[i].value)
-			}()
-		}
-		wg.Wait()
+		return
 	}
+	var wg sync.WaitGroup
+	for i := range run {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run[i].err = s.safeSet(cl, run[i].key, run[i].value)
+		}()
+	}
+	wg.Wait()
+}
+
+// commitRun runs the SETs concurrently and replies in order.
+func (s *Server) commitRun(cl *client, run []pendingSet) {
+	s.setAll(cl, run)
 	for _, p := range run {
 		switch {
 		case errors.Is(p.err, errInternal):
@@ -110,4 +116,45 @@ func (s *Server) safeSet(cl *client, key, value []byte) (err error) {
 		}
 	}()
 	return s.store.Set(key, value)
+}
+
+// mset stores the pairs of MSET. Under SyncAlways, pairs on distinct keys
+// are committed concurrently and share fsyncs; otherwise they are stored in
+// order. Either way MSET is not atomic: on an error, other pairs may be
+// stored. It returns the first error, naming its pair.
+func (s *Server) mset(cl *client, args [][]byte) error {
+	pairs := (len(args) - 1) / 2
+	distinct := s.groupWrites && pairs > 1
+	if distinct {
+		seen := make(map[string]struct{}, pairs)
+		for i := 1; i < len(args); i += 2 {
+			if _, dup := seen[string(args[i])]; dup {
+				distinct = false
+				break
+			}
+			seen[string(args[i])] = struct{}{}
+		}
+	}
+	if !distinct {
+		for i := 1; i < len(args); i += 2 {
+			if err := s.store.Set(args[i], args[i+1]); err != nil {
+				return fmt.Errorf("pair %d: %w", (i+1)/2, err)
+			}
+		}
+		return nil
+	}
+	run := make([]pendingSet, pairs)
+	for i := range run {
+		run[i] = pendingSet{key: args[1+2*i], value: args[2+2*i]}
+	}
+	s.setAll(cl, run)
+	for i, p := range run {
+		if errors.Is(p.err, errInternal) {
+			panic(fmt.Sprintf("MSET pair %d panicked", i+1)) // execute turns it into an error reply
+		}
+		if p.err != nil {
+			return fmt.Errorf("pair %d: %w", i+1, p.err)
+		}
+	}
+	return nil
 }

@@ -573,3 +573,37 @@ func TestPipeline_RepliesAreNotHeldWhileTheNextCommandIsIncomplete(t *testing.T)
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestMSET_UnderSyncAlwaysSharesFsyncs(t *testing.T) {
+	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := goRedis(t, start(t, db, resp.Options{}))
+	ctx := context.Background()
+	var pairs []any
+	for i := range 100 {
+		pairs = append(pairs, fmt.Sprint("m", i), fmt.Sprint("v", i))
+	}
+	before := db.Stats().Fsyncs
+	if err := c.MSet(ctx, pairs...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if fsyncs := db.Stats().Fsyncs - before; fsyncs >= 100 {
+		t.Fatalf("%d fsyncs for an MSET of 100 pairs", fsyncs)
+	}
+	if v, _ := db.Get([]byte("m99")); string(v) != "v99" {
+		t.Fatalf("m99 = %q", v)
+	}
+	// A repeated key keeps MSET's order: the last value wins.
+	if err := c.MSet(ctx, "dup", "1", "other", "x", "dup", "2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := db.Get([]byte("dup")); string(v) != "2" {
+		t.Fatalf("dup = %q, want the last value", v)
+	}
+	if err := c.MSet(ctx, "ok", "1", "", "empty key").Err(); err == nil || !strings.Contains(err.Error(), "pair 2") {
+		t.Fatalf("MSET with an empty key: %v", err)
+	}
+}
