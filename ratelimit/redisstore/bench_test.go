@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -105,30 +106,45 @@ func BenchmarkRedis_ThreeSingleChecks(b *testing.B) {
 }
 
 // BenchmarkRedis_MemoryPerKey reports Redis's MEMORY USAGE of one limited
-// identity (key name included) per algorithm.
+// identity (key name included) per algorithm and identity length: short
+// ("user:1234", 9 bytes), an IP login key (20 bytes) and a policy key with
+// tenant, IP, user and path (62 bytes). The default prefix adds 5 bytes.
 func BenchmarkRedis_MemoryPerKey(b *testing.B) {
 	srv := redistest.StartRedis(b)
 	c := srv.Client(b)
 	store := redisstore.New(c, redisstore.Options{})
 	ctx := context.Background()
 	out := make([]ratelimit.LimitResult, 1)
+	identities := []struct {
+		name string
+		key  func(i int) string
+	}{
+		{"short", func(i int) string { return fmt.Sprintf("user:%04d", i%10000) }},
+		{"login-ip", func(i int) string { return fmt.Sprintf("login|ip=203.0.113.%d", 100+i%100) }},
+		{"policy", func(i int) string {
+			return fmt.Sprintf("api|tenant=ws_123|ip=203.0.113.%d|user=u_4711|path=/v1/orders", 100+i%100)
+		}},
+	}
 	for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindow, ratelimit.TokenBucket, ratelimit.GCRA} {
-		b.Run(alg.String(), func(b *testing.B) {
-			lim := ratelimit.Limit{Name: "api", Algorithm: alg, Rate: 100, Period: time.Minute}
-			var total int64
-			for i := 0; i < b.N; i++ {
-				key := alg.String() + "|ws_123|ip=203.0.113." + strconv.Itoa(i%250)
-				if err := store.Check(ctx, ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
-					b.Fatal(err)
+		for _, id := range identities {
+			b.Run(alg.String()+"/"+id.name, func(b *testing.B) {
+				lim := ratelimit.Limit{Name: "api", Algorithm: alg, Rate: 100, Period: time.Minute}
+				var total int64
+				for i := 0; i < b.N; i++ {
+					key := id.key(i)
+					if err := store.Check(ctx, ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+						b.Fatal(err)
+					}
+					n, err := c.MemoryUsage(ctx, store.Key(key)).Result()
+					if err != nil {
+						b.Fatal(err)
+					}
+					total += n
+					c.Del(ctx, store.Key(key)) // every sample is a fresh identity (one hit)
 				}
-				n, err := c.MemoryUsage(ctx, store.Key(key)).Result()
-				if err != nil {
-					b.Fatal(err)
-				}
-				total += n
-			}
-			b.ReportMetric(float64(total)/float64(b.N), "bytes/key")
-		})
+				b.ReportMetric(float64(total)/float64(b.N), "bytes/key")
+			})
+		}
 	}
 }
 

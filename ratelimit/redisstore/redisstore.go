@@ -1,11 +1,13 @@
 // Package redisstore is the ratelimit.Store over Redis: single node,
 // sentinel or cluster, through go-redis's UniversalClient.
 //
-// Every check is one EVALSHA of one Lua script (EVAL when the server does not
-// know it yet) on one key, the identity's hash "<prefix>{<key>}": all limits
-// of a check live in that hash, so a cluster never sees CROSSSLOT and a check
-// is atomic. Time is the server's (TIME), not the client's. Keys expire by
-// themselves; nothing scans for keys to delete.
+// Every check runs in one Lua script (EVALSHA; EVAL when the server does not
+// know it yet) on one key, the identity's "<prefix>{<key>}": all limits of a
+// check live in that key's value (a short string, see lua/codec.lua), so a
+// cluster never sees CROSSSLOT and a check is atomic. With pipelining, the
+// checks that arrive together run in one script call per hash slot. Time is
+// the server's (TIME), not the client's. Keys expire by themselves; nothing
+// scans for keys to delete.
 package redisstore
 
 import (
@@ -14,7 +16,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,8 @@ import (
 var (
 	//go:embed lua/prelude.lua
 	preludeLua string
+	//go:embed lua/codec.lua
+	codecLua string
 	//go:embed lua/fixed_window.lua
 	fixedWindowLua string
 	//go:embed lua/sliding_window.lua
@@ -44,7 +47,7 @@ var (
 
 // CheckScriptSource is the full source of the check script.
 func CheckScriptSource() string {
-	return strings.Join([]string{preludeLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, checkLua}, "\n")
+	return strings.Join([]string{preludeLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, checkLua}, "\n")
 }
 
 // DefaultPrefix starts every key the store writes.
@@ -103,24 +106,22 @@ func (s *Store) Key(key string) string { return s.prefix + "{" + key + "}" }
 
 // Check implements ratelimit.Store.
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
-	args := make([]any, 0, 3+6*len(req.Limits))
-	var now int64
-	if s.now != nil {
-		now = s.now().UnixMicro()
-	}
-	args = append(args, now, req.Cost, len(req.Limits))
+	// The script's arguments: now and the number of checks (1), then this
+	// check's; the batcher sends only the check's part, after its own head.
+	args := make([]any, 2, 4+6*len(req.Limits))
+	args = append(args, req.Cost, len(req.Limits))
 	for _, lim := range req.Limits {
 		p := algo.ParamsOf(lim)
-		args = append(args, strconv.FormatUint(uint64(algo.LimitID(lim.Name, p)), 36),
-			p.Algorithm, p.Rate, p.Period, p.Capacity, p.Block)
+		args = append(args, encodeLimitID(algo.LimitID(lim.Name, p)), p.Algorithm, p.Rate, p.Period, p.Capacity, p.Block)
 	}
 	var (
 		raw []int64
 		err error
 	)
 	if s.batch != nil {
-		raw, err = s.batch.do(ctx, s.Key(req.Key), args)
+		raw, err = s.batch.do(ctx, s.Key(req.Key), args[2:], len(req.Limits))
 	} else {
+		args[0], args[1] = s.nowArg(), 1
 		raw, err = s.check.Run(ctx, s.client, []string{s.Key(req.Key)}, args...).Int64Slice()
 	}
 	if err != nil {
@@ -137,6 +138,15 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 	return nil
 }
 
+// nowArg is the script's first argument: the test clock in microseconds, or
+// 0 for the server's TIME.
+func (s *Store) nowArg() int64 {
+	if s.now != nil {
+		return s.now().UnixMicro()
+	}
+	return 0
+}
+
 // Reset implements ratelimit.Store.
 func (s *Store) Reset(ctx context.Context, key string) (bool, error) {
 	n, err := s.client.Del(ctx, s.Key(key)).Result()
@@ -151,32 +161,33 @@ func (s *Store) Info(ctx context.Context, key string) (ratelimit.KeyInfo, error)
 	info := ratelimit.KeyInfo{Key: key}
 	rk := s.Key(key)
 	pipe := s.client.Pipeline()
-	all := pipe.HGetAll(ctx, rk)
+	val := pipe.Get(ctx, rk)
 	ttl := pipe.PTTL(ctx, rk)
 	clock := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 		return info, fmt.Errorf("redisstore: info %q: %w", key, err)
 	}
-	fields := all.Val()
-	if len(fields) == 0 {
+	st, ok := decodeState(val.Val())
+	if val.Err() != nil || !ok {
 		return info, nil
 	}
 	info.Exists = true
-	info.Hits, _ = strconv.ParseInt(fields["n"], 10, 64)
+	info.Hits = st.hits
 	info.TTL = ttl.Val()
 	now := float64(clock.Val().UnixMicro())
 	if s.now != nil {
 		now = float64(s.now().UnixMicro())
 	}
-	for f, v := range fields {
-		if !strings.HasSuffix(f, "x") {
-			continue
-		}
-		if until, err := strconv.ParseFloat(v, 64); err == nil && until > now {
-			info.BlockedFor = max(info.BlockedFor, algo.Micros(until-now))
-		}
+	if st.blockedUntil > now {
+		info.BlockedFor = algo.Micros(st.blockedUntil - now)
 	}
 	return info, nil
+}
+
+// isWrongType reports a WRONGTYPE error: a key of the prefix that holds
+// something else (such as the hash of an older version), read as no state.
+func isWrongType(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE")
 }
 
 // Ping implements ratelimit.Store. In cluster mode every master must answer.
@@ -240,22 +251,25 @@ func (s *Store) scanNode(ctx context.Context, c redis.UniversalClient, n int, to
 		}
 		if len(keys) > 0 {
 			pipe := c.Pipeline()
-			hits := make([]*redis.StringCmd, len(keys))
+			vals := make([]*redis.StringCmd, len(keys))
 			ttls := make([]*redis.DurationCmd, len(keys))
 			for i, k := range keys {
-				hits[i] = pipe.HGet(ctx, k, "n")
+				vals[i] = pipe.Get(ctx, k)
 				ttls[i] = pipe.PTTL(ctx, k)
 			}
-			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 				return err
 			}
 			for i, k := range keys {
-				h, err := hits[i].Int64()
-				if err != nil || h <= 0 {
+				if vals[i].Err() != nil {
+					continue
+				}
+				st, ok := decodeState(vals[i].Val())
+				if !ok || st.hits <= 0 {
 					continue
 				}
 				key := strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+"{"), "}")
-				top.offer(ratelimit.Consumer{Key: key, Hits: h, TTL: ttls[i].Val()}, n)
+				top.offer(ratelimit.Consumer{Key: key, Hits: st.hits, TTL: ttls[i].Val()}, n)
 			}
 		}
 		if cursor = next; cursor == 0 {

@@ -274,3 +274,95 @@ func TestTop_PrefixWithGlobCharacters(t *testing.T) {
 		t.Fatalf("top under prefix a*: %+v, %v (another prefix leaked in)", top, err)
 	}
 }
+
+func TestAccuracy_RealRedis_Pipelined(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	storetest.RunAccuracy(t, 3, 50, func(t *testing.T) ratelimit.Store {
+		s := redisstore.New(srv.Client(t), redisstore.Options{Pipeline: 2})
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// checkBatchedReplies runs many goroutines, each on its own identity with
+// its own number of limits and rates, so that pipelined checks of different
+// shapes share script calls; every caller must see exactly its own results.
+func checkBatchedReplies(t *testing.T, store *redisstore.Store) {
+	ctx := context.Background()
+	const goroutines, checks = 40, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			limits := make([]ratelimit.Limit, 1+g%3)
+			for i := range limits {
+				limits[i] = ratelimit.Limit{Name: fmt.Sprint("l", i), Rate: int64(100 + 10*g + i), Period: time.Hour}
+			}
+			out := make([]ratelimit.LimitResult, len(limits))
+			for k := 0; k < checks; k++ {
+				if err := store.Check(ctx, ratelimit.CheckRequest{Key: fmt.Sprint("batch-", g), Limits: limits, Cost: 2}, out); err != nil {
+					errs <- err
+					return
+				}
+				for i, r := range out {
+					if want := limits[i].Rate - int64(2*(k+1)); !r.Allowed || r.Remaining != want {
+						errs <- fmt.Errorf("goroutine %d check %d limit %d: %+v, want remaining %d", g, k, i, r, want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestPipelined_EveryCallerGetsItsOwnReply(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.StartRedis(t)
+		s := redisstore.New(srv.Client(t), redisstore.Options{Pipeline: 2})
+		defer s.Close()
+		checkBatchedReplies(t, s)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		cl := redistest.StartCluster(t)
+		s := redisstore.New(cl.Client(t), redisstore.Options{Pipeline: 2})
+		defer s.Close()
+		checkBatchedReplies(t, s)
+	})
+}
+
+// An identity whose key holds something else (the hash of an older version)
+// reads as no state and is replaced by the first check.
+func TestOldHashStateIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	store := redisstore.New(c, redisstore.Options{})
+	if err := c.HSet(ctx, store.Key("old"), "n", 7, "e", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := store.Info(ctx, "old"); err != nil || info.Exists {
+		t.Fatalf("info of an old hash: %+v, %v", info, err)
+	}
+	if top, err := store.Top(ctx, 10); err != nil || len(top) != 0 {
+		t.Fatalf("top with an old hash: %+v, %v", top, err)
+	}
+	out := make([]ratelimit.LimitResult, 1)
+	lim := ratelimit.Limit{Rate: 5, Period: time.Minute}
+	if err := store.Check(ctx, ratelimit.CheckRequest{Key: "old", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+		t.Fatal(err)
+	}
+	if !out[0].Allowed || out[0].Remaining != 4 {
+		t.Fatalf("first check over an old hash: %+v", out[0])
+	}
+	if info, err := store.Info(ctx, "old"); err != nil || !info.Exists || info.Hits != 1 || info.TTL <= 0 {
+		t.Fatalf("info after the check: %+v, %v", info, err)
+	}
+}

@@ -1,17 +1,22 @@
--- check: one identity, several limits, all-or-nothing.
--- Nothing is consumed unless every limit allows; a denying limit with a
--- penalty block records the block. Time is Redis's own (TIME) unless a test
--- clock passes it in. The key expires by itself once no state is needed:
--- field e holds the expiry (whole seconds of the script's clock) so that
--- PEXPIRE is sent only when it grows.
+-- check: a batch of checks, each one identity with several limits,
+-- all-or-nothing. A batch is what the pipelining workers gathered while the
+-- previous one was in flight (or a single check): one script call, one TIME.
+-- Nothing is consumed unless every limit of a check allows; a denying limit
+-- with a penalty block records the block. Time is Redis's own (TIME) unless
+-- a test clock passes it in.
 --
--- KEYS[1]  the identity's hash
+-- State is one string per identity (the compact encoding documented in
+-- codec.lua). The key expires by itself: its TTL is only ever extended, in
+-- whole seconds, so most checks keep it (SET ... KEEPTTL).
+--
+-- KEYS[k]  the identity of check k (all in one hash slot)
 -- ARGV[1]  now in microseconds, or 0 to use TIME
--- ARGV[2]  cost (0 = peek, writes nothing)
--- ARGV[3]  number of limits; then per limit 6 values:
---          field prefix, algorithm, rate, period µs, capacity, block µs
--- Only changed fields are written (absent reads as 0).
--- Returns 5 integers per limit: allowed, remaining, reset µs, retry µs, blocked.
+-- ARGV[2]  number of checks; then per check:
+--          cost (0 = peek, writes nothing), number of limits, and per limit
+--          6 values: id (5 characters), algorithm, rate, period µs,
+--          capacity, block µs
+-- Returns 5 integers per limit of every check, in order: allowed,
+-- remaining, reset µs, retry µs, blocked.
 local function run(algorithm, rate, period, capacity, a, b, c, now, cost)
   if algorithm == 0 then return fixed_window(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 1 then return sliding_window(rate, period, capacity, a, b, c, now, cost) end
@@ -19,111 +24,106 @@ local function run(algorithm, rate, period, capacity, a, b, c, now, cost)
   return gcra(rate, period, capacity, a, b, c, now, cost)
 end
 
-local key = KEYS[1]
 local now = tonumber(ARGV[1])
 if now == 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local cost = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
+local checks = tonumber(ARGV[2])
+local out, o = {}, 0
+local ai = 3
 
-local fields = {'n', 'e'}
-for i = 0, n - 1 do
-  local f = ARGV[4 + i * 6]
-  fields[3 + i * 4] = f .. 'a'
-  fields[4 + i * 4] = f .. 'b'
-  fields[5 + i * 4] = f .. 'c'
-  fields[6 + i * 4] = f .. 'x'
-end
-local raw = redis.call('HMGET', key, unpack(fields))
-local hits = tonumber(raw[1]) or 0
-local expires = tonumber(raw[2]) or 0
+for k = 1, checks do
+  local key = KEYS[k]
+  local cost, n = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1])
+  local base = ai + 2
+  ai = base + n * 6
 
--- Per limit i (0-based): outcome r[6i+1..6i+6] = allowed, remaining, reset,
--- retry, blocked, ttl; state st[8i+1..8i+8] = old a b c x, next a b c x.
-local r, st = {}, {}
-local all_allowed = true
-for i = 0, n - 1 do
-  local b = 4 + i * 6
-  local rate, period = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
-  local capacity, block = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
-  local j = 2 + i * 4
-  local sa, sb, sc, sx = tonumber(raw[j + 1]) or 0, tonumber(raw[j + 2]) or 0, tonumber(raw[j + 3]) or 0, tonumber(raw[j + 4]) or 0
-  local allowed, remaining, reset, retry, blocked, ttl, na, nb, nc, nx
-  if sx > now then
-    local wait = ceil(sx - now)
-    allowed, remaining, reset, retry, blocked, ttl = false, 0, wait, wait, true, wait
-    na, nb, nc, nx = sa, sb, sc, sx
-  else
-    allowed, remaining, reset, retry, na, nb, nc, ttl = run(tonumber(ARGV[b + 1]), rate, period, capacity, sa, sb, sc, now, cost)
-    nx, blocked = 0, false
-    if not allowed and cost > 0 and block > 0 then
-      blocked = true
-      na, nb, nc, nx = sa, sb, sc, now + block
-      if retry >= 0 then retry = max(retry, block) end
-      reset = max(reset, block)
-      ttl = max(ttl, block)
-    end
-    reset = ceil(reset)
-    if retry > 0 then retry = ceil(retry) end
-  end
-  if not allowed then all_allowed = false end
-  local o = i * 6
-  r[o + 1], r[o + 2], r[o + 3], r[o + 4], r[o + 5], r[o + 6] = allowed, remaining, reset, retry, blocked, ttl
-  local q = i * 8
-  st[q + 1], st[q + 2], st[q + 3], st[q + 4], st[q + 5], st[q + 6], st[q + 7], st[q + 8] = sa, sb, sc, sx, na, nb, nc, nx
-end
+  -- An old or foreign value (another type) reads as no state and is replaced.
+  local raw = redis.pcall('GET', key)
+  if type(raw) ~= 'string' then raw = nil end
+  local hits, segs, order = decode_state(raw)
 
-if not all_allowed and cost > 0 then
-  -- Nothing is consumed: the limits that allowed report their state as is.
+  -- Per limit i (0-based): outcome r[6i+1..6i+6] = allowed, remaining, reset,
+  -- retry, blocked, ttl; state st[8i+1..8i+8] = old a b c x, next a b c x.
+  local r, st = {}, {}
+  local all_allowed = true
   for i = 0, n - 1 do
-    if r[i * 6 + 1] then
-      local b = 4 + i * 6
-      local q = i * 8
-      local _, remaining, reset = run(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]),
-        st[q + 1], st[q + 2], st[q + 3], now, 0)
-      r[i * 6 + 2], r[i * 6 + 3] = remaining, ceil(reset)
-    end
-  end
-end
-
-if cost > 0 then
-  local writes = {'n', hits + cost}
-  local w = 2
-  local keep = 0
-  for i = 0, n - 1 do
-    if all_allowed or r[i * 6 + 5] then
-      local q = i * 8
-      for k = 1, 4 do
-        if st[q + 4 + k] ~= st[q + k] then
-          writes[w + 1] = fields[2 + i * 4 + k]
-          writes[w + 2] = st[q + 4 + k]
-          w = w + 2
-        end
+    local b = base + i * 6
+    local algorithm, rate, period = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+    local capacity, block = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
+    local sa, sb, sc, sx = decode_limit(algorithm, period, segs[ARGV[b]])
+    local allowed, remaining, reset, retry, blocked, ttl, na, nb, nc, nx
+    if sx > now then
+      local wait = ceil(sx - now)
+      allowed, remaining, reset, retry, blocked, ttl = false, 0, wait, wait, true, wait
+      na, nb, nc, nx = sa, sb, sc, sx
+    else
+      allowed, remaining, reset, retry, na, nb, nc, ttl = run(algorithm, rate, period, capacity, sa, sb, sc, now, cost)
+      nx, blocked = 0, false
+      if not allowed and cost > 0 and block > 0 then
+        blocked = true
+        na, nb, nc, nx = sa, sb, sc, now + block
+        if retry >= 0 then retry = max(retry, block) end
+        reset = max(reset, block)
+        ttl = max(ttl, block)
       end
-      if r[i * 6 + 6] > keep then keep = r[i * 6 + 6] end
+      reset = ceil(reset)
+      if retry > 0 then retry = ceil(retry) end
+    end
+    if not allowed then all_allowed = false end
+    local p = i * 6
+    r[p + 1], r[p + 2], r[p + 3], r[p + 4], r[p + 5], r[p + 6] = allowed, remaining, reset, retry, blocked, ttl
+    local q = i * 8
+    st[q + 1], st[q + 2], st[q + 3], st[q + 4], st[q + 5], st[q + 6], st[q + 7], st[q + 8] = sa, sb, sc, sx, na, nb, nc, nx
+  end
+
+  if not all_allowed and cost > 0 then
+    -- Nothing is consumed: the limits that allowed report their state as is.
+    for i = 0, n - 1 do
+      if r[i * 6 + 1] then
+        local b = base + i * 6
+        local q = i * 8
+        local _, remaining, reset = run(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]),
+          st[q + 1], st[q + 2], st[q + 3], now, 0)
+        r[i * 6 + 2], r[i * 6 + 3] = remaining, ceil(reset)
+      end
     end
   end
-  -- Expiry in whole seconds, rounded up: most checks need no PEXPIRE.
-  local want = ceil((now + keep) / 1000000) + 1
-  if want > expires then
-    writes[w + 1] = 'e'
-    writes[w + 2] = want
-  end
-  redis.call('HSET', key, unpack(writes))
-  if want > expires then
-    redis.call('PEXPIRE', key, ceil((want * 1000000 - now) / 1000))
-  end
-end
 
-local out = {}
-for i = 0, n - 1 do
-  local o = i * 6
-  out[i * 5 + 1] = r[o + 1] and 1 or 0
-  out[i * 5 + 2] = r[o + 2]
-  out[i * 5 + 3] = r[o + 3]
-  out[i * 5 + 4] = r[o + 4]
-  out[i * 5 + 5] = r[o + 5] and 1 or 0
+  if cost > 0 then
+    local keep = 0
+    for i = 0, n - 1 do
+      if all_allowed or r[i * 6 + 5] then
+        local b = base + i * 6
+        local q = i * 8
+        local id = ARGV[b]
+        if segs[id] == nil then order[#order + 1] = id end
+        segs[id] = encode_limit(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 3]), st[q + 5], st[q + 6], st[q + 7], st[q + 8])
+        if r[i * 6 + 6] > keep then keep = r[i * 6 + 6] end
+      end
+    end
+    local value = encode_state(hits + cost, segs, order)
+    -- The TTL only grows, in whole seconds plus one: most checks keep it.
+    local ttl = -2
+    if raw then ttl = redis.call('PTTL', key) end
+    if ttl >= 0 and ttl * 1000 >= keep then
+      redis.call('SET', key, value, 'KEEPTTL')
+    else
+      local want = (ceil(keep / 1000000) + 1) * 1000
+      if ttl > want then want = ttl end
+      redis.call('SET', key, value, 'PX', want)
+    end
+  end
+
+  for i = 0, n - 1 do
+    local p = i * 6
+    out[o + 1] = r[p + 1] and 1 or 0
+    out[o + 2] = r[p + 2]
+    out[o + 3] = r[p + 3]
+    out[o + 4] = r[p + 4]
+    out[o + 5] = r[p + 5] and 1 or 0
+    o = o + 5
+  end
 end
 return out

@@ -1,0 +1,94 @@
+-- The compact state encoding: one string per identity, short enough to be
+-- stored inline by Redis (an embedded string up to 44 bytes):
+--
+--   <hits>|<id><fields>|<id><fields>...
+--
+-- hits is the cost requested since the state was created (for top). Each
+-- limit is "|", its 5-character id, then up to four comma-separated fields,
+-- trailing empty ones left out; an empty field is zero:
+--
+--   fixed window    count, window start
+--   sliding window  previous count, current count, current window start / period
+--   token bucket    tokens × 1024, last refill
+--   GCRA            theoretical arrival time
+--
+-- and the fourth field is the end of a penalty block. Times are whole
+-- microseconds minus EPOCH (2025-06-15), so they are two digits shorter.
+-- The Go side (codec.go) reads the same format for info and top.
+local EPOCH = 1750000000000000
+local fmt, sub, find, match = string.format, string.sub, string.find, string.match
+
+local function dec_num(s)
+  if s == '' then return 0 end
+  return tonumber(s)
+end
+
+local function dec_time(s)
+  if s == '' then return 0 end
+  return tonumber(s) + EPOCH
+end
+
+local function enc_num(v)
+  if v == 0 then return '' end
+  return fmt('%.17g', v)
+end
+
+local function enc_time(v)
+  if v == 0 then return '' end
+  return fmt('%.17g', v - EPOCH)
+end
+
+-- decode_state splits a stored value into hits, fields by limit id, and the
+-- order of the ids (kept when the value is written back).
+local function decode_state(raw)
+  local segs, order = {}, {}
+  if not raw then return 0, segs, order end
+  local p = find(raw, '|', 1, true)
+  local hits = tonumber(sub(raw, 1, (p or 0) - 1)) or 0
+  while p do
+    local q = find(raw, '|', p + 1, true)
+    local id = sub(raw, p + 1, p + 5)
+    segs[id] = sub(raw, p + 6, (q or 0) - 1)
+    order[#order + 1] = id
+    p = q
+  end
+  return hits, segs, order
+end
+
+local function encode_state(hits, segs, order)
+  local parts = {fmt('%.17g', hits)}
+  for i = 1, #order do
+    local id = order[i]
+    parts[i + 1] = '|' .. id .. segs[id]
+  end
+  return table.concat(parts)
+end
+
+-- decode_limit returns one limit's a, b, c, x (see ratelimit/internal/algo).
+local function decode_limit(algorithm, period, s)
+  if s == nil or s == '' then return 0, 0, 0, 0 end
+  local f1, f2, f3, f4 = match(s, '^([^,]*),?([^,]*),?([^,]*),?([^,]*)$')
+  local x = dec_time(f4)
+  if algorithm == 0 then return dec_num(f1), dec_time(f2), 0, x end
+  if algorithm == 1 then return dec_num(f1), dec_num(f2), dec_num(f3) * period, x end
+  if algorithm == 2 then return dec_num(f1) / 1024, dec_time(f2), 0, x end
+  return dec_time(f1), 0, 0, x
+end
+
+local function encode_limit(algorithm, period, a, b, c, x)
+  local s1, s2, s3 = '', '', ''
+  if algorithm == 0 then
+    s1, s2 = enc_num(a), enc_time(b)
+  elseif algorithm == 1 then
+    s1, s2, s3 = enc_num(a), enc_num(b), enc_num(c / period)
+  elseif algorithm == 2 then
+    s1, s2 = enc_num(a * 1024), enc_time(b)
+  else
+    s1 = enc_time(a)
+  end
+  local s4 = enc_time(x)
+  if s4 ~= '' then return s1 .. ',' .. s2 .. ',' .. s3 .. ',' .. s4 end
+  if s3 ~= '' then return s1 .. ',' .. s2 .. ',' .. s3 end
+  if s2 ~= '' then return s1 .. ',' .. s2 end
+  return s1
+end
