@@ -27,6 +27,8 @@ if ((redis_mode)) && ! command -v redis-server >/dev/null 2>&1; then
 	exit 1
 fi
 
+# The supervisor honours OPS_HOME before DEVKIT_HOME: the demo must only ever see its own home.
+unset OPS_HOME DEVKIT_SUP_CONFIG
 started=$SECONDS
 home=$(mktemp -d "${TMPDIR:-/tmp}/devkit-demo.XXXXXX")
 section() { printf "\n== %s\n" "$*"; }
@@ -54,8 +56,8 @@ expect_rc() {
 
 cleanup() {
 	local rc=$?
-	# Whatever happened, leave no process behind.
-	"$bin" sup stop --all --force >/dev/null 2>&1 || true
+	# Whatever happened, leave no process of the demo's home behind (and touch no other home).
+	DEVKIT_HOME=$home "$bin" sup stop --all --force >/dev/null 2>&1 || true
 	if [[ ${KEEP:-} == 1 ]]; then
 		echo "demo: kept $home (state and logs under $home/sup, data under $home/data)"
 	else
