@@ -7,7 +7,10 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
 VERSION_PKG := github.com/devkit-go/devkit/cmd/devkit/internal/cmd/version
 # Each module is tested on its own (GOWORK=off) so that it stays importable alone.
-EACH      = set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && GOWORK=off $(1)); done
+EACH_OF   = set -e; for m in $(1); do echo "== $$m"; (cd $$m && GOWORK=off $(2)); done
+EACH      = $(call EACH_OF,$(MODULES),$(1))
+# make bench also runs the side-by-side comparison module (redis_rate, ulule/limiter), kept out of ratelimit's deps.
+BENCH_MODULES := $(MODULES) ratelimit/benchcmp
 
 .PHONY: help build test test-race test-crash bench fuzz lint fmt cover demo demo-redis clean docs cross
 
@@ -28,7 +31,7 @@ test-crash: ## the long kill -9 loop of the KV engine (CRASH_ROUNDS, default 300
 
 bench: ## run the benchmarks and rewrite docs/benchmarks.md
 	@mkdir -p bin
-	$(call EACH,$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./... ) | tee bin/bench.txt
+	$(call EACH_OF,$(BENCH_MODULES),$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./... ) | tee bin/bench.txt
 	$(GO) run ./tools/benchdoc -in bin/bench.txt -out docs/benchmarks.md
 
 fuzz: ## run each fuzz target briefly (FUZZTIME, default 15s)
