@@ -24,6 +24,12 @@ func benchKeys(n int) []string {
 	return keys
 }
 
+// reportCPU reports the process's CPU time per operation since cpu0: on a
+// machine whose load comes and goes, a steadier figure than ns/op.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
 func BenchmarkMemory_Serial(b *testing.B) {
 	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
 	keys := benchKeys(10_000)
@@ -31,6 +37,7 @@ func BenchmarkMemory_Serial(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer reportCPU(b, cpuTime())
 	var res ratelimit.Result
 	req := ratelimit.Request{Limits: limits}
 	for i := 0; i < b.N; i++ {
@@ -48,6 +55,7 @@ func BenchmarkMemory_Parallel(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer reportCPU(b, cpuTime())
 	b.RunParallel(func(pb *testing.PB) {
 		var res ratelimit.Result
 		req := ratelimit.Request{Limits: limits}
@@ -71,6 +79,7 @@ func BenchmarkMemoryStore_Parallel(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer reportCPU(b, cpuTime())
 	b.RunParallel(func(pb *testing.PB) {
 		out := make([]ratelimit.LimitResult, 1)
 		req := ratelimit.CheckRequest{Limits: limits, Cost: 1}
@@ -83,4 +92,22 @@ func BenchmarkMemoryStore_Parallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMemoryStore_Serial is the store alone on one goroutine.
+func BenchmarkMemoryStore_Serial(b *testing.B) {
+	s := memory.New(memory.Options{})
+	keys := benchKeys(10_000)
+	ctx := context.Background()
+	out := make([]ratelimit.LimitResult, 1)
+	req := ratelimit.CheckRequest{Limits: benchLimits(), Cost: 1}
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b, cpuTime())
+	for i := 0; i < b.N; i++ {
+		req.Key = keys[i%len(keys)]
+		if err := s.Check(ctx, req, out); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

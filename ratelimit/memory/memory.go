@@ -41,8 +41,9 @@ type Options struct {
 // Store is the in-process store. It is safe for concurrent use.
 type Store struct {
 	seed     maphash.Seed
-	now      func() time.Time
-	ownClock bool // Options.Now was given
+	now      func() time.Time // Options.Now; nil for the process clock
+	start    time.Time        // the process clock's origin (monotonic)
+	startUS  float64          // start, microseconds since the epoch
 	perShard int
 	shards   [shardCount]shard
 }
@@ -57,21 +58,24 @@ type entry struct {
 	expireAt float64 // microseconds since the epoch
 	hits     int64
 	limits   []limitState
+	first    [1]limitState // backing array of limits for the usual single limit
 }
 
+// limitState is one limit's state. A limit is identified by its name and
+// parameters, compared exactly (the Redis store hashes the same into an id).
 type limitState struct {
-	id    uint32
-	state algo.State
+	name   string
+	params algo.Params
+	state  algo.State
 }
 
 var _ ratelimit.InProcess = (*Store)(nil)
 
 // New returns an empty store.
 func New(opts Options) *Store {
-	s := &Store{seed: maphash.MakeSeed(), now: opts.Now, ownClock: opts.Now != nil}
-	if s.now == nil {
-		s.now = time.Now
-	}
+	s := &Store{seed: maphash.MakeSeed(), now: opts.Now}
+	s.start = time.Now()
+	s.startUS = float64(s.start.UnixMicro())
 	maxKeys := opts.MaxKeys
 	if maxKeys <= 0 {
 		maxKeys = DefaultMaxKeys
@@ -87,7 +91,15 @@ func (s *Store) shard(key string) *shard {
 	return &s.shards[maphash.String(s.seed, key)%shardCount]
 }
 
-func (s *Store) micros() float64 { return float64(s.now().UnixMicro()) }
+// micros is the store's time in microseconds since the epoch. The process
+// clock is read as its monotonic part only (one clock read, not two):
+// wall-clock steps do not move the store's time.
+func (s *Store) micros() float64 {
+	if s.now != nil {
+		return float64(s.now().UnixMicro())
+	}
+	return s.startUS + float64(time.Since(s.start)/time.Microsecond)
+}
 
 // Check implements ratelimit.Store.
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
@@ -95,24 +107,38 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 }
 
 // CheckAt implements ratelimit.InProcess: Check at now, unless the store
-// was given a clock of its own (Options.Now), which then wins.
+// was given a clock of its own (Options.Now), which then wins. A now with a
+// monotonic reading (from time.Now) is placed on the store's monotonic time.
 func (s *Store) CheckAt(ctx context.Context, req ratelimit.CheckRequest, now time.Time, out []ratelimit.LimitResult) error {
-	if s.ownClock {
+	if s.now != nil {
 		return s.check(ctx, req, s.micros(), out)
 	}
-	return s.check(ctx, req, float64(now.UnixMicro()), out)
+	return s.check(ctx, req, s.startUS+float64(now.Sub(s.start)/time.Microsecond), out)
+}
+
+// pending is one limit of a check being decided.
+type pending struct {
+	params algo.Params
+	slot   int // index in e.limits, -1 when new
+	o      algo.Outcome
 }
 
 func (s *Store) check(ctx context.Context, req ratelimit.CheckRequest, now float64, out []ratelimit.LimitResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Small checks use a small scratch array: zeroing 16 outcomes costs
+	// more than deciding one limit.
+	if len(req.Limits) <= 2 {
+		var scratch [2]pending
+		return s.decide(req, now, out, scratch[:len(req.Limits)])
+	}
+	var scratch [ratelimit.MaxLimits]pending
+	return s.decide(req, now, out, scratch[:len(req.Limits)])
+}
+
+func (s *Store) decide(req ratelimit.CheckRequest, now float64, out []ratelimit.LimitResult, ps []pending) error {
 	cost := float64(req.Cost)
-	var (
-		outcomes [ratelimit.MaxLimits]algo.Outcome
-		slots    [ratelimit.MaxLimits]int // index in e.limits, -1 when new
-		ids      [ratelimit.MaxLimits]uint32
-	)
 	sh := s.shard(req.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -121,33 +147,34 @@ func (s *Store) check(ctx context.Context, req ratelimit.CheckRequest, now float
 		e.hits, e.limits = 0, e.limits[:0]
 	}
 	allAllowed := true
-	for i, lim := range req.Limits {
-		p := algo.ParamsOf(lim)
-		id := algo.LimitID(lim.Name, p)
-		ids[i], slots[i] = id, -1
+	for i := range req.Limits {
+		lim := &req.Limits[i]
+		p := &ps[i]
+		p.params, p.slot = algo.ParamsOf(*lim), -1
 		var st algo.State
 		if e != nil {
 			for j := range e.limits {
-				if e.limits[j].id == id {
-					slots[i], st = j, e.limits[j].state
+				if ls := &e.limits[j]; ls.params == p.params && ls.name == lim.Name {
+					p.slot, st = j, ls.state
 					break
 				}
 			}
 		}
-		outcomes[i] = algo.Eval(p, st, now, cost)
-		allAllowed = allAllowed && outcomes[i].Allowed
-		algo.Apply(&outcomes[i], lim, &out[i])
+		algo.EvalInto(&p.o, &p.params, st, now, cost)
+		allAllowed = allAllowed && p.o.Allowed
+		algo.Apply(&p.o, *lim, &out[i])
 	}
 	if !allAllowed {
 		// Nothing is consumed: the limits that allowed report their state as is.
-		for i, lim := range req.Limits {
-			if outcomes[i].Allowed {
+		for i := range req.Limits {
+			p := &ps[i]
+			if p.o.Allowed {
 				var st algo.State
-				if slots[i] >= 0 {
-					st = e.limits[slots[i]].state
+				if p.slot >= 0 {
+					st = e.limits[p.slot].state
 				}
-				peek := algo.Eval(algo.ParamsOf(lim), st, now, 0)
-				algo.Apply(&peek, lim, &out[i])
+				peek := algo.Eval(p.params, st, now, 0)
+				algo.Apply(&peek, req.Limits[i], &out[i])
 			}
 		}
 	}
@@ -156,21 +183,22 @@ func (s *Store) check(ctx context.Context, req ratelimit.CheckRequest, now float
 	}
 	if e == nil {
 		e = &entry{}
+		e.limits = e.first[:0]
 		sh.insert(req.Key, e, now, s.perShard)
 	}
 	e.hits += req.Cost
 	for i := range req.Limits {
-		o := &outcomes[i]
-		if !allAllowed && !o.Blocked {
+		p := &ps[i]
+		if !allAllowed && !p.o.Blocked {
 			continue
 		}
-		j := slots[i]
+		j := p.slot
 		if j < 0 {
-			e.limits = append(e.limits, limitState{id: ids[i]})
+			e.limits = append(e.limits, limitState{name: req.Limits[i].Name, params: p.params})
 			j = len(e.limits) - 1
 		}
-		e.limits[j].state = o.Next
-		e.expireAt = max(e.expireAt, now+o.TTL)
+		e.limits[j].state = p.o.Next
+		e.expireAt = max(e.expireAt, now+p.o.TTL)
 	}
 	e.expireAt = max(e.expireAt, now+1000)
 	return nil

@@ -52,20 +52,28 @@ type Outcome struct {
 // Eval evaluates one limit at now for cost. It does not decide the check:
 // the caller stores Next only if every limit allowed.
 func Eval(p Params, s State, now, cost float64) Outcome {
+	var o Outcome
+	EvalInto(&o, &p, s, now, cost)
+	return o
+}
+
+// EvalInto is Eval writing into o (no outcome copied through the calls).
+func EvalInto(o *Outcome, p *Params, s State, now, cost float64) {
 	if s.X > now {
 		wait := math.Ceil(s.X - now)
-		return Outcome{Blocked: true, ResetAfter: wait, RetryAfter: wait, Next: s, TTL: wait}
+		*o = Outcome{Blocked: true, ResetAfter: wait, RetryAfter: wait, Next: s, TTL: wait}
+		return
 	}
-	var o Outcome
+	*o = Outcome{}
 	switch p.Algorithm {
 	case FixedWindow:
-		o = fixedWindow(p, s, now, cost)
+		fixedWindow(o, p, s, now, cost)
 	case SlidingWindow:
-		o = slidingWindow(p, s, now, cost)
+		slidingWindow(o, p, s, now, cost)
 	case TokenBucket:
-		o = tokenBucket(p, s, now, cost)
+		tokenBucket(o, p, s, now, cost)
 	default:
-		o = gcra(p, s, now, cost)
+		gcra(o, p, s, now, cost)
 	}
 	o.Next.X = 0
 	if !o.Allowed && cost > 0 && p.Block > 0 {
@@ -82,15 +90,14 @@ func Eval(p Params, s State, now, cost float64) Outcome {
 	if o.RetryAfter > 0 {
 		o.RetryAfter = math.Ceil(o.RetryAfter)
 	}
-	return o
 }
 
-func fixedWindow(p Params, s State, now, cost float64) Outcome {
+func fixedWindow(o *Outcome, p *Params, s State, now, cost float64) {
 	count, start := s.A, s.B
 	if start == 0 || now >= start+p.Period {
 		count, start = 0, now
 	}
-	o := Outcome{Allowed: count+cost <= p.Rate}
+	o.Allowed = count+cost <= p.Rate
 	if o.Allowed {
 		count += cost
 	}
@@ -104,10 +111,9 @@ func fixedWindow(p Params, s State, now, cost float64) Outcome {
 	}
 	o.Next = State{A: count, B: start}
 	o.TTL = o.ResetAfter
-	return o
 }
 
-func slidingWindow(p Params, s State, now, cost float64) Outcome {
+func slidingWindow(o *Outcome, p *Params, s State, now, cost float64) {
 	ws := math.Floor(now/p.Period) * p.Period
 	var prev, cur float64
 	switch s.C {
@@ -118,7 +124,7 @@ func slidingWindow(p Params, s State, now, cost float64) Outcome {
 	}
 	elapsed := now - ws
 	weight := (p.Period - elapsed) / p.Period
-	o := Outcome{Allowed: prev*weight+cur+cost <= p.Rate}
+	o.Allowed = prev*weight+cur+cost <= p.Rate
 	if o.Allowed {
 		cur += cost
 	}
@@ -143,15 +149,14 @@ func slidingWindow(p Params, s State, now, cost float64) Outcome {
 	}
 	o.Next = State{A: prev, B: cur, C: ws}
 	o.TTL = ws + 2*p.Period - now
-	return o
 }
 
-func tokenBucket(p Params, s State, now, cost float64) Outcome {
+func tokenBucket(o *Outcome, p *Params, s State, now, cost float64) {
 	tokens := p.Capacity
 	if s.B != 0 {
 		tokens = math.Min(p.Capacity, s.A+math.Max(0, now-s.B)*p.Rate/p.Period)
 	}
-	o := Outcome{Allowed: tokens >= cost}
+	o.Allowed = tokens >= cost
 	if o.Allowed {
 		tokens -= cost
 	}
@@ -168,17 +173,15 @@ func tokenBucket(p Params, s State, now, cost float64) Outcome {
 	}
 	o.Next = State{A: tokens, B: now}
 	o.TTL = o.ResetAfter
-	return o
 }
 
-func gcra(p Params, s State, now, cost float64) Outcome {
+func gcra(o *Outcome, p *Params, s State, now, cost float64) {
 	interval := p.Period / p.Rate
 	tolerance := interval * p.Capacity
 	tat := math.Max(s.A, now)
 	// Whole microseconds, rounded up: short numbers in Redis, never early.
 	newTat := math.Ceil(tat + cost*interval)
 	diff := now - (newTat - tolerance)
-	var o Outcome
 	if diff < 0 {
 		o.RetryAfter = -diff
 		if cost*interval > tolerance {
@@ -194,7 +197,6 @@ func gcra(p Params, s State, now, cost float64) Outcome {
 		o.Next = State{A: newTat}
 	}
 	o.TTL = o.ResetAfter
-	return o
 }
 
 // LimitID identifies one limit's state within an identity: a hash of the
