@@ -11,36 +11,36 @@ import (
 
 // Group commit.
 //
-// Invariant: a write is acknowledged only after the batch holding its record
-// has been written to the log (and, under SyncAlways, fdatasynced) and then
-// applied to the memtable; batches reach the log, the disk and the memtable
-// in sequence-number order, one leader at a time.
+// Invariant: a write is acknowledged only after the commit group holding its
+// record has been written to the log (and, under SyncAlways, fdatasynced) and
+// then applied to the memtable; groups reach the log, the disk and the
+// memtable in sequence-number order, one leader at a time.
 //
-// The first writer to find no open batch opens one and owns it. While an
-// earlier batch is being written and synced, later writers join the open
-// batch; when the leader is done, the owner seals its batch and becomes the
-// leader. A lone writer never waits for anyone, so batching costs it nothing.
+// The first writer to find no open group opens one and owns it. While an
+// earlier group is being written and synced, later writers join the open
+// group; when the leader is done, the owner seals its group and becomes the
+// leader. A lone writer never waits for anyone, so grouping costs it nothing.
 
-type batch struct {
+type group struct {
 	buf   []byte     // encoded records
 	muts  []mutation // what to apply, in order
-	refs  []bufRef   // where each record's key and value sit in buf
+	refs  []bufRef   // where each mutation's key and value sit in buf
 	last  uint64     // sequence number of the last record
 	done  chan struct{}
 	err   error
-	count int
+	count int // writers in the group
 }
 
-// bufRef locates a record's key and value in the batch buffer. The memtable
-// keeps them there instead of copying: buf is never written again once the
-// batch is sealed, so a key string over it stays immutable.
+// bufRef locates a mutation's key and value in the group buffer. The
+// memtable keeps them there instead of copying: buf is never written again
+// once the group is sealed, so a key string over it stays immutable.
 type bufRef struct{ keyOff, keyLen, valOff, valLen int }
 
-var batchPool = sync.Pool{New: func() any { return &batch{} }}
+var groupPool = sync.Pool{New: func() any { return &group{} }}
 
-// commit logs one mutation and returns once it is acknowledged under the
-// sync policy.
-func (db *DB) commit(typ wal.RecordType, key, value []byte) error {
+// commit logs one record (made by encode, given the group and the record's
+// sequence number) and returns once it is acknowledged under the sync policy.
+func (db *DB) commit(encode func(g *group, seq uint64)) error {
 	db.mu.Lock()
 	if db.closing {
 		db.mu.Unlock()
@@ -50,62 +50,75 @@ func (db *DB) commit(typ wal.RecordType, key, value []byte) error {
 		db.mu.Unlock()
 		return err
 	}
-	b := db.open
-	owner := b == nil
+	g := db.open
+	owner := g == nil
 	if owner {
-		b = batchPool.Get().(*batch)
-		db.open = b
-	} else if b.done == nil {
-		b.done = make(chan struct{}) // made only once a second writer joins
+		g = groupPool.Get().(*group)
+		db.open = g
+	} else if g.done == nil {
+		g.done = make(chan struct{}) // made only once a second writer joins
 	}
 	seq := db.nextSeq
 	db.nextSeq++
-	b.add(typ, seq, key, value)
+	encode(g, seq)
+	g.last = seq
+	g.count++
 
 	if !owner {
 		db.mu.Unlock()
-		<-b.done
-		return b.err
+		<-g.done
+		return g.err
 	}
 	for db.leading {
 		db.cond.Wait()
 	}
 	db.leading = true
-	db.open = nil // sealed: later writers open the next batch
+	db.open = nil // sealed: later writers open the next group
 	db.mu.Unlock()
 
-	err := db.writeBatch(b)
+	err := db.writeGroup(g)
 
 	db.mu.Lock()
 	db.leading = false
 	db.cond.Broadcast()
 	db.mu.Unlock()
-	if b.count > 1 {
-		b.err = err
-		close(b.done)
+	if g.count > 1 {
+		g.err = err
+		close(g.done)
 		return err
 	}
-	// Nobody else holds b: recycle it. Values alias buf, which now belongs
+	// Nobody else holds g: recycle it. Values alias buf, which now belongs
 	// to the memtable, so buf itself is never reused.
-	clear(b.muts)
-	*b = batch{muts: b.muts[:0], refs: b.refs[:0]}
-	batchPool.Put(b)
+	clear(g.muts)
+	*g = group{muts: g.muts[:0], refs: g.refs[:0]}
+	groupPool.Put(g)
 	return err
 }
 
-func (b *batch) add(typ wal.RecordType, seq uint64, key, value []byte) {
-	b.buf = slices.Grow(b.buf, wal.EncodedSize(key, value))
-	b.buf = wal.AppendRecord(b.buf, wal.Record{Type: typ, Seq: seq, Key: key, Value: value})
-	end := len(b.buf)
-	b.refs = append(b.refs, bufRef{keyOff: end - len(value) - len(key), keyLen: len(key), valOff: end - len(value), valLen: len(value)})
-	b.muts = append(b.muts, mutation{del: typ == wal.TypeDelete})
-	b.last = seq
-	b.count++
+// addRecord encodes a single set or delete.
+func (g *group) addRecord(typ wal.RecordType, seq uint64, key, value []byte) {
+	g.buf = slices.Grow(g.buf, wal.EncodedSize(key, value))
+	g.buf = wal.AppendRecord(g.buf, wal.Record{Type: typ, Seq: seq, Key: key, Value: value})
+	end := len(g.buf)
+	g.ref(typ == wal.TypeDelete, end-len(value)-len(key), len(key), end-len(value), len(value))
 }
 
-// writeBatch runs on the leader: rotate if the segment is full, append the
+// addBatch encodes a batch as one record: after a crash all of it is there
+// or none of it.
+func (g *group) addBatch(seq uint64, ops []wal.Op) {
+	g.buf = wal.AppendBatchRecord(g.buf, seq, ops, func(i, keyOff, keyLen, valOff, valLen int) {
+		g.ref(ops[i].Type == wal.TypeDelete, keyOff, keyLen, valOff, valLen)
+	})
+}
+
+func (g *group) ref(del bool, keyOff, keyLen, valOff, valLen int) {
+	g.refs = append(g.refs, bufRef{keyOff: keyOff, keyLen: keyLen, valOff: valOff, valLen: valLen})
+	g.muts = append(g.muts, mutation{del: del})
+}
+
+// writeGroup runs on the leader: rotate if the segment is full, append the
 // batch with one write, sync per policy, then apply it.
-func (db *DB) writeBatch(b *batch) error {
+func (db *DB) writeGroup(b *group) error {
 	if err := db.failure(); err != nil {
 		return err
 	}
@@ -140,7 +153,7 @@ func (db *DB) writeBatch(b *batch) error {
 		}
 	}
 	db.mem.apply(b.muts, b.last)
-	db.stats.batches.Add(1)
+	db.stats.batches.Add(1) // commit groups
 	db.maybeCompact()
 	return nil
 }

@@ -23,7 +23,7 @@ type DB struct {
 	// The commit pipeline (see commit.go); mu guards the fields below it.
 	mu      sync.Mutex
 	cond    *sync.Cond
-	open    *batch
+	open    *group
 	leading bool
 	closing bool
 	nextSeq uint64
@@ -103,7 +103,7 @@ func (db *DB) Set(key, value []byte) error {
 	if err := db.checkSizes(key, value); err != nil {
 		return err
 	}
-	if err := db.commit(wal.TypeSet, key, value); err != nil {
+	if err := db.commit(func(g *group, seq uint64) { g.addRecord(wal.TypeSet, seq, key, value) }); err != nil {
 		return err
 	}
 	db.stats.sets.Add(1)
@@ -115,7 +115,7 @@ func (db *DB) Delete(key []byte) error {
 	if err := db.checkSizes(key, nil); err != nil {
 		return err
 	}
-	if err := db.commit(wal.TypeDelete, key, nil); err != nil {
+	if err := db.commit(func(g *group, seq uint64) { g.addRecord(wal.TypeDelete, seq, key, nil) }); err != nil {
 		return err
 	}
 	db.stats.deletes.Add(1)

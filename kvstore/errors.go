@@ -25,6 +25,8 @@ var (
 	ErrKeyTooLarge   = errors.New("kvstore: key too large")
 	ErrValueTooLarge = errors.New("kvstore: value too large")
 	ErrEmptyKey      = errors.New("kvstore: empty key")
+	// ErrBatchTooLarge: a batch whose encoding passes the format's record bound.
+	ErrBatchTooLarge = errors.New("kvstore: batch too large")
 )
 
 // CorruptionError names where the damage is. It matches ErrCorrupt.

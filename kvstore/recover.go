@@ -148,10 +148,11 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 			return rp.damaged(seg.Path, buf, off, err)
 		}
 		if rec.Seq == rp.next {
-			if rec.Type == wal.TypeDelete {
-				rp.load.add(mutation{key: string(rec.Key), del: true})
-			} else {
-				rp.load.add(ownedMutation(rec.Key, rec.Value))
+			switch rec.Type {
+			case wal.TypeBatch:
+				wal.ForEachOp(rec.Batch, rp.loadOp) // checked by DecodeRecord
+			default:
+				rp.loadOp(wal.Op{Type: rec.Type, Key: rec.Key, Value: rec.Value})
 			}
 			rp.next++
 			rp.applied++
@@ -162,6 +163,14 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 		rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
 	}
 	return false, nil
+}
+
+func (rp *replay) loadOp(op wal.Op) {
+	if op.Type == wal.TypeDelete {
+		rp.load.add(mutation{key: string(op.Key), del: true})
+	} else {
+		rp.load.add(ownedMutation(op.Key, op.Value))
+	}
 }
 
 // damaged handles damage that is not a torn tail: an error naming the file

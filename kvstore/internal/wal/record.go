@@ -11,7 +11,8 @@
 //	length  u32  payload length
 //	type    u8   TypeSet or TypeDelete
 //	seq     u64  sequence number, consecutive across the whole log
-//	payload      uvarint(len(key)) key value
+//	payload      set, delete: uvarint(len(key)) key value
+//	             batch: uvarint(count), then count × (type u8, uvarint(len key), key, uvarint(len value), value)
 package wal
 
 import (
@@ -19,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 )
 
 // RecordHeaderSize is the fixed part of every record.
@@ -31,14 +33,27 @@ type RecordType uint8
 const (
 	TypeSet    RecordType = 1
 	TypeDelete RecordType = 2
+	// TypeBatch carries several sets and deletes under one checksum, so a
+	// crash keeps all of them or none.
+	TypeBatch RecordType = 3
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Record is one logged mutation. Key and Value alias the decoded buffer.
+// A batch record has neither; Batch holds its encoded operations (read them
+// with ForEachOp).
 type Record struct {
 	Type  RecordType
 	Seq   uint64
+	Key   []byte
+	Value []byte
+	Batch []byte
+}
+
+// Op is one operation of a batch record: TypeSet or TypeDelete.
+type Op struct {
+	Type  RecordType
 	Key   []byte
 	Value []byte
 }
@@ -96,10 +111,17 @@ func DecodeRecord(b []byte, maxPayload int) (Record, int, error) {
 		return Record{}, 0, fmt.Errorf("%w: checksum mismatch", ErrBadRecord)
 	}
 	r := Record{Type: RecordType(b[8]), Seq: binary.LittleEndian.Uint64(b[9:17])}
+	payload := b[RecordHeaderSize:total]
+	if r.Type == TypeBatch {
+		if err := ForEachOp(payload, func(Op) {}); err != nil {
+			return Record{}, 0, err
+		}
+		r.Batch = payload
+		return r, total, nil
+	}
 	if r.Type != TypeSet && r.Type != TypeDelete {
 		return Record{}, 0, fmt.Errorf("%w: unknown type %d", ErrBadRecord, r.Type)
 	}
-	payload := b[RecordHeaderSize:total]
 	klen, m := binary.Uvarint(payload)
 	if m <= 0 || klen > uint64(len(payload)-m) {
 		return Record{}, 0, fmt.Errorf("%w: key length does not fit the payload", ErrBadRecord)
@@ -110,6 +132,82 @@ func DecodeRecord(b []byte, maxPayload int) (Record, int, error) {
 		return Record{}, 0, fmt.Errorf("%w: delete record carries a value", ErrBadRecord)
 	}
 	return r, total, nil
+}
+
+// BatchPayloadSize is the payload size of a batch record holding ops.
+func BatchPayloadSize(ops []Op) int {
+	n := uvarintLen(uint64(len(ops)))
+	for _, op := range ops {
+		n += 1 + uvarintLen(uint64(len(op.Key))) + len(op.Key) + uvarintLen(uint64(len(op.Value))) + len(op.Value)
+	}
+	return n
+}
+
+// AppendBatchRecord appends one batch record holding ops to dst. at is
+// called for each op with the offsets of its key and value in the result.
+func AppendBatchRecord(dst []byte, seq uint64, ops []Op, at func(i, keyOff, keyLen, valOff, valLen int)) []byte {
+	payload := BatchPayloadSize(ops)
+	dst = slices.Grow(dst, RecordHeaderSize+payload)
+	start := len(dst)
+	dst = append(dst, make([]byte, RecordHeaderSize)...)
+	h := dst[start:]
+	binary.LittleEndian.PutUint32(h[4:8], uint32(payload))
+	h[8] = byte(TypeBatch)
+	binary.LittleEndian.PutUint64(h[9:17], seq)
+	dst = binary.AppendUvarint(dst, uint64(len(ops)))
+	for i, op := range ops {
+		dst = append(dst, byte(op.Type))
+		dst = binary.AppendUvarint(dst, uint64(len(op.Key)))
+		keyOff := len(dst)
+		dst = append(dst, op.Key...)
+		dst = binary.AppendUvarint(dst, uint64(len(op.Value)))
+		valOff := len(dst)
+		dst = append(dst, op.Value...)
+		at(i, keyOff, len(op.Key), valOff, len(op.Value))
+	}
+	binary.LittleEndian.PutUint32(dst[start:start+4], crc32.Checksum(dst[start+4:], castagnoli))
+	return dst
+}
+
+// ForEachOp checks a batch payload and calls fn for each operation, in
+// order. Every length is checked against the bytes left before it is used.
+func ForEachOp(payload []byte, fn func(Op)) error {
+	count, n := binary.Uvarint(payload)
+	if n <= 0 || count > uint64(len(payload)) {
+		return fmt.Errorf("%w: batch count does not fit the payload", ErrBadRecord)
+	}
+	p := payload[n:]
+	for i := uint64(0); i < count; i++ {
+		if len(p) < 1 {
+			return fmt.Errorf("%w: batch op %d truncated", ErrBadRecord, i)
+		}
+		op := Op{Type: RecordType(p[0])}
+		if op.Type != TypeSet && op.Type != TypeDelete {
+			return fmt.Errorf("%w: batch op %d has type %d", ErrBadRecord, i, op.Type)
+		}
+		p = p[1:]
+		var ok bool
+		if op.Key, p, ok = lengthPrefixed(p); !ok || len(op.Key) == 0 {
+			return fmt.Errorf("%w: batch op %d key does not fit", ErrBadRecord, i)
+		}
+		if op.Value, p, ok = lengthPrefixed(p); !ok || (op.Type == TypeDelete && len(op.Value) != 0) {
+			return fmt.Errorf("%w: batch op %d value does not fit", ErrBadRecord, i)
+		}
+		fn(op)
+	}
+	if len(p) != 0 {
+		return fmt.Errorf("%w: %d bytes after the last batch op", ErrBadRecord, len(p))
+	}
+	return nil
+}
+
+func lengthPrefixed(p []byte) (field, rest []byte, ok bool) {
+	l, n := binary.Uvarint(p)
+	if n <= 0 || l > uint64(len(p)-n) {
+		return nil, nil, false
+	}
+	end := n + int(l)
+	return p[n:end:end], p[end:], true
 }
 
 func uvarintLen(x uint64) int {

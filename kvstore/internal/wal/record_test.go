@@ -66,6 +66,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(AppendRecord(nil, Record{Type: TypeDelete, Seq: 1, Key: []byte("k")}))
 	f.Add(make([]byte, RecordHeaderSize))
 	f.Add([]byte{})
+	f.Add(AppendBatchRecord(nil, 9, []Op{{Type: TypeSet, Key: []byte("a"), Value: []byte("1")}, {Type: TypeDelete, Key: []byte("b")}},
+		func(int, int, int, int, int) {}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		const maxPayload = 1 << 20
 		r, n, err := DecodeRecord(b, maxPayload)
@@ -79,7 +81,13 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("size %d outside 17..%d", n, len(b))
 		}
 		// A record that decodes re-encodes to the same bytes.
-		if again := AppendRecord(nil, r); !bytes.Equal(again, b[:n]) {
+		again := AppendRecord(nil, r)
+		if r.Type == TypeBatch {
+			var ops []Op
+			ForEachOp(r.Batch, func(op Op) { ops = append(ops, op) })
+			again = AppendBatchRecord(nil, r.Seq, ops, func(int, int, int, int, int) {})
+		}
+		if !bytes.Equal(again, b[:n]) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", again, b[:n])
 		}
 	})
