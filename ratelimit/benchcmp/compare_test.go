@@ -44,9 +44,10 @@ func libraries(b *testing.B, client *redis.Client) map[string]allowFunc {
 	}
 	ul := limiter.New(store, limiter.Rate{Period: time.Minute, Limit: 1 << 30})
 	return map[string]allowFunc{
-		"devkit-gcra":           devkitAllow(devkit, gcra),
-		"devkit-gcra-pipelined": devkitAllow(pipelined, gcra),
-		"devkit-fixed-window":   devkitAllow(devkit, fixed),
+		"devkit-gcra":                   devkitAllow(devkit, gcra),
+		"devkit-gcra-pipelined":         devkitAllow(pipelined, gcra),
+		"devkit-fixed-window":           devkitAllow(devkit, fixed),
+		"devkit-fixed-window-pipelined": devkitAllow(pipelined, fixed),
 		"redis_rate-gcra": func(ctx context.Context, key string) (bool, error) {
 			res, err := rr.Allow(ctx, key, rrLimit)
 			if err != nil {
@@ -61,7 +62,7 @@ func libraries(b *testing.B, client *redis.Client) map[string]allowFunc {
 	}
 }
 
-var order = []string{"devkit-gcra", "devkit-gcra-pipelined", "devkit-fixed-window", "redis_rate-gcra", "ulule-fixed-window"}
+var order = []string{"devkit-gcra", "devkit-gcra-pipelined", "devkit-fixed-window", "devkit-fixed-window-pipelined", "redis_rate-gcra", "ulule-fixed-window"}
 
 func benchCompare(b *testing.B, goroutines int) {
 	srv := redistest.StartRedis(b)
