@@ -16,6 +16,8 @@ type Store interface {
 	Has(key []byte) (bool, error)
 	Set(key, value []byte) error
 	Delete(key []byte) error
+	// Write applies a batch atomically: after a crash all of it or none.
+	Write(b *kvstore.Batch) error
 	Scan(opts kvstore.ScanOptions) (kvstore.ScanPage, error)
 	Len() int
 	Stats() kvstore.Stats

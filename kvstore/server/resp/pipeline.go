@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server/metrics"
 )
 
@@ -118,43 +119,13 @@ func (s *Server) safeSet(cl *client, key, value []byte) (err error) {
 	return s.store.Set(key, value)
 }
 
-// mset stores the pairs of MSET. Under SyncAlways, pairs on distinct keys
-// are committed concurrently and share fsyncs; otherwise they are stored in
-// order. Either way MSET is not atomic: on an error, other pairs may be
-// stored. It returns the first error, naming its pair.
+// mset stores the pairs of MSET as one engine batch: atomic, as in Redis —
+// after a crash all pairs are there or none — and, under SyncAlways, one
+// fsync for the whole command.
 func (s *Server) mset(cl *client, args [][]byte) error {
-	pairs := (len(args) - 1) / 2
-	distinct := s.groupWrites && pairs > 1
-	if distinct {
-		seen := make(map[string]struct{}, pairs)
-		for i := 1; i < len(args); i += 2 {
-			if _, dup := seen[string(args[i])]; dup {
-				distinct = false
-				break
-			}
-			seen[string(args[i])] = struct{}{}
-		}
+	var b kvstore.Batch
+	for i := 1; i < len(args); i += 2 {
+		b.Set(args[i], args[i+1])
 	}
-	if !distinct {
-		for i := 1; i < len(args); i += 2 {
-			if err := s.store.Set(args[i], args[i+1]); err != nil {
-				return fmt.Errorf("pair %d: %w", (i+1)/2, err)
-			}
-		}
-		return nil
-	}
-	run := make([]pendingSet, pairs)
-	for i := range run {
-		run[i] = pendingSet{key: args[1+2*i], value: args[2+2*i]}
-	}
-	s.setAll(cl, run)
-	for i, p := range run {
-		if errors.Is(p.err, errInternal) {
-			panic(fmt.Sprintf("MSET pair %d panicked", i+1)) // execute turns it into an error reply
-		}
-		if p.err != nil {
-			return fmt.Errorf("pair %d: %w", i+1, p.err)
-		}
-	}
-	return nil
+	return s.store.Write(&b)
 }
