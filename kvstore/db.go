@@ -44,6 +44,10 @@ type DB struct {
 	bgCancel   context.CancelFunc
 
 	stats counters
+
+	// Set only while Open or Verify recovers.
+	verifyOnly bool
+	progress   recoveryProgress
 }
 
 // Open opens (creating if needed) the engine in dir, recovering its state

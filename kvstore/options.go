@@ -107,6 +107,9 @@ type Options struct {
 	Recovery RecoveryMode
 	// Logger receives recovery and failure events; slog.Default() when nil.
 	Logger *slog.Logger
+	// Progress, when set, is called during recovery after each file is
+	// read, with the bytes read so far and the total to read.
+	Progress func(read, total int64)
 
 	// fs is the file-system seam; tests inject faults through it.
 	fs vfs.FS

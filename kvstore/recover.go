@@ -21,7 +21,9 @@ import (
 
 func (db *DB) recover() error {
 	start := time.Now()
-	db.removeTempFiles()
+	if !db.verifyOnly {
+		db.removeTempFiles()
+	}
 	segs, err := wal.ListSegments(db.opts.fs, db.dir)
 	if err != nil {
 		return fmt.Errorf("kvstore: list log segments: %w", err)
@@ -30,6 +32,7 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
+	db.progress.report(db.progress.snapshot)
 	db.mem = mem
 	db.stats.snapshotSeq.Store(snapSeq)
 
@@ -44,8 +47,11 @@ func (db *DB) recover() error {
 		stop, err := rp.segment(seg, newest)
 		if err != nil {
 			ld.abort()
+			// Keep what was read before the damage for Verify's report.
+			db.stats.replayed, db.lastWritten = rp.applied, rp.next-1
 			return err
 		}
+		db.progress.report(int64(len(rp.buf)))
 		if stop {
 			if err := db.dropSegments(segs[i+1:]); err != nil {
 				ld.abort()
@@ -70,6 +76,9 @@ func (db *DB) recover() error {
 	db.stats.logBytes.Store(logBytes)
 	db.stats.segments.Store(int64(len(segs)))
 	db.stats.sinceSnapshot.Store(logBytes)
+	if db.verifyOnly {
+		return nil
+	}
 
 	if rp.tail != nil {
 		db.seg, err = wal.OpenSegmentForAppend(db.opts.fs, rp.tail.path, rp.tail.firstSeq, rp.tail.size)
@@ -121,8 +130,11 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 	if herr != nil {
 		if _, valid := wal.ValidRecordAfter(buf, -1, rp.next-1, maxPayload); newest && !valid {
 			// A crash while the segment was being created: nothing in it.
-			db.opts.Logger.Warn("kvstore: removing a log segment with a torn header", "file", seg.Path, "bytes", len(buf))
 			db.stats.tornBytes += int64(len(buf))
+			if db.verifyOnly {
+				return false, nil
+			}
+			db.opts.Logger.Warn("kvstore: removing a log segment with a torn header", "file", seg.Path, "bytes", len(buf))
 			return false, db.removeSynced(seg.Path)
 		}
 		return rp.damaged(seg.Path, buf, 0, herr)
@@ -139,8 +151,10 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 		}
 		if err != nil {
 			if _, valid := wal.ValidRecordAfter(buf, off, rp.next-1, maxPayload); newest && !valid {
-				db.opts.Logger.Warn("kvstore: cutting a torn tail off the log", "file", seg.Path,
-					"offset", off, "bytes", len(buf)-off, "reason", err)
+				if !db.verifyOnly {
+					db.opts.Logger.Warn("kvstore: cutting a torn tail off the log", "file", seg.Path,
+						"offset", off, "bytes", len(buf)-off, "reason", err)
+				}
 				db.stats.tornBytes += int64(len(buf) - off)
 				rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
 				return false, nil
@@ -177,12 +191,12 @@ func (rp *replay) loadOp(op wal.Op) {
 // and offset, or, under RecoverTruncate, a cut at that offset.
 func (rp *replay) damaged(path string, buf []byte, off int, cause error) (bool, error) {
 	db := rp.db
-	if db.opts.Recovery != RecoverTruncate {
+	if db.opts.Recovery != RecoverTruncate || db.verifyOnly {
 		return false, &CorruptionError{File: path, Offset: int64(off), Err: cause}
 	}
 	db.opts.Logger.Error("kvstore: RecoverTruncate: dropping the log from a damaged record on",
-		"file", path, "offset", off, "reason", cause)
-	db.stats.droppedRecs++ // at least the damaged one; later segments are counted as they go
+		"file", path, "offset", off, "bytes", len(buf)-off, "reason", cause)
+	db.stats.droppedBytes += int64(len(buf) - off)
 	if off < wal.HeaderSize {
 		// Nothing usable in this segment: start a fresh one in its place.
 		if err := db.removeSynced(path); err != nil {
@@ -203,6 +217,9 @@ func (rp *replay) firstSeqOf(buf []byte) uint64 {
 func (db *DB) dropSegments(segs []wal.SegmentInfo) error {
 	for _, s := range segs {
 		db.opts.Logger.Error("kvstore: RecoverTruncate: removing a log segment after the cut", "file", s.Path)
+		if fi, err := os.Stat(s.Path); err == nil {
+			db.stats.droppedBytes += fi.Size()
+		}
 		if err := db.opts.fs.Remove(s.Path); err != nil {
 			return fmt.Errorf("kvstore: remove %s: %w", s.Path, err)
 		}
@@ -229,6 +246,7 @@ func (db *DB) loadSnapshot(segs []wal.SegmentInfo) (*memtable, *loader, uint64, 
 		return nil, nil, 0, err
 	}
 	hint := db.sizeHint(snaps, segs)
+	db.progress.start(db.opts.Progress, snaps, segs)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		mem := newMemtable()
 		ld := mem.startLoad(hint)
@@ -245,6 +263,41 @@ func (db *DB) loadSnapshot(segs []wal.SegmentInfo) (*memtable, *loader, uint64, 
 	}
 	mem := newMemtable()
 	return mem, mem.startLoad(hint), 0, nil
+}
+
+// recoveryProgress reports bytes read during recovery to Options.Progress.
+type recoveryProgress struct {
+	fn       func(read, total int64)
+	read     int64
+	total    int64
+	snapshot int64 // size of the snapshot recovery starts from
+}
+
+func (p *recoveryProgress) start(fn func(read, total int64), snaps []snapshotFile, segs []wal.SegmentInfo) {
+	if fn == nil {
+		return
+	}
+	p.fn = fn
+	if len(snaps) > 0 {
+		if fi, err := os.Stat(snaps[len(snaps)-1].path); err == nil {
+			p.snapshot = fi.Size()
+		}
+	}
+	p.total = p.snapshot
+	for _, s := range segs {
+		if fi, err := os.Stat(s.Path); err == nil {
+			p.total += fi.Size()
+		}
+	}
+	fn(0, p.total)
+}
+
+func (p *recoveryProgress) report(n int64) {
+	if p.fn == nil {
+		return
+	}
+	p.read = min(p.read+n, p.total)
+	p.fn(p.read, p.total)
 }
 
 // sizeHint guesses the number of keys from the size of what recovery reads,

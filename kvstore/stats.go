@@ -24,7 +24,7 @@ type counters struct {
 	replayed      uint64
 	replayTime    time.Duration
 	tornBytes     int64
-	droppedRecs   uint64
+	droppedBytes  int64
 	snapshotsSkip int
 }
 
@@ -55,7 +55,7 @@ type Stats struct {
 	ReplayedRecords  uint64        `json:"replayed_records"`
 	ReplayDuration   time.Duration `json:"replay_duration_ns"`
 	TornTailBytes    int64         `json:"torn_tail_bytes"`   // cut from the log at open
-	DroppedRecords   uint64        `json:"dropped_records"`   // dropped by RecoverTruncate at open
+	DroppedBytes     int64         `json:"dropped_bytes"`     // of log cut by RecoverTruncate at open
 	SnapshotsSkipped int           `json:"snapshots_skipped"` // damaged snapshots passed over at open
 
 	ReadOnly       bool   `json:"read_only"`
@@ -81,7 +81,7 @@ func (db *DB) Stats() Stats {
 		ReplayedRecords:    c.replayed,
 		ReplayDuration:     c.replayTime,
 		TornTailBytes:      c.tornBytes,
-		DroppedRecords:     c.droppedRecs,
+		DroppedBytes:       c.droppedBytes,
 		SnapshotsSkipped:   c.snapshotsSkip,
 	}
 	db.mem.treeMu.RLock()

@@ -17,21 +17,6 @@ import (
 // lockFile is the engine's lock file, which the copies leave out.
 const lockFile = "LOCK"
 
-// dirSize sums the sizes of the regular files under dir.
-func dirSize(dir string) (int64, error) {
-	var total int64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == lockFile {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil && info.Mode().IsRegular() {
-			total += info.Size()
-		}
-		return err
-	})
-	return total, err
-}
 
 // copyDir copies the regular files under src to dst (created), leaving out
 // the lock file; progress, when set, is told the bytes copied so far.

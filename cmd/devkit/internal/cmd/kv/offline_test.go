@@ -93,11 +93,14 @@ func TestVerifyRepair_CorruptionIsFoundNamedAndCut(t *testing.T) {
 	if err := json.Unmarshal(outBuf.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Repaired || rep.DroppedRecords == 0 || rep.Keys == 0 || rep.Keys >= 300 || rep.Backup != dir+".bak-20260102T030405Z" {
+	if !rep.Repaired || rep.DroppedBytes == 0 || rep.Keys == 0 || rep.Keys >= 300 || rep.Backup != dir+".bak-20260102T030405Z" {
 		t.Fatalf("repair report %+v", rep)
 	}
 	if len(rep.Cuts) != 1 || rep.Cuts[0].File != damaged || rep.Cuts[0].FromBytes != int64(len(before)) || rep.Cuts[0].ToBytes > int64(len(before)/3) {
 		t.Fatalf("cuts %+v; want %s cut at or before the damage at %d", rep.Cuts, damaged, len(before)/3)
+	}
+	if cut := rep.Cuts[0]; rep.DroppedBytes != cut.FromBytes-cut.ToBytes {
+		t.Fatalf("the engine reports %d bytes dropped, the file lost %d", rep.DroppedBytes, cut.FromBytes-cut.ToBytes)
 	}
 	backup, err := os.ReadFile(filepath.Join(rep.Backup, filepath.Base(damaged)))
 	if err != nil || string(backup) != string(before) {

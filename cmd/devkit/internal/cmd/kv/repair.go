@@ -47,8 +47,8 @@ type RepairReport struct {
 	Repaired bool   `json:"repaired"`
 	Damage   string `json:"damage,omitempty"`
 	Backup   string `json:"backup,omitempty"`
-	// DroppedRecords is the engine's count: at least the damaged record.
-	DroppedRecords uint64 `json:"dropped_records_at_least"`
+	// DroppedBytes is how much log the engine cut from the damage on.
+	DroppedBytes int64 `json:"dropped_bytes"`
 	// Cuts are the files the repair shortened or removed, from the backup's
 	// sizes to the repaired ones: exactly what was dropped.
 	Cuts          []FileCut `json:"cuts,omitempty"`
@@ -133,7 +133,7 @@ func runRepair(opts *RepairOptions) error {
 		return fmt.Errorf("repair: %w (the backup is in %s)", err, rep.Backup)
 	}
 	st := db.Stats()
-	rep.Repaired, rep.DroppedRecords, rep.TornTailBytes, rep.Keys = true, st.DroppedRecords, st.TornTailBytes, st.Keys
+	rep.Repaired, rep.DroppedBytes, rep.TornTailBytes, rep.Keys = true, st.DroppedBytes, st.TornTailBytes, st.Keys
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("repair: %w (the backup is in %s)", err, rep.Backup)
 	}
@@ -165,7 +165,7 @@ func reportRepair(opts *RepairOptions, rep RepairReport) error {
 			fmt.Fprintf(w, "  cut      %s from %d to %d bytes (%d bytes dropped)\n", c.File, c.FromBytes, c.ToBytes, c.FromBytes-c.ToBytes)
 		}
 	}
-	fmt.Fprintf(w, "  dropped  at least %d record(s) from the damage on\n", rep.DroppedRecords)
+	fmt.Fprintf(w, "  dropped  %d bytes of log from the damage on\n", rep.DroppedBytes)
 	fmt.Fprintf(w, "  kept     %d keys\n", rep.Keys)
 	return nil
 }
