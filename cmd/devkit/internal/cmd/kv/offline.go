@@ -17,7 +17,6 @@ import (
 // lockFile is the engine's lock file, which the copies leave out.
 const lockFile = "LOCK"
 
-
 // copyDir copies the regular files under src to dst (created), leaving out
 // the lock file; progress, when set, is told the bytes copied so far.
 func copyDir(src, dst string, progress func(copied int64)) error {
