@@ -47,7 +47,11 @@ func main() {
 // "ack KEY VALUE" after each write the engine acknowledged.
 func child(dir string, out io.Writer) error {
 	writers := 8
-	fmt.Sscan(os.Getenv("KVEMBED_WRITERS"), &writers)
+	if v := os.Getenv("KVEMBED_WRITERS"); v != "" {
+		if _, err := fmt.Sscan(v, &writers); err != nil {
+			return fmt.Errorf("KVEMBED_WRITERS=%q: %w", v, err)
+		}
+	}
 	db, err := kvstore.Open(dir, kvstore.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
@@ -102,7 +106,7 @@ func run(out io.Writer, dir string, writers int, killAfter time.Duration) error 
 	var kill sync.Once
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
-		kill.Do(func() { time.AfterFunc(killAfter, func() { cmd.Process.Kill() }) })
+		kill.Do(func() { time.AfterFunc(killAfter, func() { _ = cmd.Process.Kill() }) })
 		f := strings.Fields(sc.Text())
 		if len(f) == 3 && f[0] == "ack" {
 			acked[f[1]] = f[2]
@@ -111,7 +115,7 @@ func run(out io.Writer, dir string, writers int, killAfter time.Duration) error 
 	waitErr := cmd.Wait()
 	var exitErr *exec.ExitError
 	if !errors.As(waitErr, &exitErr) {
-		return fmt.Errorf("the child was not killed as planned: %v", waitErr)
+		return fmt.Errorf("the child was not killed as planned: %w", waitErr)
 	}
 	fmt.Fprintf(out, "2. After %v the child was killed with SIGKILL (%v); it had acknowledged %d writes.\n", killAfter, exitErr, len(acked))
 
