@@ -102,7 +102,7 @@ fi
 cp examples/policies/saas.yaml "$home/policy.yaml"
 export GATEWAY_POLICY=$home/policy.yaml
 hit=$home/bin/hit
-go build -o "$hit" ./examples/stack/hit # the demo's HTTP client: a curl that checks the answers
+(cd examples && go build -o "$hit" ./stack/hit) # the demo's HTTP client: a curl that checks the answers (examples/stack/hit)
 gw=http://127.0.0.1:$GATEWAY_PORT
 admin=http://127.0.0.1:$GATEWAY_ADMIN_PORT
 free=(-H "X-Workspace-ID: acme" -H "X-Workspace-Plan: free" -H "X-User-ID: ada")
