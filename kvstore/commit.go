@@ -28,7 +28,8 @@ type group struct {
 	last  uint64     // sequence number of the last record
 	done  chan struct{}
 	err   error
-	count int // writers in the group
+	count int  // writers in the group
+	taken bool // sealed by a leader; guarded by db.mu
 }
 
 // bufRef locates a mutation's key and value in the group buffer. The
@@ -69,29 +70,66 @@ func (db *DB) commit(encode func(g *group, seq uint64)) error {
 		<-g.done
 		return g.err
 	}
-	for db.leading {
+	for db.leading && !g.taken {
 		db.cond.Wait()
 	}
+	if g.taken { // the leader wrote our group along with its own
+		db.mu.Unlock()
+		<-g.done
+		return g.err
+	}
 	db.leading = true
-	db.open = nil // sealed: later writers open the next group
-	db.mu.Unlock()
-
-	err := db.writeGroup(g)
-
-	db.mu.Lock()
+	var err error
+	for round := 0; ; round++ {
+		gerr := db.lead1(g, round == 0)
+		if round == 0 {
+			err = gerr
+		}
+		// Go on with the group that gathered meanwhile, while this goroutine
+		// is running anyway: waking its owner to do it would leave the disk
+		// idle for a scheduling delay. Bounded, so that this writer's own
+		// wait stays short and lead() callers get their turn.
+		next := db.open
+		if next == nil || gerr != nil || round == maxExtraGroups {
+			break
+		}
+		g = next
+	}
 	db.leading = false
 	db.cond.Broadcast()
 	db.mu.Unlock()
-	if g.count > 1 {
+	return err
+}
+
+// maxExtraGroups is how many groups after its own a leader writes.
+const maxExtraGroups = 2
+
+// lead1 seals g, writes it and tells its writers; own says g is the
+// leader's own group. Called and returns with db.mu held, by the leader.
+func (db *DB) lead1(g *group, own bool) error {
+	g.taken = true
+	shared := g.count > 1 || !own // someone else waits on done
+	if shared && g.done == nil {
+		g.done = make(chan struct{})
+	}
+	if db.open == g {
+		db.open = nil // sealed: later writers open the next group
+	}
+	db.mu.Unlock()
+	err := db.writeGroup(g)
+	if shared {
 		g.err = err
 		close(g.done)
+		db.mu.Lock()
+		db.cond.Broadcast() // wakes the owner of a taken group
 		return err
 	}
-	// Nobody else holds g: recycle it. Values alias buf, which now belongs
-	// to the memtable, so buf itself is never reused.
+	// A lone writer's own group: nobody else holds g, recycle it. Values
+	// alias buf, which now belongs to the memtable, so buf is never reused.
 	clear(g.muts)
 	*g = group{muts: g.muts[:0], refs: g.refs[:0]}
 	groupPool.Put(g)
+	db.mu.Lock()
 	return err
 }
 
