@@ -144,6 +144,23 @@ func testMemory(t *testing.T, bin string) {
 		if got := s.count(t, 35, "PUT", gw+"/keys/acme-counter-v2", freeTenant); got[204] != 30 || got[429] != 5 {
 			t.Fatalf("35 PUTs under the new policy: %v, want 30×204 and 5×429", got)
 		}
+
+		// An edit in place is the gateway's own business: it re-reads the file, no restart.
+		writeChangedPolicy(t, policy, 40)
+		deadline := time.Now().Add(15 * time.Second)
+		for i := 0; ; i++ {
+			resp := s.do(t, "PUT", fmt.Sprintf("%s/keys/acme-hot-%d", gw, i), freeTenant, "x")
+			if resp.header.Get("X-RateLimit-Limit") == "40" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the gateway did not re-read the edited policy: X-RateLimit-Limit %q", resp.header.Get("X-RateLimit-Limit"))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if pid := s.status(0)["gateway"].PID; pid != after["gateway"].PID {
+			t.Errorf("the gateway restarted (pid %d -> %d) for an edit of its policy file", after["gateway"].PID, pid)
+		}
 	})
 
 	s.stopAll(t)
@@ -556,7 +573,8 @@ func (s *stack) dumpLogs() {
 	}
 }
 
-// writeChangedPolicy writes saas.yaml with the free plan's PUT limit set to limit.
+// writeChangedPolicy writes saas.yaml with the free plan's PUT limit set to limit,
+// through a temporary file and a rename, as an editor would.
 func writeChangedPolicy(t *testing.T, path string, limit int) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "policies", "saas.yaml"))
@@ -568,7 +586,10 @@ func writeChangedPolicy(t *testing.T, path string, limit int) {
 		t.Fatalf("saas.yaml no longer has exactly one %q; update the test", old)
 	}
 	changed := strings.Replace(string(b), old, fmt.Sprintf("PUT:    [{limit: %d, window: 1m", limit), 1)
-	if err := os.WriteFile(path, []byte(changed), 0o644); err != nil {
+	if err := os.WriteFile(path+".new", []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
 		t.Fatal(err)
 	}
 }
