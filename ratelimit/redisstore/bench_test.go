@@ -151,3 +151,10 @@ func BenchmarkRedis_MemoryPerKey(b *testing.B) {
 func BenchmarkRedis_50Goroutines_Pipelined(b *testing.B) {
 	benchChecksWith(b, 50, oneLimit, redisstore.Options{Pipeline: 2})
 }
+
+// BenchmarkRedis_50Goroutines_PipelineWorkers compares worker counts.
+func BenchmarkRedis_50Goroutines_PipelineWorkers(b *testing.B) {
+	for _, w := range []int{2, 4, 8, 16} {
+		b.Run(fmt.Sprint(w), func(b *testing.B) { benchChecksWith(b, 50, oneLimit, redisstore.Options{Pipeline: w}) })
+	}
+}

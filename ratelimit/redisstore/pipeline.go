@@ -18,7 +18,7 @@ const maxBatch = 128
 // pendingCheck is one check waiting for a pipeline.
 type pendingCheck struct {
 	key    string
-	args   []any // cost, number of limits, 6 values per limit
+	args   []any // cost, number of limits, one spec per limit
 	limits int
 	done   chan checkReply // buffered: the worker never blocks on a caller that gave up
 }
@@ -121,7 +121,7 @@ func (b *batcher) send(batch []*pendingCheck) {
 			c.add(p)
 		}
 	} else {
-		c := &call{args: make([]any, 2, 2+len(batch)*8)}
+		c := &call{args: make([]any, 2, 2+len(batch)*3)}
 		c.args[0] = now
 		for _, p := range batch {
 			c.add(p)

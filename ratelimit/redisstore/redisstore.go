@@ -16,6 +16,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -108,11 +109,10 @@ func (s *Store) Key(key string) string { return s.prefix + "{" + key + "}" }
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
 	// The script's arguments: now and the number of checks (1), then this
 	// check's; the batcher sends only the check's part, after its own head.
-	args := make([]any, 2, 4+6*len(req.Limits))
+	args := make([]any, 2, 4+len(req.Limits))
 	args = append(args, req.Cost, len(req.Limits))
 	for _, lim := range req.Limits {
-		p := algo.ParamsOf(lim)
-		args = append(args, encodeLimitID(algo.LimitID(lim.Name, p)), p.Algorithm, p.Rate, p.Period, p.Capacity, p.Block)
+		args = append(args, limitSpec(lim))
 	}
 	var (
 		raw []int64
@@ -136,6 +136,23 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 		algo.Apply(&o, lim, &out[i])
 	}
 	return nil
+}
+
+// limitSpec is a limit as the script takes it: "id:algorithm:rate:period
+// µs:capacity:block µs", one argument that the checks of a batch share.
+func limitSpec(lim ratelimit.Limit) string {
+	p := algo.ParamsOf(lim)
+	b := make([]byte, 0, 64)
+	b = append(b, encodeLimitID(algo.LimitID(lim.Name, p))...)
+	b = append(b, ':', '0'+p.Algorithm, ':')
+	b = strconv.AppendFloat(b, p.Rate, 'f', -1, 64)
+	b = append(b, ':')
+	b = strconv.AppendFloat(b, p.Period, 'f', -1, 64)
+	b = append(b, ':')
+	b = strconv.AppendFloat(b, p.Capacity, 'f', -1, 64)
+	b = append(b, ':')
+	b = strconv.AppendFloat(b, p.Block, 'f', -1, 64)
+	return string(b)
 }
 
 // nowArg is the script's first argument: the test clock in microseconds, or

@@ -13,8 +13,9 @@
 -- ARGV[1]  now in microseconds, or 0 to use TIME
 -- ARGV[2]  number of checks; then per check:
 --          cost (0 = peek, writes nothing), number of limits, and per limit
---          6 values: id (5 characters), algorithm, rate, period µs,
---          capacity, block µs
+--          one spec "id:algorithm:rate:period µs:capacity:block µs" (id: 5
+--          characters); the checks of a batch mostly share their specs,
+--          which are parsed once per call.
 -- Returns 5 integers per limit of every check, in order: allowed,
 -- remaining, reset µs, retry µs, blocked.
 local function run(algorithm, rate, period, capacity, a, b, c, now, cost)
@@ -22,6 +23,17 @@ local function run(algorithm, rate, period, capacity, a, b, c, now, cost)
   if algorithm == 1 then return sliding_window(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 2 then return token_bucket(rate, period, capacity, a, b, c, now, cost) end
   return gcra(rate, period, capacity, a, b, c, now, cost)
+end
+
+-- Parsed specs by their text: {id, algorithm, rate, period, capacity, block}.
+local specs = {}
+local function spec_of(text)
+  local sp = specs[text]
+  if sp then return sp end
+  local id, algorithm, rate, period, capacity, block = match(text, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)$')
+  sp = {id, tonumber(algorithm), tonumber(rate), tonumber(period), tonumber(capacity), tonumber(block)}
+  specs[text] = sp
+  return sp
 end
 
 local now = tonumber(ARGV[1])
@@ -32,27 +44,30 @@ end
 local checks = tonumber(ARGV[2])
 local out, o = {}, 0
 local ai = 3
+-- Scratch tables shared by the checks of the batch (fewer allocations).
+-- Per limit i (0-based): spec lim[i+1]; outcome r[6i+1..6i+6] = allowed,
+-- remaining, reset, retry, blocked, ttl; state st[8i+1..8i+8] = old a b c x,
+-- next a b c x.
+local lim, r, st, segs, order, count = {}, {}, {}, {}, {}, 0
 
 for k = 1, checks do
   local key = KEYS[k]
   local cost, n = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1])
   local base = ai + 2
-  ai = base + n * 6
+  ai = base + n
 
   -- An old or foreign value (another type) reads as no state and is replaced.
   local raw = redis.pcall('GET', key)
   if type(raw) ~= 'string' then raw = nil end
-  local hits, segs, order = decode_state(raw)
+  local hits
+  hits, count = decode_state(raw, segs, order, count)
 
-  -- Per limit i (0-based): outcome r[6i+1..6i+6] = allowed, remaining, reset,
-  -- retry, blocked, ttl; state st[8i+1..8i+8] = old a b c x, next a b c x.
-  local r, st = {}, {}
   local all_allowed = true
   for i = 0, n - 1 do
-    local b = base + i * 6
-    local algorithm, rate, period = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
-    local capacity, block = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
-    local sa, sb, sc, sx = decode_limit(algorithm, period, segs[ARGV[b]])
+    local sp = spec_of(ARGV[base + i])
+    lim[i + 1] = sp
+    local algorithm, rate, period, capacity, block = sp[2], sp[3], sp[4], sp[5], sp[6]
+    local sa, sb, sc, sx = decode_limit(algorithm, period, segs[sp[1]])
     local allowed, remaining, reset, retry, blocked, ttl, na, nb, nc, nx
     if sx > now then
       local wait = ceil(sx - now)
@@ -82,10 +97,9 @@ for k = 1, checks do
     -- Nothing is consumed: the limits that allowed report their state as is.
     for i = 0, n - 1 do
       if r[i * 6 + 1] then
-        local b = base + i * 6
+        local sp = lim[i + 1]
         local q = i * 8
-        local _, remaining, reset = run(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]),
-          st[q + 1], st[q + 2], st[q + 3], now, 0)
+        local _, remaining, reset = run(sp[2], sp[3], sp[4], sp[5], st[q + 1], st[q + 2], st[q + 3], now, 0)
         r[i * 6 + 2], r[i * 6 + 3] = remaining, ceil(reset)
       end
     end
@@ -95,15 +109,18 @@ for k = 1, checks do
     local keep = 0
     for i = 0, n - 1 do
       if all_allowed or r[i * 6 + 5] then
-        local b = base + i * 6
+        local sp = lim[i + 1]
         local q = i * 8
-        local id = ARGV[b]
-        if segs[id] == nil then order[#order + 1] = id end
-        segs[id] = encode_limit(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 3]), st[q + 5], st[q + 6], st[q + 7], st[q + 8])
+        local id = sp[1]
+        if segs[id] == nil then
+          count = count + 1
+          order[count] = id
+        end
+        segs[id] = encode_limit(sp[2], sp[4], st[q + 5], st[q + 6], st[q + 7], st[q + 8])
         if r[i * 6 + 6] > keep then keep = r[i * 6 + 6] end
       end
     end
-    local value = encode_state(hits + cost, segs, order)
+    local value = encode_state(hits + cost, segs, order, count)
     -- The TTL only grows, in whole seconds plus one: most checks keep it.
     local ttl = -2
     if raw then ttl = redis.call('PTTL', key) end

@@ -38,35 +38,41 @@ local function enc_time(v)
   return fmt('%.17g', v - EPOCH)
 end
 
--- decode_state splits a stored value into hits, fields by limit id, and the
--- order of the ids (kept when the value is written back).
-local function decode_state(raw)
-  local segs, order = {}, {}
-  if not raw then return 0, segs, order end
+-- decode_state reads a stored value into segs (fields by limit id) and
+-- order (the ids in stored order, kept when the value is written back),
+-- both emptied first (they are reused across the checks of a batch), and
+-- returns the hits and the number of ids.
+local function decode_state(raw, segs, order, count)
+  for i = 1, count do segs[order[i]] = nil end
+  if not raw then return 0, 0 end
   local p = find(raw, '|', 1, true)
   local hits = tonumber(sub(raw, 1, (p or 0) - 1)) or 0
+  local k = 0
   while p do
     local q = find(raw, '|', p + 1, true)
     local id = sub(raw, p + 1, p + 5)
     segs[id] = sub(raw, p + 6, (q or 0) - 1)
-    order[#order + 1] = id
+    k = k + 1
+    order[k] = id
     p = q
   end
-  return hits, segs, order
+  return hits, k
 end
 
-local function encode_state(hits, segs, order)
-  local parts = {fmt('%.17g', hits)}
-  for i = 1, #order do
+local parts = {}
+local function encode_state(hits, segs, order, count)
+  parts[1] = fmt('%.17g', hits)
+  for i = 1, count do
     local id = order[i]
     parts[i + 1] = '|' .. id .. segs[id]
   end
-  return table.concat(parts)
+  return table.concat(parts, '', 1, count + 1)
 end
 
 -- decode_limit returns one limit's a, b, c, x (see ratelimit/internal/algo).
 local function decode_limit(algorithm, period, s)
   if s == nil or s == '' then return 0, 0, 0, 0 end
+  if algorithm == 3 and not find(s, ',', 1, true) then return dec_time(s), 0, 0, 0 end
   local f1, f2, f3, f4 = match(s, '^([^,]*),?([^,]*),?([^,]*),?([^,]*)$')
   local x = dec_time(f4)
   if algorithm == 0 then return dec_num(f1), dec_time(f2), 0, x end
