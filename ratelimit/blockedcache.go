@@ -25,9 +25,10 @@ type blockedShard struct {
 }
 
 type blockedEntry struct {
-	until  time.Time
-	cost   int64
-	limits uint64 // fingerprint of the limits that denied
+	until   time.Time
+	cost    int64
+	limits  uint64 // fingerprint of the limits that denied
+	binding int    // index of the limit whose block is in force
 }
 
 // limitsFingerprint identifies a set of limits: a request under other
@@ -59,22 +60,24 @@ func (c *blockedCache) shard(key string) *blockedShard {
 	return &c.shards[maphash.String(c.seed, key)%blockedCacheShards]
 }
 
-func (c *blockedCache) get(key string, limits uint64, cost int64, now time.Time) (time.Time, bool) {
+// get returns until when key is blocked under these limits for this cost,
+// and which of the limits holds the block.
+func (c *blockedCache) get(key string, limits uint64, cost int64, now time.Time) (until time.Time, binding int, ok bool) {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[key]
 	if !ok {
-		return time.Time{}, false
+		return time.Time{}, 0, false
 	}
 	if !now.Before(e.until) {
 		delete(s.entries, key)
-		return time.Time{}, false
+		return time.Time{}, 0, false
 	}
-	return e.until, e.limits == limits && cost >= e.cost
+	return e.until, e.binding, e.limits == limits && cost >= e.cost
 }
 
-func (c *blockedCache) put(key string, limits uint64, cost int64, until, now time.Time) {
+func (c *blockedCache) put(key string, limits uint64, binding int, cost int64, until, now time.Time) {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,7 +98,7 @@ func (c *blockedCache) put(key string, limits uint64, cost int64, until, now tim
 	if e, ok := s.entries[key]; ok && e.limits == limits && e.cost < cost {
 		cost = e.cost
 	}
-	s.entries[key] = blockedEntry{until: until, cost: cost, limits: limits}
+	s.entries[key] = blockedEntry{until: until, cost: cost, limits: limits, binding: binding}
 }
 
 func (c *blockedCache) delete(key string) {

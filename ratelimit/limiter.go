@@ -231,9 +231,13 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 	var fingerprint uint64
 	if l.blocked != nil {
 		fingerprint = limitsFingerprint(req.Limits)
-		if until, ok := l.blocked.get(req.Key, fingerprint, cost, now); ok {
+		if until, binding, ok := l.blocked.get(req.Key, fingerprint, cost, now); ok && binding < len(req.Limits) {
+			// The limit that holds the block is reported as the store would,
+			// so the answer carries the same headers (RateLimit included).
 			wait := until.Sub(now)
-			*res = Result{Limit: req.Limits[0], RetryAfter: wait, ResetAfter: wait, Blocked: true, Source: FromBlockedCache}
+			lim := req.Limits[binding]
+			*res = Result{Limit: lim, RetryAfter: wait, ResetAfter: wait, Blocked: true, Source: FromBlockedCache,
+				Limits: append(limits, LimitResult{Limit: lim, ResetAfter: wait, RetryAfter: wait, Blocked: true})}
 			return
 		}
 	}
@@ -267,7 +271,7 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 	}
 	res.summarize()
 	if !res.Allowed && l.blocked != nil && res.RetryAfter > 0 {
-		l.blocked.put(req.Key, fingerprint, cost, now.Add(res.RetryAfter), now)
+		l.blocked.put(req.Key, fingerprint, res.bindingIndex(), cost, now.Add(res.RetryAfter), now)
 	}
 }
 

@@ -281,3 +281,29 @@ func waitGoroutines(t *testing.T, want int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A denial answered from the blocked cache reports the limit that holds the
+// block, per limit, as the store's answer did: the middleware then writes
+// the same X-RateLimit and IETF RateLimit fields for both.
+func TestBlockedCache_AnswersWithTheBlockingLimitLikeTheStore(t *testing.T) {
+	clock := storetest.NewClock()
+	l := ratelimit.New(memory.New(memory.Options{Now: clock.Now}), ratelimit.Options{BlockedCacheSize: 1024, Now: clock.Now})
+	roomy := ratelimit.Limit{Name: "per-day", Rate: 1000, Period: 24 * time.Hour}
+	tight := ratelimit.Limit{Name: "per-minute", Rate: 2, Period: time.Minute, Block: 5 * time.Minute}
+	ctx := context.Background()
+	var fromStore ratelimit.Result
+	for i := 0; i < 3; i++ {
+		fromStore, _ = l.Check(ctx, ratelimit.Request{Key: "t", Limits: []ratelimit.Limit{roomy, tight}})
+	}
+	if fromStore.Allowed || fromStore.Source != ratelimit.FromStore || fromStore.Limit.Name != "per-minute" {
+		t.Fatalf("third check: %+v", fromStore)
+	}
+	cached, _ := l.Check(ctx, ratelimit.Request{Key: "t", Limits: []ratelimit.Limit{roomy, tight}})
+	if cached.Source != ratelimit.FromBlockedCache {
+		t.Fatalf("fourth check not from the cache: %+v", cached)
+	}
+	if cached.Limit.Name != "per-minute" || !cached.Blocked || len(cached.Limits) != 1 ||
+		cached.Limits[0].Limit.Name != "per-minute" || cached.Limits[0].Remaining != 0 || cached.Limits[0].RetryAfter != fromStore.RetryAfter {
+		t.Fatalf("cached denial %+v does not describe the blocking limit like %+v", cached, fromStore)
+	}
+}

@@ -51,11 +51,16 @@ type Result struct {
 	// failure-policy decision.
 	Source Source `json:"source"`
 	Err    error  `json:"-"`
+
+	binding int // index in Limits of the limit the scalar fields describe
 }
 
 // Denied reports whether a limit (or the failure policy) refused the
 // request, whether or not shadow mode let it through.
 func (r *Result) Denied() bool { return !r.Allowed || r.Shadowed }
+
+// bindingIndex is the index in Limits of the limit the scalar fields describe.
+func (r *Result) bindingIndex() int { return r.binding }
 
 // summarize fills the scalar fields of r from r.Limits.
 func (r *Result) summarize() {
@@ -75,6 +80,7 @@ func (r *Result) summarize() {
 			binding = i
 		}
 	}
+	r.binding = max(binding, 0)
 	if binding < 0 {
 		return
 	}
