@@ -159,7 +159,9 @@ func (db *DB) writeSnapshot(ctx context.Context, view frozen) (SnapshotInfo, err
 		err = fs.SyncDir(db.dir)
 	}
 	if err != nil {
-		fs.Remove(tmp)
+		if rerr := fs.Remove(tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			db.opts.Logger.Warn("kvstore: cannot remove an unfinished snapshot; the next open removes it", "file", tmp, "err", rerr)
+		}
 		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot %s: %w", final, err)
 	}
 	return SnapshotInfo{Path: final, Seq: view.seq, Keys: view.count, Bytes: n}, nil

@@ -164,7 +164,10 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 		if rec.Seq == rp.next {
 			switch rec.Type {
 			case wal.TypeBatch:
-				wal.ForEachOp(rec.Batch, rp.loadOp) // checked by DecodeRecord
+				// DecodeRecord has checked the batch; an error here is a bug.
+				if err := wal.ForEachOp(rec.Batch, rp.loadOp); err != nil {
+					return false, &CorruptionError{File: seg.Path, Offset: int64(off), Err: err}
+				}
 			default:
 				rp.loadOp(wal.Op{Type: rec.Type, Key: rec.Key, Value: rec.Value})
 			}

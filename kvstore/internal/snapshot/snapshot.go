@@ -115,7 +115,7 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte) error)
 	cr := &countingReader{r: bufio.NewReaderSize(r, 1<<20), crc: crc, left: size - 4}
 	var hdr [headerSize]byte
 	if _, err := io.ReadFull(cr, hdr[:]); err != nil {
-		return Header{}, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
+		return Header{}, fmt.Errorf("%w: header: %w", ErrCorrupt, err)
 	}
 	if string(hdr[:8]) != magic {
 		return Header{}, fmt.Errorf("%w: not a devkit snapshot", ErrCorrupt)
@@ -132,11 +132,11 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte) error)
 	for i := uint64(0); i < h.Count; i++ {
 		klen, err := binary.ReadUvarint(cr)
 		if err != nil {
-			return h, fmt.Errorf("%w: entry %d: key length: %v", ErrCorrupt, i, err)
+			return h, fmt.Errorf("%w: entry %d: key length: %w", ErrCorrupt, i, err)
 		}
 		vlen, err := binary.ReadUvarint(cr)
 		if err != nil {
-			return h, fmt.Errorf("%w: entry %d: value length: %v", ErrCorrupt, i, err)
+			return h, fmt.Errorf("%w: entry %d: value length: %w", ErrCorrupt, i, err)
 		}
 		if klen > uint64(lim.MaxKey) || vlen > uint64(lim.MaxValue) || klen+vlen > uint64(cr.left) {
 			return h, fmt.Errorf("%w: entry %d: key %d and value %d bytes exceed the bounds or the %d bytes left",
@@ -148,7 +148,7 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte) error)
 		}
 		buf = buf[:need]
 		if _, err := io.ReadFull(cr, buf); err != nil {
-			return h, fmt.Errorf("%w: entry %d: %v", ErrCorrupt, i, err)
+			return h, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, i, err)
 		}
 		if err := fn(buf[:klen], buf[klen:]); err != nil {
 			return h, err
@@ -160,7 +160,7 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte) error)
 	want := crc.Sum32()
 	var sum [4]byte
 	if _, err := io.ReadFull(cr.r, sum[:]); err != nil {
-		return h, fmt.Errorf("%w: checksum: %v", ErrCorrupt, err)
+		return h, fmt.Errorf("%w: checksum: %w", ErrCorrupt, err)
 	}
 	if binary.LittleEndian.Uint32(sum[:]) != want {
 		return h, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
