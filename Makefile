@@ -1,5 +1,7 @@
 # devkit — one Go workspace, one binary. `make help` lists the targets.
 GO       ?= go
+SHELL    := bash
+.SHELLFLAGS := -o pipefail -c
 MODULES  := kvstore ratelimit supervisor cmd/devkit examples tools
 BIN      := bin/devkit
 TIMEOUT  ?= 15m
@@ -38,8 +40,11 @@ fuzz: ## run each fuzz target briefly (FUZZTIME, default 15s)
 	cd kvstore && GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $${FUZZTIME:-15s} ./internal/wal
 	cd kvstore && GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzDecodeSnapshot$$' -fuzztime $${FUZZTIME:-15s} ./internal/snapshot
 
-lint: ## go vet every module and check gofmt
+CROSS_VET := kvstore ratelimit supervisor cmd/devkit
+
+lint: ## go vet every module (and for windows and darwin), and check gofmt
 	$(call EACH,$(GO) vet ./...)
+	set -e; for os in windows darwin; do $(call EACH_OF,$(CROSS_VET),GOOS=$$os $(GO) vet ./...); done
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 cross: ## build devkit for linux, darwin and windows on amd64 and arm64 into bin/cross/
