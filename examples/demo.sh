@@ -132,7 +132,7 @@ say "A free workspace may PUT a key 20 times a minute, a pro one 100 times (rule
 section "3. Drive the free tenant past its limit: 25 PUTs of one key, 20 pass, then 429"
 show "$hit" -X PUT "${free[@]}" -d tick -n 25 -expect 204=20,429=5 "$gw/keys/acme-counter"
 say "The next one, with its headers and the problem+json body (the limit blocks for 5 minutes once hit):"
-show "$hit" -i -X PUT "${free[@]}" -d tick -expect 429 -has "Retry-After: 300" -has "X-RateLimit-Remaining: 0" "$gw/keys/acme-counter"
+show "$hit" -i -X PUT "${free[@]}" -d tick -expect 429 -has "Retry-After: 300" -has "X-RateLimit-Remaining: 0" -has 'RateLimit-Policy: "api-free-put";q=20;w=60' "$gw/keys/acme-counter"
 say "The pro tenant is not affected: its budget is its own."
 show "$hit" -X PUT "${pro[@]}" -d tick -n 25 -expect 204=25 "$gw/keys/globex-counter"
 
