@@ -180,6 +180,30 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
+// BenchmarkGetBaseline is the floor under Get on this machine: the same
+// lookups in one bare Go map behind one sync.RWMutex, nothing else.
+func BenchmarkGetBaseline(b *testing.B) {
+	var mu sync.RWMutex
+	m := make(map[string][]byte, getKeys)
+	for i := 0; i < getKeys; i++ {
+		m[string(benchKey(i))] = benchValue
+	}
+	keys := make([][]byte, 4096)
+	for i := range keys {
+		keys[i] = benchKey(rand.IntN(getKeys))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mu.RLock()
+		_, ok := m[string(keys[i%len(keys)])]
+		mu.RUnlock()
+		if !ok {
+			b.Fatal("missing key")
+		}
+	}
+}
+
 // BenchmarkGetWhileWriting measures reads while 64 writers run under
 // SyncAlways: reads must not wait for fsyncs.
 func BenchmarkGetWhileWriting(b *testing.B) {

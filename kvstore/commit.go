@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
@@ -33,8 +32,10 @@ type group struct {
 }
 
 // bufRef locates a mutation's key and value in the group buffer. The
-// memtable keeps them there instead of copying: buf is never written again
-// once the group is sealed, so a key string over it stays immutable.
+// memtable keeps values there instead of copying them (buf is never written
+// again once the group is sealed); keys are copied into compact strings,
+// which keeps the hash maps' key comparisons cache-friendly and lets a
+// buffer go once its values are overwritten.
 type bufRef struct{ keyOff, keyLen, valOff, valLen int }
 
 var groupPool = sync.Pool{New: func() any { return &group{} }}
@@ -185,7 +186,7 @@ func (db *DB) writeGroup(b *group) error {
 	}
 	for i := range b.muts {
 		r := b.refs[i]
-		b.muts[i].key = unsafe.String(&b.buf[r.keyOff], r.keyLen)
+		b.muts[i].key = string(b.buf[r.keyOff : r.keyOff+r.keyLen])
 		if !b.muts[i].del {
 			b.muts[i].value = b.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
 		}
