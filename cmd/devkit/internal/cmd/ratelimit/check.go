@@ -89,13 +89,11 @@ func runCheck(opts *CheckOptions) error {
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
-	store, closeStore, err := opts.Store.openRedis()
+	store, ctx, done, err := opts.Store.connect(opts.Ctx)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	ctx, cancel := withTimeout(opts.Ctx)
-	defer cancel()
+	defer done()
 	out := make([]rl.LimitResult, 1)
 	start := time.Now()
 	if err := store.Check(ctx, rl.CheckRequest{Key: opts.Key, Limits: []rl.Limit{lim}, Cost: opts.Cost}, out); err != nil {

@@ -42,13 +42,11 @@ type HealthResult struct {
 }
 
 func runHealth(opts *HealthOptions) error {
-	store, closeStore, err := opts.Store.openRedis()
+	store, ctx, done, err := opts.Store.connect(opts.Ctx)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	ctx, cancel := withTimeout(opts.Ctx)
-	defer cancel()
+	defer done()
 	start := time.Now()
 	pingErr := store.Ping(ctx)
 	res := HealthResult{OK: pingErr == nil, LatencyMs: float64(time.Since(start).Microseconds()) / 1000}

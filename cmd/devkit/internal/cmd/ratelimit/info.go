@@ -44,13 +44,11 @@ type InfoResult struct {
 }
 
 func runInfo(opts *InfoOptions) error {
-	store, closeStore, err := opts.Store.openRedis()
+	store, ctx, done, err := opts.Store.connect(opts.Ctx)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	ctx, cancel := withTimeout(opts.Ctx)
-	defer cancel()
+	defer done()
 	info, err := store.Info(ctx, opts.Key)
 	if err != nil {
 		return err

@@ -102,6 +102,17 @@ func (so *StoreOptions) openRedis() (*redisstore.Store, func(), error) {
 // commandTimeout bounds one-shot store calls.
 const commandTimeout = 5 * time.Second
 
+// connect opens the Redis store and a context bounded by the command
+// timeout, for one inspection command; done releases both.
+func (so *StoreOptions) connect(parent context.Context) (store *redisstore.Store, ctx context.Context, done func(), err error) {
+	store, closeStore, err := so.openRedis()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := withTimeout(parent)
+	return store, ctx, func() { cancel(); closeStore() }, nil
+}
+
 func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if ctx == nil {
 		ctx = context.Background()

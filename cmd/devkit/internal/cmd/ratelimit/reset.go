@@ -35,13 +35,11 @@ func newResetCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
 }
 
 func runReset(opts *ResetOptions) error {
-	store, closeStore, err := opts.Store.openRedis()
+	store, ctx, done, err := opts.Store.connect(opts.Ctx)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	ctx, cancel := withTimeout(opts.Ctx)
-	defer cancel()
+	defer done()
 	had, err := store.Reset(ctx, opts.Key)
 	if err != nil {
 		return err

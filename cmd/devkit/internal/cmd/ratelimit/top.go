@@ -47,13 +47,11 @@ func runTop(opts *TopOptions) error {
 	if opts.N < 1 {
 		return cmdutil.UsageErrorf("-n must be at least 1, got %d", opts.N)
 	}
-	store, closeStore, err := opts.Store.openRedis()
+	store, ctx, done, err := opts.Store.connect(opts.Ctx)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	ctx, cancel := withTimeout(opts.Ctx)
-	defer cancel()
+	defer done()
 	top, err := store.Top(ctx, opts.N)
 	if err != nil {
 		return err
