@@ -170,7 +170,7 @@ func (db *DB) writeGroup(b *group) error {
 	before := w.Size()
 	if _, err := w.Write(b.buf); err != nil {
 		if rerr := w.Rollback(before); rerr != nil {
-			err = fmt.Errorf("%w (and cutting the segment back failed: %v)", err, rerr)
+			err = fmt.Errorf("%w (and cutting the segment back failed: %w)", err, rerr)
 		}
 		return db.fail(fmt.Errorf("append to %s: %w", w.Path(), err))
 	}

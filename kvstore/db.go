@@ -68,7 +68,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.cond = sync.NewCond(&db.mu)
 	db.bgCtx, db.bgCancel = context.WithCancel(context.Background())
 	if err := db.recover(); err != nil {
-		lock.Release()
+		if lerr := lock.Release(); lerr != nil {
+			err = errors.Join(err, fmt.Errorf("kvstore: release lock: %w", lerr))
+		}
 		return nil, err
 	}
 	if o.Sync == SyncPeriodic {
@@ -224,7 +226,7 @@ func (db *DB) syncPeriodically() {
 		// A rotation syncs the old segment before closing it, so a segment
 		// closed under us has nothing left to sync.
 		if err := w.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
-			db.fail(fmt.Errorf("periodic fdatasync %s: %w", w.Path(), err))
+			_ = db.fail(fmt.Errorf("periodic fdatasync %s: %w", w.Path(), err)) // writers see it
 			continue
 		}
 		db.stats.fsyncs.Add(1)

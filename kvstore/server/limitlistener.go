@@ -38,7 +38,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			l.metrics.ConnRejected(metrics.HTTP)
 			go func() {
 				c.SetWriteDeadline(time.Now().Add(time.Second))
-				c.Write([]byte(tooManyConnsReply))
+				_, _ = c.Write([]byte(tooManyConnsReply)) // best effort: refused either way
 				c.Close()
 			}()
 		}

@@ -35,7 +35,7 @@ func Acquire(dir string) (*Lock, error) {
 				holder = "PID " + strconv.Itoa(pid)
 			}
 		}
-		return nil, fmt.Errorf("%w: %s is held by %s (%v)", ErrLocked, path, holder, err)
+		return nil, fmt.Errorf("%w: %s is held by %s (%w)", ErrLocked, path, holder, err)
 	}
 	// Record who holds it, for the error message of the next would-be owner.
 	if err := f.Truncate(0); err == nil {

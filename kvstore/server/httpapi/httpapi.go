@@ -117,7 +117,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(errorBody{Error: msg, Code: code})
+	_ = json.NewEncoder(w).Encode(errorBody{Error: msg, Code: code}) // the status is sent; a failed body write means the client left
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -125,7 +125,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	_ = enc.Encode(v) // the status is sent; a failed body write means the client left
 }
 
 // writeEngineError maps an engine error to a status and body.

@@ -109,7 +109,7 @@ func (s *Server) start(nc net.Conn) {
 		s.opts.Logger.Warn("connection limit reached; closing new connection",
 			"transport", s.opts.Transport.String(), "remote", nc.RemoteAddr().String(), "max_conns", s.opts.MaxConns)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		nc.Write(s.opts.Reject)
+		_, _ = nc.Write(s.opts.Reject) // best effort: the connection is refused either way
 		nc.Close()
 		return
 	}

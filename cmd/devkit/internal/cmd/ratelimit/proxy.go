@@ -141,8 +141,8 @@ func runProxy(opts *ProxyOptions) error {
 			log.Warn("upstream failed", "err", err, "path", r.URL.Path)
 			w.Header().Set("Content-Type", "application/problem+json")
 			w.WriteHeader(http.StatusBadGateway)
-			json.NewEncoder(w).Encode(map[string]any{"type": "about:blank", "title": "Bad Gateway", "status": 502,
-				"detail": "the upstream API did not answer"})
+			_ = json.NewEncoder(w).Encode(map[string]any{"type": "about:blank", "title": "Bad Gateway", "status": 502,
+				"detail": "the upstream API did not answer"}) // the status is sent; a failed body write means the client left
 		},
 	}
 
@@ -199,11 +199,15 @@ func runProxy(opts *ProxyOptions) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	var shutdownErr error
 	for _, srv := range servers {
-		srv.Shutdown(shutdownCtx)
+		shutdownErr = errors.Join(shutdownErr, srv.Shutdown(shutdownCtx))
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
+	}
+	if shutdownErr != nil {
+		return fmt.Errorf("requests still in flight after 5s were cut off: %w", shutdownErr)
 	}
 	log.Info("proxy stopped")
 	return nil

@@ -128,7 +128,7 @@ func printLogTail(io *cmdutil.IOStreams, se *supervisor.StartError) {
 		return
 	}
 	fmt.Fprintf(io.ErrOut, "--- last lines of %s ---\n", se.LogFile)
-	io.ErrOut.Write(se.LogTail)
+	_, _ = io.ErrOut.Write(se.LogTail) // diagnostics on stderr: nothing to do if it fails
 	if se.LogTail[len(se.LogTail)-1] != '\n' {
 		fmt.Fprintln(io.ErrOut)
 	}
