@@ -179,22 +179,10 @@ func TestServer_DrainKeepsEveryAcknowledgedWriteOnEveryTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = kvstore.Open(dir, kvstore.Options{Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	if len(acked) == 0 {
 		t.Fatal("no write was acknowledged")
 	}
-	for _, k := range acked {
-		if v, err := db.Get([]byte(k)); err != nil || string(v) != k {
-			t.Fatalf("acknowledged %q lost: %q %v", k, v, err)
-		}
-	}
+	servertest.CheckAcknowledged(t, db, dir, acked)
 }
 
 func TestServer_HTTPMalformedSilentAndHalfDoneClientsDoNotStopOthers(t *testing.T) {

@@ -29,19 +29,7 @@ func start(t testing.TB, store backend.Store, opts resp.Options) string {
 	if opts.Logger == nil {
 		opts.Logger = servertest.Logger(t)
 	}
-	srv := resp.NewServer(store, opts)
-	ln := servertest.Listen(t)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		if err := <-done; !resp.IsClosed(err) {
-			t.Errorf("Serve returned %v", err)
-		}
-	})
-	return ln.Addr().String()
+	return servertest.Serve(t, resp.NewServer(store, opts))
 }
 
 func goRedis(t testing.TB, addr string) *redis.Client {

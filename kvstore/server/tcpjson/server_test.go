@@ -27,18 +27,7 @@ func start(t *testing.T, store backend.Store, opts tcpjson.Options) (*tcpjson.Se
 		opts.Logger = servertest.Logger(t)
 	}
 	srv := tcpjson.NewServer(store, opts)
-	ln := servertest.Listen(t)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		if err := <-done; !tcpjson.IsClosed(err) {
-			t.Errorf("Serve returned %v, want the closed error", err)
-		}
-	})
-	return srv, ln.Addr().String()
+	return srv, servertest.Serve(t, srv)
 }
 
 func dial(t *testing.T, addr string) *tcpjson.Client {
@@ -420,19 +409,7 @@ func TestServer_ShutdownKeepsEveryAcknowledgedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = kvstore.Open(dir, kvstore.Options{Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, key := range acked {
-		if v, err := db.Get([]byte(key)); err != nil || string(v) != key {
-			t.Fatalf("acknowledged %q missing after restart: %q, %v", key, v, err)
-		}
-	}
+	servertest.CheckAcknowledged(t, db, dir, acked)
 	t.Logf("%d acknowledged writes all present after restart", len(acked))
 }
 

@@ -3,13 +3,17 @@
 package servertest
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server/backend"
+	"github.com/devkit-go/devkit/kvstore/server/internal/connserver"
 )
 
 // OpenDB opens an engine on a fresh temporary directory with SyncNone (the
@@ -45,6 +49,49 @@ func Listen(t testing.TB) net.Listener {
 		t.Fatal(err)
 	}
 	return ln
+}
+
+// ConnServer is what the connection servers (resp, tcpjson) share.
+type ConnServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+}
+
+// Serve serves srv on a fresh port and shuts it down at cleanup; Serve
+// ending with anything but the closed error fails the test.
+func Serve(t testing.TB, srv ConnServer) string {
+	t.Helper()
+	ln := Listen(t)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		if err := <-done; !errors.Is(err, connserver.ErrServerClosed) {
+			t.Errorf("Serve returned %v, want the closed error", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// CheckAcknowledged closes db, reopens dir and fails the test unless every
+// key in acked holds itself as its value (what the durability tests write).
+func CheckAcknowledged(t testing.TB, db *kvstore.DB, dir string, acked []string) {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := kvstore.Open(dir, kvstore.Options{Logger: Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, key := range acked {
+		if v, err := db.Get([]byte(key)); err != nil || string(v) != key {
+			t.Fatalf("acknowledged %q missing after restart: %q, %v", key, v, err)
+		}
+	}
 }
 
 // PanicKey is the key on which a PanickyStore panics.
