@@ -2,8 +2,6 @@ package sup
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,19 +55,10 @@ func runRestart(ctx context.Context, opts *RestartOptions) error {
 		results = nil
 	}
 	for _, r := range results {
-		if r.AlreadyRunning {
-			fmt.Fprintf(opts.IO.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
-		} else {
-			fmt.Fprintf(opts.IO.Out, "%s: started (pid %d, ready after %.1fs)\n", r.Name, r.PID, r.ReadySeconds)
-		}
+		printStarted(opts.IO, r)
 	}
-	var se *supervisor.StartError
-	if errors.As(err, &se) {
-		fmt.Fprintf(opts.IO.ErrOut, "devkit: %v\n", se)
-		if !opts.JSON {
-			printLogTail(opts.IO, se)
-		}
-		return cmdutil.SilentExit(cmdutil.ExitFailure)
+	if failed, ok := reportStartFailure(opts.IO, err, opts.JSON); ok {
+		return failed
 	}
 	return exitFor(err)
 }

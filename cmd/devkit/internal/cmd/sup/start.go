@@ -95,19 +95,12 @@ func runStart(ctx context.Context, opts *StartOptions) error {
 			refused = true
 			fmt.Fprintf(opts.IO.ErrOut, "%s: already running (pid %d); not started again\n", r.Name, r.PID)
 		case opts.JSON:
-		case r.AlreadyRunning:
-			fmt.Fprintf(opts.IO.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
 		default:
-			fmt.Fprintf(opts.IO.Out, "%s: started (pid %d, ready after %.1fs)\n", r.Name, r.PID, r.ReadySeconds)
+			printStarted(opts.IO, r)
 		}
 	}
-	var se *supervisor.StartError
-	if errors.As(err, &se) {
-		fmt.Fprintf(opts.IO.ErrOut, "devkit: %v\n", se)
-		if !opts.JSON {
-			printLogTail(opts.IO, se)
-		}
-		return cmdutil.SilentExit(cmdutil.ExitFailure)
+	if failed, ok := reportStartFailure(opts.IO, err, opts.JSON); ok {
+		return failed
 	}
 	if err != nil {
 		return exitFor(err)
@@ -116,6 +109,30 @@ func runStart(ctx context.Context, opts *StartOptions) error {
 		return cmdutil.SilentExit(cmdutil.ExitFailure)
 	}
 	return nil
+}
+
+// printStarted says what start did for one process.
+func printStarted(io *cmdutil.IOStreams, r supervisor.StartResult) {
+	if r.AlreadyRunning {
+		fmt.Fprintf(io.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
+		return
+	}
+	fmt.Fprintf(io.Out, "%s: started (pid %d, ready after %.1fs)\n", r.Name, r.PID, r.ReadySeconds)
+}
+
+// reportStartFailure reports a process that failed to start — the error,
+// and the end of its log unless the output is JSON — and returns the exit
+// for it; ok is false when err is no start failure.
+func reportStartFailure(io *cmdutil.IOStreams, err error, jsonOut bool) (exit error, ok bool) {
+	var se *supervisor.StartError
+	if !errors.As(err, &se) {
+		return nil, false
+	}
+	fmt.Fprintf(io.ErrOut, "devkit: %v\n", se)
+	if !jsonOut {
+		printLogTail(io, se)
+	}
+	return cmdutil.SilentExit(cmdutil.ExitFailure), true
 }
 
 // printLogTail shows the end of a failed process's log on stderr.
