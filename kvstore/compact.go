@@ -210,9 +210,7 @@ func (db *DB) removeCovered() (int, error) {
 	// segment is never removed.
 	var freed int64
 	for i := 0; i+1 < len(segs) && segs[i+1].FirstSeq <= keepFrom.seq+1; i++ {
-		if fi, err := os.Stat(segs[i].Path); err == nil {
-			freed += fi.Size()
-		}
+		freed += segs[i].Size
 		if err := fs.Remove(segs[i].Path); err != nil {
 			return removed, fmt.Errorf("kvstore: remove covered segment: %w", err)
 		}

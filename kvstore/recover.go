@@ -32,7 +32,6 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
-	db.progress.report(db.progress.snapshot)
 	db.mem = mem
 	db.stats.snapshotSeq.Store(snapSeq)
 
@@ -41,6 +40,7 @@ func (db *DB) recover() error {
 	for len(segs) > 1 && segs[1].FirstSeq <= snapSeq+1 {
 		segs = segs[1:]
 	}
+	db.progress.snapshotDone(segmentBytes(segs))
 	rp := replay{db: db, next: snapSeq + 1, load: ld}
 	for i, seg := range segs {
 		newest := i == len(segs)-1
@@ -137,7 +137,7 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 			db.opts.Logger.Warn("kvstore: removing a log segment with a torn header", "file", seg.Path, "bytes", len(buf))
 			return false, db.removeSynced(seg.Path)
 		}
-		return rp.damaged(seg.Path, buf, 0, herr)
+		return rp.damaged(seg, buf, 0, herr)
 	}
 	if seg.FirstSeq > rp.next {
 		return false, &CorruptionError{File: seg.Path, Offset: 0,
@@ -159,7 +159,7 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 				rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
 				return false, nil
 			}
-			return rp.damaged(seg.Path, buf, off, err)
+			return rp.damaged(seg, buf, off, err)
 		}
 		if rec.Seq == rp.next {
 			switch rec.Type {
@@ -192,7 +192,8 @@ func (rp *replay) loadOp(op wal.Op) {
 
 // damaged handles damage that is not a torn tail: an error naming the file
 // and offset, or, under RecoverTruncate, a cut at that offset.
-func (rp *replay) damaged(path string, buf []byte, off int, cause error) (bool, error) {
+func (rp *replay) damaged(seg wal.SegmentInfo, buf []byte, off int, cause error) (bool, error) {
+	path := seg.Path
 	db := rp.db
 	if db.opts.Recovery != RecoverTruncate || db.verifyOnly {
 		return false, &CorruptionError{File: path, Offset: int64(off), Err: cause}
@@ -207,22 +208,15 @@ func (rp *replay) damaged(path string, buf []byte, off int, cause error) (bool, 
 		}
 		return true, nil
 	}
-	rp.tail = &tailSegment{path: path, firstSeq: rp.firstSeqOf(buf), size: int64(off)}
+	rp.tail = &tailSegment{path: path, firstSeq: seg.FirstSeq, size: int64(off)}
 	return true, nil
-}
-
-func (rp *replay) firstSeqOf(buf []byte) uint64 {
-	first, _ := wal.DecodeHeader(buf)
-	return first
 }
 
 // dropSegments removes segments after a RecoverTruncate cut.
 func (db *DB) dropSegments(segs []wal.SegmentInfo) error {
 	for _, s := range segs {
 		db.opts.Logger.Error("kvstore: RecoverTruncate: removing a log segment after the cut", "file", s.Path)
-		if fi, err := os.Stat(s.Path); err == nil {
-			db.stats.droppedBytes += fi.Size()
-		}
+		db.stats.droppedBytes += s.Size
 		if err := db.opts.fs.Remove(s.Path); err != nil {
 			return fmt.Errorf("kvstore: remove %s: %w", s.Path, err)
 		}
@@ -248,12 +242,19 @@ func (db *DB) loadSnapshot(segs []wal.SegmentInfo) (*memtable, *loader, uint64, 
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	hint := db.sizeHint(snaps, segs)
-	db.progress.start(db.opts.Progress, snaps, segs)
+	total := segmentBytes(segs)
+	if len(snaps) > 0 {
+		total += snaps[len(snaps)-1].size
+	}
+	db.progress.start(db.opts.Progress, total)
+	// Guess the number of keys at 128 bytes each: enough to skip most map
+	// growth without reserving much more than the data needs.
+	hint := int(min(total/128, 1<<26))
 	for i := len(snaps) - 1; i >= 0; i-- {
 		mem := newMemtable()
 		ld := mem.startLoad(hint)
 		h, err := db.readSnapshot(snaps[i].path, ld)
+		db.progress.report(snaps[i].size)
 		if err == nil {
 			return mem, ld, h.Seq, nil
 		}
@@ -268,32 +269,31 @@ func (db *DB) loadSnapshot(segs []wal.SegmentInfo) (*memtable, *loader, uint64, 
 	return mem, mem.startLoad(hint), 0, nil
 }
 
-// recoveryProgress reports bytes read during recovery to Options.Progress.
-type recoveryProgress struct {
-	fn       func(read, total int64)
-	read     int64
-	total    int64
-	snapshot int64 // size of the snapshot recovery starts from
+func segmentBytes(segs []wal.SegmentInfo) int64 {
+	var n int64
+	for _, s := range segs {
+		n += s.Size
+	}
+	return n
 }
 
-func (p *recoveryProgress) start(fn func(read, total int64), snaps []snapshotFile, segs []wal.SegmentInfo) {
-	if fn == nil {
-		return
-	}
-	p.fn = fn
-	if len(snaps) > 0 {
-		if fi, err := os.Stat(snaps[len(snaps)-1].path); err == nil {
-			p.snapshot = fi.Size()
-		}
-	}
-	p.total = p.snapshot
-	for _, s := range segs {
-		if fi, err := os.Stat(s.Path); err == nil {
-			p.total += fi.Size()
-		}
-	}
-	fn(0, p.total)
+// recoveryProgress reports bytes read during recovery to Options.Progress.
+type recoveryProgress struct {
+	fn    func(read, total int64)
+	read  int64
+	total int64
 }
+
+func (p *recoveryProgress) start(fn func(read, total int64), total int64) {
+	p.fn, p.total = fn, total
+	if fn != nil {
+		fn(0, total)
+	}
+}
+
+// snapshotDone sets what is left to read once the snapshot is loaded: the
+// segments it does not cover.
+func (p *recoveryProgress) snapshotDone(segments int64) { p.total = p.read + segments }
 
 func (p *recoveryProgress) report(n int64) {
 	if p.fn == nil {
@@ -301,24 +301,6 @@ func (p *recoveryProgress) report(n int64) {
 	}
 	p.read = min(p.read+n, p.total)
 	p.fn(p.read, p.total)
-}
-
-// sizeHint guesses the number of keys from the size of what recovery reads,
-// counting 128 bytes a key: enough to skip most map growth without
-// reserving much more than the data needs.
-func (db *DB) sizeHint(snaps []snapshotFile, segs []wal.SegmentInfo) int {
-	var total int64
-	if len(snaps) > 0 {
-		if fi, err := os.Stat(snaps[len(snaps)-1].path); err == nil {
-			total += fi.Size()
-		}
-	}
-	for _, s := range segs {
-		if fi, err := os.Stat(s.Path); err == nil {
-			total += fi.Size()
-		}
-	}
-	return int(min(total/128, 1<<26))
 }
 
 func (db *DB) readSnapshot(path string, ld *loader) (snapshot.Header, error) {
@@ -341,6 +323,7 @@ func (db *DB) readSnapshot(path string, ld *loader) (snapshot.Header, error) {
 type snapshotFile struct {
 	path string
 	seq  uint64
+	size int64 // as listed
 }
 
 const (
@@ -367,7 +350,11 @@ func (db *DB) listSnapshots() ([]snapshotFile, error) {
 		if _, err := fmt.Sscanf(strings.TrimSuffix(strings.TrimPrefix(name, snapPrefix), snapSuffix), "%d", &seq); err != nil {
 			continue
 		}
-		out = append(out, snapshotFile{path: filepath.Join(db.dir, name), seq: seq})
+		info, err := e.Info()
+		if err != nil {
+			return nil, fmt.Errorf("kvstore: list %s: %w", db.dir, err)
+		}
+		out = append(out, snapshotFile{path: filepath.Join(db.dir, name), seq: seq, size: info.Size()})
 	}
 	// Names are zero-padded, so ReadDir's name order is sequence order.
 	return out, nil

@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -102,5 +103,26 @@ func TestOpen_RecoverTruncateReportsTheBytesItDropped(t *testing.T) {
 	wantPrefix(t, db, 2, 30)
 	if st := db.Stats(); st.DroppedBytes != want {
 		t.Fatalf("dropped %d bytes, want %d", st.DroppedBytes, want)
+	}
+}
+
+func TestOpen_ProgressEndsAtItsTotalWhenASnapshotCoversSegments(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir, Options{SegmentSize: 200})
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 40; i++ {
+			mustSet(t, db, fmt.Sprintf("k%03d", i), fmt.Sprintf("value-%03d", i))
+		}
+		if _, err := db.Snapshot(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustSet(t, db, "after", "snapshots")
+	db.Close()
+	var last, total int64
+	db = openT(t, dir, Options{Progress: func(read, tot int64) { last, total = read, tot }})
+	defer db.Close()
+	if total == 0 || last != total {
+		t.Fatalf("progress ended at %d of %d", last, total)
 	}
 }

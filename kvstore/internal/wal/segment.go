@@ -36,6 +36,7 @@ func SegmentName(firstSeq uint64) string { return fmt.Sprintf("%020d%s", firstSe
 type SegmentInfo struct {
 	Path     string
 	FirstSeq uint64
+	Size     int64 // as listed
 }
 
 // ListSegments returns the segments of dir in log order.
@@ -54,7 +55,11 @@ func ListSegments(fs vfs.FS, dir string) ([]SegmentInfo, error) {
 		if err != nil {
 			continue
 		}
-		segs = append(segs, SegmentInfo{Path: filepath.Join(dir, name), FirstSeq: seq})
+		info, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		segs = append(segs, SegmentInfo{Path: filepath.Join(dir, name), FirstSeq: seq, Size: info.Size()})
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].FirstSeq < segs[j].FirstSeq })
 	return segs, nil
