@@ -157,7 +157,7 @@ func (g *group) ref(del bool, keyOff, keyLen, valOff, valLen int) {
 
 // writeGroup runs on the leader: rotate if the segment is full, append the
 // batch with one write, sync per policy, then apply it.
-func (db *DB) writeGroup(b *group) error {
+func (db *DB) writeGroup(g *group) error {
 	if err := db.failure(); err != nil {
 		return err
 	}
@@ -168,30 +168,30 @@ func (db *DB) writeGroup(b *group) error {
 	}
 	w := db.seg
 	before := w.Size()
-	if _, err := w.Write(b.buf); err != nil {
+	if _, err := w.Write(g.buf); err != nil {
 		if rerr := w.Rollback(before); rerr != nil {
 			err = fmt.Errorf("%w (and cutting the segment back failed: %w)", err, rerr)
 		}
 		return db.fail(fmt.Errorf("append to %s: %w", w.Path(), err))
 	}
-	db.lastWritten = b.last
-	db.stats.logBytes.Add(int64(len(b.buf)))
-	db.stats.sinceSnapshot.Add(int64(len(b.buf)))
+	db.lastWritten = g.last
+	db.stats.logBytes.Add(int64(len(g.buf)))
+	db.stats.sinceSnapshot.Add(int64(len(g.buf)))
 	if db.opts.Sync == SyncAlways {
 		if err := w.Sync(); err != nil {
 			return db.fail(fmt.Errorf("fdatasync %s: %w", w.Path(), err))
 		}
 		db.stats.fsyncs.Add(1)
-		db.stats.syncedRecords.Add(uint64(b.count))
+		db.stats.syncedRecords.Add(uint64(g.count))
 	}
-	for i := range b.muts {
-		r := b.refs[i]
-		b.muts[i].key = string(b.buf[r.keyOff : r.keyOff+r.keyLen])
-		if !b.muts[i].del {
-			b.muts[i].value = b.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
+	for i := range g.muts {
+		r := g.refs[i]
+		g.muts[i].key = string(g.buf[r.keyOff : r.keyOff+r.keyLen])
+		if !g.muts[i].del {
+			g.muts[i].value = g.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
 		}
 	}
-	db.mem.apply(b.muts, b.last)
+	db.mem.apply(g.muts, g.last)
 	db.stats.batches.Add(1) // commit groups
 	db.maybeCompact()
 	return nil
