@@ -76,14 +76,8 @@ func BenchmarkGoRedis(b *testing.B) {
 // durability (appendfsync always / no), and reports both rates and their
 // ratio. It needs redis-benchmark and redis-server; without them it skips.
 func BenchmarkRedisBenchmarkSET(b *testing.B) {
-	benchTool, err := exec.LookPath("redis-benchmark")
-	if err != nil {
-		b.Skip("redis-benchmark not found: apt-get install redis-tools")
-	}
-	redisServer, err := exec.LookPath("redis-server")
-	if err != nil {
-		b.Skip("redis-server not found: apt-get install redis-server")
-	}
+	benchTool := requireTool(b, "redis-benchmark")
+	redisServer := requireTool(b, "redis-server")
 	for _, mode := range []struct {
 		policy      kvstore.SyncPolicy
 		appendfsync string

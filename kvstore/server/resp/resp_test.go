@@ -339,7 +339,7 @@ func TestServer_PanicBecomesErrorReply(t *testing.T) {
 
 // requireTool finds a redis tool, or skips with the install hint; under
 // CI=true a missing tool fails the test.
-func requireTool(t *testing.T, name string) string {
+func requireTool(t testing.TB, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
