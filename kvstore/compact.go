@@ -32,6 +32,8 @@ type SnapshotInfo struct {
 	Keys     int           `json:"keys"`
 	Bytes    int64         `json:"bytes"`
 	Duration time.Duration `json:"duration_ns"`
+	// At is when the snapshot was complete.
+	At time.Time `json:"at"`
 	// RemovedSegments is how many log segments the snapshot let go.
 	RemovedSegments int `json:"removed_segments"`
 }
@@ -108,7 +110,7 @@ func (db *DB) snapshot(ctx context.Context) (SnapshotInfo, error) {
 	info.Duration = time.Since(start)
 	db.stats.compactions.Add(1)
 	db.stats.snapshotSeq.Store(info.Seq)
-	db.stats.lastSnapshotNs.Store(time.Now().UnixNano())
+	info.At = time.Now()
 	db.stats.lastSnapshot.Store(&info)
 	return info, nil
 }

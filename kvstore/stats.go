@@ -17,7 +17,6 @@ type counters struct {
 	compactions     atomic.Uint64
 	compactionFails atomic.Uint64
 	snapshotSeq     atomic.Uint64
-	lastSnapshotNs  atomic.Int64
 	lastSnapshot    atomic.Pointer[SnapshotInfo] // written by this process
 
 	// Set once by recovery.
@@ -95,8 +94,8 @@ func (db *DB) Stats() Stats {
 	if s.Fsyncs > 0 {
 		s.RecordsPerFsync = float64(c.syncedRecords.Load()) / float64(s.Fsyncs)
 	}
-	if ns := c.lastSnapshotNs.Load(); ns != 0 {
-		s.LastSnapshot = time.Unix(0, ns)
+	if last := c.lastSnapshot.Load(); last != nil {
+		s.LastSnapshot = last.At
 	}
 	if err := db.failure(); err != nil {
 		s.ReadOnly = true
