@@ -194,6 +194,14 @@ say "Same gateway process (pid $gwpid), new limit."
 if ((redis_mode)); then
 	section "7. One limit across two gateways sharing Redis"
 	gw2=http://127.0.0.1:$GATEWAY2_PORT
+	# gateway2 polls the same policy file: wait until it too runs the edited
+	# limit, or the two would count under different limits.
+	reloaded=0
+	for i in $(seq 1 60); do
+		if "$hit" -X PUT "${free[@]}" -d tick -has "X-RateLimit-Limit: 40" "$gw2/keys/acme-hot2-$i" >/dev/null 2>&1; then reloaded=1; break; fi
+		sleep 0.1
+	done
+	((reloaded)) || fail "gateway2 did not pick up the edited policy within 6s"
 	say "45 PUTs of one key, 15 at a time through gateway, gateway2, gateway: 40 pass in all (the limit), not 45."
 	show "$hit" -X PUT "${free[@]}" -d tick -n 15 -expect 204=15 "$gw/keys/acme-shared"
 	show "$hit" -X PUT "${free[@]}" -d tick -n 15 -expect 204=15 "$gw2/keys/acme-shared"
