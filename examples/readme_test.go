@@ -73,10 +73,16 @@ func TestReadme_EveryCommandIsRun(t *testing.T) {
 			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(f[1]) + `:`).Match(makefile) {
 				t.Errorf("README shows %q but the Makefile has no target %s", c, f[1])
 			}
+		case f[0] == "go" && len(f) == 3 && f[1] == "install" && strings.HasPrefix(f[2], "./"):
+			t.Run("install", func(t *testing.T) { runGoInstall(t, f[2]) })
 		case f[0] == "go" && len(f) == 3 && f[1] == "install":
+			// A remote install (pkg@version) ignores the workspace and refuses replace directives.
 			pkg, _, _ := strings.Cut(f[2], "@")
 			if !strings.Contains(string(cmdMod), "module "+pkg+"\n") {
 				t.Errorf("README shows %q but cmd/devkit is module %q", c, firstLine(cmdMod))
+			}
+			if regexp.MustCompile(`(?m)^\s*replace\b`).Match(cmdMod) {
+				t.Errorf("README shows %q, but go install pkg@version refuses cmd/devkit/go.mod's replace directives", c)
 			}
 		case f[0] == "go" && len(f) >= 3 && f[1] == "run" && strings.HasPrefix(f[2], "./examples/"):
 			t.Run(strings.TrimPrefix(f[2], "./examples/"), func(t *testing.T) { runGoRun(t, f[1:]) })
@@ -105,6 +111,28 @@ func runGoRun(t *testing.T, args []string) {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	t.Logf("go %s:\n%s", strings.Join(args, " "), out)
+}
+
+// runGoInstall runs `go install ./...` from the repository root into a
+// temporary GOBIN, as a reader with a checkout would, and runs the result.
+func runGoInstall(t *testing.T, pkg string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	gobin := t.TempDir()
+	cmd := exec.CommandContext(ctx, "go", "install", pkg)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "GOWORK=", "GOBIN="+gobin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install %s: %v\n%s", pkg, err, out)
+	}
+	bin := filepath.Join(gobin, filepath.Base(pkg))
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	out, err := exec.CommandContext(ctx, bin, "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "devkit ") {
+		t.Fatalf("%s version: %v\n%s", bin, err, out)
+	}
 }
 
 func firstLine(b []byte) string {

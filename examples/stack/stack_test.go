@@ -250,8 +250,8 @@ func newStack(t *testing.T, bin, config string, extraEnv map[string]string, extr
 }
 
 // buildDevkit installs the devkit binary of this checkout into a temporary
-// directory, the way the README's `go install github.com/devkit-go/devkit/cmd/devkit@latest`
-// does from the module proxy (here from the sibling folder, through its go.mod).
+// directory, the way the README's `go install ./cmd/devkit` does from a
+// checkout (here from the sibling folder, through its go.mod).
 func buildDevkit(t *testing.T) string {
 	t.Helper()
 	if b := os.Getenv("DEVKIT_E2E_BIN"); b != "" {

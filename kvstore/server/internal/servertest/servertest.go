@@ -67,7 +67,9 @@ func Serve(t testing.TB, srv ConnServer) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(ctx)
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
 		if err := <-done; !errors.Is(err, connserver.ErrServerClosed) {
 			t.Errorf("Serve returned %v, want the closed error", err)
 		}
