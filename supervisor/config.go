@@ -53,6 +53,9 @@ type Process struct {
 	Restart     RestartPolicy     `json:"restart"`
 	LogMaxSize  int64             `json:"log_max_size"`
 	LogBackups  int               `json:"log_backups"`
+
+	// logFileAt locates log_file in the YAML, for errors found at start.
+	logFileAt *ConfigError
 }
 
 // ReadyProbe says when a started process is ready. Exactly one of TCP,

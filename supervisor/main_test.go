@@ -159,7 +159,7 @@ func (h *harness) load(yaml string) {
 // every session the home knows of (records and exit records), so no test
 // leaks a process, even one that failed half-way.
 func (h *harness) cleanup() {
-	names, _ := h.sup.home.RecordNames()
+	names, _, _ := h.sup.home.RecordNames()
 	var sessions []int
 	for _, n := range names {
 		if r, _ := h.sup.home.ReadRecord(n); r != nil {
@@ -180,7 +180,12 @@ func (h *harness) cleanup() {
 		if slices.ContainsFunc(members, func(m proc.Info) bool { return m.PID == sid }) {
 			continue // a live leader now: the PID was reused by an unrelated session
 		}
-		killAll(ctx, members)
+		for _, m := range members {
+			if h, err := proc.Open(m.Identity); err == nil {
+				h.Signal(proc.Kill)
+				h.Close()
+			}
+		}
 	}
 }
 

@@ -109,6 +109,9 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 // Restart stops names (dependents first) and starts them again
 // (dependencies first). A name that was not running is simply started.
 func (s *Supervisor) Restart(ctx context.Context, names []string, opts StopOptions) ([]StartResult, error) {
+	if err := validNames(names); err != nil {
+		return nil, err
+	}
 	if len(s.opts.MonitorCommand) == 0 {
 		return nil, ErrNoMonitor
 	}

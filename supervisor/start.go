@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"time"
@@ -51,6 +53,9 @@ func (e *StartError) Unwrap() error { return e.Err }
 // it is still alive after StartGrace. The first failure stops the run and
 // is returned as a *StartError, with the results so far.
 func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, error) {
+	if err := validNames(names); err != nil {
+		return nil, err
+	}
 	if len(s.opts.MonitorCommand) == 0 {
 		return nil, ErrNoMonitor
 	}
@@ -100,7 +105,10 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 			return fail(err)
 		}
 	}
-	if _, err := logfile.RotateIfOver(run.LogFile, run.LogMaxSize, run.LogBackups); err != nil {
+	if err := s.checkLogFile(&run); err != nil {
+		return StartResult{}, &StartError{Name: spec.Name, Err: err}
+	}
+	if _, err := logfile.RotateIfOver(run.LogFile, run.LogMaxSize, run.LogBackups, s.ledger(spec.Name)); err != nil {
 		return fail(err)
 	}
 	var offset int64
@@ -133,7 +141,7 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 // started. The monitor is detached into its own session so it outlives
 // this CLI run.
 func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Identity, error) {
-	logf, err := logfile.OpenAppend(spec.LogFile)
+	logf, err := logfile.OpenAppend(spec.LogFile, s.ledger(spec.Name))
 	if err != nil {
 		return proc.Identity{}, err
 	}
@@ -262,4 +270,41 @@ func portFree(ctx context.Context, addr string) error {
 		return fmt.Errorf("ready address %s is already in use by pid %d (%s)", addr, info.PID, info.Comm)
 	}
 	return fmt.Errorf("ready address %s is already in use by another process", addr)
+}
+
+// ledger lists the log files created for name.
+func (s *Supervisor) ledger(name string) logfile.Ledger {
+	return logfile.Ledger{Path: s.home.LogLedgerPath(name)}
+}
+
+// checkLogFile refuses a log file that exists and was not created by us:
+// appending to it is harmless, but rotation would rename it away (think
+// log_file: data/app.db). A file under the home, or an empty one, is adopted.
+func (s *Supervisor) checkLogFile(spec *Process) error {
+	fi, err := os.Stat(spec.LogFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	at := spec.logFileAt
+	if at == nil {
+		at = &ConfigError{File: s.cfg.Path, Field: "processes." + spec.Name + ".log_file"}
+	}
+	if !fi.Mode().IsRegular() {
+		e := *at
+		e.Msg = fmt.Sprintf("%s is not a regular file", spec.LogFile)
+		return &e
+	}
+	ledger := s.ledger(spec.Name)
+	if ok, err := ledger.Owns(spec.LogFile); err != nil || ok {
+		return err
+	}
+	if fi.Size() == 0 || filepath.Dir(spec.LogFile) == filepath.Join(s.home.Root, "logs") {
+		return logfile.Adopt(spec.LogFile, ledger)
+	}
+	e := *at
+	e.Msg = fmt.Sprintf("%s exists and was not created by devkit sup (rotation would rename it); choose another log_file or move the file away", spec.LogFile)
+	return &e
 }

@@ -23,7 +23,28 @@ var (
 	ErrSurvivors = errors.New("processes of the session survived")
 	// ErrNoMonitor: Options.MonitorCommand is empty, so nothing can be started.
 	ErrNoMonitor = errors.New("no monitor command configured")
+	// ErrInvalidName: a name that cannot safely name a file (a separator,
+	// "..", an absolute path...). Nothing is read, created or removed for it.
+	ErrInvalidName = state.ErrInvalidName
+	// ErrCorrupt: a state file of the name cannot be read; it is reported
+	// by name and hides nothing else.
+	ErrCorrupt = state.ErrCorrupt
 )
+
+// ValidName reports whether name may name a process: letters, digits,
+// '.', '-' and '_', not starting with '.' or '-'. The YAML, the command
+// line and the records all go through it.
+func ValidName(name string) error { return state.ValidName(name) }
+
+// validNames checks every name before anything touches a file.
+func validNames(names []string) error {
+	for _, n := range names {
+		if err := ValidName(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Options configure a Supervisor. The zero value can inspect and stop
 // processes; starting them needs MonitorCommand.
@@ -36,6 +57,9 @@ type Options struct {
 	MonitorEnv []string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// OnLockWait, when set, is told that an operation on name waits for
+	// the lock held by another run (holder is its PID, 0 if unknown).
+	OnLockWait func(name string, holder int)
 }
 
 // Supervisor starts, stops and inspects the processes of one Config, with
@@ -91,7 +115,7 @@ func (s *Supervisor) Home() string { return s.home.Root }
 // in dependency order, then recorded names the YAML no longer has.
 func (s *Supervisor) Names() ([]string, error) {
 	names := append([]string(nil), s.cfg.Order...)
-	recorded, err := s.home.RecordNames()
+	recorded, _, err := s.home.RecordNames()
 	if err != nil {
 		return nil, err
 	}
@@ -106,13 +130,21 @@ func (s *Supervisor) Names() ([]string, error) {
 // checkKnown returns ErrUnknownProcess for a name that is neither
 // configured nor recorded.
 func (s *Supervisor) checkKnown(name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
 	if _, ok := s.cfg.Processes[name]; ok {
 		return nil
 	}
-	if r, err := s.home.ReadRecord(name); err != nil || r != nil {
+	// A record that exists, even a corrupt one, makes the name known.
+	if r, err := s.home.ReadRecord(name); r != nil || errors.Is(err, ErrCorrupt) {
+		return nil
+	} else if err != nil {
 		return err
 	}
-	if e, err := s.home.ReadExit(name); err != nil || e != nil {
+	if e, err := s.home.ReadExit(name); e != nil || errors.Is(err, ErrCorrupt) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	return fmt.Errorf("%w %q", ErrUnknownProcess, name)
@@ -120,12 +152,22 @@ func (s *Supervisor) checkKnown(name string) error {
 
 // lock takes the per-name lock that serialises CLI runs on one process.
 func (s *Supervisor) lock(ctx context.Context, name string) (*lockfile.Lock, error) {
-	return lockfile.Acquire(ctx, s.home.LockPath(name))
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	var onWait func(int)
+	if s.opts.OnLockWait != nil {
+		onWait = func(holder int) { s.opts.OnLockWait(name, holder) }
+	}
+	return lockfile.Acquire(ctx, s.home.LockPath(name), onWait)
 }
 
 // LogPath returns the log file of name: the recorded one while it runs,
 // else the configured one, else the default under the home.
 func (s *Supervisor) LogPath(name string) (string, error) {
+	if err := ValidName(name); err != nil {
+		return "", err
+	}
 	if err := s.checkKnown(name); err != nil {
 		return "", err
 	}

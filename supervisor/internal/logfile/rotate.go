@@ -12,8 +12,10 @@ import (
 
 // RotateIfOver rotates path when it is larger than maxSize bytes, keeping
 // at most backups old files (path.1 is the newest). maxSize <= 0 disables
-// rotation; backups == 0 truncates instead of keeping a copy.
-func RotateIfOver(path string, maxSize int64, backups int) (rotated bool, err error) {
+// rotation; backups == 0 truncates instead of keeping a copy. Every file
+// it would rename, truncate or remove must be in the ledger; otherwise it
+// fails with ErrNotOurs and touches nothing.
+func RotateIfOver(path string, maxSize int64, backups int, ledger Ledger) (rotated bool, err error) {
 	if maxSize <= 0 {
 		return false, nil
 	}
@@ -26,6 +28,15 @@ func RotateIfOver(path string, maxSize int64, backups int) (rotated bool, err er
 	}
 	if fi.Size() <= maxSize {
 		return false, nil
+	}
+	for i := 0; i <= backups; i++ {
+		p := path
+		if i > 0 {
+			p = fmt.Sprintf("%s.%d", path, i)
+		}
+		if err := ledger.mustOwn(p); err != nil {
+			return false, fmt.Errorf("rotate: %w", err)
+		}
 	}
 	if backups == 0 {
 		return true, os.Truncate(path, 0)

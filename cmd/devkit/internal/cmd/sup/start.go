@@ -74,6 +74,9 @@ running processes are left alone.`,
 }
 
 func runStart(ctx context.Context, opts *StartOptions) error {
+	if err := checkNames(opts.Names); err != nil {
+		return err
+	}
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ daemon: every run derives what is running from records under the home
 	}
 	cmd.PersistentFlags().StringVarP(&configPath, "config", "c", "", "config file (default $"+configEnv+" or ./"+defaultConfig+")")
 	factory := func(needConfig bool) (*supervisor.Supervisor, error) {
-		return newSupervisor(configPath, needConfig)
+		return newSupervisor(ios, configPath, needConfig)
 	}
 	cmd.AddCommand(
 		newStartCmd(ios, factory),
@@ -57,7 +57,7 @@ daemon: every run derives what is running from records under the home
 // newSupervisor loads the config and opens the home. A missing default
 // config is tolerated when needConfig is false; a path given with -c or
 // DEVKIT_SUP_CONFIG must exist.
-func newSupervisor(configPath string, needConfig bool) (*supervisor.Supervisor, error) {
+func newSupervisor(ios *cmdutil.IOStreams, configPath string, needConfig bool) (*supervisor.Supervisor, error) {
 	explicit := configPath != ""
 	if configPath == "" {
 		configPath = os.Getenv(configEnv)
@@ -84,11 +84,34 @@ func newSupervisor(configPath string, needConfig bool) (*supervisor.Supervisor, 
 	if err != nil {
 		return nil, fmt.Errorf("find own executable for the monitor: %w", err)
 	}
-	return supervisor.New(home, cfg, supervisor.Options{MonitorCommand: []string{exe, "sup", monitorVerb}})
+	return supervisor.New(home, cfg, supervisor.Options{
+		MonitorCommand: []string{exe, "sup", monitorVerb},
+		OnLockWait: func(name string, holder int) {
+			who := "another devkit run"
+			if holder > 0 {
+				who = fmt.Sprintf("PID %d", holder)
+			}
+			fmt.Fprintf(ios.ErrOut, "%s: waiting for the lock held by %s (a start or stop of %s in progress)\n", name, who, name)
+		},
+	})
+}
+
+// checkNames refuses, as a usage error, any name that could not name a
+// process file — before the home is opened or anything is read.
+func checkNames(names []string) error {
+	for _, n := range names {
+		if err := supervisor.ValidName(n); err != nil {
+			return cmdutil.UsageError(err)
+		}
+	}
+	return nil
 }
 
 // exitFor maps supervisor errors onto the exit-code contract.
 func exitFor(err error) error {
+	if errors.Is(err, supervisor.ErrInvalidName) {
+		return cmdutil.UsageError(err)
+	}
 	if errors.Is(err, supervisor.ErrUnknownProcess) {
 		return cmdutil.Negative(err)
 	}

@@ -373,3 +373,35 @@ func TestSup_StartAndStopJSON(t *testing.T) {
 		t.Fatalf("stop --json = %s (%v)", out, err)
 	}
 }
+
+func TestSup_HostileNamesExitTwoBeforeTouchingTheHome(t *testing.T) {
+	e := newEnv(t, twoProcs)
+	home := os.Getenv("DEVKIT_HOME")
+	for _, name := range []string{"../exits/db", "a/../db", "..", "/etc/passwd", "a/b", "../../victim"} {
+		for _, verb := range [][]string{{"stop", name}, {"status", name}, {"logs", name}, {"restart", name}, {"start", name}} {
+			e.must(2, verb...)
+		}
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Fatalf("the home was touched: %v", entries)
+	}
+}
+
+func TestSup_StopDuringAStartSaysItWaitsForTheLockHolder(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  slow:
+    command: sh
+    args: ["-c", "sleep 0.7; echo ready; exec sleep 300"]
+    ready: {log: ready, timeout: 5s}
+`)
+	done := make(chan struct{})
+	go func() { defer close(done); e.run("start", "slow") }()
+	time.Sleep(300 * time.Millisecond)
+	_, errOut := e.must(0, "stop", "slow")
+	<-done
+	want := fmt.Sprintf("slow: waiting for the lock held by PID %d", os.Getpid())
+	if !strings.Contains(errOut, want) {
+		t.Fatalf("stderr %q does not say %q", errOut, want)
+	}
+}
