@@ -167,7 +167,7 @@ func TestRecord_NameInsideMustMatchItsFile(t *testing.T) {
 	rec, _ := h.sup.home.ReadRecord("app")
 	data, _ := os.ReadFile(h.sup.home.RecordPath("app"))
 	forged := strings.Replace(string(data), `"name": "app"`, `"name": "../exits/app"`, 1)
-	os.WriteFile(filepath.Join(h.home, "pids", "other.json"), []byte(forged), 0o600)
+	os.WriteFile(filepath.Join(h.sup.home.Root, "pids", "other.json"), []byte(forged), 0o600)
 	sts, err := h.sup.Status(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +237,7 @@ processes:
 `)
 	res := h.start("stubborn", "zeta")
 	zeta := res[1].PID
-	os.WriteFile(filepath.Join(h.home, "pids", "broken.json"), []byte("{not json"), 0o600)
+	os.WriteFile(filepath.Join(h.sup.home.Root, "pids", "broken.json"), []byte("{not json"), 0o600)
 	sts, err := h.sup.Status(context.Background(), nil)
 	if err != nil || len(sts) != 3 {
 		t.Fatalf("status with a corrupt record = %+v, %v; want all three", sts, err)

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -85,12 +86,15 @@ func runChild(modes string) int {
 		case "orphan":
 			exe, _ := os.Executable()
 			cmd := exec.Command(exe)
-			cmd.Env = append(os.Environ(), roleEnv+"=child", childEnv+"=ignore-term,sleep")
+			cmd.Env = append(os.Environ(), roleEnv+"=child", childEnv+"=ignore-term,print=ignoring,sleep")
 			cmd.SysProcAttr = ownGroupAttr()
+			out, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				fmt.Println("orphan:", err)
 				return 1
 			}
+			// Only once it ignores SIGTERM: a stop may signal it at once.
+			bufio.NewReader(out).ReadString('\n')
 			fmt.Println("grandchild", cmd.Process.Pid)
 		case "env":
 			fmt.Printf("%s=%s\n", arg, os.Getenv(arg))

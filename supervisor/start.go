@@ -172,7 +172,7 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	go cmd.Wait()
 	stdinR.Close()
 	stdoutW.Close()
-	req, _ := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec, Digest: spec.Digest()})
+	req, _ := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec, Digest: spec.Digest(), Project: s.project})
 	if _, err := stdinW.Write(req); err != nil {
 		return proc.Identity{}, fmt.Errorf("send monitor request: %w", err)
 	}

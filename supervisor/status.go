@@ -58,11 +58,14 @@ type ProcessStatus struct {
 	// Descendants counts the live processes of its tree besides the
 	// leader (children, and daemons that left the session).
 	Descendants int `json:"descendants"`
+	// Legacy is true for a record of the layout before projects.
+	Legacy bool `json:"legacy,omitempty"`
 }
 
 // StatusReport is the versioned document `devkit sup status --json` prints.
 type StatusReport struct {
 	Schema    string          `json:"schema"`
+	Project   string          `json:"project"`
 	Processes []ProcessStatus `json:"processes"`
 }
 
@@ -80,7 +83,11 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 		if err != nil {
 			return nil, err
 		}
-		names = all
+		legacy, err := s.LegacyNames()
+		if err != nil {
+			return nil, err
+		}
+		names = append(all, legacy...)
 	}
 	if err := validNames(names); err != nil {
 		return nil, err
@@ -92,8 +99,22 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 	}
 	sc := new(scan)
 	out := make([]ProcessStatus, 0, len(names))
+	var old *Supervisor
 	for _, name := range names {
-		st, err := s.statusOne(sc, name, time.Now(), clean)
+		from := s
+		if s.isLegacy(name) {
+			if old == nil {
+				old = s.legacySupervisor()
+			}
+			from = old
+		}
+		st, err := from.statusOne(sc, name, time.Now(), clean)
+		if from == old {
+			st.Legacy = true
+			if st.Reason == "" {
+				st.Reason = "recorded in the layout before projects; `devkit sup stop " + name + "` stops it"
+			}
+		}
 		if errors.Is(err, ErrCorrupt) {
 			st.State, st.Reason = StateCorrupt, err.Error()+"; check what runs, then remove the file"
 			err = nil

@@ -81,7 +81,11 @@ func (s *Supervisor) Stop(ctx context.Context, names []string, opts StopOptions)
 	var results []StopResult
 	var errs []error
 	for _, name := range s.cfg.StopOrder(names) {
-		res, err := s.stopOne(ctx, name, opts)
+		from := s
+		if s.isLegacy(name) {
+			from = s.legacySupervisor()
+		}
+		res, err := from.stopOne(ctx, name, opts)
 		if err != nil {
 			if res.Outcome == "" || res.Outcome == StopStopped || res.Outcome == StopNotRunning {
 				res.Outcome = StopFailed

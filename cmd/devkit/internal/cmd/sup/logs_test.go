@@ -44,7 +44,7 @@ processes:
 	opts := &LogsOptions{
 		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out},
 		Sup: func(need bool) (*supervisor.Supervisor, error) {
-			return newSupervisor(cmdutil.System(), e.config(), need)
+			return newSupervisor(cmdutil.System(), e.config(), "", need)
 		},
 		Name:   "ticker",
 		Lines:  1,

@@ -59,10 +59,11 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		return exitFor(err)
 	}
 	if opts.JSON {
-		if err := cmdutil.WriteJSON(opts.IO.Out, supervisor.StatusReport{Schema: supervisor.StatusSchema, Processes: sts}); err != nil {
+		if err := cmdutil.WriteJSON(opts.IO.Out, supervisor.StatusReport{Schema: supervisor.StatusSchema, Project: sup.Project(), Processes: sts}); err != nil {
 			return err
 		}
 	} else {
+		fmt.Fprintf(opts.IO.Out, "project %s\n", sup.Project())
 		writeStatusTable(opts, sts)
 	}
 	if !supervisor.AllRunning(sts) {

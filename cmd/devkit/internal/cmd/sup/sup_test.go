@@ -332,10 +332,9 @@ func TestSup_StatusWithoutConfigUsesRecords(t *testing.T) {
 	os.Remove(e.config())
 	// An explicit -c that is missing is an error...
 	e.must(1, "status")
-	// ...but from another directory, with no ops.yaml, records suffice.
-	wd, _ := os.Getwd()
-	t.Chdir(t.TempDir())
-	defer os.Chdir(wd)
+	// ...but with no -c and no ./ops.yaml, the records of the project
+	// (the key of ./ops.yaml's path, which is the same file) suffice.
+	t.Chdir(e.dir)
 	var out, errOut bytes.Buffer
 	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
 	cmd := NewCmd(ios)
@@ -352,7 +351,32 @@ func TestSup_StatusWithoutConfigUsesRecords(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	_ = time.Second
+}
+
+func TestSup_ProjectsAreSeparateAndNamedByStatus(t *testing.T) {
+	a := newEnv(t, twoProcs)
+	b := &env{t: t, dir: t.TempDir()}
+	b.write(twoProcs)
+	t.Cleanup(func() { b.run("stop", "--all", "--force", "--timeout", "200ms") })
+	a.must(0, "start", "db")
+	out, _ := b.must(3, "status", "db")
+	if strings.Contains(out, "running") {
+		t.Fatalf("project B sees A's db:\n%s", out)
+	}
+	b.must(0, "stop", "--all")
+	b.must(0, "reload")
+	out, _ = a.must(0, "status", "db")
+	if !strings.Contains(out, "running") || !strings.Contains(out, "project "+supervisor.ProjectKey(a.config())) {
+		t.Fatalf("A after B's stop --all and reload:\n%s", out)
+	}
+	// --project and DEVKIT_SUP_PROJECT name the namespace instead.
+	b.must(0, "--project", "shared", "start", "db")
+	t.Setenv(projectEnv, "shared")
+	if rep := b.statusJSON("db"); rep.Project != "shared" || rep.Processes[0].State != supervisor.StateRunning {
+		t.Fatalf("status with DEVKIT_SUP_PROJECT=shared: %+v", rep)
+	}
+	b.must(0, "stop", "db")
+	b.must(2, "--project", "../x", "status")
 }
 
 func TestSup_StartAndStopJSON(t *testing.T) {
