@@ -53,6 +53,12 @@ type Process struct {
 	Restart     RestartPolicy     `json:"restart"`
 	LogMaxSize  int64             `json:"log_max_size"`
 	LogBackups  int               `json:"log_backups"`
+	// Oneshot is a job that runs to its end: start waits for it to exit 0,
+	// status says completed, and dependents start after it completed.
+	Oneshot bool `json:"oneshot,omitempty"`
+	// RestartWithDependencies makes reload restart this process whenever
+	// it restarts one it depends on.
+	RestartWithDependencies bool `json:"restart_with_dependencies,omitempty"`
 
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError

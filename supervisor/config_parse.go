@@ -137,6 +137,10 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.LogMaxSize, err = p.size(v, f)
 		case "log_backups":
 			proc.LogBackups, err = p.nonNegativeInt(v, f)
+		case "oneshot":
+			proc.Oneshot, err = p.boolean(v, f)
+		case "restart_with_dependencies":
+			proc.RestartWithDependencies, err = p.boolean(v, f)
 		default:
 			err = p.errorf(k, f, "unknown field")
 		}
@@ -395,6 +399,20 @@ func (p *parser) duration(node *yaml.Node, field string) (time.Duration, error) 
 		return 0, p.errorf(node, field, "%q is not a duration", s)
 	}
 	return d, nil
+}
+
+func (p *parser) boolean(node *yaml.Node, field string) (bool, error) {
+	s, err := p.scalar(node, field)
+	if err != nil {
+		return false, err
+	}
+	switch s {
+	case "true", "yes", "on":
+		return true, nil
+	case "false", "no", "off":
+		return false, nil
+	}
+	return false, p.errorf(node, field, "%q is not true or false", s)
 }
 
 func (p *parser) nonNegativeInt(node *yaml.Node, field string) (int, error) {

@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/devkit-go/devkit/supervisor/internal/logfile"
 	"github.com/devkit-go/devkit/supervisor/internal/proc"
 	"github.com/devkit-go/devkit/supervisor/internal/ready"
+	"github.com/devkit-go/devkit/supervisor/internal/state"
 )
 
 // monitorReplyTimeout bounds how long start waits for a monitor to report.
@@ -31,8 +33,11 @@ type StartResult struct {
 	PID            int    `json:"pid"`
 	AlreadyRunning bool   `json:"already_running"`
 	// ReadySeconds is how long the process took to pass its ready probe
-	// (or its start grace); zero when it was already running.
+	// (or its start grace, or for a oneshot to complete); zero when it was
+	// already running.
 	ReadySeconds float64 `json:"ready_seconds,omitempty"`
+	// Completed is true for a oneshot that ran to a successful end.
+	Completed bool `json:"completed,omitempty"`
 }
 
 // StartError is a start that failed: the process never became ready (or
@@ -47,11 +52,18 @@ type StartError struct {
 func (e *StartError) Error() string { return fmt.Sprintf("start %s: %v", e.Name, e.Err) }
 func (e *StartError) Unwrap() error { return e.Err }
 
-// Start starts names and everything they depend on, dependencies first.
-// A process that already runs is left alone and reported AlreadyRunning.
+// ErrDependency reports a process not started because one it depends on
+// failed to start (or, for a oneshot, to complete successfully).
+var ErrDependency = errors.New("a dependency did not start")
+
+// Start starts names and everything they depend on. Independent processes
+// start — and wait for readiness — concurrently; each waits only for what
+// it depends on (a oneshot dependency must have completed with exit 0). A
+// process that already runs is left alone and reported AlreadyRunning.
 // Each start waits for the process's ready probe, or without one confirms
-// it is still alive after StartGrace. The first failure stops the run and
-// is returned as a *StartError, with the results so far.
+// it is still alive after StartGrace. A failure does not stop independent
+// starts: the results hold every success, in start order, and the error
+// joins the failures (each a *StartError), real failures first.
 func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, error) {
 	if err := validNames(names); err != nil {
 		return nil, err
@@ -64,16 +76,55 @@ func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, 
 			return nil, fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, n, s.cfg.Path)
 		}
 	}
-	var results []StartResult
-	for _, name := range s.cfg.Closure(names) {
-		spec, _ := s.spec(name)
-		res, err := s.startOne(ctx, spec)
-		if err != nil {
-			return results, err
-		}
-		results = append(results, res)
+	order := s.cfg.Closure(names)
+	type outcome struct {
+		res     StartResult
+		err     error
+		skipped bool
+		done    chan struct{}
 	}
-	return results, nil
+	outs := make(map[string]*outcome, len(order))
+	for _, n := range order {
+		outs[n] = &outcome{done: make(chan struct{})}
+	}
+	var wg sync.WaitGroup
+	for _, name := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := outs[name]
+			defer close(o.done)
+			spec, _ := s.spec(name)
+			for _, d := range spec.DependsOn {
+				dep := outs[d]
+				select {
+				case <-dep.done:
+				case <-ctx.Done():
+					o.err, o.skipped = &StartError{Name: name, Err: ctx.Err()}, true
+					return
+				}
+				if dep.err != nil {
+					o.err, o.skipped = &StartError{Name: name, Err: fmt.Errorf("%w: %s", ErrDependency, d)}, true
+					return
+				}
+			}
+			o.res, o.err = s.startOne(ctx, spec)
+		}()
+	}
+	wg.Wait()
+	var results []StartResult
+	var failed, skipped []error
+	for _, n := range order {
+		switch o := outs[n]; {
+		case o.err == nil:
+			results = append(results, o.res)
+		case o.skipped:
+			skipped = append(skipped, o.err)
+		default:
+			failed = append(failed, o.err)
+		}
+	}
+	return results, errors.Join(append(failed, skipped...)...)
 }
 
 func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, error) {
@@ -96,8 +147,14 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 		}
 	}
 	run := *spec
+	var offset int64 = -1 // until measured, the tail is of the whole file
 	fail := func(err error) (StartResult, error) {
-		tail, _ := logfile.Tail(run.LogFile, LogTailLines)
+		var tail []byte
+		if offset >= 0 {
+			tail, _ = logfile.TailSince(run.LogFile, offset, LogTailLines)
+		} else {
+			tail, _ = logfile.Tail(run.LogFile, LogTailLines)
+		}
 		return StartResult{}, &StartError{Name: spec.Name, Err: err, LogFile: run.LogFile, LogTail: tail}
 	}
 	if run.Ready != nil && run.Ready.TCP != "" {
@@ -111,7 +168,7 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 	if _, err := logfile.RotateIfOver(run.LogFile, run.LogMaxSize, run.LogBackups, s.ledger(spec.Name)); err != nil {
 		return fail(err)
 	}
-	var offset int64
+	offset = 0
 	if fi, err := os.Stat(run.LogFile); err == nil {
 		offset = fi.Size()
 	}
@@ -134,7 +191,7 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 		return StartResult{}, err
 	}
 	ready := time.Since(spawned).Round(time.Millisecond)
-	return StartResult{Name: spec.Name, PID: id.PID, ReadySeconds: ready.Seconds()}, nil
+	return StartResult{Name: spec.Name, PID: id.PID, ReadySeconds: ready.Seconds(), Completed: run.Oneshot}, nil
 }
 
 // spawnMonitor starts the monitor for spec and returns the process it
@@ -195,6 +252,9 @@ func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Iden
 		return s.exitedEarly(ctx, spec.Name, id.PID, "right after it started")
 	}
 	defer h.Close()
+	if spec.Oneshot {
+		return s.awaitCompletion(ctx, spec, h, id)
+	}
 	if spec.Ready == nil {
 		wctx, cancel := context.WithTimeout(ctx, StartGrace)
 		defer cancel()
@@ -216,6 +276,47 @@ func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Iden
 		return nil
 	}
 	return ready.Wait(ctx, probe, spec.Ready.Interval, spec.Ready.Timeout, alive)
+}
+
+// awaitCompletion waits for a oneshot to end (within ready.timeout when
+// one is set) and succeeds when it exited 0.
+func (s *Supervisor) awaitCompletion(ctx context.Context, spec *Process, h *proc.Handle, id proc.Identity) error {
+	wctx := ctx
+	if spec.Ready != nil && spec.Ready.Timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, spec.Ready.Timeout)
+		defer cancel()
+	}
+	if err := h.Wait(wctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted while waiting for the oneshot to complete: %w", ctx.Err())
+		}
+		return fmt.Errorf("oneshot still running after %s", spec.Ready.Timeout)
+	}
+	e := s.exitOf(ctx, spec.Name, id.PID)
+	switch {
+	case e == nil:
+		return fmt.Errorf("oneshot process %d ended without a recorded exit", id.PID)
+	case e.Signal != "":
+		return fmt.Errorf("oneshot process %d was killed by %s", id.PID, e.Signal)
+	case e.Code != 0:
+		return fmt.Errorf("oneshot process %d exited with code %d", id.PID, e.Code)
+	}
+	return nil
+}
+
+// exitOf waits briefly for the monitor to record the exit of pid.
+func (s *Supervisor) exitOf(ctx context.Context, name string, pid int) *state.ExitRecord {
+	deadline := time.Now().Add(monitorExitWait)
+	for {
+		if e, _ := s.home.ReadExit(name); e != nil && e.PID == pid {
+			return e
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // exitedEarly describes a process that died during its start, with the

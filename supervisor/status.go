@@ -32,6 +32,9 @@ const (
 	// StateCorrupt: the record cannot be read; it is reported by name and
 	// hides nothing else.
 	StateCorrupt State = "corrupt"
+	// StateCompleted: a oneshot (or a process under restart: never) that
+	// ended with exit 0 on its own; status counts it as success.
+	StateCompleted State = "completed"
 )
 
 // ProcessStatus is the status of one process.
@@ -200,6 +203,10 @@ func (s *Supervisor) addExit(st *ProcessStatus, pid int) error {
 	st.ExitSignal, st.ExitedAt, st.Restarts = exit.Signal, &at, exit.Restarts
 	if st.State == StateStopped && !exit.Stopped {
 		st.State = StateExited
+		p, ok := s.cfg.Processes[st.Name]
+		if ok && exit.Code == 0 && exit.Signal == "" && (p.Oneshot || p.Restart.Mode == RestartNever) {
+			st.State = StateCompleted
+		}
 	}
 	if exit.GaveUp {
 		st.Reason = fmt.Sprintf("gave up after %d restarts", exit.Restarts)
@@ -222,10 +229,11 @@ func (s *Supervisor) cleanRecord(rec *state.ProcessRecord, clean bool) error {
 	return s.home.RemoveRecordIf(rec.Name, rec.Process)
 }
 
-// AllRunning reports whether every status is running (as supervised).
+// AllRunning reports whether every status is running (as supervised), or
+// completed (a oneshot that succeeded).
 func AllRunning(sts []ProcessStatus) bool {
 	for _, st := range sts {
-		if st.State != StateRunning {
+		if st.State != StateRunning && st.State != StateCompleted {
 			return false
 		}
 	}

@@ -139,9 +139,14 @@ func Wait(parent context.Context, probe Probe, interval, timeout time.Duration, 
 		if err := alive(); err != nil {
 			return err
 		}
-		last = probe.Check(ctx)
-		if last == nil {
+		err := probe.Check(ctx)
+		if err == nil {
 			return nil
+		}
+		// An attempt cut short by the overall deadline says nothing new:
+		// keep the last real answer (such as "answered 503").
+		if last == nil || ctx.Err() == nil {
+			last = err
 		}
 		select {
 		case <-ctx.Done():
