@@ -102,7 +102,7 @@ processes:
 	if len(res) != 2 || res[0].Name != "migrate" || !res[0].Completed || res[1].Name != "api" {
 		t.Fatalf("results = %+v", res)
 	}
-	if api, mig := h.status("api"), h.status("migrate"); api.StartedAt.Before(mig.ExitedAt.Add(-10*time.Millisecond)) {
+	if api, mig := h.status("api"), h.status("migrate"); api.StartedAt.Before(mig.ExitedAt.Add(-10 * time.Millisecond)) {
 		t.Fatalf("api started at %v, before migrate completed at %v", api.StartedAt, mig.ExitedAt)
 	}
 	sts, err := h.sup.Status(context.Background(), []string{"migrate", "api"})

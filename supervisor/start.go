@@ -248,6 +248,9 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 // awaitReady waits for the ready probe, failing early if the process dies.
 func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Identity, logOffset int64) error {
 	h, err := proc.Open(id)
+	if err != nil && spec.Oneshot {
+		return s.completion(ctx, spec.Name, id.PID) // done already
+	}
 	if err != nil {
 		return s.exitedEarly(ctx, spec.Name, id.PID, "right after it started")
 	}
@@ -293,7 +296,13 @@ func (s *Supervisor) awaitCompletion(ctx context.Context, spec *Process, h *proc
 		}
 		return fmt.Errorf("oneshot still running after %s", spec.Ready.Timeout)
 	}
-	e := s.exitOf(ctx, spec.Name, id.PID)
+	return s.completion(ctx, spec.Name, id.PID)
+}
+
+// completion judges the recorded exit of a oneshot: success is exit 0.
+func (s *Supervisor) completion(ctx context.Context, name string, pid int) error {
+	e := s.exitOf(ctx, name, pid)
+	id := proc.Identity{PID: pid}
 	switch {
 	case e == nil:
 		return fmt.Errorf("oneshot process %d ended without a recorded exit", id.PID)

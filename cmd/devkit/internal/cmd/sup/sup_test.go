@@ -193,7 +193,7 @@ func TestSup_ReloadClassifiesAndDryRunChangesNothing(t *testing.T) {
 	e.write("processes:\n" + proc("same", "v1") + proc("changed", "v2") + proc("idle", "v2") + proc("added", "v1"))
 	want := map[string]supervisor.ReloadAction{
 		"removed": supervisor.ReloadStop, "same": supervisor.ReloadNone, "changed": supervisor.ReloadRestart,
-		"idle": supervisor.ReloadRecord, "added": supervisor.ReloadRecord,
+		"idle": supervisor.ReloadRecord, "added": supervisor.ReloadStart,
 	}
 	check := func(out string, dry bool) []supervisor.ReloadStep {
 		var rep struct {
@@ -246,6 +246,10 @@ func TestSup_ReloadClassifiesAndDryRunChangesNothing(t *testing.T) {
 			}
 		case "removed":
 			t.Errorf("removed process still listed: %+v", p)
+		case "added":
+			if p.State != supervisor.StateRunning {
+				t.Errorf("added process not started by reload: %+v", p)
+			}
 		}
 	}
 	out, _ = e.must(0, "reload", "--dry-run")
