@@ -137,6 +137,8 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.LogMaxSize, err = p.size(v, f)
 		case "log_backups":
 			proc.LogBackups, err = p.nonNegativeInt(v, f)
+		case "log_timestamps":
+			proc.LogTimestamps, err = p.boolean(v, f)
 		case "oneshot":
 			proc.Oneshot, err = p.boolean(v, f)
 		case "restart_with_dependencies":

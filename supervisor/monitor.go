@@ -122,7 +122,9 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			if ctx.Err() != nil { // told to stop while we were starting it
 				m.signalStop(id)
 			}
+			stopWatch := m.watchLog()
 			st := <-exited
+			stopWatch()
 			code = st.Code
 			if st.Signal != 0 {
 				sig, signum = proc.SignalName(st.Signal), int(st.Signal)
@@ -192,11 +194,21 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 	if _, err := logfile.RotateIfOver(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger); err != nil {
 		m.logger.Warn("rotate log", "err", err)
 	}
-	logf, err := logfile.OpenAppend(m.spec.LogFile, m.ledger)
-	if err != nil {
-		return nil, proc.Identity{}, err
+	var out, pipeR *os.File
+	if m.spec.LogTimestamps {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, proc.Identity{}, err
+		}
+		out, pipeR = w, r
+	} else {
+		logf, err := logfile.OpenAppend(m.spec.LogFile, m.ledger)
+		if err != nil {
+			return nil, proc.Identity{}, err
+		}
+		out = logf
 	}
-	defer logf.Close()
+	defer out.Close() // the child holds its own copy
 	cmd := exec.Command(m.spec.Command, m.spec.Args...)
 	cmd.Dir = m.spec.Cwd
 	cmd.Env = os.Environ()
@@ -204,11 +216,22 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Env = append(cmd.Env, state.TokenEnv+"="+token)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = proc.DetachedAttr()
 	exited, err := m.reaper.Start(cmd)
 	if err != nil {
+		if pipeR != nil {
+			pipeR.Close()
+		}
 		return nil, proc.Identity{}, fmt.Errorf("start %s: %w", m.spec.Command, err)
+	}
+	if pipeR != nil {
+		go func() {
+			defer pipeR.Close()
+			if err := logfile.Stamper(pipeR, m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger, time.Now); err != nil {
+				m.logger.Error("copy output to the log", "err", err)
+			}
+		}()
 	}
 	id := proc.Identity{PID: cmd.Process.Pid}
 	if info, err := proc.Lookup(cmd.Process.Pid); err == nil {
@@ -223,6 +246,38 @@ func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b[:])
+}
+
+// logCheck is how often a monitor looks whether the log outgrew log_max_size.
+const logCheck = 250 * time.Millisecond
+
+// watchLog rotates the log while the process runs, without restarting it:
+// copy-and-truncate, as the process holds the file open (with timestamps
+// the output passes through the monitor, which rotates between lines
+// instead). The returned func stops the watch.
+func (m *monitor) watchLog() func() {
+	if m.spec.LogTimestamps || m.spec.LogMaxSize <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(logCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if _, err := logfile.CopyTruncate(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger); err != nil {
+					m.logger.Warn("rotate log", "err", err)
+					return // it will not get better: a file we do not own
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // treePoll is how often a monitor whose process ended looks whether the

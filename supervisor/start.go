@@ -364,7 +364,7 @@ func (s *Supervisor) probeFor(spec *Process, logOffset int64) (ready.Probe, erro
 		if err != nil {
 			return nil, err
 		}
-		return ready.Log{Path: spec.LogFile, Offset: logOffset, Pattern: re}, nil
+		return &ready.Log{Path: spec.LogFile, Offset: logOffset, Pattern: re}, nil
 	}
 }
 

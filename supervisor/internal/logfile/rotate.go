@@ -29,26 +29,14 @@ func RotateIfOver(path string, maxSize int64, backups int, ledger Ledger) (rotat
 	if fi.Size() <= maxSize {
 		return false, nil
 	}
-	for i := 0; i <= backups; i++ {
-		p := path
-		if i > 0 {
-			p = fmt.Sprintf("%s.%d", path, i)
-		}
-		if err := ledger.mustOwn(p); err != nil {
-			return false, fmt.Errorf("rotate: %w", err)
-		}
+	if err := mustOwnAll(path, backups, ledger); err != nil {
+		return false, err
 	}
 	if backups == 0 {
 		return true, os.Truncate(path, 0)
 	}
-	if err := os.Remove(fmt.Sprintf("%s.%d", path, backups)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("rotate %s: %w", path, err)
-	}
-	for i := backups - 1; i >= 1; i-- {
-		err := os.Rename(fmt.Sprintf("%s.%d", path, i), fmt.Sprintf("%s.%d", path, i+1))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, fmt.Errorf("rotate %s: %w", path, err)
-		}
+	if err := shift(path, backups); err != nil {
+		return false, err
 	}
 	if err := os.Rename(path, path+".1"); err != nil {
 		return false, fmt.Errorf("rotate %s: %w", path, err)
