@@ -53,6 +53,19 @@ type Process struct {
 	Restart     RestartPolicy     `json:"restart"`
 	LogMaxSize  int64             `json:"log_max_size"`
 	LogBackups  int               `json:"log_backups"`
+	// LogTimestamps prefixes each line of output with its time; the output
+	// then passes through the monitor (a pipe) instead of going straight
+	// to the file.
+	LogTimestamps bool `json:"log_timestamps,omitempty"`
+	// Oneshot is a job that runs to its end: start waits for it to exit 0,
+	// status says completed, and dependents start after it completed.
+	Oneshot bool `json:"oneshot,omitempty"`
+	// RestartWithDependencies makes reload restart this process whenever
+	// it restarts one it depends on.
+	RestartWithDependencies bool `json:"restart_with_dependencies,omitempty"`
+
+	// logFileAt locates log_file in the YAML, for errors found at start.
+	logFileAt *ConfigError
 }
 
 // ReadyProbe says when a started process is ready. Exactly one of TCP,

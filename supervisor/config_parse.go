@@ -66,7 +66,7 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	depLines := map[string]*yaml.Node{}
 	err = p.mapping(procs, "processes", func(name string, k, v *yaml.Node) error {
 		field := "processes." + name
-		if err := validName(name); err != nil {
+		if err := ValidName(name); err != nil {
 			return p.errorf(k, field, "%v", err)
 		}
 		proc, err := p.process(name, field, v)
@@ -90,19 +90,6 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	}
 	cfg.Order = order
 	return cfg, nil
-}
-
-// validName accepts names usable as file names on every platform.
-func validName(name string) error {
-	if name == "" || name[0] == '.' || name[0] == '-' {
-		return fmt.Errorf("invalid process name %q", name)
-	}
-	for _, r := range name {
-		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return fmt.Errorf("invalid process name %q: use letters, digits, '.', '-' and '_'", name)
-		}
-	}
-	return nil
 }
 
 func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) {
@@ -132,7 +119,10 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		case "cwd":
 			proc.Cwd, err = p.path(v, f)
 		case "log_file":
-			proc.LogFile, err = p.path(v, f)
+			if proc.LogFile, err = p.path(v, f); err == nil {
+				err = p.logFile(v, f, proc.LogFile)
+				proc.logFileAt = &ConfigError{File: p.file, Line: v.Line, Field: f}
+			}
 		case "stop_signal":
 			proc.StopSignal, err = p.signal(v, f)
 		case "stop_timeout":
@@ -147,6 +137,12 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.LogMaxSize, err = p.size(v, f)
 		case "log_backups":
 			proc.LogBackups, err = p.nonNegativeInt(v, f)
+		case "log_timestamps":
+			proc.LogTimestamps, err = p.boolean(v, f)
+		case "oneshot":
+			proc.Oneshot, err = p.boolean(v, f)
+		case "restart_with_dependencies":
+			proc.RestartWithDependencies, err = p.boolean(v, f)
 		default:
 			err = p.errorf(k, f, "unknown field")
 		}
@@ -360,6 +356,36 @@ func (p *parser) path(node *yaml.Node, field string) (string, error) {
 	return s, nil
 }
 
+// logFile refuses a log path that exists and is no regular file (a
+// directory, a device, a FIFO, a socket) or that is a symbolic link leading
+// out of the project (the config file's directory).
+func (p *parser) logFile(node *yaml.Node, field, path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil // missing: it will be created
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return p.errorf(node, field, "%s is a symbolic link that does not resolve: %v", path, err)
+		}
+		rel, err := filepath.Rel(p.dir, target)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return p.errorf(node, field, "%s is a symbolic link out of the project (to %s); name the file itself", path, target)
+		}
+		if fi, err = os.Stat(path); err != nil {
+			return p.errorf(node, field, "%v", err)
+		}
+	}
+	switch {
+	case fi.IsDir():
+		return p.errorf(node, field, "%s is a directory, not a log file", path)
+	case !fi.Mode().IsRegular():
+		return p.errorf(node, field, "%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	return nil
+}
+
 // duration accepts Go durations ("500ms", "10s") and, as the seed did,
 // plain integers meaning seconds.
 func (p *parser) duration(node *yaml.Node, field string) (time.Duration, error) {
@@ -375,6 +401,20 @@ func (p *parser) duration(node *yaml.Node, field string) (time.Duration, error) 
 		return 0, p.errorf(node, field, "%q is not a duration", s)
 	}
 	return d, nil
+}
+
+func (p *parser) boolean(node *yaml.Node, field string) (bool, error) {
+	s, err := p.scalar(node, field)
+	if err != nil {
+		return false, err
+	}
+	switch s {
+	case "true", "yes", "on":
+		return true, nil
+	case "false", "no", "off":
+		return false, nil
+	}
+	return false, p.errorf(node, field, "%q is not true or false", s)
 }
 
 func (p *parser) nonNegativeInt(node *yaml.Node, field string) (int, error) {

@@ -26,7 +26,8 @@ func (p *Process) Digest() string {
 		StopSignal  string            `json:"stop_signal"`
 		StopTimeout int64             `json:"stop_timeout_ns"`
 		Restart     RestartPolicy     `json:"restart"`
-	}{p.Command, args, env, p.Cwd, p.LogFile, p.StopSignal, int64(p.StopTimeout), p.Restart}
+		Timestamps  bool              `json:"log_timestamps,omitempty"` // how output reaches the log
+	}{p.Command, args, env, p.Cwd, p.LogFile, p.StopSignal, int64(p.StopTimeout), p.Restart, p.LogTimestamps}
 	data, _ := json.Marshal(material) // cannot fail: only strings, maps and numbers
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])

@@ -109,7 +109,10 @@ processes:
     log_backups: 1
 `)
 	path := h.dir + "/logs/app.log"
-	os.Mkdir(h.dir+"/logs", 0o700)
+	h.start("app") // the supervisor creates the log: it may rotate it
+	if _, err := h.sup.Stop(context.Background(), []string{"app"}, StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(path, []byte(strings.Repeat("old line\n", 50)), 0o600)
 	h.start("app")
 	cur, _ := os.ReadFile(path)

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -85,12 +86,15 @@ func runChild(modes string) int {
 		case "orphan":
 			exe, _ := os.Executable()
 			cmd := exec.Command(exe)
-			cmd.Env = append(os.Environ(), roleEnv+"=child", childEnv+"=ignore-term,sleep")
+			cmd.Env = append(os.Environ(), roleEnv+"=child", childEnv+"=ignore-term,print=ignoring,sleep")
 			cmd.SysProcAttr = ownGroupAttr()
+			out, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				fmt.Println("orphan:", err)
 				return 1
 			}
+			// Only once it ignores SIGTERM: a stop may signal it at once.
+			bufio.NewReader(out).ReadString('\n')
 			fmt.Println("grandchild", cmd.Process.Pid)
 		case "env":
 			fmt.Printf("%s=%s\n", arg, os.Getenv(arg))
@@ -159,7 +163,7 @@ func (h *harness) load(yaml string) {
 // every session the home knows of (records and exit records), so no test
 // leaks a process, even one that failed half-way.
 func (h *harness) cleanup() {
-	names, _ := h.sup.home.RecordNames()
+	names, _, _ := h.sup.home.RecordNames()
 	var sessions []int
 	for _, n := range names {
 		if r, _ := h.sup.home.ReadRecord(n); r != nil {
@@ -180,7 +184,12 @@ func (h *harness) cleanup() {
 		if slices.ContainsFunc(members, func(m proc.Info) bool { return m.PID == sid }) {
 			continue // a live leader now: the PID was reused by an unrelated session
 		}
-		killAll(ctx, members)
+		for _, m := range members {
+			if h, err := proc.Open(m.Identity); err == nil {
+				h.Signal(proc.Kill)
+				h.Close()
+			}
+		}
 	}
 }
 

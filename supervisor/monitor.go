@@ -5,13 +5,17 @@ package supervisor
 // it, records how it ended and applies the restart policy. It is not a
 // daemon: it lives exactly as long as its process (plus backoff delays).
 // Invariant: killing a monitor hides nothing, because the record names the
-// process itself; stop and status never need the monitor.
+// process itself; stop and status never need the monitor. On Linux the
+// monitor is a child subreaper, so every descendant of the process —
+// daemons that double-fork or call setsid included — stays in its tree;
+// it lives until the last of them is gone and reaps them all.
 
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,9 +32,10 @@ import (
 
 // monitorRequest is what the CLI sends a monitor on its stdin.
 type monitorRequest struct {
-	Home   string   `json:"home"`
-	Spec   *Process `json:"spec"`
-	Digest string   `json:"digest"` // computed by the CLI, recorded as is
+	Home    string   `json:"home"`
+	Spec    *Process `json:"spec"`
+	Digest  string   `json:"digest"` // computed by the CLI, recorded as is
+	Project string   `json:"project,omitempty"`
 }
 
 // monitorReply is the one line a monitor writes on its stdout once the
@@ -52,22 +57,31 @@ func RunMonitor(in io.Reader, out io.WriteCloser) int {
 	}
 	// Diagnostics go to the process's log by path, so they follow the log
 	// across rotation (stderr stays on the file open at start, for panics).
-	logger := slog.New(slog.NewTextHandler(appendFile(req.Spec.LogFile), nil)).With("component", "devkit-sup-monitor")
+	home := state.Layout{Root: req.Home}
+	ledger := logfile.Ledger{Path: home.LogLedgerPath(req.Spec.Name)}
+	logger := slog.New(slog.NewTextHandler(appendFile{req.Spec.LogFile, ledger}, nil)).With("component", "devkit-sup-monitor")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	signal.Ignore(syscall.SIGHUP)
 	if req.Digest == "" {
 		req.Digest = req.Spec.Digest()
 	}
-	m := &monitor{home: state.Layout{Root: req.Home}, spec: req.Spec, digest: req.Digest, logger: logger.With("name", req.Spec.Name)}
+	m := &monitor{home: home, ledger: ledger, spec: req.Spec, digest: req.Digest, project: req.Project, logger: logger.With("name", req.Spec.Name)}
+	if err := proc.BecomeSubreaper(); err != nil {
+		m.logger.Warn("cannot become a child subreaper; daemons that leave the session are found by token only", "err", err)
+	}
+	m.reaper = proc.NewReaper()
 	return m.run(ctx, out)
 }
 
 type monitor struct {
-	home   state.Layout
-	spec   *Process
-	digest string
-	logger *slog.Logger
+	home    state.Layout
+	spec    *Process
+	digest  string
+	project string
+	logger  *slog.Logger
+	reaper  *proc.Reaper
+	ledger  logfile.Ledger
 }
 
 // run starts the process and restarts it as the policy says. ctx ends when
@@ -77,14 +91,15 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 	pol := m.spec.Restart
 	restarts, consecutive := 0, 0
 	for {
-		cmd, id, err := m.spawn()
+		token := newToken()
+		exited, id, err := m.spawn(token)
 		started := time.Now()
 		if err == nil {
 			// The record exists before anyone hears of the process.
 			rec := &state.ProcessRecord{
 				Name: m.spec.Name, Process: id, Monitor: &self.Identity, StartedAt: started,
 				Digest: m.digest, LogFile: m.spec.LogFile, StopSignal: m.spec.StopSignal,
-				StopTimeout: m.spec.StopTimeout, Restarts: restarts,
+				StopTimeout: m.spec.StopTimeout, Restarts: restarts, Token: token, Project: m.project,
 			}
 			if werr := m.home.WriteRecord(rec); werr != nil {
 				m.logger.Error("write record", "err", werr)
@@ -104,10 +119,16 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			m.logger.Error("restart failed", "err", err)
 			code = 127
 		} else {
-			if ctx.Err() != nil { // stop arrived while we were starting it
+			if ctx.Err() != nil { // told to stop while we were starting it
 				m.signalStop(id)
 			}
-			code, sig, signum = exitStatus(cmd.Wait())
+			stopWatch := m.watchLog()
+			st := <-exited
+			stopWatch()
+			code = st.Code
+			if st.Signal != 0 {
+				sig, signum = proc.SignalName(st.Signal), int(st.Signal)
+			}
 		}
 		stopped := m.stopRequested(ctx, id.PID)
 		if time.Since(started) >= max(StableRun, pol.MaxBackoff) {
@@ -169,58 +190,124 @@ func (m *monitor) sleep(ctx context.Context, d time.Duration, pid int) bool {
 
 // spawn starts the process in its own session with its output appended to
 // the log file and stdin from the null device.
-func (m *monitor) spawn() (*exec.Cmd, proc.Identity, error) {
-	if _, err := logfile.RotateIfOver(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups); err != nil {
+func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, error) {
+	if _, err := logfile.RotateIfOver(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger); err != nil {
 		m.logger.Warn("rotate log", "err", err)
 	}
-	logf, err := logfile.OpenAppend(m.spec.LogFile)
-	if err != nil {
-		return nil, proc.Identity{}, err
+	var out, pipeR *os.File
+	if m.spec.LogTimestamps {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, proc.Identity{}, err
+		}
+		out, pipeR = w, r
+	} else {
+		logf, err := logfile.OpenAppend(m.spec.LogFile, m.ledger)
+		if err != nil {
+			return nil, proc.Identity{}, err
+		}
+		out = logf
 	}
-	defer logf.Close()
+	defer out.Close() // the child holds its own copy
 	cmd := exec.Command(m.spec.Command, m.spec.Args...)
 	cmd.Dir = m.spec.Cwd
 	cmd.Env = os.Environ()
 	for k, v := range m.spec.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(cmd.Env, state.TokenEnv+"="+token)
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = proc.DetachedAttr()
-	if err := cmd.Start(); err != nil {
+	exited, err := m.reaper.Start(cmd)
+	if err != nil {
+		if pipeR != nil {
+			pipeR.Close()
+		}
 		return nil, proc.Identity{}, fmt.Errorf("start %s: %w", m.spec.Command, err)
+	}
+	if pipeR != nil {
+		go func() {
+			defer pipeR.Close()
+			if err := logfile.Stamper(pipeR, m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger, time.Now); err != nil {
+				m.logger.Error("copy output to the log", "err", err)
+			}
+		}()
 	}
 	id := proc.Identity{PID: cmd.Process.Pid}
 	if info, err := proc.Lookup(cmd.Process.Pid); err == nil {
 		id = info.Identity
 	}
-	return cmd, id, nil
+	return exited, id, nil
 }
 
-// survivorGrace is how long the rest of a session gets to follow its
-// leader out before the monitor calls it orphaned.
-const survivorGrace = 250 * time.Millisecond
+// newToken returns the random token a process and its descendants carry
+// in their environment.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
 
-// forget removes the record of the ended process id, unless processes of
-// its session live on: they are still ours to find and stop. While a stop
-// is in progress the record is left to stop, which removes it once the
-// whole session is gone.
+// logCheck is how often a monitor looks whether the log outgrew log_max_size.
+const logCheck = 250 * time.Millisecond
+
+// watchLog rotates the log while the process runs, without restarting it:
+// copy-and-truncate, as the process holds the file open (with timestamps
+// the output passes through the monitor, which rotates between lines
+// instead). The returned func stops the watch.
+func (m *monitor) watchLog() func() {
+	if m.spec.LogTimestamps || m.spec.LogMaxSize <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(logCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if _, err := logfile.CopyTruncate(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger); err != nil {
+					m.logger.Warn("rotate log", "err", err)
+					return // it will not get better: a file we do not own
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// treePoll is how often a monitor whose process ended looks whether the
+// rest of the tree is gone.
+const treePoll = 50 * time.Millisecond
+
+// forget waits until no descendant of the monitor is left — they are still
+// ours to find and stop, and ours to reap — then removes the record of the
+// ended process id. While a stop is in progress the record is left to
+// stop, which removes it once everything is gone.
 func (m *monitor) forget(ctx context.Context, id proc.Identity) {
+	self := os.Getpid()
+	warned := false
+	for {
+		t, err := proc.Snapshot()
+		if err != nil || len(t.Descendants(self)) == 0 {
+			break
+		}
+		if !warned {
+			warned = true
+			m.logger.Warn("process ended but its descendants live on; keeping the record", "pid", id.PID, "descendants", len(t.Descendants(self)))
+		}
+		time.Sleep(treePoll)
+	}
 	if m.stopRequested(ctx, id.PID) {
 		return
 	}
-	deadline := time.Now().Add(survivorGrace)
-	for {
-		members, err := proc.SessionMembers(id.PID)
-		if err != nil || len(members) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			m.logger.Warn("process ended but its session lives on; keeping the record", "pid", id.PID, "survivors", len(members))
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := m.home.RemoveRecordIf(m.spec.Name, id); err != nil {
+		m.logger.Warn("remove record", "err", err)
 	}
-	m.home.RemoveRecordIf(m.spec.Name, id)
 }
 
 // signalStop sends the stop signal to the process group of id.
@@ -234,11 +321,14 @@ func (m *monitor) signalStop(id proc.Identity) {
 }
 
 // appendFile is an io.Writer that appends each write to the file at its
-// path, opening it anew every time.
-type appendFile string
+// path, opening it anew every time (a file it creates enters the ledger).
+type appendFile struct {
+	path   string
+	ledger logfile.Ledger
+}
 
 func (p appendFile) Write(b []byte) (int, error) {
-	f, err := os.OpenFile(string(p), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := logfile.OpenAppend(p.path, p.ledger)
 	if err != nil {
 		return 0, err
 	}
@@ -250,22 +340,6 @@ func reply(out io.WriteCloser, r monitorReply) {
 	data, _ := json.Marshal(r)
 	out.Write(append(data, '\n'))
 	out.Close()
-}
-
-// exitStatus turns cmd.Wait's result into an exit code and, when a signal
-// ended the process, its name.
-func exitStatus(err error) (code int, sig string, signum int) {
-	if err == nil {
-		return 0, "", 0
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return 127, "", 0
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, proc.SignalName(ws.Signal()), int(ws.Signal())
-	}
-	return ee.ExitCode(), "", 0
 }
 
 // exitCode is the monitor's own exit code: the process's, or 128+signal.

@@ -63,7 +63,7 @@ processes:
 	}
 }
 
-func TestMonitor_KilledMonitorHidesNothing(t *testing.T) {
+func TestMonitor_KilledMonitorShowsUnsupervisedAndHidesNothing(t *testing.T) {
 	h := newHarness(t, sleeperYAML)
 	pid := h.start("app")[0].PID
 	rec, _ := h.sup.home.ReadRecord("app")
@@ -78,8 +78,8 @@ func TestMonitor_KilledMonitorHidesNothing(t *testing.T) {
 	if err := mon.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := h.status("app"); st.State != StateRunning || st.PID != pid {
-		t.Fatalf("status with the monitor killed = %+v, want running", st)
+	if st := h.status("app"); st.State != StateUnsupervised || st.PID != pid || !strings.Contains(st.Reason, "devkit sup restart app") {
+		t.Fatalf("status with the monitor killed = %+v, want unsupervised with the fix", st)
 	}
 	res, err := h.sup.Stop(context.Background(), []string{"app"}, StopOptions{})
 	if err != nil || res[0].Outcome != StopStopped || alive(pid) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devkit-go/devkit/supervisor/internal/ready"
 )
@@ -117,4 +118,27 @@ func tailOf(se *StartError) string {
 		return ""
 	}
 	return string(se.LogTail)
+}
+
+func TestStart_HTTPProbeReportsTheStatusNotTheDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(250 * time.Millisecond) // so that the deadline falls inside an attempt
+		http.Error(w, "warming up", http.StatusServiceUnavailable)
+	}))
+	h := newHarness(t, fmt.Sprintf(`
+processes:
+  web:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "sleep"}
+    ready: {http: "http://%s/healthz", timeout: 600ms, interval: 100ms}
+`, ln.Addr().String()))
+	_, err = h.sup.Start(context.Background(), []string{"web"})
+	if err == nil || !strings.Contains(err.Error(), "503") || strings.Contains(err.Error(), "deadline exceeded") {
+		t.Fatalf("err = %v, want the 503 reported", err)
+	}
 }

@@ -14,6 +14,7 @@ const (
 	ReloadStop    ReloadAction = "stop"    // removed from the YAML but running
 	ReloadRestart ReloadAction = "restart" // changed while running
 	ReloadRecord  ReloadAction = "record"  // changed while stopped: record the new digest only
+	ReloadStart   ReloadAction = "start"   // added to the YAML (never applied): start it
 )
 
 // ReloadStep is one line of a reload plan.
@@ -57,6 +58,8 @@ func (s *Supervisor) ReloadPlan(ctx context.Context) ([]ReloadStep, error) {
 			return nil, err
 		}
 		switch {
+		case !live && have == "" && st.ExitedAt == nil:
+			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadStart, Reason: "added"})
 		case have == want:
 			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadNone, Reason: "unchanged"})
 		case live:
@@ -65,7 +68,28 @@ func (s *Supervisor) ReloadPlan(ctx context.Context) ([]ReloadStep, error) {
 			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadRecord, Reason: "spec changed while stopped"})
 		}
 	}
+	// A dependent that asks for it restarts with its dependencies.
+	action := map[string]ReloadAction{}
+	for i, step := range kept {
+		spec, _ := s.spec(step.Name)
+		for _, d := range spec.DependsOn {
+			if step.Action == ReloadNone && spec.RestartWithDependencies && action[d] == ReloadRestart && statusNamed(sts, step.Name).State == StateRunning {
+				kept[i] = ReloadStep{Name: step.Name, Action: ReloadRestart, Reason: "dependency " + d + " restarts (restart_with_dependencies)"}
+				step = kept[i]
+			}
+		}
+		action[step.Name] = kept[i].Action
+	}
 	return append(removed, kept...), nil
+}
+
+func statusNamed(sts []ProcessStatus, name string) ProcessStatus {
+	for _, s := range sts {
+		if s.Name == name {
+			return s
+		}
+	}
+	return ProcessStatus{}
 }
 
 // Reload computes the plan and executes it step by step: stop what was
@@ -102,6 +126,9 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 	case ReloadRecord:
 		spec, _ := s.spec(step.Name)
 		return s.home.WriteApplied(step.Name, spec.Digest())
+	case ReloadStart:
+		_, err := s.Start(ctx, []string{step.Name})
+		return err
 	}
 	return nil
 }
@@ -109,6 +136,9 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 // Restart stops names (dependents first) and starts them again
 // (dependencies first). A name that was not running is simply started.
 func (s *Supervisor) Restart(ctx context.Context, names []string, opts StopOptions) ([]StartResult, error) {
+	if err := validNames(names); err != nil {
+		return nil, err
+	}
 	if len(s.opts.MonitorCommand) == 0 {
 		return nil, ErrNoMonitor
 	}

@@ -148,8 +148,8 @@ processes:
 	}
 	orphan := st.Orphans[0].PID
 	out, err := h.sup.Stop(context.Background(), []string{"parent"}, StopOptions{Force: true})
-	if err != nil || len(out[0].Survivors) != 1 {
-		t.Fatalf("stop --force = %+v, %v", out, err)
+	if err != nil || out[0].Outcome != StopKilled || len(out[0].Survivors) != 0 {
+		t.Fatalf("stop --force = %+v, %v; want killed, nothing surviving", out, err)
 	}
 	if alive(orphan) {
 		t.Fatalf("orphan %d survived stop --force", orphan)

@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/devkit-go/devkit/supervisor/internal/logfile"
 	"github.com/devkit-go/devkit/supervisor/internal/proc"
 	"github.com/devkit-go/devkit/supervisor/internal/ready"
+	"github.com/devkit-go/devkit/supervisor/internal/state"
 )
 
 // monitorReplyTimeout bounds how long start waits for a monitor to report.
@@ -29,8 +33,11 @@ type StartResult struct {
 	PID            int    `json:"pid"`
 	AlreadyRunning bool   `json:"already_running"`
 	// ReadySeconds is how long the process took to pass its ready probe
-	// (or its start grace); zero when it was already running.
+	// (or its start grace, or for a oneshot to complete); zero when it was
+	// already running.
 	ReadySeconds float64 `json:"ready_seconds,omitempty"`
+	// Completed is true for a oneshot that ran to a successful end.
+	Completed bool `json:"completed,omitempty"`
 }
 
 // StartError is a start that failed: the process never became ready (or
@@ -45,12 +52,22 @@ type StartError struct {
 func (e *StartError) Error() string { return fmt.Sprintf("start %s: %v", e.Name, e.Err) }
 func (e *StartError) Unwrap() error { return e.Err }
 
-// Start starts names and everything they depend on, dependencies first.
-// A process that already runs is left alone and reported AlreadyRunning.
+// ErrDependency reports a process not started because one it depends on
+// failed to start (or, for a oneshot, to complete successfully).
+var ErrDependency = errors.New("a dependency did not start")
+
+// Start starts names and everything they depend on. Independent processes
+// start — and wait for readiness — concurrently; each waits only for what
+// it depends on (a oneshot dependency must have completed with exit 0). A
+// process that already runs is left alone and reported AlreadyRunning.
 // Each start waits for the process's ready probe, or without one confirms
-// it is still alive after StartGrace. The first failure stops the run and
-// is returned as a *StartError, with the results so far.
+// it is still alive after StartGrace. A failure does not stop independent
+// starts: the results hold every success, in start order, and the error
+// joins the failures (each a *StartError), real failures first.
 func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, error) {
+	if err := validNames(names); err != nil {
+		return nil, err
+	}
 	if len(s.opts.MonitorCommand) == 0 {
 		return nil, ErrNoMonitor
 	}
@@ -59,16 +76,55 @@ func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, 
 			return nil, fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, n, s.cfg.Path)
 		}
 	}
-	var results []StartResult
-	for _, name := range s.cfg.Closure(names) {
-		spec, _ := s.spec(name)
-		res, err := s.startOne(ctx, spec)
-		if err != nil {
-			return results, err
-		}
-		results = append(results, res)
+	order := s.cfg.Closure(names)
+	type outcome struct {
+		res     StartResult
+		err     error
+		skipped bool
+		done    chan struct{}
 	}
-	return results, nil
+	outs := make(map[string]*outcome, len(order))
+	for _, n := range order {
+		outs[n] = &outcome{done: make(chan struct{})}
+	}
+	var wg sync.WaitGroup
+	for _, name := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := outs[name]
+			defer close(o.done)
+			spec, _ := s.spec(name)
+			for _, d := range spec.DependsOn {
+				dep := outs[d]
+				select {
+				case <-dep.done:
+				case <-ctx.Done():
+					o.err, o.skipped = &StartError{Name: name, Err: ctx.Err()}, true
+					return
+				}
+				if dep.err != nil {
+					o.err, o.skipped = &StartError{Name: name, Err: fmt.Errorf("%w: %s", ErrDependency, d)}, true
+					return
+				}
+			}
+			o.res, o.err = s.startOne(ctx, spec)
+		}()
+	}
+	wg.Wait()
+	var results []StartResult
+	var failed, skipped []error
+	for _, n := range order {
+		switch o := outs[n]; {
+		case o.err == nil:
+			results = append(results, o.res)
+		case o.skipped:
+			skipped = append(skipped, o.err)
+		default:
+			failed = append(failed, o.err)
+		}
+	}
+	return results, errors.Join(append(failed, skipped...)...)
 }
 
 func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, error) {
@@ -91,8 +147,14 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 		}
 	}
 	run := *spec
+	var offset int64 = -1 // until measured, the tail is of the whole file
 	fail := func(err error) (StartResult, error) {
-		tail, _ := logfile.Tail(run.LogFile, LogTailLines)
+		var tail []byte
+		if offset >= 0 {
+			tail, _ = logfile.TailSince(run.LogFile, offset, LogTailLines)
+		} else {
+			tail, _ = logfile.Tail(run.LogFile, LogTailLines)
+		}
 		return StartResult{}, &StartError{Name: spec.Name, Err: err, LogFile: run.LogFile, LogTail: tail}
 	}
 	if run.Ready != nil && run.Ready.TCP != "" {
@@ -100,10 +162,13 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 			return fail(err)
 		}
 	}
-	if _, err := logfile.RotateIfOver(run.LogFile, run.LogMaxSize, run.LogBackups); err != nil {
+	if err := s.checkLogFile(&run); err != nil {
+		return StartResult{}, &StartError{Name: spec.Name, Err: err}
+	}
+	if _, err := logfile.RotateIfOver(run.LogFile, run.LogMaxSize, run.LogBackups, s.ledger(spec.Name)); err != nil {
 		return fail(err)
 	}
-	var offset int64
+	offset = 0
 	if fi, err := os.Stat(run.LogFile); err == nil {
 		offset = fi.Size()
 	}
@@ -126,14 +191,14 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 		return StartResult{}, err
 	}
 	ready := time.Since(spawned).Round(time.Millisecond)
-	return StartResult{Name: spec.Name, PID: id.PID, ReadySeconds: ready.Seconds()}, nil
+	return StartResult{Name: spec.Name, PID: id.PID, ReadySeconds: ready.Seconds(), Completed: run.Oneshot}, nil
 }
 
 // spawnMonitor starts the monitor for spec and returns the process it
 // started. The monitor is detached into its own session so it outlives
 // this CLI run.
 func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Identity, error) {
-	logf, err := logfile.OpenAppend(spec.LogFile)
+	logf, err := logfile.OpenAppend(spec.LogFile, s.ledger(spec.Name))
 	if err != nil {
 		return proc.Identity{}, err
 	}
@@ -164,7 +229,7 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	go cmd.Wait()
 	stdinR.Close()
 	stdoutW.Close()
-	req, _ := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec, Digest: spec.Digest()})
+	req, _ := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec, Digest: spec.Digest(), Project: s.project})
 	if _, err := stdinW.Write(req); err != nil {
 		return proc.Identity{}, fmt.Errorf("send monitor request: %w", err)
 	}
@@ -183,10 +248,16 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 // awaitReady waits for the ready probe, failing early if the process dies.
 func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Identity, logOffset int64) error {
 	h, err := proc.Open(id)
+	if err != nil && spec.Oneshot {
+		return s.completion(ctx, spec.Name, id.PID) // done already
+	}
 	if err != nil {
 		return s.exitedEarly(ctx, spec.Name, id.PID, "right after it started")
 	}
 	defer h.Close()
+	if spec.Oneshot {
+		return s.awaitCompletion(ctx, spec, h, id)
+	}
 	if spec.Ready == nil {
 		wctx, cancel := context.WithTimeout(ctx, StartGrace)
 		defer cancel()
@@ -208,6 +279,53 @@ func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Iden
 		return nil
 	}
 	return ready.Wait(ctx, probe, spec.Ready.Interval, spec.Ready.Timeout, alive)
+}
+
+// awaitCompletion waits for a oneshot to end (within ready.timeout when
+// one is set) and succeeds when it exited 0.
+func (s *Supervisor) awaitCompletion(ctx context.Context, spec *Process, h *proc.Handle, id proc.Identity) error {
+	wctx := ctx
+	if spec.Ready != nil && spec.Ready.Timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, spec.Ready.Timeout)
+		defer cancel()
+	}
+	if err := h.Wait(wctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted while waiting for the oneshot to complete: %w", ctx.Err())
+		}
+		return fmt.Errorf("oneshot still running after %s", spec.Ready.Timeout)
+	}
+	return s.completion(ctx, spec.Name, id.PID)
+}
+
+// completion judges the recorded exit of a oneshot: success is exit 0.
+func (s *Supervisor) completion(ctx context.Context, name string, pid int) error {
+	e := s.exitOf(ctx, name, pid)
+	id := proc.Identity{PID: pid}
+	switch {
+	case e == nil:
+		return fmt.Errorf("oneshot process %d ended without a recorded exit", id.PID)
+	case e.Signal != "":
+		return fmt.Errorf("oneshot process %d was killed by %s", id.PID, e.Signal)
+	case e.Code != 0:
+		return fmt.Errorf("oneshot process %d exited with code %d", id.PID, e.Code)
+	}
+	return nil
+}
+
+// exitOf waits briefly for the monitor to record the exit of pid.
+func (s *Supervisor) exitOf(ctx context.Context, name string, pid int) *state.ExitRecord {
+	deadline := time.Now().Add(monitorExitWait)
+	for {
+		if e, _ := s.home.ReadExit(name); e != nil && e.PID == pid {
+			return e
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // exitedEarly describes a process that died during its start, with the
@@ -246,7 +364,7 @@ func (s *Supervisor) probeFor(spec *Process, logOffset int64) (ready.Probe, erro
 		if err != nil {
 			return nil, err
 		}
-		return ready.Log{Path: spec.LogFile, Offset: logOffset, Pattern: re}, nil
+		return &ready.Log{Path: spec.LogFile, Offset: logOffset, Pattern: re}, nil
 	}
 }
 
@@ -262,4 +380,41 @@ func portFree(ctx context.Context, addr string) error {
 		return fmt.Errorf("ready address %s is already in use by pid %d (%s)", addr, info.PID, info.Comm)
 	}
 	return fmt.Errorf("ready address %s is already in use by another process", addr)
+}
+
+// ledger lists the log files created for name.
+func (s *Supervisor) ledger(name string) logfile.Ledger {
+	return logfile.Ledger{Path: s.home.LogLedgerPath(name)}
+}
+
+// checkLogFile refuses a log file that exists and was not created by us:
+// appending to it is harmless, but rotation would rename it away (think
+// log_file: data/app.db). A file under the home, or an empty one, is adopted.
+func (s *Supervisor) checkLogFile(spec *Process) error {
+	fi, err := os.Stat(spec.LogFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	at := spec.logFileAt
+	if at == nil {
+		at = &ConfigError{File: s.cfg.Path, Field: "processes." + spec.Name + ".log_file"}
+	}
+	if !fi.Mode().IsRegular() {
+		e := *at
+		e.Msg = fmt.Sprintf("%s is not a regular file", spec.LogFile)
+		return &e
+	}
+	ledger := s.ledger(spec.Name)
+	if ok, err := ledger.Owns(spec.LogFile); err != nil || ok {
+		return err
+	}
+	if fi.Size() == 0 || filepath.Dir(spec.LogFile) == filepath.Join(s.home.Root, "logs") {
+		return logfile.Adopt(spec.LogFile, ledger)
+	}
+	e := *at
+	e.Msg = fmt.Sprintf("%s exists and was not created by devkit sup (rotation would rename it); choose another log_file or move the file away", spec.LogFile)
+	return &e
 }

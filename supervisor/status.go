@@ -25,7 +25,16 @@ const (
 	StateExited     State = "exited"     // it ended on its own; see exit code and time
 	StateRestarting State = "restarting" // it ended and its monitor will start it again after a backoff
 	StateStale      State = "stale"      // the record's PID is gone or names another process; record cleaned
-	StateOrphaned   State = "orphaned"   // the leader is gone but processes of its session live on
+	StateOrphaned   State = "orphaned"   // the leader is gone but processes of its tree live on
+	// StateUnsupervised: the process runs but its monitor is gone, so exit
+	// codes and restarts are lost; `devkit sup restart NAME` fixes it.
+	StateUnsupervised State = "unsupervised"
+	// StateCorrupt: the record cannot be read; it is reported by name and
+	// hides nothing else.
+	StateCorrupt State = "corrupt"
+	// StateCompleted: a oneshot (or a process under restart: never) that
+	// ended with exit 0 on its own; status counts it as success.
+	StateCompleted State = "completed"
 )
 
 // ProcessStatus is the status of one process.
@@ -49,11 +58,17 @@ type ProcessStatus struct {
 	LogFile    string         `json:"log_file"`
 	Reason     string         `json:"reason,omitempty"`
 	Orphans    []SurvivorInfo `json:"orphans,omitempty"`
+	// Descendants counts the live processes of its tree besides the
+	// leader (children, and daemons that left the session).
+	Descendants int `json:"descendants"`
+	// Legacy is true for a record of the layout before projects.
+	Legacy bool `json:"legacy,omitempty"`
 }
 
 // StatusReport is the versioned document `devkit sup status --json` prints.
 type StatusReport struct {
 	Schema    string          `json:"schema"`
+	Project   string          `json:"project"`
 	Processes []ProcessStatus `json:"processes"`
 }
 
@@ -71,14 +86,42 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 		if err != nil {
 			return nil, err
 		}
-		names = all
+		legacy, err := s.LegacyNames()
+		if err != nil {
+			return nil, err
+		}
+		names = append(all, legacy...)
 	}
-	out := make([]ProcessStatus, 0, len(names))
+	if err := validNames(names); err != nil {
+		return nil, err
+	}
 	for _, name := range names {
 		if err := s.checkKnown(name); err != nil {
 			return nil, err
 		}
-		st, err := s.statusOne(name, time.Now(), clean)
+	}
+	sc := new(scan)
+	out := make([]ProcessStatus, 0, len(names))
+	var old *Supervisor
+	for _, name := range names {
+		from := s
+		if s.isLegacy(name) {
+			if old == nil {
+				old = s.legacySupervisor()
+			}
+			from = old
+		}
+		st, err := from.statusOne(sc, name, time.Now(), clean)
+		if from == old {
+			st.Legacy = true
+			if st.Reason == "" {
+				st.Reason = "recorded in the layout before projects; `devkit sup stop " + name + "` stops it"
+			}
+		}
+		if errors.Is(err, ErrCorrupt) {
+			st.State, st.Reason = StateCorrupt, err.Error()+"; check what runs, then remove the file"
+			err = nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +130,7 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 	return out, nil
 }
 
-func (s *Supervisor) statusOne(name string, now time.Time, clean bool) (ProcessStatus, error) {
+func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool) (ProcessStatus, error) {
 	spec, configured := s.spec(name)
 	st := ProcessStatus{Name: name, State: StateStopped, Configured: configured, LogFile: s.logPathOf(name)}
 	rec, err := s.home.ReadRecord(name)
@@ -99,39 +142,41 @@ func (s *Supervisor) statusOne(name string, now time.Time, clean bool) (ProcessS
 	}
 	st.PID, st.Restarts, st.LogFile = rec.Process.PID, rec.Restarts, rec.LogFile
 	st.Drift = !configured || rec.Digest != spec.Digest()
-	info, err := proc.Verify(rec.Process)
-	switch {
-	case err == nil:
+	tr, err := sc.treeOf(rec)
+	if err != nil {
+		return st, err
+	}
+	st.Descendants = len(tr.members)
+	if tr.otherBoot {
+		st.State = StateStale
+		st.Reason = fmt.Sprintf("the record of pid %d is from another boot; record removed, nothing signalled", rec.Process.PID)
+		return st, s.cleanRecord(rec, clean)
+	}
+	if tr.leaderAlive {
 		st.State = StateRunning
 		started := rec.StartedAt
 		st.StartedAt = &started
 		st.UptimeSeconds = now.Sub(started).Round(time.Millisecond).Seconds()
+		if rec.Monitor != nil && !tr.monitorAlive {
+			st.State = StateUnsupervised
+			st.Reason = fmt.Sprintf("its monitor (pid %d) is gone: exit codes and restarts are lost; run `devkit sup restart %s`", rec.Monitor.PID, name)
+		}
 		return st, nil
-	case errors.Is(err, proc.ErrIdentityMismatch):
+	}
+	if len(tr.members) > 0 {
+		st.State = StateOrphaned
+		st.Orphans = survivorsOf(tr.members)
+		st.Reason = "the process exited but its descendants live on; `devkit sup stop " + name + "` ends them"
+		return st, nil
+	}
+	if info, err := proc.Verify(rec.Process); errors.Is(err, proc.ErrIdentityMismatch) {
 		st.State = StateStale
 		st.Reason = fmt.Sprintf("pid %d now belongs to another process (%s); record removed, nothing signalled", rec.Process.PID, info.Comm)
 		return st, s.cleanRecord(rec, clean)
-	case !errors.Is(err, proc.ErrNotFound):
-		return st, err
 	}
-	// The leader is gone.
-	members, err := proc.SessionMembers(rec.Process.PID)
-	if err != nil {
-		return st, err
-	}
-	if len(members) > 0 {
-		st.State = StateOrphaned
-		for _, m := range members {
-			st.Orphans = append(st.Orphans, SurvivorInfo{PID: m.PID, Comm: m.Comm})
-		}
-		st.Reason = "the process exited but others of its session live on; `stop --force` kills them"
-		return st, nil
-	}
-	if rec.Monitor != nil {
-		if _, err := proc.Verify(*rec.Monitor); err == nil {
-			st.State = StateRestarting
-			return st, s.addExit(&st, rec.Process.PID)
-		}
+	if tr.monitorAlive {
+		st.State = StateRestarting
+		return st, s.addExit(&st, rec.Process.PID)
 	}
 	st.State = StateStale
 	st.Reason = fmt.Sprintf("pid %d is gone and no exit was recorded; record removed", rec.Process.PID)
@@ -158,6 +203,10 @@ func (s *Supervisor) addExit(st *ProcessStatus, pid int) error {
 	st.ExitSignal, st.ExitedAt, st.Restarts = exit.Signal, &at, exit.Restarts
 	if st.State == StateStopped && !exit.Stopped {
 		st.State = StateExited
+		p, ok := s.cfg.Processes[st.Name]
+		if ok && exit.Code == 0 && exit.Signal == "" && (p.Oneshot || p.Restart.Mode == RestartNever) {
+			st.State = StateCompleted
+		}
 	}
 	if exit.GaveUp {
 		st.Reason = fmt.Sprintf("gave up after %d restarts", exit.Restarts)
@@ -180,10 +229,11 @@ func (s *Supervisor) cleanRecord(rec *state.ProcessRecord, clean bool) error {
 	return s.home.RemoveRecordIf(rec.Name, rec.Process)
 }
 
-// AllRunning reports whether every status is running.
+// AllRunning reports whether every status is running (as supervised), or
+// completed (a oneshot that succeeded).
 func AllRunning(sts []ProcessStatus) bool {
 	for _, st := range sts {
-		if st.State != StateRunning {
+		if st.State != StateRunning && st.State != StateCompleted {
 			return false
 		}
 	}

@@ -1,15 +1,16 @@
 package supervisor
 
-// Stopping signals the recorded process group only after the group leader's
-// identity has been verified; a record whose PID now names another process
-// is cleaned without sending anything. The record is removed only once
-// nothing of the process's session is left.
+// Stopping signals only what is provably ours (see tree.go): the recorded
+// leader after its identity has been verified (through a pidfd on Linux),
+// its process group while it lives, and every other member of its tree. A
+// record whose PID now names another process is cleaned without sending
+// anything. The record is removed only once nothing of the tree is left;
+// a stop that fails leaves the process supervised as before.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -24,9 +25,12 @@ const killWait = 2 * time.Second
 // monitorExitWait bounds the wait for a monitor to record the exit.
 const monitorExitWait = time.Second
 
+// memberPoll is how often stop rechecks the members of a tree it signalled.
+const memberPoll = 2 * time.Millisecond
+
 // StopOptions tune a stop.
 type StopOptions struct {
-	// Force kills what outlives the timeout, and session survivors.
+	// Force kills what outlives the timeout.
 	Force bool
 	// Timeout overrides the recorded stop_timeout when positive.
 	Timeout time.Duration
@@ -37,10 +41,12 @@ type StopOutcome string
 
 // Stop outcomes.
 const (
-	StopStopped    StopOutcome = "stopped"     // it ran and is now gone
+	StopStopped    StopOutcome = "stopped"     // it ran and is now gone, with all its descendants
 	StopNotRunning StopOutcome = "not-running" // there was nothing to stop
 	StopStale      StopOutcome = "stale"       // the record named another process: cleaned, nothing signalled
 	StopKilled     StopOutcome = "killed"      // it outlived the timeout and was killed (force, or Windows)
+	StopTimeout    StopOutcome = "timeout"     // it (or a descendant) outlived the timeout: still running, still supervised
+	StopFailed     StopOutcome = "failed"      // stop could not act: an unreadable record, a signal refused...
 )
 
 // StopResult is what stop did for one process.
@@ -48,45 +54,66 @@ type StopResult struct {
 	Name    string      `json:"name"`
 	Outcome StopOutcome `json:"outcome"`
 	PID     int         `json:"pid,omitempty"`
-	// Survivors are processes of its session still alive after the stop
-	// (reported; killed when forced).
+	// Survivors are processes of its tree still alive after the stop.
 	Survivors []SurvivorInfo `json:"survivors,omitempty"`
+	// Error says why the stop failed (outcome timeout or failed).
+	Error string `json:"error,omitempty"`
 }
 
-// SurvivorInfo names a process that outlived its session leader.
+// SurvivorInfo names a process of a tree: its PID and command.
 type SurvivorInfo struct {
 	PID  int    `json:"pid"`
 	Comm string `json:"comm"`
 }
 
-// Stop stops names in reverse dependency order. It stops at the first
-// failure, returning the results so far.
+// Stop stops names in reverse dependency order. A failure does not stop
+// the run: every process that can be stopped is, each failure is reported
+// in its result, and the returned error joins them all.
 func (s *Supervisor) Stop(ctx context.Context, names []string, opts StopOptions) ([]StopResult, error) {
+	if err := validNames(names); err != nil {
+		return nil, err
+	}
 	for _, n := range names {
 		if err := s.checkKnown(n); err != nil {
 			return nil, err
 		}
 	}
 	var results []StopResult
+	var errs []error
 	for _, name := range s.cfg.StopOrder(names) {
-		res, err := s.stopOne(ctx, name, opts)
-		results = append(results, res)
-		if err != nil {
-			return results, err
+		from := s
+		if s.isLegacy(name) {
+			from = s.legacySupervisor()
 		}
+		res, err := from.stopOne(ctx, name, opts)
+		if err != nil {
+			if res.Outcome == "" || res.Outcome == StopStopped || res.Outcome == StopNotRunning {
+				res.Outcome = StopFailed
+			}
+			res.Error = err.Error()
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				results = append(results, res)
+				break
+			}
+		}
+		results = append(results, res)
 	}
-	return results, nil
+	return results, errors.Join(errs...)
 }
 
 func (s *Supervisor) stopOne(ctx context.Context, name string, opts StopOptions) (StopResult, error) {
 	lock, err := s.lock(ctx, name)
 	if err != nil {
-		return StopResult{Name: name}, err
+		return StopResult{Name: name, Outcome: StopFailed}, err
 	}
 	defer lock.Release()
 	rec, err := s.home.ReadRecord(name)
-	if err != nil || rec == nil {
-		return StopResult{Name: name, Outcome: StopNotRunning}, err
+	if err != nil {
+		return StopResult{Name: name, Outcome: StopFailed}, fmt.Errorf("%s: %w; check what runs, then remove %s", name, err, s.home.RecordPath(name))
+	}
+	if rec == nil {
+		return StopResult{Name: name, Outcome: StopNotRunning}, nil
 	}
 	return s.stopLocked(ctx, rec, opts)
 }
@@ -105,86 +132,180 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 	if err != nil {
 		sig = syscall.SIGTERM
 	}
-	// The monitor first, so it records the exit as a stop and does not
-	// restart: a marker file on every platform, plus SIGTERM on Unix. A
-	// dead or reused monitor PID is simply skipped.
-	if err := s.home.WriteStopMarker(rec.Name, rec.Process.PID); err != nil {
-		return res, err
-	}
-	monitor := s.tellMonitorToStop(rec)
-	if monitor != nil {
-		defer monitor.Close()
-	}
-
-	leader, err := proc.Open(rec.Process)
+	// The pidfd first, so the process checked below is the one signalled.
+	leader, openErr := proc.Open(rec.Process)
 	switch {
-	case errors.Is(err, proc.ErrIdentityMismatch):
-		s.logger.Warn("stale record: pid belongs to another process; not signalled", "name", rec.Name, "pid", rec.Process.PID)
-		res.Outcome = StopStale
-		return res, s.home.RemoveRecord(rec.Name)
-	case errors.Is(err, proc.ErrNotFound):
-		res.Outcome = StopNotRunning
-		// The leader is gone; what is left of its session is still ours.
-		return s.finishStop(ctx, rec, res, opts, monitor)
-	case err != nil:
-		return res, err
+	case openErr == nil:
+		defer leader.Close()
+	case errors.Is(openErr, proc.ErrIdentityMismatch), errors.Is(openErr, proc.ErrNotFound):
+		leader = nil
+	default:
+		return res, openErr
 	}
-	defer leader.Close()
-
-	deadline, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	// The group first (on Windows: the tree, found through the still-living
-	// root), then the verified leader itself.
-	proc.SignalGroup(rec.Process.PID, sig)
-	if err := leader.Signal(sig); err != nil && !errors.Is(err, proc.ErrNotFound) {
-		return res, fmt.Errorf("signal %s (pid %d): %w", rec.Name, rec.Process.PID, err)
-	}
-	waitErr := waitGroupGone(deadline, leader, rec.Process.PID)
-	if waitErr != nil && ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	if waitErr != nil {
-		if !opts.Force && runtime.GOOS != "windows" {
-			return res, fmt.Errorf("%w: %s (pid %d) still running after %s; use --force to kill it", ErrStopTimeout, rec.Name, rec.Process.PID, timeout)
-		}
-		res.Outcome = StopKilled
-		proc.SignalGroup(rec.Process.PID, proc.Kill)
-		leader.Signal(proc.Kill)
-		kctx, kcancel := context.WithTimeout(ctx, killWait)
-		defer kcancel()
-		if err := waitGroupGone(kctx, leader, rec.Process.PID); err != nil {
-			return res, fmt.Errorf("%s (pid %d) survived SIGKILL: %w", rec.Name, rec.Process.PID, err)
-		}
-	}
-	return s.finishStop(ctx, rec, res, opts, monitor)
-}
-
-// finishStop deals with session survivors, waits for the monitor to record
-// the exit and removes the record when nothing is left.
-func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, res StopResult, opts StopOptions, monitor *proc.Handle) (StopResult, error) {
-	survivors, err := proc.SessionMembers(rec.Process.PID)
+	tr, err := new(scan).treeOf(rec)
 	if err != nil {
 		return res, err
 	}
-	for _, m := range survivors {
-		res.Survivors = append(res.Survivors, SurvivorInfo{PID: m.PID, Comm: m.Comm})
-	}
-	if monitor != nil {
-		wctx, cancel := context.WithTimeout(ctx, monitorExitWait)
-		if monitor.Wait(wctx) != nil && runtime.GOOS == "windows" {
-			monitor.Signal(proc.Kill) // in a backoff it cannot be told; end it
-		}
-		cancel()
-	}
-	if len(survivors) > 0 {
-		if !opts.Force {
-			return res, fmt.Errorf("%w: %s: %s; use --force to kill them", ErrSurvivors, rec.Name, describe(res.Survivors))
-		}
-		if err := killAll(ctx, survivors); err != nil {
+	// The monitor learns first (a marker file), so it records the exit as
+	// a stop and does not restart (nor leaves its backoff). A stop that
+	// fails withdraws the marker while the leader still runs: supervision
+	// goes on as before.
+	if !tr.otherBoot {
+		if err := s.home.WriteStopMarker(rec.Name, rec.Process.PID); err != nil {
 			return res, err
 		}
-		if res.Outcome == StopNotRunning {
-			res.Outcome = StopKilled
+	}
+	if leader == nil {
+		if len(tr.members) == 0 {
+			if errors.Is(openErr, proc.ErrIdentityMismatch) || tr.otherBoot {
+				s.logger.Warn("stale record: not signalled", "name", rec.Name, "pid", rec.Process.PID)
+				res.Outcome = StopStale
+				return res, s.home.RemoveRecord(rec.Name)
+			}
+			res.Outcome = StopNotRunning
+			return s.finishStop(ctx, rec, res, tr.monitorAlive)
+		}
+		// Only descendants are left (the leader exited): they are ended below.
+	}
+	withdraw := func() {
+		if leader != nil && runs(rec.Process) {
+			if err := s.home.RemoveStopMarker(rec.Name); err != nil {
+				s.logger.Warn("withdraw stop marker", "name", rec.Name, "err", err)
+			}
+		}
+	}
+
+	deadline, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	left := s.signalTree(rec, leader, tr.members, sig)
+	left, waitErr := s.waitTreeGone(deadline, rec, leader, left, sig)
+	if waitErr != nil && ctx.Err() != nil {
+		withdraw()
+		res.Outcome = StopFailed
+		return res, ctx.Err()
+	}
+	if waitErr != nil {
+		if !opts.Force && proc.StopSignalsCatchable {
+			withdraw()
+			res.Outcome = StopTimeout
+			res.Survivors = survivorsOf(left)
+			if leader != nil && runs(rec.Process) {
+				return res, fmt.Errorf("%w: %s (pid %d) still running after %s; use --force to kill it", ErrStopTimeout, rec.Name, rec.Process.PID, timeout)
+			}
+			return res, fmt.Errorf("%w: %s: %s still running after %s; use --force to kill them", ErrSurvivors, rec.Name, describe(res.Survivors), timeout)
+		}
+		res.Outcome = StopKilled
+		left = s.signalTree(rec, leader, left, proc.Kill)
+		kctx, kcancel := context.WithTimeout(ctx, killWait)
+		defer kcancel()
+		if left, err = s.waitTreeGone(kctx, rec, leader, left, proc.Kill); err != nil {
+			res.Outcome = StopTimeout
+			res.Survivors = survivorsOf(left)
+			if leader != nil && runs(rec.Process) {
+				res.Survivors = append([]SurvivorInfo{{PID: rec.Process.PID, Comm: "leader"}}, res.Survivors...)
+			}
+			return res, fmt.Errorf("%w: %s: %s survived SIGKILL", ErrSurvivors, rec.Name, describe(res.Survivors))
+		}
+	}
+	return s.finishStop(ctx, rec, res, tr.monitorAlive)
+}
+
+// runs reports whether id still names a live process.
+func runs(id proc.Identity) bool {
+	_, err := proc.Verify(id)
+	return err == nil
+}
+
+// signalTree sends sig to the leader's group and the leader (when it is
+// alive), and to every member outside that group. It returns the members
+// still to wait for.
+func (s *Supervisor) signalTree(rec *state.ProcessRecord, leader *proc.Handle, members []proc.Info, sig syscall.Signal) []proc.Info {
+	if leader != nil {
+		// The group first (on Windows: the tree, found through the
+		// still-living root), then the verified leader itself.
+		if err := proc.SignalGroup(rec.Process.PID, sig); err != nil && !errors.Is(err, proc.ErrNotFound) {
+			s.logger.Warn("signal group", "name", rec.Name, "pgid", rec.Process.PID, "err", err)
+		}
+		if err := leader.Signal(sig); err != nil && !errors.Is(err, proc.ErrNotFound) {
+			s.logger.Warn("signal leader", "name", rec.Name, "pid", rec.Process.PID, "err", err)
+		}
+	}
+	var left []proc.Info
+	for _, m := range members {
+		if leader != nil && m.PGID == rec.Process.PID && sig != proc.Kill {
+			left = append(left, m) // the group signal reached it
+			continue
+		}
+		h, err := proc.Open(m.Identity)
+		if err != nil {
+			continue // gone, or its PID names another process now
+		}
+		if err := h.Signal(sig); err != nil && !errors.Is(err, proc.ErrNotFound) {
+			s.logger.Warn("signal descendant", "name", rec.Name, "pid", m.PID, "err", err)
+		}
+		h.Close()
+		left = append(left, m)
+	}
+	return left
+}
+
+// waitTreeGone waits until the leader and every member have exited: the
+// leader through its handle (prompt), the members by re-verifying them. A
+// process the tree spawns meanwhile is found by a last rescan, signalled
+// and waited for too. It returns what is left when ctx ends.
+func (s *Supervisor) waitTreeGone(ctx context.Context, rec *state.ProcessRecord, leader *proc.Handle, members []proc.Info, sig syscall.Signal) ([]proc.Info, error) {
+	if leader != nil {
+		if err := leader.Wait(ctx); err != nil {
+			return members, err
+		}
+	}
+	t := time.NewTicker(memberPoll)
+	defer t.Stop()
+	for {
+		members = stillAlive(members)
+		if len(members) == 0 {
+			tr, err := new(scan).treeOf(rec)
+			if err != nil {
+				return nil, err
+			}
+			if len(tr.members) == 0 {
+				return nil, nil
+			}
+			members = s.signalTree(rec, nil, tr.members, sig)
+		}
+		select {
+		case <-ctx.Done():
+			return stillAlive(members), ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// stillAlive keeps the members that still run as recorded.
+func stillAlive(members []proc.Info) []proc.Info {
+	out := members[:0:0]
+	for _, m := range members {
+		if _, err := proc.Verify(m.Identity); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// finishStop waits for the monitor to record the exit and removes the
+// record; the tree is gone when it is called.
+func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, res StopResult, monitorAlive bool) (StopResult, error) {
+	if monitorAlive && rec.Monitor != nil {
+		if monitor, err := proc.Open(*rec.Monitor); err == nil {
+			wctx, cancel := context.WithTimeout(ctx, monitorExitWait)
+			if monitor.Wait(wctx) != nil && !proc.StopSignalsCatchable {
+				// Windows: in a backoff it cannot be told; end it.
+				if err := monitor.Signal(proc.Kill); err != nil {
+					s.logger.Warn("end monitor", "name", rec.Name, "err", err)
+				}
+			}
+			cancel()
+			monitor.Close()
 		}
 	}
 	if exit, _ := s.home.ReadExit(rec.Name); exit == nil || exit.PID != rec.Process.PID {
@@ -195,76 +316,6 @@ func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, r
 		}
 	}
 	return res, s.home.RemoveRecord(rec.Name)
-}
-
-// tellMonitorToStop sends SIGTERM to the record's monitor, if it is still
-// the same process, and returns a handle to wait for it.
-func (s *Supervisor) tellMonitorToStop(rec *state.ProcessRecord) *proc.Handle {
-	if rec.Monitor == nil || rec.Monitor.PID == 0 {
-		return nil
-	}
-	h, err := proc.Open(*rec.Monitor)
-	if err != nil {
-		return nil
-	}
-	if runtime.GOOS == "windows" {
-		return h // terminating it would lose the exit record; it ends with its process
-	}
-	h.Signal(syscall.SIGTERM)
-	return h
-}
-
-// waitGroupGone waits until the leader and every member of its process
-// group have exited: the leader through its handle (prompt), the rest by
-// rescanning the session briefly after.
-func waitGroupGone(ctx context.Context, leader *proc.Handle, pgid int) error {
-	if err := leader.Wait(ctx); err != nil {
-		return err
-	}
-	t := time.NewTicker(2 * time.Millisecond)
-	defer t.Stop()
-	for {
-		members, err := proc.SessionMembers(pgid)
-		if err != nil {
-			return err
-		}
-		inGroup := 0
-		for _, m := range members {
-			if m.PGID == pgid {
-				inGroup++
-			}
-		}
-		if inGroup == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// killAll kills each verified survivor and waits for it.
-func killAll(ctx context.Context, members []proc.Info) error {
-	var handles []*proc.Handle
-	for _, m := range members {
-		h, err := proc.Open(m.Identity)
-		if err != nil {
-			continue // already gone
-		}
-		defer h.Close()
-		h.Signal(proc.Kill)
-		handles = append(handles, h)
-	}
-	kctx, cancel := context.WithTimeout(ctx, killWait)
-	defer cancel()
-	for _, h := range handles {
-		if err := h.Wait(kctx); err != nil {
-			return fmt.Errorf("pid %d survived SIGKILL: %w", h.Identity().PID, err)
-		}
-	}
-	return nil
 }
 
 func describe(ss []SurvivorInfo) string {

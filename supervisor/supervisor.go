@@ -2,12 +2,15 @@ package supervisor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/devkit-go/devkit/supervisor/internal/lockfile"
 	"github.com/devkit-go/devkit/supervisor/internal/state"
@@ -23,7 +26,28 @@ var (
 	ErrSurvivors = errors.New("processes of the session survived")
 	// ErrNoMonitor: Options.MonitorCommand is empty, so nothing can be started.
 	ErrNoMonitor = errors.New("no monitor command configured")
+	// ErrInvalidName: a name that cannot safely name a file (a separator,
+	// "..", an absolute path...). Nothing is read, created or removed for it.
+	ErrInvalidName = state.ErrInvalidName
+	// ErrCorrupt: a state file of the name cannot be read; it is reported
+	// by name and hides nothing else.
+	ErrCorrupt = state.ErrCorrupt
 )
+
+// ValidName reports whether name may name a process: letters, digits,
+// '.', '-' and '_', not starting with '.' or '-'. The YAML, the command
+// line and the records all go through it.
+func ValidName(name string) error { return state.ValidName(name) }
+
+// validNames checks every name before anything touches a file.
+func validNames(names []string) error {
+	for _, n := range names {
+		if err := ValidName(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Options configure a Supervisor. The zero value can inspect and stop
 // processes; starting them needs MonitorCommand.
@@ -36,25 +60,42 @@ type Options struct {
 	MonitorEnv []string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Project names the namespace of this configuration's state; empty
+	// means ProjectKey of the config file's path.
+	Project string
+	// OnLockWait, when set, is told that an operation on name waits for
+	// the lock held by another run (holder is its PID, 0 if unknown).
+	OnLockWait func(name string, holder int)
 }
 
 // Supervisor starts, stops and inspects the processes of one Config, with
 // all state under one home directory. Every method derives what is running
 // from the records on disk and the kernel; a Supervisor holds no registry.
 type Supervisor struct {
-	home   state.Layout
-	cfg    *Config
-	opts   Options
-	logger *slog.Logger
+	home    state.Layout // the project's namespace: <root>/projects/<key>
+	legacy  state.Layout // records of the layout before projects: <root>
+	project string
+	cfg     *Config
+	opts    Options
+	logger  *slog.Logger
 }
 
-// New returns a Supervisor keeping its state under home. cfg may be nil to
-// work from the records alone (status and stop of what was started).
+// New returns a Supervisor keeping its state under home, in the namespace
+// of its project (Options.Project, else ProjectKey of cfg.Path): two
+// projects under one home never see each other's processes. cfg may be
+// nil to work from the records alone (status and stop of what was started).
 func New(home string, cfg *Config, opts Options) (*Supervisor, error) {
 	if cfg == nil {
 		cfg = &Config{Processes: map[string]*Process{}}
 	}
-	layout := state.Layout{Root: home}
+	project := opts.Project
+	if project == "" {
+		project = ProjectKey(cfg.Path)
+	}
+	if err := ValidName(project); err != nil {
+		return nil, fmt.Errorf("supervisor: project: %w", err)
+	}
+	layout := state.Layout{Root: filepath.Join(home, "projects", project)}
 	if err := layout.Init(); err != nil {
 		return nil, err
 	}
@@ -62,7 +103,82 @@ func New(home string, cfg *Config, opts Options) (*Supervisor, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Supervisor{home: layout, cfg: cfg, opts: opts, logger: logger}, nil
+	return &Supervisor{home: layout, legacy: state.Layout{Root: home}, project: project, cfg: cfg, opts: opts, logger: logger}, nil
+}
+
+// ProjectKey derives a project's namespace from its config file: the
+// directory's name (made file-safe) plus 8 hex digits of the SHA-256 of
+// the file's absolute path, e.g. "shop-3f2a9c1d". An empty path gives
+// "default".
+func ProjectKey(configPath string) string {
+	if configPath == "" {
+		return "default"
+	}
+	abs, err := filepath.Abs(configPath)
+	if err != nil {
+		abs = configPath
+	}
+	base := []byte(filepath.Base(filepath.Dir(abs)))
+	for i, c := range base {
+		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			base[i] = '-'
+		}
+	}
+	name := strings.Trim(string(base), "-")
+	if len(name) > 32 {
+		name = name[:32]
+	}
+	sum := sha256.Sum256([]byte(abs))
+	if name == "" {
+		return hex.EncodeToString(sum[:4])
+	}
+	return name + "-" + hex.EncodeToString(sum[:4])
+}
+
+// Project returns the namespace the supervisor works in.
+func (s *Supervisor) Project() string { return s.project }
+
+// legacySupervisor works on the records of the layout before projects,
+// which are still found, reported and stoppable by name.
+func (s *Supervisor) legacySupervisor() *Supervisor {
+	return &Supervisor{home: s.legacy, legacy: s.legacy, project: "", cfg: &Config{Processes: map[string]*Process{}}, opts: s.opts, logger: s.logger}
+}
+
+// LegacyNames lists the processes recorded in the layout before projects
+// that the project does not know.
+func (s *Supervisor) LegacyNames() ([]string, error) {
+	names, _, err := s.legacy.RecordNames()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if !s.knownHere(n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// knownHere reports whether the project (YAML or records) knows name.
+func (s *Supervisor) knownHere(name string) bool {
+	if _, ok := s.cfg.Processes[name]; ok {
+		return true
+	}
+	if r, err := s.home.ReadRecord(name); r != nil || errors.Is(err, ErrCorrupt) {
+		return true
+	}
+	e, err := s.home.ReadExit(name)
+	return e != nil || errors.Is(err, ErrCorrupt)
+}
+
+// isLegacy reports whether name is known only from the old layout.
+func (s *Supervisor) isLegacy(name string) bool {
+	if s.knownHere(name) {
+		return false
+	}
+	r, err := s.legacy.ReadRecord(name)
+	return r != nil || errors.Is(err, ErrCorrupt)
 }
 
 // DefaultHome returns the supervisor's home: $OPS_HOME when set (as the
@@ -91,7 +207,7 @@ func (s *Supervisor) Home() string { return s.home.Root }
 // in dependency order, then recorded names the YAML no longer has.
 func (s *Supervisor) Names() ([]string, error) {
 	names := append([]string(nil), s.cfg.Order...)
-	recorded, err := s.home.RecordNames()
+	recorded, _, err := s.home.RecordNames()
 	if err != nil {
 		return nil, err
 	}
@@ -106,28 +222,39 @@ func (s *Supervisor) Names() ([]string, error) {
 // checkKnown returns ErrUnknownProcess for a name that is neither
 // configured nor recorded.
 func (s *Supervisor) checkKnown(name string) error {
-	if _, ok := s.cfg.Processes[name]; ok {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	// A record that exists, even a corrupt one, makes the name known.
+	if s.knownHere(name) || s.isLegacy(name) {
 		return nil
-	}
-	if r, err := s.home.ReadRecord(name); err != nil || r != nil {
-		return err
-	}
-	if e, err := s.home.ReadExit(name); err != nil || e != nil {
-		return err
 	}
 	return fmt.Errorf("%w %q", ErrUnknownProcess, name)
 }
 
 // lock takes the per-name lock that serialises CLI runs on one process.
 func (s *Supervisor) lock(ctx context.Context, name string) (*lockfile.Lock, error) {
-	return lockfile.Acquire(ctx, s.home.LockPath(name))
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	var onWait func(int)
+	if s.opts.OnLockWait != nil {
+		onWait = func(holder int) { s.opts.OnLockWait(name, holder) }
+	}
+	return lockfile.Acquire(ctx, s.home.LockPath(name), onWait)
 }
 
 // LogPath returns the log file of name: the recorded one while it runs,
 // else the configured one, else the default under the home.
 func (s *Supervisor) LogPath(name string) (string, error) {
+	if err := ValidName(name); err != nil {
+		return "", err
+	}
 	if err := s.checkKnown(name); err != nil {
 		return "", err
+	}
+	if s.isLegacy(name) {
+		return s.legacySupervisor().LogPath(name)
 	}
 	if r, err := s.home.ReadRecord(name); err == nil && r != nil && r.LogFile != "" {
 		return r.LogFile, nil

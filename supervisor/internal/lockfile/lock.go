@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -21,8 +23,11 @@ const retryInterval = 10 * time.Millisecond
 // the holder exits, so a crashed CLI never leaves a lock behind.
 type Lock struct{ f *os.File }
 
-// Acquire waits until it holds the lock at path or ctx ends.
-func Acquire(ctx context.Context, path string) (*Lock, error) {
+// Acquire waits until it holds the lock at path or ctx ends. The holder's
+// PID is written into the file, so that a run that has to wait can say for
+// whom: onWait, when not nil, is called once, on the first failed attempt,
+// with the holder's PID (0 when it cannot be read).
+func Acquire(ctx context.Context, path string, onWait func(holder int)) (*Lock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -32,11 +37,16 @@ func Acquire(ctx context.Context, path string) (*Lock, error) {
 	for {
 		err := tryLock(f)
 		if err == nil {
+			writeHolder(f)
 			return &Lock{f: f}, nil
 		}
 		if !errors.Is(err, errWouldBlock) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if onWait != nil {
+			onWait(Holder(path))
+			onWait = nil
 		}
 		select {
 		case <-ctx.Done():
@@ -60,7 +70,31 @@ func TryAcquire(path string) (l *Lock, ok bool, err error) {
 		}
 		return nil, false, fmt.Errorf("lock %s: %w", path, err)
 	}
+	writeHolder(f)
 	return &Lock{f: f}, true, nil
+}
+
+// writeHolder records our PID in the lock file. It is informational only
+// (the lock is the kernel's), so a failure to write it is ignored: the
+// waiter then reports an unknown holder.
+func writeHolder(f *os.File) {
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+}
+
+// Holder returns the PID written by the current (or last) holder of the
+// lock at path, or 0 when none can be read.
+func Holder(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 0
+	}
+	return pid
 }
 
 // Release gives the lock up.

@@ -3,6 +3,7 @@ package lockfile
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 
 func TestLock_ExcludesUntilReleased(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.lock")
-	l, err := Acquire(context.Background(), path)
+	l, err := Acquire(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,8 +20,12 @@ func TestLock_ExcludesUntilReleased(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := Acquire(ctx, path); !errors.Is(err, context.DeadlineExceeded) {
+	var holders []int
+	if _, err := Acquire(ctx, path, func(pid int) { holders = append(holders, pid) }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire while held: %v", err)
+	}
+	if len(holders) != 1 || holders[0] != os.Getpid() {
+		t.Fatalf("onWait saw holders %v, want exactly [%d]", holders, os.Getpid())
 	}
 	l.Release()
 	l2, ok, err := TryAcquire(path)

@@ -3,6 +3,7 @@ package logfile
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,9 +16,15 @@ import (
 func TestRotateIfOver_ShiftsBackupsAndDropsTheOldest(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app.log")
+	ledger := Ledger{Path: filepath.Join(dir, ".ledger")}
 	for round := 1; round <= 4; round++ {
-		os.WriteFile(path, []byte(strings.Repeat(fmt.Sprint(round), 20)), 0o600)
-		rotated, err := RotateIfOver(path, 10, 2)
+		f, err := OpenAppend(path, ledger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(strings.Repeat(fmt.Sprint(round), 20))
+		f.Close()
+		rotated, err := RotateIfOver(path, 10, 2, ledger)
 		if err != nil || !rotated {
 			t.Fatalf("round %d: rotated=%v err=%v", round, rotated, err)
 		}
@@ -34,9 +41,38 @@ func TestRotateIfOver_ShiftsBackupsAndDropsTheOldest(t *testing.T) {
 	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
 		t.Error("more backups kept than configured")
 	}
-	os.WriteFile(path, []byte("small"), 0o600)
-	if rotated, _ := RotateIfOver(path, 10, 2); rotated {
+	f, _ := OpenAppend(path, ledger)
+	f.WriteString("small")
+	f.Close()
+	if rotated, _ := RotateIfOver(path, 10, 2, ledger); rotated {
 		t.Error("rotated a file under the limit")
+	}
+}
+
+func TestRotateIfOver_NeverTouchesAFileItDidNotCreate(t *testing.T) {
+	dir := t.TempDir()
+	ledger := Ledger{Path: filepath.Join(dir, ".ledger")}
+	db := filepath.Join(dir, "app.db")
+	os.WriteFile(db, []byte(strings.Repeat("precious", 100)), 0o600)
+	for _, backups := range []int{0, 2} {
+		if _, err := RotateIfOver(db, 10, backups, ledger); !errors.Is(err, ErrNotOurs) {
+			t.Fatalf("rotate a foreign file (backups %d): %v, want ErrNotOurs", backups, err)
+		}
+	}
+	// Nor a foreign file in the place of a backup.
+	log := filepath.Join(dir, "app.log")
+	f, _ := OpenAppend(log, ledger)
+	f.WriteString(strings.Repeat("x", 20))
+	f.Close()
+	os.WriteFile(log+".1", []byte("someone else's"), 0o600)
+	if _, err := RotateIfOver(log, 10, 2, ledger); !errors.Is(err, ErrNotOurs) {
+		t.Fatalf("rotate over a foreign backup: %v, want ErrNotOurs", err)
+	}
+	if data, _ := os.ReadFile(db); len(data) != 800 {
+		t.Fatal("the foreign file changed")
+	}
+	if data, _ := os.ReadFile(log + ".1"); string(data) != "someone else's" {
+		t.Fatal("the foreign backup changed")
 	}
 }
 

@@ -12,8 +12,10 @@ import (
 
 // RotateIfOver rotates path when it is larger than maxSize bytes, keeping
 // at most backups old files (path.1 is the newest). maxSize <= 0 disables
-// rotation; backups == 0 truncates instead of keeping a copy.
-func RotateIfOver(path string, maxSize int64, backups int) (rotated bool, err error) {
+// rotation; backups == 0 truncates instead of keeping a copy. Every file
+// it would rename, truncate or remove must be in the ledger; otherwise it
+// fails with ErrNotOurs and touches nothing.
+func RotateIfOver(path string, maxSize int64, backups int, ledger Ledger) (rotated bool, err error) {
 	if maxSize <= 0 {
 		return false, nil
 	}
@@ -27,17 +29,14 @@ func RotateIfOver(path string, maxSize int64, backups int) (rotated bool, err er
 	if fi.Size() <= maxSize {
 		return false, nil
 	}
+	if err := mustOwnAll(path, backups, ledger); err != nil {
+		return false, err
+	}
 	if backups == 0 {
 		return true, os.Truncate(path, 0)
 	}
-	if err := os.Remove(fmt.Sprintf("%s.%d", path, backups)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("rotate %s: %w", path, err)
-	}
-	for i := backups - 1; i >= 1; i-- {
-		err := os.Rename(fmt.Sprintf("%s.%d", path, i), fmt.Sprintf("%s.%d", path, i+1))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, fmt.Errorf("rotate %s: %w", path, err)
-		}
+	if err := shift(path, backups); err != nil {
+		return false, err
 	}
 	if err := os.Rename(path, path+".1"); err != nil {
 		return false, fmt.Errorf("rotate %s: %w", path, err)

@@ -51,3 +51,38 @@ func tailOf(f *os.File, n int) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// tailSinceCap bounds how much TailSince reads.
+const tailSinceCap = 256 << 10
+
+// TailSince returns the last n lines written at or after offset: what one
+// run of a process wrote, without the lines of earlier runs. A file now
+// shorter than offset (rotated or truncated since) is read from its start.
+func TailSince(path string, offset int64, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() < offset {
+		offset = 0
+	}
+	start := max(offset, fi.Size()-tailSinceCap)
+	buf := make([]byte, fi.Size()-start)
+	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+		return nil, err
+	}
+	trimmed := bytes.TrimSuffix(buf, []byte("\n"))
+	for i, count := len(trimmed)-1, 0; i >= 0; i-- {
+		if trimmed[i] == '\n' {
+			if count++; count == n {
+				return buf[i+1:], nil
+			}
+		}
+	}
+	return buf, nil
+}

@@ -2,7 +2,6 @@ package proc
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -21,7 +20,7 @@ func SignalGroup(pgid int, sig syscall.Signal) error {
 	}
 	for _, pid := range descendants(pgid) {
 		child, err := Lookup(pid)
-		if err != nil || !startedAfter(child, root) {
+		if err != nil || !StartedNotBefore(child.Identity, root.Identity) {
 			continue
 		}
 		if h, err := Open(child.Identity); err == nil {
@@ -35,14 +34,6 @@ func SignalGroup(pgid int, sig syscall.Signal) error {
 	}
 	defer h.Close()
 	return h.Signal(sig)
-}
-
-// startedAfter reports whether a was created no earlier than b: a process
-// whose parent PID points at b but that predates b is not b's child.
-func startedAfter(a, b Info) bool {
-	at, aerr := strconv.ParseInt(a.StartTime, 10, 64)
-	bt, berr := strconv.ParseInt(b.StartTime, 10, 64)
-	return aerr == nil && berr == nil && at >= bt
 }
 
 // descendants returns every process below root in the parent tree.

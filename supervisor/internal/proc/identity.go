@@ -1,6 +1,11 @@
 package proc
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"syscall"
+)
 
 // ErrNotFound reports that no live process has the PID (zombies count as gone).
 var ErrNotFound = errors.New("no such process")
@@ -26,6 +31,7 @@ func (id Identity) Same(other Identity) bool {
 // Info is what the kernel tells about a live process.
 type Info struct {
 	Identity
+	PPID    int    // parent
 	PGID    int    // process group
 	Session int    // session id
 	Comm    string // short command name
@@ -46,4 +52,39 @@ func Verify(want Identity) (Info, error) {
 		return info, ErrIdentityMismatch
 	}
 	return info, nil
+}
+
+// StartedNotBefore reports whether a was started no earlier than b. Start
+// times are integers (clock ticks since boot on Linux, 100 ns units on
+// Windows) or "seconds.micros" with unpadded micros (macOS), so each part is
+// compared as an integer. When either cannot be read the answer is false:
+// descent is then not provable.
+func StartedNotBefore(a, b Identity) bool {
+	as, af, aok := startParts(a.StartTime)
+	bs, bf, bok := startParts(b.StartTime)
+	if !aok || !bok {
+		return false
+	}
+	return as > bs || (as == bs && af >= bf)
+}
+
+func startParts(s string) (whole, frac int64, ok bool) {
+	w, f, hasFrac := strings.Cut(s, ".")
+	whole, err := strconv.ParseInt(w, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	if hasFrac {
+		if frac, err = strconv.ParseInt(f, 10, 64); err != nil {
+			return 0, 0, false
+		}
+	}
+	return whole, frac, true
+}
+
+// ExitStatus is how a child ended: its exit code, or the signal that
+// killed it (Code is then -1).
+type ExitStatus struct {
+	Code   int
+	Signal syscall.Signal
 }

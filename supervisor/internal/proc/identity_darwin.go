@@ -25,6 +25,7 @@ func Lookup(pid int) (Info, error) {
 	sid, _ := unix.Getsid(pid)
 	return Info{
 		Identity: Identity{PID: pid, StartTime: strconv.FormatInt(int64(start.Sec), 10) + "." + strconv.FormatInt(int64(start.Usec), 10)},
+		PPID:     int(kp.Eproc.Ppid),
 		PGID:     int(kp.Eproc.Pgid),
 		Session:  sid,
 		Comm:     unix.ByteSliceToString(kp.Proc.P_comm[:]),

@@ -47,10 +47,12 @@ func parseStat(pid int, data []byte) (Info, string, error) {
 	if len(fields) < 20 {
 		return Info{}, "", fmt.Errorf("proc: short stat for %d", pid)
 	}
+	ppid, _ := strconv.Atoi(fields[1])
 	pgid, _ := strconv.Atoi(fields[2])
 	sid, _ := strconv.Atoi(fields[3])
 	return Info{
 		Identity: Identity{PID: pid, StartTime: fields[19]},
+		PPID:     ppid,
 		PGID:     pgid,
 		Session:  sid,
 		Comm:     string(data[open+1 : closing]),

@@ -11,3 +11,7 @@ import (
 func DetachedAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS}
 }
+
+// StopSignalsCatchable reports whether a process can catch (and ignore) a
+// stop signal; where it cannot, every stop is a termination.
+const StopSignalsCatchable = false

@@ -4,9 +4,11 @@
 package ready
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -92,14 +94,24 @@ func (p Exec) Check(ctx context.Context) error {
 }
 
 // Log is ready when a line written to Path after Offset matches Pattern.
+// Each Check reads only what was appended since the previous one (plus the
+// unfinished last line), so waiting on a large, busy log costs what is
+// written, not what is there.
 type Log struct {
 	Path    string
 	Offset  int64
 	Pattern *regexp.Regexp
+
+	pos     int64  // where the next Check reads from; 0 until the first
+	started bool   // pos is valid
+	carry   []byte // the unfinished line at pos
 }
 
-// Check reads what was appended since Offset.
-func (p Log) Check(ctx context.Context) error {
+// maxCarry bounds the unfinished line kept between checks.
+const maxCarry = 64 << 10
+
+// Check reads what was appended since the last check.
+func (p *Log) Check(ctx context.Context) error {
 	f, err := os.Open(p.Path)
 	if err != nil {
 		return err
@@ -109,17 +121,31 @@ func (p Log) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	start := p.Offset
-	if fi.Size() < start { // rotated or truncated since
-		start = 0
+	if !p.started {
+		p.pos, p.started = p.Offset, true
 	}
-	data := make([]byte, fi.Size()-start)
-	if _, err := f.ReadAt(data, start); err != nil {
+	if fi.Size() < p.pos { // rotated or truncated since
+		p.pos, p.carry = 0, nil
+	}
+	data := make([]byte, len(p.carry), len(p.carry)+int(fi.Size()-p.pos))
+	copy(data, p.carry)
+	data = data[:cap(data)]
+	n, err := f.ReadAt(data[len(p.carry):], p.pos)
+	if err != nil && err != io.EOF {
 		return err
 	}
+	data = data[:len(p.carry)+n]
+	p.pos += int64(n)
 	if p.Pattern.Match(data) {
 		return nil
 	}
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[i+1:]
+	}
+	if len(data) > maxCarry {
+		data = data[len(data)-maxCarry:]
+	}
+	p.carry = append(p.carry[:0], data...)
 	return fmt.Errorf("no log line matches %q yet", p.Pattern.String())
 }
 
@@ -139,9 +165,14 @@ func Wait(parent context.Context, probe Probe, interval, timeout time.Duration, 
 		if err := alive(); err != nil {
 			return err
 		}
-		last = probe.Check(ctx)
-		if last == nil {
+		err := probe.Check(ctx)
+		if err == nil {
 			return nil
+		}
+		// An attempt cut short by the overall deadline says nothing new:
+		// keep the last real answer (such as "answered 503").
+		if last == nil || ctx.Err() == nil {
+			last = err
 		}
 		select {
 		case <-ctx.Done():

@@ -1,6 +1,7 @@
 package ready
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +49,7 @@ func TestLog_OnlyLinesAfterTheOffsetCount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.log")
 	os.WriteFile(path, []byte("listening (previous run)\n"), 0o600)
 	fi, _ := os.Stat(path)
-	p := Log{Path: path, Offset: fi.Size(), Pattern: regexp.MustCompile("(?m)^listening")}
+	p := &Log{Path: path, Offset: fi.Size(), Pattern: regexp.MustCompile("(?m)^listening")}
 	if p.Check(context.Background()) == nil {
 		t.Fatal("a line from before the start counted")
 	}
@@ -56,6 +58,49 @@ func TestLog_OnlyLinesAfterTheOffsetCount(t *testing.T) {
 	f.Close()
 	if err := p.Check(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLog_EachCheckReadsOnlyTheNewBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "busy.log")
+	f, _ := os.Create(path)
+	defer f.Close()
+	f.Write(bytes.Repeat([]byte("noise noise noise noise noise noise noise\n"), 200_000)) // ~8 MB since the start
+	p := &Log{Path: path, Pattern: regexp.MustCompile("(?m)^ready$")}
+	if p.Check(context.Background()) == nil {
+		t.Fatal("matched noise")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range 20 {
+		f.WriteString("more noise\npartial ")
+		if i == 19 {
+			f.WriteString("\nready\n")
+		}
+		err := p.Check(context.Background())
+		if (err == nil) != (i == 19) {
+			t.Fatalf("check %d: %v", i, err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	// Rescanning would allocate the whole log on every check (160 MB).
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
+		t.Fatalf("20 checks of a few new bytes allocated %d bytes: the log is rescanned", alloc)
+	}
+}
+
+func TestLog_LineSplitAcrossChecksStillMatches(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.log")
+	f, _ := os.Create(path)
+	defer f.Close()
+	p := &Log{Path: path, Pattern: regexp.MustCompile("(?m)^listening on")}
+	f.WriteString("boot\nlisten")
+	if p.Check(context.Background()) == nil {
+		t.Fatal("matched half a line")
+	}
+	f.WriteString("ing on :80\n")
+	if err := p.Check(context.Background()); err != nil {
+		t.Fatalf("a line split across checks: %v", err)
 	}
 }
 

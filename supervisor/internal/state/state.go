@@ -24,6 +24,29 @@ import (
 // RecordVersion is the version of the record files' format.
 const RecordVersion = 1
 
+// ErrInvalidName reports a process name that could not safely name a file:
+// empty, starting with '.' or '-', or holding anything but letters,
+// digits, '.', '-' and '_' (so no separator, no "..", nothing absolute).
+var ErrInvalidName = errors.New("invalid process name")
+
+// ErrCorrupt reports a state file that cannot be decoded or does not
+// describe the name it is filed under.
+var ErrCorrupt = errors.New("corrupt state file")
+
+// ValidName accepts names usable as file names on every platform; every
+// path built from a name goes through it first.
+func ValidName(name string) error {
+	if name == "" || name[0] == '.' || name[0] == '-' {
+		return fmt.Errorf("%w %q", ErrInvalidName, name)
+	}
+	for _, r := range name {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return fmt.Errorf("%w %q: use letters, digits, '.', '-' and '_'", ErrInvalidName, name)
+		}
+	}
+	return nil
+}
+
 // Layout locates the supervisor's files under its home directory.
 type Layout struct{ Root string }
 
@@ -59,6 +82,9 @@ func (l Layout) StopMarkerPath(name string) string {
 
 // WriteStopMarker records that stop is ending the process pid of name.
 func (l Layout) WriteStopMarker(name string, pid int) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
 	return atomicfile.Write(l.StopMarkerPath(name), []byte(strconv.Itoa(pid)+"\n"), 0o600)
 }
 
@@ -69,7 +95,18 @@ func (l Layout) StopRequested(name string, pid int) bool {
 }
 
 // RemoveStopMarker clears the stop marker of name.
-func (l Layout) RemoveStopMarker(name string) error { return removeIfExists(l.StopMarkerPath(name)) }
+func (l Layout) RemoveStopMarker(name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return removeIfExists(l.StopMarkerPath(name))
+}
+
+// LogLedgerPath is where the files created for name's log are listed
+// (rotation touches only those).
+func (l Layout) LogLedgerPath(name string) string {
+	return filepath.Join(l.Root, "logs", "."+name+".owned.json")
+}
 
 // DefaultLogPath is the log file of name when the YAML names none.
 func (l Layout) DefaultLogPath(name string) string {
@@ -89,7 +126,16 @@ type ProcessRecord struct {
 	StopSignal  string         `json:"stop_signal"`
 	StopTimeout time.Duration  `json:"stop_timeout"`
 	Restarts    int            `json:"restarts"`
+	// Token is set in the process's environment (TokenEnv) and inherited
+	// by its descendants: a process that left the session and lost its
+	// parent is still recognised as ours by it.
+	Token string `json:"token,omitempty"`
+	// Project is the namespace the record belongs to.
+	Project string `json:"project,omitempty"`
 }
+
+// TokenEnv is the environment variable carrying a record's Token.
+const TokenEnv = "DEVKIT_SUP_TOKEN"
 
 // ExitRecord is how a process last ended, written by its monitor.
 type ExitRecord struct {
@@ -105,24 +151,38 @@ type ExitRecord struct {
 
 // ReadRecord returns the record of name, or nil when there is none.
 func (l Layout) ReadRecord(name string) (*ProcessRecord, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
 	var r ProcessRecord
 	if err := atomicfile.ReadJSON(l.RecordPath(name), &r); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if r.Name != name {
+		return nil, fmt.Errorf("%w: %s names process %q", ErrCorrupt, l.RecordPath(name), r.Name)
 	}
 	return &r, nil
 }
 
 // WriteRecord stores r atomically.
 func (l Layout) WriteRecord(r *ProcessRecord) error {
+	if err := ValidName(r.Name); err != nil {
+		return err
+	}
 	r.Version = RecordVersion
 	return atomicfile.WriteJSON(l.RecordPath(r.Name), r)
 }
 
 // RemoveRecord deletes the record of name; a missing record is fine.
-func (l Layout) RemoveRecord(name string) error { return removeIfExists(l.RecordPath(name)) }
+func (l Layout) RemoveRecord(name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return removeIfExists(l.RecordPath(name))
+}
 
 // RemoveRecordIf deletes the record of name only if it still describes
 // the process id, so a newer record written meanwhile survives.
@@ -134,45 +194,69 @@ func (l Layout) RemoveRecordIf(name string, id proc.Identity) error {
 	return l.RemoveRecord(name)
 }
 
-// RecordNames lists the names that have a process record, sorted.
-func (l Layout) RecordNames() ([]string, error) {
+// RecordNames lists the names that have a process record, sorted. A file
+// under pids/ whose name is not a valid process name is listed in bad (by
+// file name), never used to build a path.
+func (l Layout) RecordNames() (names, bad []string, err error) {
 	entries, err := os.ReadDir(filepath.Join(l.Root, "pids"))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	var names []string
 	for _, e := range entries {
-		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok && !strings.HasPrefix(name, ".") {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		switch {
+		case !ok || strings.HasPrefix(e.Name(), "."):
+			continue // temporary files of atomic writes, and strays
+		case ValidName(name) != nil:
+			bad = append(bad, e.Name())
+		default:
 			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
-	return names, nil
+	slices.Sort(bad)
+	return names, bad, nil
 }
 
 // ReadExit returns the last exit of name, or nil.
 func (l Layout) ReadExit(name string) (*ExitRecord, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
 	var r ExitRecord
 	if err := atomicfile.ReadJSON(l.ExitPath(name), &r); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return &r, nil
 }
 
 // WriteExit stores r atomically.
-func (l Layout) WriteExit(r *ExitRecord) error { return atomicfile.WriteJSON(l.ExitPath(r.Name), r) }
+func (l Layout) WriteExit(r *ExitRecord) error {
+	if err := ValidName(r.Name); err != nil {
+		return err
+	}
+	return atomicfile.WriteJSON(l.ExitPath(r.Name), r)
+}
 
 // RemoveExit forgets the last exit of name.
-func (l Layout) RemoveExit(name string) error { return removeIfExists(l.ExitPath(name)) }
+func (l Layout) RemoveExit(name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return removeIfExists(l.ExitPath(name))
+}
 
 // ReadApplied returns the digest last applied for name, or "".
 func (l Layout) ReadApplied(name string) (string, error) {
+	if err := ValidName(name); err != nil {
+		return "", err
+	}
 	data, err := os.ReadFile(l.AppliedPath(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -182,11 +266,19 @@ func (l Layout) ReadApplied(name string) (string, error) {
 
 // WriteApplied records digest as applied for name.
 func (l Layout) WriteApplied(name, digest string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
 	return atomicfile.Write(l.AppliedPath(name), []byte(digest+"\n"), 0o600)
 }
 
 // RemoveApplied forgets the applied digest of name.
-func (l Layout) RemoveApplied(name string) error { return removeIfExists(l.AppliedPath(name)) }
+func (l Layout) RemoveApplied(name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return removeIfExists(l.AppliedPath(name))
+}
 
 func removeIfExists(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -24,7 +24,7 @@ func TestRemoveRecordIf_KeepsANewerRecord(t *testing.T) {
 	if r, _ := l.ReadRecord("a"); r != nil {
 		t.Fatal("matching record not removed")
 	}
-	if names, _ := l.RecordNames(); len(names) != 0 {
+	if names, _, _ := l.RecordNames(); len(names) != 0 {
 		t.Fatalf("names = %v", names)
 	}
 }

@@ -46,6 +46,9 @@ rotation, until interrupted (SIGINT or SIGTERM end it cleanly, exit 0).`,
 }
 
 func runLogs(ctx context.Context, opts *LogsOptions) error {
+	if err := checkNames([]string{opts.Name}); err != nil {
+		return err
+	}
 	if opts.Lines < 0 {
 		return cmdutil.UsageErrorf("--lines must not be negative")
 	}

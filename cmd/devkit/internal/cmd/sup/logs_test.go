@@ -42,8 +42,10 @@ processes:
 	e.must(0, "start", "ticker")
 	var out lockedBuffer
 	opts := &LogsOptions{
-		IO:     &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out},
-		Sup:    func(need bool) (*supervisor.Supervisor, error) { return newSupervisor(e.config(), need) },
+		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out},
+		Sup: func(need bool) (*supervisor.Supervisor, error) {
+			return newSupervisor(cmdutil.System(), e.config(), "", need)
+		},
 		Name:   "ticker",
 		Lines:  1,
 		Follow: true,

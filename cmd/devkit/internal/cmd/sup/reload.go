@@ -43,6 +43,10 @@ processes and every recorded one:
   unchanged                          -> none
   changed and running                -> restart
   changed and stopped                -> record (the new digest; nothing starts)
+  added (never applied)              -> start   (printed "start  added")
+
+A running dependent that declares restart_with_dependencies: true restarts
+when one of its dependencies restarts. Reload acts on the current project only.
 
 --dry-run prints exactly the steps a real run would take, and changes nothing.`,
 		Args: cmdutil.NoArgs,

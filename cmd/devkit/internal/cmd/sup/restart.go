@@ -43,6 +43,9 @@ func newRestartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 }
 
 func runRestart(ctx context.Context, opts *RestartOptions) error {
+	if err := checkNames(opts.Names); err != nil {
+		return err
+	}
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err

@@ -54,10 +54,14 @@ func newStartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
   devkit sup start api            # starts db first if api depends on it
   devkit sup -c stack/ops.yaml start worker --json`,
 		Short: "Start processes (and what they depend on), waiting until they are ready",
-		Long: `Start the named processes, or all of them, in depends_on order. Each runs in
-its own session with its output appended to its log file. A start waits for
-the process's ready probe (or, without one, checks it is still alive after a
-short grace); a failed start exits 1 and prints the end of the process's log.
+		Long: `Start the named processes, or all of them, in depends_on order: independent
+processes start and wait for readiness concurrently, each waits only for what
+it depends on. Each runs in its own session with its output appended to its
+log file. A start waits for the process's ready probe (or, without one,
+checks it is still alive after a short grace); a oneshot (oneshot: true) is
+waited for until it exits, and counts only with exit 0 ("completed"). A
+failed start exits 1 and prints the end of the process's log (only this
+run's lines); its dependents are not started, independent processes are.
 Starting a named process that already runs is refused (exit 1); with --all,
 running processes are left alone.`,
 		ValidArgsFunction: completeNames(sup),
@@ -74,6 +78,9 @@ running processes are left alone.`,
 }
 
 func runStart(ctx context.Context, opts *StartOptions) error {
+	if err := checkNames(opts.Names); err != nil {
+		return err
+	}
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err
@@ -117,6 +124,10 @@ func printStarted(io *cmdutil.IOStreams, r supervisor.StartResult) {
 		fmt.Fprintf(io.Out, "%s: already running (pid %d)\n", r.Name, r.PID)
 		return
 	}
+	if r.Completed {
+		fmt.Fprintf(io.Out, "%s: completed (pid %d, after %.1fs)\n", r.Name, r.PID, r.ReadySeconds)
+		return
+	}
 	fmt.Fprintf(io.Out, "%s: started (pid %d, ready after %.1fs)\n", r.Name, r.PID, r.ReadySeconds)
 }
 
@@ -128,9 +139,15 @@ func reportStartFailure(io *cmdutil.IOStreams, err error, jsonOut bool) (exit er
 	if !errors.As(err, &se) {
 		return nil, false
 	}
-	fmt.Fprintf(io.ErrOut, "devkit: %v\n", se)
-	if !jsonOut {
-		printLogTail(io, se)
+	failures := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		failures = joined.Unwrap()
+	}
+	for _, f := range failures {
+		fmt.Fprintf(io.ErrOut, "devkit: %v\n", f)
+		if errors.As(f, &se) && !jsonOut && !errors.Is(f, supervisor.ErrDependency) {
+			printLogTail(io, se)
+		}
 	}
 	return cmdutil.SilentExit(cmdutil.ExitFailure), true
 }

@@ -29,9 +29,11 @@ func newStatusCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
   devkit sup status --json | jq '.processes[] | {name, state}'`,
 		Short: "Show processes: state, PID, uptime, drift from the YAML, log file",
 		Long: `Show each process (or the named ones): its state (running, stopped,
-exited with code and time, restarting, stale, orphaned), PID, uptime, restart
-count, whether the running spec differs from the YAML (drift) and its log.
-Exit 0 when every process asked about runs, 3 when some do not.
+exited with code and time, restarting, stale, orphaned, unsupervised — it
+runs but its monitor is gone —, corrupt — its record cannot be read), PID,
+uptime, restart count, live descendants, whether the running spec differs
+from the YAML (drift) and its log.
+Exit 0 when every process asked about runs supervised, 3 otherwise.
 --json prints the versioned document described in docs/supervisor.md
 (schema "` + supervisor.StatusSchema + `").`,
 		ValidArgsFunction: completeNames(sup),
@@ -45,6 +47,9 @@ Exit 0 when every process asked about runs, 3 when some do not.
 }
 
 func runStatus(ctx context.Context, opts *StatusOptions) error {
+	if err := checkNames(opts.Names); err != nil {
+		return err
+	}
 	sup, err := opts.Sup(false)
 	if err != nil {
 		return err
@@ -54,10 +59,11 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		return exitFor(err)
 	}
 	if opts.JSON {
-		if err := cmdutil.WriteJSON(opts.IO.Out, supervisor.StatusReport{Schema: supervisor.StatusSchema, Processes: sts}); err != nil {
+		if err := cmdutil.WriteJSON(opts.IO.Out, supervisor.StatusReport{Schema: supervisor.StatusSchema, Project: sup.Project(), Processes: sts}); err != nil {
 			return err
 		}
 	} else {
+		fmt.Fprintf(opts.IO.Out, "project %s\n", sup.Project())
 		writeStatusTable(opts, sts)
 	}
 	if !supervisor.AllRunning(sts) {
@@ -72,13 +78,13 @@ func writeStatusTable(opts *StatusOptions, sts []supervisor.ProcessStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tPID\tUPTIME\tRESTARTS\tDRIFT\tLOG")
+	fmt.Fprintln(tw, "NAME\tSTATE\tPID\tUPTIME\tRESTARTS\tDESCENDANTS\tDRIFT\tLOG")
 	for _, st := range sts {
 		pid, uptime, drift := "-", "-", "-"
 		if st.PID != 0 {
 			pid = fmt.Sprint(st.PID)
 		}
-		if st.State == supervisor.StateRunning {
+		if st.State == supervisor.StateRunning || st.State == supervisor.StateUnsupervised {
 			uptime = (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second).String()
 		}
 		if st.Drift {
@@ -87,7 +93,7 @@ func writeStatusTable(opts *StatusOptions, sts []supervisor.ProcessStatus) {
 				drift = "removed"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", st.Name, describeState(st), pid, uptime, st.Restarts, drift, st.LogFile)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, describeState(st), pid, uptime, st.Restarts, st.Descendants, drift, st.LogFile)
 	}
 	tw.Flush()
 	for _, st := range sts {

@@ -2,7 +2,6 @@ package sup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -39,11 +38,16 @@ func newStopCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
   devkit sup stop api --force     # kill what ignores the stop signal, and session survivors`,
 		Short: "Stop processes, dependents first",
 		Long: `Stop the named processes, or all of them, in reverse depends_on order. The
-stop signal goes to the whole process group; after the timeout (stop_timeout,
-or --timeout) a process still running makes stop fail (exit 1) unless --force
-kills it. Processes of the same session that survive are reported and,
-with --force, killed. A record whose PID now names another process is
-removed without signalling anything.`,
+stop signal goes to the whole process group and to every descendant that
+left it (daemons that double-forked or called setsid are tracked). After the
+timeout (stop_timeout, or --timeout) anything still running makes stop fail
+with outcome "timeout" and exit 1 — the process stays supervised, a later
+crash is still restarted — unless --force kills it; whatever survives even
+that is named with its PID and command (exit 1). A record whose PID now
+names another process is removed without signalling anything. With --all,
+stop goes on past failures (a corrupt record is reported by name) and exits
+1 if any. A stop that has to wait for a start of the same name says so, with
+the PID holding the lock.`,
 		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Names = args
@@ -58,6 +62,9 @@ removed without signalling anything.`,
 }
 
 func runStop(ctx context.Context, opts *StopOptions) error {
+	if err := checkNames(opts.Names); err != nil {
+		return err
+	}
 	sup, err := opts.Sup(false)
 	if err != nil {
 		return err
@@ -90,17 +97,14 @@ func runStop(ctx context.Context, opts *StopOptions) error {
 			fmt.Fprintf(opts.IO.Out, "%s: stale record (pid %d is another process now); removed, nothing signalled\n", r.Name, r.PID)
 		case supervisor.StopNotRunning:
 			fmt.Fprintf(opts.IO.Out, "%s: not running\n", r.Name)
+		case supervisor.StopTimeout:
+			fmt.Fprintf(opts.IO.Out, "%s: timeout (pid %d still running, still supervised)\n", r.Name, r.PID)
+		case supervisor.StopFailed:
+			fmt.Fprintf(opts.IO.Out, "%s: failed\n", r.Name)
 		}
 		for _, s := range r.Survivors {
-			verb := "survived"
-			if err == nil {
-				verb = "killed"
-			}
-			fmt.Fprintf(opts.IO.ErrOut, "%s: session member pid %d (%s) %s\n", r.Name, s.PID, s.Comm, verb)
+			fmt.Fprintf(opts.IO.ErrOut, "%s: pid %d (%s) survived\n", r.Name, s.PID, s.Comm)
 		}
 	}
-	if errors.Is(err, supervisor.ErrStopTimeout) || errors.Is(err, supervisor.ErrSurvivors) {
-		return err
-	}
-	return exitFor(err)
+	return exitFor(err) // every failure is in the results; exit 1
 }

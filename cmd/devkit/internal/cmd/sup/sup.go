@@ -18,6 +18,9 @@ import (
 // configEnv names the environment variable holding the default config path.
 const configEnv = "DEVKIT_SUP_CONFIG"
 
+// projectEnv names the environment variable overriding the project key.
+const projectEnv = "DEVKIT_SUP_PROJECT"
+
 // defaultConfig is the config path when neither -c nor DEVKIT_SUP_CONFIG is given.
 const defaultConfig = "ops.yaml"
 
@@ -28,18 +31,24 @@ type Factory func(needConfig bool) (*supervisor.Supervisor, error)
 
 // NewCmd returns the `sup` noun with all its verbs.
 func NewCmd(ios *cmdutil.IOStreams) *cobra.Command {
-	var configPath string
+	var configPath, project string
 	cmd := &cobra.Command{
 		Use:   "sup",
 		Short: "Run a stack of local processes from YAML, without a daemon",
 		Long: `devkit sup starts, stops, inspects and reloads the processes declared in a
 YAML file (default ./ops.yaml, or $DEVKIT_SUP_CONFIG, or -c). There is no
 daemon: every run derives what is running from records under the home
-($OPS_HOME, else $DEVKIT_HOME/sup, else ~/.devkit/sup) and the kernel.`,
+($OPS_HOME, else $DEVKIT_HOME/sup, else ~/.devkit/sup) and the kernel.
+
+Each config file is its own project: its state lives under a key derived
+from the file's absolute path (shown by status), so two projects under one
+home never see each other; --project NAME or $DEVKIT_SUP_PROJECT names the
+namespace instead. --all and reload act on the current project only.`,
 	}
 	cmd.PersistentFlags().StringVarP(&configPath, "config", "c", "", "config file (default $"+configEnv+" or ./"+defaultConfig+")")
+	cmd.PersistentFlags().StringVar(&project, "project", "", "project namespace (default $"+projectEnv+", else derived from the config file's path)")
 	factory := func(needConfig bool) (*supervisor.Supervisor, error) {
-		return newSupervisor(configPath, needConfig)
+		return newSupervisor(ios, configPath, project, needConfig)
 	}
 	cmd.AddCommand(
 		newStartCmd(ios, factory),
@@ -57,7 +66,15 @@ daemon: every run derives what is running from records under the home
 // newSupervisor loads the config and opens the home. A missing default
 // config is tolerated when needConfig is false; a path given with -c or
 // DEVKIT_SUP_CONFIG must exist.
-func newSupervisor(configPath string, needConfig bool) (*supervisor.Supervisor, error) {
+func newSupervisor(ios *cmdutil.IOStreams, configPath, project string, needConfig bool) (*supervisor.Supervisor, error) {
+	if project == "" {
+		project = os.Getenv(projectEnv)
+	}
+	if project != "" {
+		if err := supervisor.ValidName(project); err != nil {
+			return nil, cmdutil.UsageErrorf("--project: %v", err)
+		}
+	}
 	explicit := configPath != ""
 	if configPath == "" {
 		configPath = os.Getenv(configEnv)
@@ -84,11 +101,38 @@ func newSupervisor(configPath string, needConfig bool) (*supervisor.Supervisor, 
 	if err != nil {
 		return nil, fmt.Errorf("find own executable for the monitor: %w", err)
 	}
-	return supervisor.New(home, cfg, supervisor.Options{MonitorCommand: []string{exe, "sup", monitorVerb}})
+	if project == "" {
+		project = supervisor.ProjectKey(configPath) // the same key whether the file exists or not
+	}
+	return supervisor.New(home, cfg, supervisor.Options{
+		Project:        project,
+		MonitorCommand: []string{exe, "sup", monitorVerb},
+		OnLockWait: func(name string, holder int) {
+			who := "another devkit run"
+			if holder > 0 {
+				who = fmt.Sprintf("PID %d", holder)
+			}
+			fmt.Fprintf(ios.ErrOut, "%s: waiting for the lock held by %s (a start or stop of %s in progress)\n", name, who, name)
+		},
+	})
+}
+
+// checkNames refuses, as a usage error, any name that could not name a
+// process file — before the home is opened or anything is read.
+func checkNames(names []string) error {
+	for _, n := range names {
+		if err := supervisor.ValidName(n); err != nil {
+			return cmdutil.UsageError(err)
+		}
+	}
+	return nil
 }
 
 // exitFor maps supervisor errors onto the exit-code contract.
 func exitFor(err error) error {
+	if errors.Is(err, supervisor.ErrInvalidName) {
+		return cmdutil.UsageError(err)
+	}
 	if errors.Is(err, supervisor.ErrUnknownProcess) {
 		return cmdutil.Negative(err)
 	}

@@ -193,7 +193,7 @@ func TestSup_ReloadClassifiesAndDryRunChangesNothing(t *testing.T) {
 	e.write("processes:\n" + proc("same", "v1") + proc("changed", "v2") + proc("idle", "v2") + proc("added", "v1"))
 	want := map[string]supervisor.ReloadAction{
 		"removed": supervisor.ReloadStop, "same": supervisor.ReloadNone, "changed": supervisor.ReloadRestart,
-		"idle": supervisor.ReloadRecord, "added": supervisor.ReloadRecord,
+		"idle": supervisor.ReloadRecord, "added": supervisor.ReloadStart,
 	}
 	check := func(out string, dry bool) []supervisor.ReloadStep {
 		var rep struct {
@@ -246,6 +246,10 @@ func TestSup_ReloadClassifiesAndDryRunChangesNothing(t *testing.T) {
 			}
 		case "removed":
 			t.Errorf("removed process still listed: %+v", p)
+		case "added":
+			if p.State != supervisor.StateRunning {
+				t.Errorf("added process not started by reload: %+v", p)
+			}
 		}
 	}
 	out, _ = e.must(0, "reload", "--dry-run")
@@ -332,10 +336,9 @@ func TestSup_StatusWithoutConfigUsesRecords(t *testing.T) {
 	os.Remove(e.config())
 	// An explicit -c that is missing is an error...
 	e.must(1, "status")
-	// ...but from another directory, with no ops.yaml, records suffice.
-	wd, _ := os.Getwd()
-	t.Chdir(t.TempDir())
-	defer os.Chdir(wd)
+	// ...but with no -c and no ./ops.yaml, the records of the project
+	// (the key of ./ops.yaml's path, which is the same file) suffice.
+	t.Chdir(e.dir)
 	var out, errOut bytes.Buffer
 	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
 	cmd := NewCmd(ios)
@@ -352,7 +355,32 @@ func TestSup_StatusWithoutConfigUsesRecords(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	_ = time.Second
+}
+
+func TestSup_ProjectsAreSeparateAndNamedByStatus(t *testing.T) {
+	a := newEnv(t, twoProcs)
+	b := &env{t: t, dir: t.TempDir()}
+	b.write(twoProcs)
+	t.Cleanup(func() { b.run("stop", "--all", "--force", "--timeout", "200ms") })
+	a.must(0, "start", "db")
+	out, _ := b.must(3, "status", "db")
+	if strings.Contains(out, "running") {
+		t.Fatalf("project B sees A's db:\n%s", out)
+	}
+	b.must(0, "stop", "--all")
+	b.must(0, "reload")
+	out, _ = a.must(0, "status", "db")
+	if !strings.Contains(out, "running") || !strings.Contains(out, "project "+supervisor.ProjectKey(a.config())) {
+		t.Fatalf("A after B's stop --all and reload:\n%s", out)
+	}
+	// --project and DEVKIT_SUP_PROJECT name the namespace instead.
+	b.must(0, "--project", "shared", "start", "db")
+	t.Setenv(projectEnv, "shared")
+	if rep := b.statusJSON("db"); rep.Project != "shared" || rep.Processes[0].State != supervisor.StateRunning {
+		t.Fatalf("status with DEVKIT_SUP_PROJECT=shared: %+v", rep)
+	}
+	b.must(0, "stop", "db")
+	b.must(2, "--project", "../x", "status")
 }
 
 func TestSup_StartAndStopJSON(t *testing.T) {
@@ -371,5 +399,37 @@ func TestSup_StartAndStopJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &stopped); err != nil || len(stopped.Results) != 2 || stopped.Results[0].Name != "api" || stopped.Results[0].Outcome != supervisor.StopStopped {
 		t.Fatalf("stop --json = %s (%v)", out, err)
+	}
+}
+
+func TestSup_HostileNamesExitTwoBeforeTouchingTheHome(t *testing.T) {
+	e := newEnv(t, twoProcs)
+	home := os.Getenv("DEVKIT_HOME")
+	for _, name := range []string{"../exits/db", "a/../db", "..", "/etc/passwd", "a/b", "../../victim"} {
+		for _, verb := range [][]string{{"stop", name}, {"status", name}, {"logs", name}, {"restart", name}, {"start", name}} {
+			e.must(2, verb...)
+		}
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Fatalf("the home was touched: %v", entries)
+	}
+}
+
+func TestSup_StopDuringAStartSaysItWaitsForTheLockHolder(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  slow:
+    command: sh
+    args: ["-c", "sleep 0.7; echo ready; exec sleep 300"]
+    ready: {log: ready, timeout: 5s}
+`)
+	done := make(chan struct{})
+	go func() { defer close(done); e.run("start", "slow") }()
+	time.Sleep(300 * time.Millisecond)
+	_, errOut := e.must(0, "stop", "slow")
+	<-done
+	want := fmt.Sprintf("slow: waiting for the lock held by PID %d", os.Getpid())
+	if !strings.Contains(errOut, want) {
+		t.Fatalf("stderr %q does not say %q", errOut, want)
 	}
 }

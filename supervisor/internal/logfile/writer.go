@@ -1,0 +1,142 @@
+package logfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// CopyTruncate rotates path while a process keeps it open for appending
+// (logrotate's copytruncate): the content is copied to path.1 (older
+// backups shift up) and path is truncated in place, so the writer never
+// blocks and needs no reopen. Bytes appended between the last copy pass and
+// the truncation — a window of microseconds — can be lost. Like
+// RotateIfOver it touches only files in the ledger.
+func CopyTruncate(path string, maxSize int64, backups int, ledger Ledger) (rotated bool, err error) {
+	if maxSize <= 0 {
+		return false, nil
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil || fi.Size() <= maxSize {
+		return false, err
+	}
+	if err := mustOwnAll(path, backups, ledger); err != nil {
+		return false, err
+	}
+	if backups == 0 {
+		return true, os.Truncate(path, 0)
+	}
+	if err := shift(path, backups); err != nil {
+		return false, err
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("rotate %s: %w", path, err)
+	}
+	defer dst.Close()
+	if err := ledger.add(path + ".1"); err != nil {
+		return false, err
+	}
+	for { // copy until a pass finds nothing new, then truncate at once
+		n, err := io.Copy(dst, src)
+		if err != nil {
+			return false, fmt.Errorf("rotate %s: %w", path, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return true, os.Truncate(path, 0)
+}
+
+// mustOwnAll checks path and its backups against the ledger.
+func mustOwnAll(path string, backups int, ledger Ledger) error {
+	for i := 0; i <= backups; i++ {
+		p := path
+		if i > 0 {
+			p = fmt.Sprintf("%s.%d", path, i)
+		}
+		if err := ledger.mustOwn(p); err != nil {
+			return fmt.Errorf("rotate: %w", err)
+		}
+	}
+	return nil
+}
+
+// shift drops path.backups and renames path.i to path.i+1.
+func shift(path string, backups int) error {
+	if err := os.Remove(fmt.Sprintf("%s.%d", path, backups)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("rotate %s: %w", path, err)
+	}
+	for i := backups - 1; i >= 1; i-- {
+		err := os.Rename(fmt.Sprintf("%s.%d", path, i), fmt.Sprintf("%s.%d", path, i+1))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("rotate %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// Stamper copies a process's output from r to the log at path, one line at
+// a time, each line prefixed with its arrival time (RFC 3339, UTC,
+// milliseconds), rotating the log by size between lines (rename and
+// reopen: nothing is lost). It returns when r reaches EOF.
+func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger, now func() time.Time) error {
+	f, err := OpenAppend(path, ledger)
+	if err != nil {
+		return err
+	}
+	defer func() { f.Close() }()
+	size := int64(0)
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	lineStart := true
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			if lineStart && maxSize > 0 && size > maxSize {
+				if _, rerr := RotateIfOver(path, maxSize, backups, ledger); rerr == nil {
+					f.Close()
+					if f, err = OpenAppend(path, ledger); err != nil {
+						return err
+					}
+					size = 0
+				}
+			}
+			var out []byte
+			if lineStart {
+				out = now().UTC().AppendFormat(out, "2006-01-02T15:04:05.000Z07:00 ")
+			}
+			out = append(out, chunk...)
+			n, werr := f.Write(out)
+			size += int64(n)
+			if werr != nil {
+				return werr
+			}
+			lineStart = chunk[len(chunk)-1] == '\n'
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
