@@ -20,6 +20,7 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/middleware"
 	"github.com/devkit-go/devkit/ratelimit/policy"
 	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
 const examples = "../../examples/policies/"
@@ -333,5 +334,24 @@ rules:
 	}
 	if w := serve(h.Handler(ok), "POST", "/upload", "203.0.113.9:1", map[string]string{"X-Cost": "5"}); w.Code != 200 {
 		t.Fatalf("cost 5 of 5 after a refused 6: %d (the refusal must consume nothing)", w.Code)
+	}
+}
+
+// defaults.budget of a reloaded policy applies to the next request: the
+// limiter was built with 3s, the reloaded policy says 50ms.
+func TestReload_BudgetApplies(t *testing.T) {
+	addr := redistest.HangingServer(t)
+	client, err := redisstore.NewClient("redis://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 3 * time.Second})
+	mw := middleware.New(l, parsePolicy(t, "defaults: {budget: 3s}\nrules:\n  - {name: r, paths: [/], limits: [{limit: 5, window: 1m}]}\n"), middleware.Options{})
+	mw.SetPolicy(parsePolicy(t, "defaults: {budget: 50ms}\nrules:\n  - {name: r, paths: [/], limits: [{limit: 5, window: 1m}]}\n"))
+	start := time.Now()
+	w := serve(mw.Handler(ok), "GET", "/x", "203.0.113.9:1", nil)
+	if took := time.Since(start); w.Code != 200 || took > time.Second {
+		t.Fatalf("after reloading budget 50ms: %d in %v (the old 3s budget still applies?)", w.Code, took)
 	}
 }

@@ -515,6 +515,8 @@ func (p *Policy) Decide(r *http.Request, id Identity) (Decision, bool) {
 		Rule:   rule.Name,
 		Shadow: rule.Shadow,
 		Fail:   rule.Fail,
+		// The budget travels with each request, so a reload applies it.
+		Budget: p.Budget,
 	}
 	if d.Request.Fail == ratelimit.FailDefault {
 		d.Request.Fail = p.Fail
