@@ -287,3 +287,48 @@ func TestBudget_PerRequestReplacesTheLimiters(t *testing.T) {
 		t.Fatalf("decision took %v (%+v) under a 20ms request budget and a 3s limiter budget", took, r)
 	}
 }
+
+// A reset from anywhere (the CLI's store, another proxy's admin API) clears
+// the identity on every proxy within a second: the Redis state and each
+// proxy's blocked cache, which otherwise kept denying for the whole block.
+func TestReset_UnblocksEveryProxyWithinASecond(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	login := ratelimit.Limit{Name: "login", Rate: 2, Period: time.Hour, Block: time.Hour}
+	var proxies []*ratelimit.Limiter
+	for i := 0; i < 2; i++ {
+		l := ratelimit.New(redisstore.New(srv.Client(t), redisstore.Options{}), ratelimit.Options{BlockedCacheSize: 1000})
+		go l.FollowResets(ctx)
+		proxies = append(proxies, l)
+	}
+	c := srv.Client(t)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		n, _ := c.PubSubNumSub(ctx, "rl:reset").Result()
+		if n["rl:reset"] == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the proxies never subscribed to rl:reset")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, l := range proxies {
+		for i := 0; i < 4; i++ {
+			l.Allow(ctx, "ip=203.0.113.9", login)
+		}
+		if r, _ := l.Allow(ctx, "ip=203.0.113.9", login); r.Source != ratelimit.FromBlockedCache {
+			t.Fatalf("not blocked from the cache: %+v", r)
+		}
+	}
+	cli := redisstore.New(srv.Client(t), redisstore.Options{}) // devkit ratelimit reset
+	if had, err := cli.Reset(ctx, "ip=203.0.113.9"); err != nil || !had {
+		t.Fatalf("reset: %v %v", had, err)
+	}
+	time.Sleep(time.Second)
+	for i, l := range proxies {
+		if r, _ := l.Allow(ctx, "ip=203.0.113.9", login); !r.Allowed {
+			t.Fatalf("proxy %d still denies a second after the reset: %+v", i, r)
+		}
+	}
+}

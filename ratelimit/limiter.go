@@ -352,6 +352,18 @@ func (l *Limiter) Reset(ctx context.Context, key string) (bool, error) {
 	return l.store.Reset(ctx, key)
 }
 
+// FollowResets drops from the blocked cache every key reset by any process
+// sharing the store (devkit ratelimit reset, another proxy's admin reset),
+// until ctx ends. It returns at once when there is nothing to follow (no
+// blocked cache, or a store of this process only).
+func (l *Limiter) FollowResets(ctx context.Context) error {
+	feed, ok := l.store.(ResetFeed)
+	if !ok || l.blocked == nil {
+		return nil
+	}
+	return feed.FollowResets(ctx, l.blocked.delete)
+}
+
 // Top lists up to n identities with the most hits.
 func (l *Limiter) Top(ctx context.Context, n int) ([]Consumer, error) { return l.store.Top(ctx, n) }
 

@@ -82,7 +82,11 @@ type Store struct {
 	batch   *batcher // nil when Options.Pipeline is negative
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var (
+	_ ratelimit.Store       = (*Store)(nil)
+	_ ratelimit.ResetFeed   = (*Store)(nil)
+	_ ratelimit.Partitioned = (*Store)(nil)
+)
 
 // New returns a store over client.
 func New(client redis.UniversalClient, opts Options) *Store {
@@ -187,13 +191,39 @@ func (s *Store) nowArg() int64 {
 	return 0
 }
 
-// Reset implements ratelimit.Store.
+// Reset implements ratelimit.Store: it deletes the key, then announces it
+// on the reset channel so that every limiter following it (FollowResets)
+// drops the key from its blocked cache.
 func (s *Store) Reset(ctx context.Context, key string) (bool, error) {
 	n, err := s.client.Del(ctx, s.Key(key)).Result()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: reset %q: %w", key, err)
 	}
+	if err := s.client.Publish(ctx, s.ResetChannel(), key).Err(); err != nil {
+		return n > 0, fmt.Errorf("redisstore: reset %q: state deleted, but the proxies' blocked caches were not told: %w", key, err)
+	}
 	return n > 0, nil
+}
+
+// ResetChannel is the pub/sub channel on which resets are announced.
+func (s *Store) ResetChannel() string { return s.prefix + "reset" }
+
+// FollowResets implements ratelimit.ResetFeed over Redis pub/sub.
+func (s *Store) FollowResets(ctx context.Context, onReset func(key string)) error {
+	sub := s.client.Subscribe(ctx, s.ResetChannel())
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case msg, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			onReset(msg.Payload)
+		}
+	}
 }
 
 // Info implements ratelimit.Store.
