@@ -29,10 +29,14 @@ identity headers without trusted proxies (never believed) or believed from
 anyone (headers_from_trusted_only: false).
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		Args: cmdutil.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runLint(opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "policy"); err != nil {
+				return err
+			}
+			return runLint(opts)
+		},
 	}
 	cmd.Flags().StringVar(&opts.Policy, "policy", "", "policy file (YAML)")
-	cmd.MarkFlagRequired("policy")
 	return cmd
 }
 

@@ -67,6 +67,9 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
       --policy examples/policies/saas.yaml --redis redis://127.0.0.1:6379 --admin 127.0.0.1:9090`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "listen", "upstream", "policy"); err != nil {
+				return err
+			}
 			opts.Ctx = cmd.Context()
 			return runProxy(opts)
 		},
@@ -78,9 +81,6 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 	f.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
 	f.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
 	f.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API requires (default $"+AdminTokenEnv+")")
-	for _, name := range []string{"listen", "upstream", "policy"} {
-		cmd.MarkFlagRequired(name)
-	}
 	return cmd
 }
 
