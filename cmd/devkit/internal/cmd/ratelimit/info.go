@@ -11,9 +11,9 @@ import (
 
 // InfoOptions are the inputs of `devkit ratelimit info`.
 type InfoOptions struct {
-	IO    *cmdutil.IOStreams
-	Store *StoreOptions
-	Ctx   context.Context
+	IO      *cmdutil.IOStreams
+	Store   *StoreOptions
+	Ctx     context.Context
 	Key     string
 	JSON    bool
 	Request RequestOptions

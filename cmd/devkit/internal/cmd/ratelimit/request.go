@@ -89,4 +89,3 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 	}
 	return nil
 }
-
