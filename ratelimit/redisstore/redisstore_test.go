@@ -438,3 +438,35 @@ func TestPipelined_HonoursTheCallersDeadline(t *testing.T) {
 		t.Fatalf("a caller past its deadline: %v after %v", err, time.Since(start))
 	}
 }
+
+// A policy edited 20 times (a new limit each time, a window apart) leaves
+// one limit's state in the stored value, not 20 (442 bytes before).
+func TestStaleLimitsOfAnEditedPolicyAreDropped(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	clock := storetest.NewClock()
+	s := redisstore.New(c, redisstore.Options{Now: clock.Now, Pipeline: -1})
+	ctx := context.Background()
+	out := make([]ratelimit.LimitResult, 2)
+	daily := ratelimit.Limit{Name: "daily", Rate: 10000, Period: 24 * time.Hour}
+	for edit := 0; edit < 20; edit++ {
+		lim := ratelimit.Limit{Name: "api", Rate: int64(100 + edit), Period: time.Minute}
+		if err := s.Check(ctx, ratelimit.CheckRequest{Key: "k", Limits: []ratelimit.Limit{daily, lim}, Cost: 1}, out); err != nil {
+			t.Fatal(err)
+		}
+		if !out[0].Allowed || out[0].Remaining != int64(10000-edit-1) {
+			t.Fatalf("edit %d: the limit still named lost its state: %+v", edit, out[0])
+		}
+		clock.Advance(61 * time.Second)
+	}
+	val, err := c.Get(ctx, s.Key("k")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(val, "|"); n != 2 || len(val) > 80 {
+		t.Fatalf("after 20 edits the value holds %d limits in %d bytes: %q", n, len(val), val)
+	}
+	if info, err := s.Info(ctx, "k"); err != nil || !info.Exists || info.Hits != 20 {
+		t.Fatalf("info after the edits: %+v %v", info, err)
+	}
+}
