@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -211,3 +212,5 @@ func TestGateway_UpstreamTimeoutIs504(t *testing.T) {
 		t.Fatalf("slow upstream: %d, want 504", resp.StatusCode)
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -48,8 +48,11 @@ type Identity struct {
 // Identify reads the identity of r.
 func (c *IdentityConfig) Identify(r *http.Request) Identity {
 	peer := peerAddr(r.RemoteAddr)
-	chain := c.verifiedChain(peer, r.Header)
-	id := Identity{IP: c.group(chain[0])}
+	client := peer
+	if c.trusted(peer) {
+		client = c.verifiedChain(peer, r.Header)[0]
+	}
+	id := Identity{IP: c.group(client)}
 	if c.believesHeaders(peer) {
 		id.User = headerValue(r, c.UserHeader)
 		id.Tenant = headerValue(r, c.TenantHeader)

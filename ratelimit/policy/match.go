@@ -15,6 +15,9 @@ import (
 // NormalizePath returns the form of an escaped request path (URL.EscapedPath)
 // that rules match and keys hold. It always starts with "/".
 func NormalizePath(escaped string, caseSensitive bool) string {
+	if isNormal(escaped, caseSensitive) {
+		return escaped
+	}
 	segs := make([]string, 0, 8)
 	for _, seg := range strings.Split(escaped, "/") {
 		if i := strings.IndexByte(seg, ';'); i >= 0 {
@@ -36,6 +39,25 @@ func NormalizePath(escaped string, caseSensitive bool) string {
 		segs = append(segs, seg)
 	}
 	return "/" + strings.Join(segs, "/")
+}
+
+// isNormal reports a path NormalizePath would return unchanged (the usual
+// case, checked without allocating).
+func isNormal(p string, caseSensitive bool) bool {
+	if len(p) == 0 || p[0] != '/' || (len(p) > 1 && p[len(p)-1] == '/') {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '%' || c == ';':
+			return false
+		case c == '/' && i+1 < len(p) && (p[i+1] == '/' || p[i+1] == '.'):
+			return false
+		case !caseSensitive && 'A' <= c && c <= 'Z':
+			return false
+		}
+	}
+	return true
 }
 
 // decodeUnreserved decodes %XX escapes of unreserved characters (RFC 3986
