@@ -107,6 +107,14 @@ gw=http://127.0.0.1:$GATEWAY_PORT
 admin=http://127.0.0.1:$GATEWAY_ADMIN_PORT
 free=(-H "X-Workspace-ID: acme" -H "X-Workspace-Plan: free" -H "X-User-ID: ada")
 pro=(-H "X-Workspace-ID: globex" -H "X-Workspace-Plan: pro" -H "X-User-ID: grace")
+# The policy keys on the route template (/keys/{key}): a user's PUT budget
+# covers every key, so a step that needs a fresh budget uses a user of its own.
+as_user() { printf '%s\n' -H "X-Workspace-ID: acme" -H "X-Workspace-Plan: free" -H "X-User-ID: $1"; }
+mapfile -t bob < <(as_user bob)
+mapfile -t carol < <(as_user carol)
+mapfile -t dave < <(as_user dave)
+mapfile -t erin < <(as_user erin)
+mapfile -t frank < <(as_user frank)
 say "devkit:   $("$bin" version | head -1)"
 say "config:   $DEVKIT_SUP_CONFIG (policy: examples/policies/saas.yaml, copied to $GATEWAY_POLICY)"
 say "home:     $home (DEVKIT_HOME; KV data in $KV_DATA)"
@@ -127,12 +135,13 @@ show "$hit" -i "${free[@]}" -d "hello from acme" -expect 204 -has "X-RateLimit-L
 show "$hit" "${free[@]}" -body "hello from acme" -expect 200 "$gw/keys/acme-greeting"
 show "$hit" -i "${pro[@]}" -d "hello from globex" -expect 204 -has "X-RateLimit-Limit: 100" "$gw/keys/globex-greeting"
 show "$hit" "${pro[@]}" -body "hello from globex" -expect 200 "$gw/keys/globex-greeting"
-say "A free workspace may PUT a key 20 times a minute, a pro one 100 times (rule api, plans free and pro)."
+say "A free workspace user may PUT 20 times a minute, a pro one 100 times (rule api, plans free and pro),"
+say "on /keys/{key} as a whole: the key holds the route template, so other key names do not reset the budget."
 
-section "3. Drive the free tenant past its limit: 25 PUTs of one key, 20 pass, then 429"
-show "$hit" -X PUT "${free[@]}" -d tick -n 25 -expect 204=20,429=5 "$gw/keys/acme-counter"
-say "The next one, with its headers and the problem+json body (the limit blocks for 5 minutes once hit):"
-show "$hit" -i -X PUT "${free[@]}" -d tick -expect 429 -has "Retry-After: 300" -has "X-RateLimit-Remaining: 0" -has 'RateLimit-Policy: "api-free-put";q=20;w=60' "$gw/keys/acme-counter"
+section "3. Drive the free tenant past its limit: 25 PUTs by one user, 20 pass, then 429"
+show "$hit" -X PUT "${bob[@]}" -d tick -n 25 -expect 204=20,429=5 "$gw/keys/acme-counter"
+say "The next one, to another key, with its headers and the problem+json body (the limit blocks for 5 minutes once hit):"
+show "$hit" -i -X PUT "${bob[@]}" -d tick -expect 429 -has "Retry-After: 300" -has "X-RateLimit-Remaining: 0" -has 'RateLimit-Policy: "api-free-put";q=20;w=60' "$gw/keys/acme-other-key"
 say "The pro tenant is not affected: its budget is its own."
 show "$hit" -X PUT "${pro[@]}" -d tick -n 25 -expect 204=25 "$gw/keys/globex-counter"
 
@@ -175,7 +184,7 @@ grep -Eq '^gateway +restart' <<<"$plan" || fail "reload --dry-run does not plan 
 grep -Eq '^kv +none' <<<"$plan" || fail "reload --dry-run plans to touch kv"
 expect_rc 0 devkit sup reload
 expect_rc 0 devkit sup status
-show "$hit" -X PUT "${free[@]}" -d tick -n 35 -expect 204=30,429=5 "$gw/keys/acme-counter-v2"
+show "$hit" -X PUT "${carol[@]}" -d tick -n 35 -expect 204=30,429=5 "$gw/keys/acme-counter-v2"
 show "$hit" "${free[@]}" -body "hello from acme" -expect 200 "$gw/keys/acme-greeting"
 say "Edit the policy in place instead (free PUTs 30 → 40): the running gateway re-reads it (it polls every 2s), no restart."
 gwpid=$("$bin" sup status --json gateway | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
@@ -183,11 +192,11 @@ sed 's/PUT:    \[{limit: 30, window: 1m/PUT:    [{limit: 40, window: 1m/' "$home
 mv "$home/policy-v2.yaml.new" "$home/policy-v2.yaml"
 reloaded=0
 for i in $(seq 1 60); do
-	if "$hit" -X PUT "${free[@]}" -d tick -has "X-RateLimit-Limit: 40" "$gw/keys/acme-hot-$i" >/dev/null 2>&1; then reloaded=1; break; fi
+	if "$hit" -X PUT "${dave[@]}" -d tick -has "X-RateLimit-Limit: 40" "$gw/keys/acme-hot-$i" >/dev/null 2>&1; then reloaded=1; break; fi
 	sleep 0.1
 done
 ((reloaded)) || fail "the gateway did not pick up the edited policy within 6s"
-show "$hit" -i -X PUT "${free[@]}" -d tick -expect 204 -has "X-RateLimit-Limit: 40" "$gw/keys/acme-hot"
+show "$hit" -i -X PUT "${dave[@]}" -d tick -expect 204 -has "X-RateLimit-Limit: 40" "$gw/keys/acme-hot"
 [[ $("$bin" sup status --json gateway | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p') == "$gwpid" ]] || fail "the gateway restarted"
 say "Same gateway process (pid $gwpid), new limit."
 
@@ -198,14 +207,14 @@ if ((redis_mode)); then
 	# limit, or the two would count under different limits.
 	reloaded=0
 	for i in $(seq 1 60); do
-		if "$hit" -X PUT "${free[@]}" -d tick -has "X-RateLimit-Limit: 40" "$gw2/keys/acme-hot2-$i" >/dev/null 2>&1; then reloaded=1; break; fi
+		if "$hit" -X PUT "${erin[@]}" -d tick -has "X-RateLimit-Limit: 40" "$gw2/keys/acme-hot2-$i" >/dev/null 2>&1; then reloaded=1; break; fi
 		sleep 0.1
 	done
 	((reloaded)) || fail "gateway2 did not pick up the edited policy within 6s"
-	say "45 PUTs of one key, 15 at a time through gateway, gateway2, gateway: 40 pass in all (the limit), not 45."
-	show "$hit" -X PUT "${free[@]}" -d tick -n 15 -expect 204=15 "$gw/keys/acme-shared"
-	show "$hit" -X PUT "${free[@]}" -d tick -n 15 -expect 204=15 "$gw2/keys/acme-shared"
-	show "$hit" -X PUT "${free[@]}" -d tick -n 15 -expect 204=10,429=5 "$gw/keys/acme-shared"
+	say "45 PUTs by one user, 15 at a time through gateway, gateway2, gateway: 40 pass in all (the limit), not 45."
+	show "$hit" -X PUT "${frank[@]}" -d tick -n 15 -expect 204=15 "$gw/keys/acme-shared"
+	show "$hit" -X PUT "${frank[@]}" -d tick -n 15 -expect 204=15 "$gw2/keys/acme-shared"
+	show "$hit" -X PUT "${frank[@]}" -d tick -n 15 -expect 204=10,429=5 "$gw/keys/acme-shared"
 fi
 
 section "The gateway's /metrics (admin address), top lines"

@@ -27,11 +27,21 @@
 //
 // # Failure policy
 //
-// A decision never takes longer than Options.Budget (50 ms by default): a
-// store that errs or hangs is decided by the failure policy — FailOpen lets
-// the request through, FailClosed refuses it — per limiter or per Request.
-// After a failure the store is left alone for Options.Backoff. Result.Source
-// says who decided; every store error is counted in Stats.
+// A decision never takes longer than Options.Budget (50 ms by default, or
+// Request.Budget): a check that errs or runs out of time is decided by the
+// failure policy — FailOpen lets the request through, FailClosed refuses it
+// — per limiter or per Request, for that check only. A circuit breaker per
+// store node (per master of a Redis Cluster) opens only on real failures
+// (Options.BreakerFailures consecutive errors, or a second of nothing but
+// timeouts), so a slow answer never decides for other identities and a dead
+// master only for the identities it holds; an open breaker lets one probe
+// through after Options.Backoff. Result.Source says who decided; store
+// errors, breaker decisions and callers that went away are counted apart in
+// Stats.
+//
+// The Redis store batches concurrent checks by default (redisstore.Options
+// Pipeline): below DefaultPipeline batches in flight a check is sent at once,
+// so batching adds no latency at low load.
 //
 // # Packages
 //

@@ -1,16 +1,17 @@
 package ratelimit
 
 // A decision is always made within the latency budget: the store call runs
-// under a deadline of Options.Budget, and once the store has failed the
-// limiter answers from the failure policy without calling it again until the
-// back-off has passed. No path panics or blocks on a dead store.
+// under a deadline of the budget, and a call that runs out of it is decided
+// by the failure policy for that check only. Only a node's circuit breaker
+// (breaker.go), opened by real failures, decides for other identities, and
+// only for those the failed node holds. No path panics or blocks on a dead
+// store.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 )
 
@@ -63,14 +64,19 @@ type Options struct {
 	// Budget bounds the time a decision may take, store included. Zero
 	// means DefaultBudget.
 	Budget time.Duration
-	// Backoff is how long the limiter stops calling a store that failed.
-	// Zero means DefaultBackoff; negative disables it.
+	// Backoff is how long an open circuit breaker refuses calls to its
+	// store node before it lets one probe through. Zero means
+	// DefaultBackoff; negative disables the breakers.
 	Backoff time.Duration
+	// BreakerFailures is the number of consecutive errors from a store node
+	// (or of timeouts spanning a second without any answer) that opens its
+	// breaker. Zero means DefaultBreakerFailures.
+	BreakerFailures int
 	// BlockedCacheSize, when positive, keeps up to that many identities
 	// known to be denied until a time in process, so that a flood from them
 	// does not reach the store.
 	BlockedCacheSize int
-	// Logger receives store errors (rate limited to one per back-off).
+	// Logger receives breaker changes (a node opening and closing).
 	// Nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock of the blocked cache and back-off. Nil means time.Now.
@@ -93,8 +99,10 @@ type Limiter struct {
 	local   InProcess
 	blocked *blockedCache
 	stats   *Stats
-	// downUntil is the UnixNano until which the store is considered down.
-	downUntil atomic.Int64
+	// breakers are the store nodes' circuit breakers; nil when disabled.
+	breakers *breakers
+	// nodes is the store when it spreads keys over nodes, else nil.
+	nodes Partitioned
 }
 
 // New returns a limiter over store.
@@ -125,6 +133,21 @@ func New(store Store, opts Options) *Limiter {
 		l.now = time.Now
 	}
 	l.local, _ = store.(InProcess)
+	if l.backoff > 0 && l.local == nil {
+		threshold := opts.BreakerFailures
+		if threshold <= 0 {
+			threshold = DefaultBreakerFailures
+		}
+		l.breakers = &breakers{threshold: threshold, openFor: l.backoff, onChange: func(node string, open bool, err error) {
+			if open {
+				l.log.Warn("ratelimit: store node failing; its identities are decided by the failure policy",
+					"node", node, "err", err, "backoff", l.backoff)
+			} else {
+				l.log.Info("ratelimit: store node answers again", "node", node)
+			}
+		}}
+		l.nodes, _ = store.(Partitioned)
+	}
 	if opts.BlockedCacheSize > 0 {
 		l.blocked = newBlockedCache(opts.BlockedCacheSize)
 	}
@@ -146,6 +169,9 @@ type Request struct {
 	Shadow bool
 	// Fail overrides the limiter's failure policy.
 	Fail FailurePolicy
+	// Budget overrides the limiter's latency budget (a reloaded policy's
+	// defaults.budget applies to the next request). Zero means the limiter's.
+	Budget time.Duration
 }
 
 // Allow checks one request of cost 1 against limits.
@@ -241,32 +267,19 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 			return
 		}
 	}
-	if l.backoff > 0 && now.UnixNano() < l.downUntil.Load() {
-		l.failureDecision(req, errStoreBackingOff, res)
-		return
-	}
 	if cap(limits) < len(req.Limits) {
 		limits = make([]LimitResult, len(req.Limits))
 	}
 	res.Limits = limits[:len(req.Limits)]
-	var err error
+	check := CheckRequest{Key: req.Key, Limits: req.Limits, Cost: cost}
 	if local := l.local; local != nil {
-		// An in-process store never blocks: no deadline to arm.
-		err = local.CheckAt(ctx, CheckRequest{Key: req.Key, Limits: req.Limits, Cost: cost}, now, res.Limits)
-	} else {
-		tctx, cancel := context.WithTimeout(ctx, l.budget)
-		err = l.store.Check(tctx, CheckRequest{Key: req.Key, Limits: req.Limits, Cost: cost}, res.Limits)
-		cancel()
-	}
-	if err != nil {
-		rs.storeErrors.Add(1)
-		if l.backoff > 0 && !errors.Is(err, context.Canceled) {
-			// Log once per back-off period, not once per request.
-			if prev := l.downUntil.Swap(now.Add(l.backoff).UnixNano()); prev <= now.UnixNano() {
-				l.log.Warn("ratelimit: store failed; deciding by failure policy", "err", err, "backoff", l.backoff)
-			}
+		// An in-process store never blocks: no deadline to arm, no breaker.
+		if err := local.CheckAt(ctx, check, now, res.Limits); err != nil {
+			l.storeFailed(ctx, req, err, res, rs)
+			return
 		}
-		l.failureDecision(req, err, res)
+	} else if err := l.checkRemote(ctx, req, check, now, res); err != nil {
+		l.storeFailed(ctx, req, err, res, rs)
 		return
 	}
 	res.summarize()
@@ -275,7 +288,45 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 	}
 }
 
-var errStoreBackingOff = errors.New("store failed recently; backing off")
+// checkRemote asks a store that may block, within the request's budget and
+// through the circuit breaker of the node that holds the key.
+func (l *Limiter) checkRemote(ctx context.Context, req *Request, check CheckRequest, now time.Time, res *Result) error {
+	budget := req.Budget
+	if budget <= 0 {
+		budget = l.budget
+	}
+	tctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	if l.breakers == nil {
+		return l.store.Check(tctx, check, res.Limits)
+	}
+	var node string
+	if l.nodes != nil {
+		node = l.nodes.Node(tctx, req.Key)
+	}
+	b := l.breakers.of(node)
+	pass, probe := b.admit(l.breakers, now)
+	if !pass {
+		return ErrCircuitOpen
+	}
+	err := l.store.Check(tctx, check, res.Limits)
+	b.record(l.breakers, node, now, probe, classify(ctx, err), err)
+	return err
+}
+
+// storeFailed counts a failed check and decides it by the failure policy.
+func (l *Limiter) storeFailed(ctx context.Context, req *Request, err error, res *Result, rs *ruleStats) {
+	switch {
+	case ctx.Err() != nil:
+		// The caller gave up: not the store's failure.
+		rs.canceled.Add(1)
+	case errors.Is(err, ErrCircuitOpen):
+		rs.circuitOpen.Add(1)
+	default:
+		rs.storeErrors.Add(1)
+	}
+	l.failureDecision(req, err, res)
+}
 
 func (l *Limiter) failureDecision(req *Request, err error, res *Result) {
 	policy := req.Fail
@@ -301,6 +352,18 @@ func (l *Limiter) Reset(ctx context.Context, key string) (bool, error) {
 	return l.store.Reset(ctx, key)
 }
 
+// FollowResets drops from the blocked cache every key reset by any process
+// sharing the store (devkit ratelimit reset, another proxy's admin reset),
+// until ctx ends. It returns at once when there is nothing to follow (no
+// blocked cache, or a store of this process only).
+func (l *Limiter) FollowResets(ctx context.Context) error {
+	feed, ok := l.store.(ResetFeed)
+	if !ok || l.blocked == nil {
+		return nil
+	}
+	return feed.FollowResets(ctx, l.blocked.delete)
+}
+
 // Top lists up to n identities with the most hits.
 func (l *Limiter) Top(ctx context.Context, n int) ([]Consumer, error) { return l.store.Top(ctx, n) }
 
@@ -309,6 +372,14 @@ func (l *Limiter) Health(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	err := l.store.Ping(ctx)
 	return time.Since(start), err
+}
+
+// Breakers reports the circuit breaker of every store node seen so far.
+func (l *Limiter) Breakers() []BreakerState {
+	if l.breakers == nil {
+		return nil
+	}
+	return l.breakers.snapshot()
 }
 
 // Stats returns the limiter's counters.

@@ -244,12 +244,13 @@ func TestFailurePolicy_RedisStoppedMidTest(t *testing.T) {
 					t.Fatalf("decision took %v", took)
 				}
 			}
-			// The back-off spares the dead server: one failed call, then none.
-			if store.calls != 2 {
-				t.Fatalf("store called %d times, want 2 (one up, one failing, then back-off)", store.calls)
+			// The breaker spares the dead server: it opens after
+			// DefaultBreakerFailures consecutive errors, then no call for an hour.
+			if want := 1 + ratelimit.DefaultBreakerFailures; store.calls != want {
+				t.Fatalf("store called %d times, want %d (one up, then failures until the breaker opens)", store.calls, want)
 			}
 			counters := l.Stats().Snapshot()[0]
-			if counters.StoreErrors != 1 || counters.Decisions() != 51 {
+			if counters.StoreErrors != ratelimit.DefaultBreakerFailures || counters.CircuitOpen != 50-ratelimit.DefaultBreakerFailures || counters.Decisions() != 51 {
 				t.Fatalf("counters %+v", counters)
 			}
 		})

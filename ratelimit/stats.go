@@ -26,6 +26,7 @@ type Stats struct {
 
 type ruleStats struct {
 	allowed, denied, shadowDenied, storeErrors atomic.Int64
+	canceled, circuitOpen                      atomic.Int64
 	failOpen, failClosed, blockedCache         atomic.Int64
 	latencyCount                               [len(latencyBuckets) + 1]atomic.Int64
 	latencySumNanos                            atomic.Int64
@@ -73,9 +74,15 @@ type RuleCounters struct {
 	Denied       int64  `json:"denied"`
 	ShadowDenied int64  `json:"shadow_denied"`
 	StoreErrors  int64  `json:"store_errors"`
-	FailOpen     int64  `json:"fail_open"`
-	FailClosed   int64  `json:"fail_closed"`
-	BlockedCache int64  `json:"blocked_cache"`
+	// Canceled counts checks whose caller gave up before the store answered
+	// (a client that went away): not store errors.
+	Canceled int64 `json:"canceled"`
+	// CircuitOpen counts checks an open circuit breaker decided without
+	// calling the store.
+	CircuitOpen  int64 `json:"circuit_open"`
+	FailOpen     int64 `json:"fail_open"`
+	FailClosed   int64 `json:"fail_closed"`
+	BlockedCache int64 `json:"blocked_cache"`
 	// LatencyBuckets[i] counts decisions that took at most LatencyBounds[i];
 	// the last entry counts the slower ones.
 	LatencyBuckets []int64         `json:"latency_buckets"`
@@ -93,7 +100,7 @@ func (s *Stats) Snapshot() []RuleCounters {
 		name, rs := k.(string), v.(*ruleStats)
 		c := RuleCounters{
 			Rule: name, Allowed: rs.allowed.Load(), Denied: rs.denied.Load(), ShadowDenied: rs.shadowDenied.Load(),
-			StoreErrors: rs.storeErrors.Load(), FailOpen: rs.failOpen.Load(), FailClosed: rs.failClosed.Load(),
+			StoreErrors: rs.storeErrors.Load(), Canceled: rs.canceled.Load(), CircuitOpen: rs.circuitOpen.Load(), FailOpen: rs.failOpen.Load(), FailClosed: rs.failClosed.Load(),
 			BlockedCache: rs.blockedCache.Load(), LatencyBounds: latencyBuckets[:],
 			LatencySum: time.Duration(rs.latencySumNanos.Load()),
 		}
@@ -122,6 +129,8 @@ func (s *Stats) WritePrometheus(w io.Writer) error {
 	counter("ratelimit_denied_total", "Requests denied.", func(c RuleCounters) int64 { return c.Denied })
 	counter("ratelimit_shadow_denied_total", "Requests a limit denied but shadow mode let through.", func(c RuleCounters) int64 { return c.ShadowDenied })
 	counter("ratelimit_store_errors_total", "Store calls that failed or timed out.", func(c RuleCounters) int64 { return c.StoreErrors })
+	counter("ratelimit_canceled_total", "Checks whose caller went away before the store answered (not store errors).", func(c RuleCounters) int64 { return c.Canceled })
+	counter("ratelimit_circuit_open_total", "Checks decided by an open circuit breaker without calling the store.", func(c RuleCounters) int64 { return c.CircuitOpen })
 	counter("ratelimit_fail_open_total", "Requests let through by the fail-open policy.", func(c RuleCounters) int64 { return c.FailOpen })
 	counter("ratelimit_fail_closed_total", "Requests refused by the fail-closed policy.", func(c RuleCounters) int64 { return c.FailClosed })
 	counter("ratelimit_blocked_cache_total", "Requests denied from the in-process blocked cache.", func(c RuleCounters) int64 { return c.BlockedCache })

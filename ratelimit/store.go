@@ -26,6 +26,16 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// ResetFeed is implemented by stores that several processes share (Redis):
+// their Reset announces the key to every process, and FollowResets delivers
+// the keys reset anywhere, so each limiter drops them from its blocked
+// cache (a fleet-wide unblock).
+type ResetFeed interface {
+	// FollowResets calls onReset with every key reset by any process until
+	// ctx ends; it reconnects by itself.
+	FollowResets(ctx context.Context, onReset func(key string)) error
+}
+
 // InProcess is implemented by stores that never block on I/O (the memory
 // store). The limiter arms no latency-budget deadline for them and hands
 // them the time it already read (clock reads are not free).

@@ -27,9 +27,19 @@ import (
 
 // Tenants as the saas.yaml policy names them (trusted from 127.0.0.1).
 var (
-	freeTenant = http.Header{"X-Workspace-Id": {"acme"}, "X-Workspace-Plan": {"free"}, "X-User-Id": {"ada"}}
-	proTenant  = http.Header{"X-Workspace-Id": {"globex"}, "X-Workspace-Plan": {"pro"}, "X-User-Id": {"grace"}}
+	freeTenant       = http.Header{"X-Workspace-Id": {"acme"}, "X-Workspace-Plan": {"free"}, "X-User-Id": {"ada"}}
+	proTenant        = http.Header{"X-Workspace-Id": {"globex"}, "X-Workspace-Plan": {"pro"}, "X-User-Id": {"grace"}}
+	enterpriseTenant = http.Header{"X-Workspace-Id": {"initech"}, "X-Workspace-Plan": {"enterprise"}, "X-User-Id": {"peter"}}
 )
+
+// as is tenant's headers for another user of the workspace. The policy keys
+// on the route template (/keys/{key}), so a user's PUT budget covers every
+// key: a step that needs a fresh budget uses a user of its own.
+func as(tenant http.Header, user string) http.Header {
+	h := tenant.Clone()
+	h.Set("X-User-Id", user)
+	return h
+}
 
 // TestStack builds devkit once and runs the stack with it: with the gateway's
 // limits in memory, with Redis (ops-redis.yaml), and through examples/demo.sh
@@ -74,11 +84,12 @@ func testMemory(t *testing.T, bin string) {
 	})
 
 	t.Run("free tenant past its limit", func(t *testing.T) {
-		got := s.count(t, 25, "PUT", gw+"/keys/acme-counter", freeTenant)
+		bob := as(freeTenant, "bob")
+		got := s.count(t, 25, "PUT", gw+"/keys/acme-counter", bob)
 		if got[204] != 20 || got[429] != 5 || len(got) != 2 {
 			t.Fatalf("25 PUTs of one key as a free tenant: %v, want 20×204 and 5×429", got)
 		}
-		resp := s.do(t, "PUT", gw+"/keys/acme-counter", freeTenant, "x")
+		resp := s.do(t, "PUT", gw+"/keys/acme-other-key", bob, "x") // the budget is the route's, not the key's
 		wantStatus(t, resp, 429)
 		wantHeader(t, resp, "Retry-After", "300")
 		wantHeader(t, resp, "Content-Type", "application/problem+json")
@@ -141,7 +152,7 @@ func testMemory(t *testing.T, bin string) {
 		if after["gateway"].PID == before["gateway"].PID {
 			t.Errorf("reload kept the gateway's pid %d; its policy changed", after["gateway"].PID)
 		}
-		if got := s.count(t, 35, "PUT", gw+"/keys/acme-counter-v2", freeTenant); got[204] != 30 || got[429] != 5 {
+		if got := s.count(t, 35, "PUT", gw+"/keys/acme-counter-v2", as(freeTenant, "carol")); got[204] != 30 || got[429] != 5 {
 			t.Fatalf("35 PUTs under the new policy: %v, want 30×204 and 5×429", got)
 		}
 
@@ -149,7 +160,7 @@ func testMemory(t *testing.T, bin string) {
 		writeChangedPolicy(t, policy, 40)
 		deadline := time.Now().Add(15 * time.Second)
 		for i := 0; ; i++ {
-			resp := s.do(t, "PUT", fmt.Sprintf("%s/keys/acme-hot-%d", gw, i), freeTenant, "x")
+			resp := s.do(t, "PUT", fmt.Sprintf("%s/keys/acme-hot-%d", gw, i), as(freeTenant, "dave"), "x")
 			if resp.header.Get("X-RateLimit-Limit") == "40" {
 				break
 			}
@@ -463,9 +474,12 @@ func (s *stack) killAndRecover(t *testing.T, gw string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each writer is a user of an enterprise workspace (1000 PUTs a
+			// minute each): the limiter must not stop the writes before the kill.
+			writer := as(enterpriseTenant, fmt.Sprintf("writer-%d", w))
 			for i := 0; ctx.Err() == nil; i++ {
 				key, val := fmt.Sprintf("e2e-w%d-%d", w, i), fmt.Sprintf("value %d of writer %d", i, w)
-				a, err := request(ctx, "PUT", gw+"/keys/"+key, proTenant, val)
+				a, err := request(ctx, "PUT", gw+"/keys/"+key, writer, val)
 				if err != nil || a.status != 204 {
 					return // the server is gone: what was not acknowledged may or may not be there
 				}
@@ -513,7 +527,7 @@ func (s *stack) killAndRecover(t *testing.T, gw string) {
 	s.sup(0, "start", "kv")
 	lost := 0
 	for key, val := range acked {
-		a := s.do(t, "GET", gw+"/keys/"+key, proTenant, "")
+		a := s.do(t, "GET", gw+"/keys/"+key, enterpriseTenant, "")
 		if a.status != 200 || a.body != val {
 			lost++
 			if lost <= 5 {

@@ -64,9 +64,10 @@ type entry struct {
 // limitState is one limit's state. A limit is identified by its name and
 // parameters, compared exactly (the Redis store hashes the same into an id).
 type limitState struct {
-	name   string
-	params algo.Params
-	state  algo.State
+	name     string
+	params   algo.Params
+	state    algo.State
+	expireAt float64 // after it the state is back to fresh: dropped (an edited policy's old limit)
 }
 
 var _ ratelimit.InProcess = (*Store)(nil)
@@ -198,9 +199,12 @@ func (s *Store) decide(req ratelimit.CheckRequest, now float64, out []ratelimit.
 			j = len(e.limits) - 1
 		}
 		e.limits[j].state = p.o.Next
+		e.limits[j].expireAt = now + p.o.TTL
 		e.expireAt = max(e.expireAt, now+p.o.TTL)
 	}
 	e.expireAt = max(e.expireAt, now+1000)
+	// Limits no check names any more leave no state once theirs is stale.
+	e.limits = slices.DeleteFunc(e.limits, func(ls limitState) bool { return ls.expireAt <= now })
 	return nil
 }
 

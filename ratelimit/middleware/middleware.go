@@ -6,11 +6,10 @@
 package middleware
 
 import (
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/devkit-go/devkit/ratelimit"
@@ -30,7 +29,12 @@ type Options struct {
 // Middleware limits HTTP requests by a policy. The policy may be replaced
 // at any time (SetPolicy); requests in flight finish under the old one.
 type Middleware struct {
-	limiter  *ratelimit.Limiter
+	// results are reused across requests: a check writes into one.
+	results sync.Pool
+	// policyValues caches the RateLimit-Policy field by the limits it
+	// describes (fingerprinted by the limits' values).
+	policyValues sync.Map
+	limiter      *ratelimit.Limiter
 	policy   atomic.Pointer[policy.Policy]
 	identify func(*http.Request, *policy.Policy) policy.Identity
 	log      *slog.Logger
@@ -46,7 +50,24 @@ func New(l *ratelimit.Limiter, p *policy.Policy, opts Options) *Middleware {
 		m.log = slog.Default()
 	}
 	m.policy.Store(p)
+	m.results.New = func() any { return &ratelimit.Result{Limits: make([]ratelimit.LimitResult, 0, 4)} }
 	return m
+}
+
+// limitFields are res's RateLimit-Policy field and binding window, built
+// once per distinct limit (the usual single-limit check); "" fields for
+// several limits are built per request.
+func (m *Middleware) limitFields(res *ratelimit.Result) limitFields {
+	if len(res.Limits) != 1 {
+		return limitFields{policy: PolicyValue(res.Limits)}
+	}
+	lim := res.Limits[0].Limit
+	if v, ok := m.policyValues.Load(lim); ok {
+		return v.(limitFields)
+	}
+	v := limitFields{policy: PolicyValue(res.Limits), window: lim.Period.String()}
+	m.policyValues.Store(lim, v)
+	return v
 }
 
 // SetPolicy replaces the policy (a reload without restart).
@@ -67,7 +88,9 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		res, err := m.limiter.Check(r.Context(), d.Request)
+		res := m.results.Get().(*ratelimit.Result)
+		defer m.results.Put(res)
+		err := m.limiter.CheckInto(r.Context(), &d.Request, res)
 		if err != nil {
 			// An invalid request means a broken policy; never block traffic for it.
 			m.log.Error("ratelimit: check failed", "rule", d.Rule.Name, "err", err)
@@ -79,7 +102,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		case ratelimit.FromFailClosed:
-			writeUnavailable(w, r, &res, d.Rule.Name)
+			writeUnavailable(w, r, res, d.Rule.Name)
 			return
 		}
 		if d.Request.Shadow {
@@ -87,10 +110,17 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		SetHeaders(w.Header(), &res)
+		fields := m.limitFields(res)
+		setHeaders(w.Header(), res, fields.policy)
 		if !res.Allowed {
-			m.log.Debug("ratelimit: denied", "rule", d.Rule.Name, "key", d.Request.Key, "limit", res.Limit.DisplayName())
-			WriteProblem(w, r, &res, d.Rule.Name)
+			if m.log.Enabled(r.Context(), slog.LevelDebug) {
+				m.log.Debug("ratelimit: denied", "rule", d.Rule.Name, "key", d.Request.Key, "limit", res.Limit.DisplayName())
+			}
+			window := fields.window
+			if window == "" {
+				window = res.Limit.Period.String()
+			}
+			writeDenial(w, r, res, d.Rule.Name, window)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -116,24 +146,46 @@ type Problem struct {
 // WriteProblem answers 429 Too Many Requests with a problem+json body
 // naming the limit that denied res. Headers are expected to be set already.
 func WriteProblem(w http.ResponseWriter, r *http.Request, res *ratelimit.Result, rule string) {
+	writeDenial(w, r, res, rule, res.Limit.Period.String())
+}
+
+func writeDenial(w http.ResponseWriter, r *http.Request, res *ratelimit.Result, rule, window string) {
 	p := Problem{
 		Type: problemTypeLimit, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
 		Instance: r.URL.Path, Rule: rule, Policy: res.Limit.DisplayName(), Limit: res.Limit.Capacity(),
-		Window: res.Limit.Period.String(), Blocked: res.Blocked,
+		Window: window, Blocked: res.Blocked,
 	}
+	// The detail is built by appending (no fmt): a flood is answered here.
+	d := make([]byte, 0, 128)
+	d = append(d, "Limit "...)
+	d = strconv.AppendQuote(d, p.Policy)
+	d = append(d, " ("...)
+	d = strconv.AppendInt(d, res.Limit.Rate, 10)
+	d = append(d, " per "...)
+	d = append(d, window...)
+	secs := max(1, seconds(res.RetryAfter))
 	switch {
 	case res.RetryAfter < 0:
-		p.Detail = fmt.Sprintf("The request costs more than limit %q can ever allow (%d per %v).", p.Policy, res.Limit.Rate, res.Limit.Period)
+		d = append(d[:0], "The request costs more than limit "...)
+		d = strconv.AppendQuote(d, p.Policy)
+		d = append(d, " can ever allow ("...)
+		d = strconv.AppendInt(d, res.Limit.Rate, 10)
+		d = append(d, " per "...)
+		d = append(d, window...)
+		d = append(d, ")."...)
 	case res.Blocked:
-		secs := max(1, seconds(res.RetryAfter))
 		p.RetryAfter = &secs
-		p.Detail = fmt.Sprintf("Limit %q (%d per %v) was exceeded; requests are blocked for %d more seconds.", p.Policy, res.Limit.Rate, res.Limit.Period, secs)
+		d = append(d, ") was exceeded; requests are blocked for "...)
+		d = strconv.AppendInt(d, secs, 10)
+		d = append(d, " more seconds."...)
 	default:
-		secs := max(1, seconds(res.RetryAfter))
 		p.RetryAfter = &secs
-		p.Detail = fmt.Sprintf("Limit %q (%d per %v) is exhausted; retry in %d seconds.", p.Policy, res.Limit.Rate, res.Limit.Period, secs)
+		d = append(d, ") is exhausted; retry in "...)
+		d = strconv.AppendInt(d, secs, 10)
+		d = append(d, " seconds."...)
 	}
-	writeJSON(w, p)
+	p.Detail = string(d)
+	writeProblemBody(w, &p)
 }
 
 func writeUnavailable(w http.ResponseWriter, r *http.Request, res *ratelimit.Result, rule string) {
@@ -146,10 +198,8 @@ func writeUnavailable(w http.ResponseWriter, r *http.Request, res *ratelimit.Res
 	})
 }
 
-func writeJSON(w http.ResponseWriter, p Problem) {
-	body, _ := json.Marshal(p)
-	w.Header().Set("Content-Type", problemJSON)
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(p.Status)
-	w.Write(append(body, '\n'))
-}
+func writeJSON(w http.ResponseWriter, p Problem) { writeProblemBody(w, &p) }
+
+// limitFields are what the headers and problem body of one limit need that
+// depend on the limit only.
+type limitFields struct{ policy, window string }

@@ -20,6 +20,7 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/middleware"
 	"github.com/devkit-go/devkit/ratelimit/policy"
 	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
 const examples = "../../examples/policies/"
@@ -284,7 +285,7 @@ func TestAdmin_MetricsHealthTopInfoReset(t *testing.T) {
 	for i := 0; i < 7; i++ {
 		serve(h, "POST", "/auth/login", "203.0.113.9:1", nil)
 	}
-	admin := httptest.NewServer(middleware.NewAdmin(l))
+	admin := httptest.NewServer(middleware.NewAdmin(l, middleware.AdminOptions{}))
 	defer admin.Close()
 	get := func(method, path string) (int, string) {
 		req, _ := http.NewRequest(method, admin.URL+path, nil)
@@ -333,5 +334,49 @@ rules:
 	}
 	if w := serve(h.Handler(ok), "POST", "/upload", "203.0.113.9:1", map[string]string{"X-Cost": "5"}); w.Code != 200 {
 		t.Fatalf("cost 5 of 5 after a refused 6: %d (the refusal must consume nothing)", w.Code)
+	}
+}
+
+// defaults.budget of a reloaded policy applies to the next request: the
+// limiter was built with 3s, the reloaded policy says 50ms.
+func TestReload_BudgetApplies(t *testing.T) {
+	addr := redistest.HangingServer(t)
+	client, err := redisstore.NewClient("redis://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 3 * time.Second})
+	mw := middleware.New(l, parsePolicy(t, "defaults: {budget: 3s}\nrules:\n  - {name: r, paths: [/], limits: [{limit: 5, window: 1m}]}\n"), middleware.Options{})
+	mw.SetPolicy(parsePolicy(t, "defaults: {budget: 50ms}\nrules:\n  - {name: r, paths: [/], limits: [{limit: 5, window: 1m}]}\n"))
+	start := time.Now()
+	w := serve(mw.Handler(ok), "GET", "/x", "203.0.113.9:1", nil)
+	if took := time.Since(start); w.Code != 200 || took > time.Second {
+		t.Fatalf("after reloading budget 50ms: %d in %v (the old 3s budget still applies?)", w.Code, took)
+	}
+}
+
+// With a token, the admin API answers nothing without it (no reset of one's
+// own limits from a reachable admin port).
+func TestAdmin_BearerToken(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	admin := httptest.NewServer(middleware.NewAdmin(l, middleware.AdminOptions{Token: "s3cret"}))
+	defer admin.Close()
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer wrong", 401}, {"s3cret", 401}, {"Bearer s3cret", 200}} {
+		req, _ := http.NewRequest("POST", admin.URL+"/reset?key=k", nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("Authorization %q: %d, want %d", c.auth, resp.StatusCode, c.want)
+		}
 	}
 }

@@ -23,7 +23,8 @@ type fileIdentity struct {
 	UserHeader             string   `yaml:"user_header"`
 	TenantHeader           string   `yaml:"tenant_header"`
 	PlanHeader             string   `yaml:"plan_header"`
-	HeadersFromTrustedOnly bool     `yaml:"headers_from_trusted_only"`
+	HeadersFromTrustedOnly *bool    `yaml:"headers_from_trusted_only"`
+	ClientHeader           string   `yaml:"client_header"`
 }
 
 type fileDefaults struct {
@@ -32,21 +33,25 @@ type fileDefaults struct {
 	CostHeader string   `yaml:"cost_header"`
 	MaxCost    int64    `yaml:"max_cost"`
 	Budget     duration `yaml:"budget"`
+	// CaseSensitive makes path matching case-sensitive (default: not, as
+	// Express and NestJS route).
+	CaseSensitive bool `yaml:"case_sensitive"`
 }
 
 type fileRule struct {
-	Name       string                            `yaml:"name"`
-	Paths      []string                          `yaml:"paths"`
-	Methods    []string                          `yaml:"methods"`
-	Scope      string                            `yaml:"scope"`
-	Key        []string                          `yaml:"key"`
-	Skip       bool                              `yaml:"skip"`
-	Shadow     bool                              `yaml:"shadow"`
-	Fail       string                            `yaml:"fail"`
-	CostHeader string                            `yaml:"cost_header"`
-	MaxCost    int64                             `yaml:"max_cost"`
-	Limits     []fileLimit                       `yaml:"limits"`
-	Plans      map[string]map[string][]fileLimit `yaml:"plans"`
+	Name        string                            `yaml:"name"`
+	Paths       []string                          `yaml:"paths"`
+	Methods     []string                          `yaml:"methods"`
+	SkipMethods []string                          `yaml:"skip_methods"`
+	Scope       string                            `yaml:"scope"`
+	Key         []string                          `yaml:"key"`
+	Skip        bool                              `yaml:"skip"`
+	Shadow      bool                              `yaml:"shadow"`
+	Fail        string                            `yaml:"fail"`
+	CostHeader  string                            `yaml:"cost_header"`
+	MaxCost     int64                             `yaml:"max_cost"`
+	Limits      []fileLimit                       `yaml:"limits"`
+	Plans       map[string]map[string][]fileLimit `yaml:"plans"`
 }
 
 type fileLimit struct {

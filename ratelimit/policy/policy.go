@@ -1,7 +1,10 @@
 // Package policy turns a YAML policy file into rate-limit decisions for HTTP
-// requests: which rule a request falls under (path prefix and method), who
-// is limited (client IP, user, tenant, path), and which limits apply (per
-// plan and per method, or the same for every plan on global routes).
+// requests: which rule a request falls under (normalized path prefix or
+// route template, and method), who is limited (client IP, user, tenant,
+// route), and which limits apply (per plan and per method, or the same for
+// every plan on global routes). Every method is limited: HEAD is charged as
+// GET, a method a plan does not list falls back to "*", else to the plan's
+// strictest limits; only skip_methods leaves a method unlimited.
 //
 // A policy is immutable once loaded; reloading builds a new one.
 package policy
@@ -12,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -47,11 +51,12 @@ const (
 	KeyIP     KeyPart = "ip"     // the client address (IPv6 grouped by prefix)
 	KeyUser   KeyPart = "user"   // the user header or callback
 	KeyTenant KeyPart = "tenant" // the tenant header or callback
-	KeyPath   KeyPart = "path"   // the request path
-	KeyMethod KeyPart = "method" // the request method
+	KeyRoute  KeyPart = "route"  // the route template that matched, "/api/items/{id}"
+	KeyPath   KeyPart = "path"   // the normalized request path (unbounded: lint warns)
+	KeyMethod KeyPart = "method" // the request method as charged (HEAD as GET)
 )
 
-var knownKeyParts = []KeyPart{KeyIP, KeyUser, KeyTenant, KeyPath, KeyMethod}
+var knownKeyParts = []KeyPart{KeyIP, KeyUser, KeyTenant, KeyRoute, KeyPath, KeyMethod}
 
 // AnyMethod is the method key of a plan's fallback limits.
 const AnyMethod = "*"
@@ -74,18 +79,26 @@ type Policy struct {
 	Fail ratelimit.FailurePolicy
 	// Budget is the decision latency budget; zero means the limiter's default.
 	Budget time.Duration
-	Rules  []*Rule
+	// CaseSensitive matches paths case-sensitively (defaults.case_sensitive).
+	CaseSensitive bool
+	Rules         []*Rule
+	// Warnings are what lint reports about a valid policy (file:line: ...):
+	// raw path keys, methods a plan does not cover, identity headers that
+	// are never believed or believed from anyone.
+	Warnings []string
 }
 
 // Rule is one rule of a policy.
 type Rule struct {
 	Name    string
-	Paths   []string // path prefixes, matched on segment boundaries
+	Paths   []string // path prefixes or route templates, matched on segment boundaries
 	Methods []string // empty means every method
-	Scope   Scope
-	Key     []KeyPart
-	Skip    bool // requests under this rule are never limited
-	Shadow  bool // decide and count, but let requests through
+	// SkipMethods are methods this rule never limits (OPTIONS, by explicit choice).
+	SkipMethods []string
+	Scope       Scope
+	Key         []KeyPart
+	Skip        bool // requests under this rule are never limited
+	Shadow      bool // decide and count, but let requests through
 	// Fail is the rule's own failure policy; FailDefault means the policy's.
 	Fail ratelimit.FailurePolicy
 	// CostHeader names a request header holding the request's cost.
@@ -97,6 +110,11 @@ type Rule struct {
 	Plans map[string]map[string][]ratelimit.Limit
 	// Line is where the rule starts in its file.
 	Line int
+
+	patterns []pattern
+	// strictest is, per plan, the limits of methods the plan does not list
+	// when it has no "*": the plan's lowest rate per time.
+	strictest map[string][]ratelimit.Limit
 }
 
 // Load reads and validates a policy file.
@@ -189,9 +207,19 @@ func yamlError(file string, err error) error {
 }
 
 type compiler struct {
-	file string
-	root *yaml.Node
-	errs Errors
+	file          string
+	root          *yaml.Node
+	errs          Errors
+	warns         []string
+	caseSensitive bool
+}
+
+func (c *compiler) warnf(path []any, format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	if p := pathString(path...); p != "" {
+		msg = p + ": " + msg
+	}
+	c.warns = append(c.warns, (&Error{File: c.file, Line: lineOf(c.root, path...), Msg: msg}).Error())
 }
 
 func (c *compiler) errorf(path []any, format string, a ...any) {
@@ -203,7 +231,8 @@ func (c *compiler) errorf(path []any, format string, a ...any) {
 }
 
 func (c *compiler) compile(doc *fileDoc) *Policy {
-	p := &Policy{Source: c.file, DefaultPlan: doc.Defaults.Plan, Budget: time.Duration(doc.Defaults.Budget)}
+	p := &Policy{Source: c.file, DefaultPlan: doc.Defaults.Plan, Budget: time.Duration(doc.Defaults.Budget), CaseSensitive: doc.Defaults.CaseSensitive}
+	c.caseSensitive = p.CaseSensitive
 	if doc.Version != 0 && doc.Version != 1 {
 		c.errorf([]any{"version"}, "unsupported version %d (want 1)", doc.Version)
 	}
@@ -221,13 +250,22 @@ func (c *compiler) compile(doc *fileDoc) *Policy {
 		seen[r.Name] = true
 		p.Rules = append(p.Rules, r)
 	}
+	c.identityWarnings(&doc.Identity, &p.Identity)
+	p.Warnings = c.warns
 	return p
 }
 
 func (c *compiler) identity(fi *fileIdentity) IdentityConfig {
 	id := IdentityConfig{
 		IPv6Prefix: 64, UserHeader: fi.UserHeader, TenantHeader: fi.TenantHeader,
-		PlanHeader: fi.PlanHeader, HeadersFromTrustedOnly: fi.HeadersFromTrustedOnly,
+		PlanHeader: fi.PlanHeader, TrustHeadersFromAnyPeer: fi.HeadersFromTrustedOnly != nil && !*fi.HeadersFromTrustedOnly,
+	}
+	switch strings.ToLower(fi.ClientHeader) {
+	case "", "x-forwarded-for":
+	case "forwarded":
+		id.ReadForwarded = true
+	default:
+		c.errorf([]any{"identity", "client_header"}, "want X-Forwarded-For or Forwarded, got %q", fi.ClientHeader)
 	}
 	if fi.IPv6Prefix != nil {
 		id.IPv6Prefix = *fi.IPv6Prefix
@@ -244,6 +282,26 @@ func (c *compiler) identity(fi *fileIdentity) IdentityConfig {
 		id.TrustedProxies = append(id.TrustedProxies, pfx)
 	}
 	return id
+}
+
+func (c *compiler) identityWarnings(fi *fileIdentity, id *IdentityConfig) {
+	var named []string
+	for _, h := range [][2]string{{"user_header", id.UserHeader}, {"tenant_header", id.TenantHeader}, {"plan_header", id.PlanHeader}} {
+		if h[1] != "" {
+			named = append(named, "identity."+h[0]+" "+h[1])
+		}
+	}
+	if len(named) == 0 {
+		return
+	}
+	switch {
+	case len(id.TrustedProxies) == 0:
+		c.warnf([]any{"identity"}, "%s named but identity.trusted_proxies is empty: the headers are never believed "+
+			"(every client gets the default plan and no tenant); list the gateway that sets them", strings.Join(named, ", "))
+	case id.TrustHeadersFromAnyPeer:
+		c.warnf([]any{"identity", "headers_from_trusted_only"}, "false: any client can choose its own %s by sending the header; "+
+			"remove it (the default is true)", strings.Join(named, ", "))
+	}
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {
@@ -289,7 +347,14 @@ func (c *compiler) rule(doc *fileDoc, i int) *Rule {
 	for j, p := range r.Paths {
 		if !strings.HasPrefix(p, "/") {
 			c.errorf(at("paths", j), "path %q must start with /", p)
+			continue
 		}
+		pat, ok := compilePattern(p, c.caseSensitive)
+		if !ok {
+			c.errorf(at("paths", j), "path %q: a parameter is a whole segment such as {id}", p)
+			continue
+		}
+		r.patterns = append(r.patterns, pat)
 	}
 	for j, m := range fr.Methods {
 		up := strings.ToUpper(m)
@@ -297,6 +362,13 @@ func (c *compiler) rule(doc *fileDoc, i int) *Rule {
 			c.errorf(at("methods", j), "%q is not an HTTP method", m)
 		}
 		r.Methods = append(r.Methods, up)
+	}
+	for j, m := range fr.SkipMethods {
+		up := strings.ToUpper(m)
+		if !validMethod(up) {
+			c.errorf(at("skip_methods", j), "%q is not an HTTP method", m)
+		}
+		r.SkipMethods = append(r.SkipMethods, up)
 	}
 	r.Fail = c.fail(at("fail"), fr.Fail)
 	if r.CostHeader == "" {
@@ -357,6 +429,7 @@ func (c *compiler) rule(doc *fileDoc, i int) *Rule {
 				}
 			}
 		}
+		c.methodCoverage(r, at)
 		if doc.Defaults.Plan == "" {
 			c.errorf([]any{"defaults"}, "rule %q has plans: set defaults.plan for requests that name none", r.Name)
 		} else if _, ok := r.Plans[doc.Defaults.Plan]; !ok {
@@ -366,7 +439,57 @@ func (c *compiler) rule(doc *fileDoc, i int) *Rule {
 	if len(r.Limits) == 0 && len(r.Plans) == 0 {
 		c.errorf(at("limits"), "rule %q has no limits (give limits or plans, or skip: true)", r.Name)
 	}
+	if slices.Contains(r.Key, KeyPath) {
+		c.warnf(at("key"), "rule %q keys on the raw path: one key per distinct path, so a client can mint keys "+
+			"(and Redis memory) at will and spread its requests over them; key on route and list route templates "+
+			"such as /api/items/{id} in paths", r.Name)
+	}
 	return r
+}
+
+// coveredMethods are the methods a plan is expected to name (HEAD is GET's).
+var coveredMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// methodCoverage picks, per plan without "*", the limits charged to methods
+// it does not list (its strictest), and warns about those methods.
+func (c *compiler) methodCoverage(r *Rule, at func(...any) []any) {
+	r.strictest = map[string][]ratelimit.Limit{}
+	for _, plan := range sortedKeys(r.Plans) {
+		methods := r.Plans[plan]
+		if _, ok := methods[AnyMethod]; ok {
+			continue
+		}
+		var strict string
+		for _, m := range sortedKeys(methods) {
+			if strict == "" || perSecond(methods[m]) < perSecond(methods[strict]) {
+				strict = m
+			}
+		}
+		r.strictest[plan] = methods[strict]
+		var missing []string
+		for _, m := range coveredMethods {
+			if _, ok := methods[m]; ok || slices.Contains(r.SkipMethods, m) {
+				continue
+			}
+			if len(r.Methods) > 0 && !slices.Contains(r.Methods, m) {
+				continue
+			}
+			missing = append(missing, m)
+		}
+		if len(missing) > 0 {
+			c.warnf(at("plans", plan), "plan %q has no limits for %s and no \"*\": those requests are charged under its strictest (%s); "+
+				"add them, a \"*\" entry, or skip_methods", plan, strings.Join(missing, ", "), strict)
+		}
+	}
+}
+
+// perSecond is the lowest sustained rate of a list of limits.
+func perSecond(limits []ratelimit.Limit) float64 {
+	low := math.Inf(1)
+	for _, l := range limits {
+		low = math.Min(low, float64(l.Rate)/l.Period.Seconds())
+	}
+	return low
 }
 
 func (c *compiler) keyParts(path []any, parts []string, scope Scope) []KeyPart {
@@ -374,7 +497,7 @@ func (c *compiler) keyParts(path []any, parts []string, scope Scope) []KeyPart {
 	for j, s := range parts {
 		k := KeyPart(strings.ToLower(s))
 		if !slices.Contains(knownKeyParts, k) {
-			c.errorf(append(path, j), "unknown key part %q (want ip, user, tenant, path or method)", s)
+			c.errorf(append(path, j), "unknown key part %q (want ip, user, tenant, route, path or method)", s)
 			continue
 		}
 		if k == KeyTenant && scope == Global {
@@ -439,30 +562,43 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// Match returns the first rule whose path prefix and method match r, or nil.
+// Match returns the first rule whose path and method match r, or nil.
 func (p *Policy) Match(r *http.Request) *Rule {
-	path := r.URL.Path
-	for _, rule := range p.Rules {
-		if len(rule.Methods) > 0 && !slices.Contains(rule.Methods, r.Method) {
-			continue
-		}
-		for _, prefix := range rule.Paths {
-			if pathHasPrefix(path, prefix) {
-				return rule
-			}
-		}
-	}
-	return nil
+	rule, _ := p.match(r.Method, NormalizePath(r.URL.EscapedPath(), p.CaseSensitive))
+	return rule
 }
 
-// pathHasPrefix matches on segment boundaries: /auth/login matches
-// /auth/login and /auth/login/sso but not /auth/loginx; a prefix ending in /
-// matches everything under it.
-func pathHasPrefix(path, prefix string) bool {
-	if !strings.HasPrefix(path, prefix) {
-		return false
+// match finds the rule for a method and normalized path, and the most
+// specific of its patterns that matched.
+func (p *Policy) match(method, path string) (*Rule, *pattern) {
+	for _, rule := range p.Rules {
+		if len(rule.Methods) > 0 && !slices.Contains(rule.Methods, method) &&
+			!(method == http.MethodHead && slices.Contains(rule.Methods, http.MethodGet)) {
+			continue
+		}
+		var best *pattern
+		for i := range rule.patterns {
+			pat := &rule.patterns[i]
+			if pat.match(path) && (best == nil || pat.better(best)) {
+				best = pat
+			}
+		}
+		if best != nil {
+			return rule, best
+		}
 	}
-	return len(path) == len(prefix) || strings.HasSuffix(prefix, "/") || path[len(prefix)] == '/'
+	return nil, nil
+}
+
+// chargedMethod is the method whose limits a request spends: HEAD is GET's
+// unless the plan lists HEAD.
+func chargedMethod(method string, methods map[string][]ratelimit.Limit) string {
+	if method == http.MethodHead {
+		if _, ok := methods[http.MethodHead]; !ok {
+			return http.MethodGet
+		}
+	}
+	return method
 }
 
 // LimitsFor returns the limits of the rule for a plan and method: the
@@ -474,11 +610,14 @@ func (r *Rule) LimitsFor(plan, method, defaultPlan string) []ratelimit.Limit {
 	}
 	methods, ok := r.Plans[plan]
 	if !ok {
-		methods = r.Plans[defaultPlan]
+		plan, methods = defaultPlan, r.Plans[defaultPlan]
 	}
-	perMethod, ok := methods[method]
+	perMethod, ok := methods[chargedMethod(method, methods)]
 	if !ok {
-		perMethod = methods[AnyMethod]
+		perMethod, ok = methods[AnyMethod]
+	}
+	if !ok {
+		perMethod = r.strictest[plan]
 	}
 	if len(r.Limits) == 0 {
 		return perMethod
@@ -497,8 +636,9 @@ type Decision struct {
 // Decide maps an HTTP request and its identity to a limiter request. It
 // returns false when no rule matches or the rule skips.
 func (p *Policy) Decide(r *http.Request, id Identity) (Decision, bool) {
-	rule := p.Match(r)
-	if rule == nil || rule.Skip {
+	path := NormalizePath(r.URL.EscapedPath(), p.CaseSensitive)
+	rule, pat := p.match(r.Method, path)
+	if rule == nil || rule.Skip || slices.Contains(rule.SkipMethods, r.Method) {
 		return Decision{Rule: rule}, false
 	}
 	d := Decision{Rule: rule}
@@ -509,12 +649,14 @@ func (p *Policy) Decide(r *http.Request, id Identity) (Decision, bool) {
 		}
 	}
 	d.Request = ratelimit.Request{
-		Key:    rule.key(r, id),
+		Key:    rule.key(r.Method, path, pat.template, d.Plan, id),
 		Limits: rule.LimitsFor(d.Plan, r.Method, p.DefaultPlan),
 		Cost:   rule.cost(r),
 		Rule:   rule.Name,
 		Shadow: rule.Shadow,
 		Fail:   rule.Fail,
+		// The budget travels with each request, so a reload applies it.
+		Budget: p.Budget,
 	}
 	if d.Request.Fail == ratelimit.FailDefault {
 		d.Request.Fail = p.Fail
@@ -524,7 +666,7 @@ func (p *Policy) Decide(r *http.Request, id Identity) (Decision, bool) {
 
 // key builds the identity key: the rule name then each key part, values
 // escaped so that no header value can forge another identity or a hash tag.
-func (r *Rule) key(req *http.Request, id Identity) string {
+func (r *Rule) key(method, path, route, plan string, id Identity) string {
 	var b strings.Builder
 	b.WriteString(r.Name)
 	for _, part := range r.Key {
@@ -536,10 +678,17 @@ func (r *Rule) key(req *http.Request, id Identity) string {
 			v = id.User
 		case KeyTenant:
 			v = id.Tenant
+		case KeyRoute:
+			v = route
 		case KeyPath:
-			v = req.URL.Path
+			v = path
 		case KeyMethod:
-			v = req.Method
+			v = method
+			if len(r.Plans) > 0 {
+				v = chargedMethod(method, r.Plans[plan])
+			} else if method == http.MethodHead {
+				v = http.MethodGet
+			}
 		}
 		if v == "" {
 			v = "-"

@@ -42,7 +42,8 @@ func TestSaaSExample_ReproducesTheSeedSetup(t *testing.T) {
 		{"DELETE", "/api/projects/1", "pro", "api", ratelimit.Limit{Name: "api-pro-delete", Rate: 50, Period: time.Minute, Block: 5 * time.Minute}},
 		{"PATCH", "/api/projects/1", "enterprise", "api", ratelimit.Limit{Name: "api-enterprise-patch", Rate: 1000, Period: time.Minute, Block: 5 * time.Minute}},
 		{"GET", "/api/projects", "platinum", "api", ratelimit.Limit{Name: "api-free-get", Rate: 100, Period: time.Minute, Block: 5 * time.Minute}},
-		{"HEAD", "/api/projects", "enterprise", "api", ratelimit.Limit{Name: "api-enterprise-any", Rate: 5000, Period: time.Minute, Block: 5 * time.Minute}},
+		{"HEAD", "/api/projects", "enterprise", "api", ratelimit.Limit{Name: "api-enterprise-get", Rate: 5000, Period: time.Minute, Block: 5 * time.Minute}},
+		{"OPTIONS", "/api/projects", "enterprise", "api", ratelimit.Limit{Name: "api-enterprise-any", Rate: 5000, Period: time.Minute, Block: 5 * time.Minute}},
 	}
 	for _, c := range cases {
 		d, ok := decide(t, p, c.method, c.path, gw, map[string]string{"X-Workspace-Plan": c.plan, "X-Workspace-ID": "ws_1"})
@@ -72,8 +73,12 @@ func TestSaaSExample_WorkspacesAndAuthKeys(t *testing.T) {
 	if a, b := key("POST", "/api/projects", "ws_a", "alice"), key("POST", "/api/projects", "ws_b", "alice"); a == b {
 		t.Errorf("workspaces share a key: %s", a)
 	}
-	if a, b := key("POST", "/api/projects", "ws_a", "alice"), key("POST", "/api/tasks", "ws_a", "alice"); a == b {
-		t.Errorf("endpoints share a key: %s", a)
+	if a, b := key("POST", "/api/projects/1", "ws_a", "alice"), key("POST", "/api/items/1", "ws_a", "alice"); a == b {
+		t.Errorf("routes share a key: %s", a)
+	}
+	// The key holds the template: ids do not mint keys.
+	if a, b := key("GET", "/api/items/1", "ws_a", "alice"), key("GET", "/api/items/"+strings.Repeat("x", 2000), "ws_a", "alice"); a != b || strings.Contains(a, "xxx") {
+		t.Errorf("two ids of one route: %s vs %.80s", a, b)
 	}
 	if got := key("POST", "/auth/login", "ws_a", "alice"); got != "login|ip=198.51.100.7" {
 		t.Errorf("login key %q: want the client address only, no tenant", got)
@@ -170,7 +175,7 @@ func TestClientAddr_ForwardedFor(t *testing.T) {
 
 func TestIdentify_IPv6GroupedAndHeadersFromTrustedOnly(t *testing.T) {
 	cfg := policy.IdentityConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, IPv6Prefix: 64,
-		PlanHeader: "X-Plan", HeadersFromTrustedOnly: true}
+		PlanHeader: "X-Plan"}
 	id := func(peer, xff, plan string) policy.Identity {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = peer

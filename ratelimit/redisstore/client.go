@@ -49,9 +49,9 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 		PoolTimeout:           ClientTimeout,
 		ContextTimeoutEnabled: true,
 		MaxRetries:            1,
-		// A refused connection is reported, not retried five times over:
-		// the limiter's failure policy and back-off take it from there.
-		DialerRetries:      2,
+		// A refused connection is reported at once, not retried: the
+		// limiter's failure policy and circuit breakers take it from there.
+		DialerRetries:      1,
 		DialerRetryTimeout: 50 * time.Millisecond,
 	}
 	if u.User != nil {

@@ -2,25 +2,34 @@ package redisstore
 
 // A pipelined check is answered only from the reply to its own script call:
 // each queued check carries its own reply channel, and the checks of one
-// call get their results in the order their keys were passed.
+// call get their results in the order their keys were passed. A check whose
+// caller has already given up is not sent, and a batch is sent under the
+// latest deadline of the checks in it, so no caller's budget is cut short by
+// another's and none is stretched past its own (each waits on its own ctx).
 
 import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// maxBatch bounds the checks one worker sends at once.
+// maxBatch bounds the checks one script call carries.
 const maxBatch = 128
+
+// DefaultPipeline is the number of batches in flight at once when
+// Options.Pipeline is zero.
+const DefaultPipeline = 4
 
 // pendingCheck is one check waiting for a pipeline.
 type pendingCheck struct {
+	ctx    context.Context
 	key    string
 	args   []any // cost, number of limits, one spec per limit
 	limits int
-	done   chan checkReply // buffered: the worker never blocks on a caller that gave up
+	done   chan checkReply // buffered: the sender never blocks on a caller that gave up
 }
 
 type checkReply struct {
@@ -28,71 +37,88 @@ type checkReply struct {
 	err    error
 }
 
-// batcher runs workers that send the checks queued while the previous batch
-// was in flight together: all checks of one hash slot (all of them, without
-// a cluster) in one script call — one dispatch and one TIME for many checks —
-// and the calls for several slots in one pipeline.
+// batcher sends checks without a goroutine of its own at rest: a check that
+// finds fewer than `inflight` batches on the wire is sent at once, by its
+// own goroutine (no added latency at low load); the others queue, and the
+// sender that finishes first takes the whole queue as the next batch — all
+// checks of one hash slot (all of them, without a cluster) in one script
+// call, one dispatch and one TIME for many checks, and the calls for several
+// slots in one pipeline.
 type batcher struct {
-	store   *Store
-	cluster bool
-	queue   chan *pendingCheck
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	store    *Store
+	cluster  bool
+	inflight int
+
+	mu      sync.Mutex
+	senders int
+	queue   []*pendingCheck
 }
 
-func newBatcher(s *Store, workers int) *batcher {
+func newBatcher(s *Store, inflight int) *batcher {
 	_, cluster := s.client.(*redis.ClusterClient)
-	b := &batcher{store: s, cluster: cluster, queue: make(chan *pendingCheck, workers*maxBatch), stop: make(chan struct{})}
-	for i := 0; i < workers; i++ {
-		b.wg.Add(1)
-		go b.work()
-	}
-	return b
+	return &batcher{store: s, cluster: cluster, inflight: inflight}
 }
 
-func (b *batcher) close() {
-	close(b.stop)
-	b.wg.Wait()
-}
+var replyChans = sync.Pool{New: func() any { return make(chan checkReply, 1) }}
 
-// do queues one check and waits for its reply or the end of ctx.
+// do sends one check, alone or in a batch, and waits for its reply or the
+// end of ctx.
 func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([]int64, error) {
-	p := &pendingCheck{key: key, args: args, limits: limits, done: make(chan checkReply, 1)}
-	select {
-	case b.queue <- p:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	p := &pendingCheck{ctx: ctx, key: key, args: args, limits: limits, done: replyChans.Get().(chan checkReply)}
+	b.mu.Lock()
+	if b.senders < b.inflight {
+		b.senders++
+		b.mu.Unlock()
+		b.send([]*pendingCheck{p})
+		b.next()
+	} else {
+		b.queue = append(b.queue, p)
+		b.mu.Unlock()
 	}
 	select {
 	case r := <-p.done:
+		replyChans.Put(p.done)
 		return r.values, r.err
 	case <-ctx.Done():
+		// The channel may still receive the reply: it is not reused.
 		return nil, ctx.Err()
 	}
 }
 
-func (b *batcher) work() {
-	defer b.wg.Done()
-	batch := make([]*pendingCheck, 0, maxBatch)
-	for {
-		batch = batch[:0]
-		select {
-		case p := <-b.queue:
-			batch = append(batch, p)
-		case <-b.stop:
-			return
-		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case p := <-b.queue:
-				batch = append(batch, p)
-			default:
-				break drain
-			}
-		}
-		b.send(batch)
+// next hands the queue, if any, to a new sender; otherwise this sender ends.
+func (b *batcher) next() {
+	b.mu.Lock()
+	if len(b.queue) == 0 {
+		b.senders--
+		b.mu.Unlock()
+		return
 	}
+	batch := b.take()
+	b.mu.Unlock()
+	go func() {
+		for {
+			b.send(batch)
+			b.mu.Lock()
+			if len(b.queue) == 0 {
+				b.senders--
+				b.mu.Unlock()
+				return
+			}
+			batch = b.take()
+			b.mu.Unlock()
+		}
+	}()
+}
+
+// take removes up to maxBatch checks from the queue; b.mu is held.
+func (b *batcher) take() []*pendingCheck {
+	n := min(len(b.queue), maxBatch)
+	batch := make([]*pendingCheck, n)
+	copy(batch, b.queue)
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	return batch
 }
 
 // call is one script call: checks of one hash slot.
@@ -102,9 +128,36 @@ type call struct {
 	args   []any
 }
 
+// batchContext is the latest deadline of the live checks of a batch (a
+// caller without one counts as ClientTimeout); live are the checks whose
+// callers still wait, the others get their context's error.
+func batchContext(batch []*pendingCheck) (ctx context.Context, cancel context.CancelFunc, live []*pendingCheck) {
+	var latest time.Time
+	live = batch[:0]
+	for _, p := range batch {
+		if p.ctx.Err() != nil {
+			p.done <- checkReply{nil, p.ctx.Err()}
+			continue
+		}
+		live = append(live, p)
+		d, ok := p.ctx.Deadline()
+		if !ok {
+			d = time.Now().Add(ClientTimeout)
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	ctx, cancel = context.WithDeadline(context.Background(), latest)
+	return ctx, cancel, live
+}
+
 func (b *batcher) send(batch []*pendingCheck) {
-	ctx, cancel := context.WithTimeout(context.Background(), ClientTimeout)
+	ctx, cancel, batch := batchContext(batch)
 	defer cancel()
+	if len(batch) == 0 {
+		return
+	}
 	s := b.store
 	now := s.nowArg()
 	var calls []*call
@@ -121,7 +174,7 @@ func (b *batcher) send(batch []*pendingCheck) {
 			c.add(p)
 		}
 	} else {
-		c := &call{args: make([]any, 2, 2+len(batch)*3)}
+		c := &call{args: make([]any, 2, 2+len(batch)*3), checks: make([]*pendingCheck, 0, len(batch)), keys: make([]string, 0, len(batch))}
 		c.args[0] = now
 		for _, p := range batch {
 			c.add(p)
@@ -136,7 +189,7 @@ func (b *batcher) send(batch []*pendingCheck) {
 		for i, c := range calls {
 			cmds[i] = pipe.EvalSha(ctx, s.check.Hash(), c.keys, c.args...)
 		}
-		pipe.Exec(ctx) // errors are per command
+		_, _ = pipe.Exec(ctx) // errors are per command
 	}
 	for i, c := range calls {
 		cmd := cmds[i]

@@ -58,9 +58,13 @@ const DefaultPrefix = "rl:"
 type Options struct {
 	// Prefix starts every key; empty means DefaultPrefix.
 	Prefix string
-	// Pipeline, when positive, is the number of workers that send checks
-	// arriving concurrently as pipelines, which raises throughput under
-	// many goroutines. Call Close to stop them. Zero sends each check alone.
+	// Pipeline is the number of batches of checks in flight at once.
+	// Checks that arrive while that many are on the wire are sent together
+	// (one script call per hash slot, one pipeline), which raises throughput
+	// under many goroutines; below that, a check is sent at once by its own
+	// goroutine, so batching adds no latency at low load. There is no
+	// goroutine to stop. Zero means DefaultPipeline; negative sends every
+	// check alone (one round trip each).
 	Pipeline int
 	// Now, when set, replaces the server's clock. For tests only: with
 	// several clients, their clocks would disagree.
@@ -73,10 +77,16 @@ type Store struct {
 	prefix string
 	now    func() time.Time
 	check  *redis.Script
-	batch  *batcher // nil without Options.Pipeline
+	// cluster is the client when it is a cluster client, else nil.
+	cluster *redis.ClusterClient
+	batch   *batcher // nil when Options.Pipeline is negative
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var (
+	_ ratelimit.Store       = (*Store)(nil)
+	_ ratelimit.ResetFeed   = (*Store)(nil)
+	_ ratelimit.Partitioned = (*Store)(nil)
+)
 
 // New returns a store over client.
 func New(client redis.UniversalClient, opts Options) *Store {
@@ -84,18 +94,35 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
-	if opts.Pipeline > 0 {
+	switch {
+	case opts.Pipeline == 0:
+		s.batch = newBatcher(s, DefaultPipeline)
+	case opts.Pipeline > 0:
 		s.batch = newBatcher(s, opts.Pipeline)
+	}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		s.cluster = cc
 	}
 	return s
 }
 
-// Close stops the pipelining workers, if any. It does not close the client.
-func (s *Store) Close() error {
-	if s.batch != nil {
-		s.batch.close()
+// Close releases nothing: the store has no goroutine of its own. It does not
+// close the client. It is kept so that callers written for a store with
+// workers still compile.
+func (s *Store) Close() error { return nil }
+
+// Node implements ratelimit.Partitioned: in cluster mode, the address of the
+// master that holds key's slot, so that the limiter keeps one circuit
+// breaker per master; "" for a single node or sentinel.
+func (s *Store) Node(ctx context.Context, key string) string {
+	if s.cluster == nil {
+		return ""
 	}
-	return nil
+	m, err := s.cluster.MasterForKey(ctx, s.Key(key))
+	if err != nil {
+		return ""
+	}
+	return m.Options().Addr
 }
 
 // Client returns the store's client.
@@ -164,13 +191,39 @@ func (s *Store) nowArg() int64 {
 	return 0
 }
 
-// Reset implements ratelimit.Store.
+// Reset implements ratelimit.Store: it deletes the key, then announces it
+// on the reset channel so that every limiter following it (FollowResets)
+// drops the key from its blocked cache.
 func (s *Store) Reset(ctx context.Context, key string) (bool, error) {
 	n, err := s.client.Del(ctx, s.Key(key)).Result()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: reset %q: %w", key, err)
 	}
+	if err := s.client.Publish(ctx, s.ResetChannel(), key).Err(); err != nil {
+		return n > 0, fmt.Errorf("redisstore: reset %q: state deleted, but the proxies' blocked caches were not told: %w", key, err)
+	}
 	return n > 0, nil
+}
+
+// ResetChannel is the pub/sub channel on which resets are announced.
+func (s *Store) ResetChannel() string { return s.prefix + "reset" }
+
+// FollowResets implements ratelimit.ResetFeed over Redis pub/sub.
+func (s *Store) FollowResets(ctx context.Context, onReset func(key string)) error {
+	sub := s.client.Subscribe(ctx, s.ResetChannel())
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case msg, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			onReset(msg.Payload)
+		}
+	}
 }
 
 // Info implements ratelimit.Store.

@@ -35,7 +35,7 @@ func TestContract_RealRedis(t *testing.T) {
 	srv := redistest.StartRedis(t)
 	c := srv.Client(t)
 	storetest.Run(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
-		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t)})
+		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t), Pipeline: -1})
 	})
 }
 
@@ -43,21 +43,21 @@ func TestContract_RealCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	c := cl.Client(t)
 	storetest.Run(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
-		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t)})
+		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t), Pipeline: -1})
 	})
 }
 
 func TestAccuracy_RealRedis(t *testing.T) {
 	srv := redistest.StartRedis(t)
 	storetest.RunAccuracy(t, 3, 50, func(t *testing.T) ratelimit.Store {
-		return redisstore.New(srv.Client(t), redisstore.Options{})
+		return redisstore.New(srv.Client(t), redisstore.Options{Pipeline: -1})
 	})
 }
 
 func TestAccuracy_RealCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	storetest.RunAccuracy(t, 3, 50, func(t *testing.T) ratelimit.Store {
-		return redisstore.New(cl.Client(t), redisstore.Options{})
+		return redisstore.New(cl.Client(t), redisstore.Options{Pipeline: -1})
 	})
 }
 
@@ -252,7 +252,7 @@ func TestDifferential_RealRedisMatchesMemory(t *testing.T) {
 	srv := redistest.StartRedis(t)
 	c := srv.Client(t)
 	storetest.RunDifferential(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
-		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t)})
+		return redisstore.New(c, redisstore.Options{Now: clock.Now, Prefix: uniquePrefix(t), Pipeline: -1})
 	})
 }
 
@@ -364,5 +364,109 @@ func TestOldHashStateIsReplaced(t *testing.T) {
 	}
 	if info, err := store.Info(ctx, "old"); err != nil || !info.Exists || info.Hits != 1 || info.TTL <= 0 {
 		t.Fatalf("info after the check: %+v, %v", info, err)
+	}
+}
+
+// The default store batches: 50 goroutines' checks share script calls.
+func TestDefault_BatchesConcurrentChecks(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	s := redisstore.New(c, redisstore.Options{})
+	ctx := context.Background()
+	const goroutines, each = 50, 40
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := make([]ratelimit.LimitResult, 1)
+			for i := 0; i < each; i++ {
+				if err := s.Check(ctx, ratelimit.CheckRequest{Key: fmt.Sprint("g", g), Limits: []ratelimit.Limit{ratelimit.PerMinute(1000)}, Cost: 1}, out); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	stats, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, line := range strings.Split(stats, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+				var n int
+				fmt.Sscanf(rest, "%d", &n)
+				calls += n
+			}
+		}
+	}
+	if calls == 0 || calls >= goroutines*each/2 {
+		t.Fatalf("%d script calls for %d checks: the default store does not batch", calls, goroutines*each)
+	}
+	t.Logf("%d script calls for %d checks", calls, goroutines*each)
+}
+
+// A batch is sent under its callers' deadlines, not a fixed one: a caller
+// that allows 4 s gets its answer from a Redis that stalls for 1.5 s (a
+// fixed 1 s batch timeout failed it), and one whose deadline has passed
+// gets its own context's error at once.
+func TestPipelined_HonoursTheCallersDeadline(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	s := redisstore.New(srv.Client(t), redisstore.Options{Pipeline: 1})
+	ctx := context.Background()
+	out := make([]ratelimit.LimitResult, 1)
+	req := ratelimit.CheckRequest{Key: "k", Limits: []ratelimit.Limit{ratelimit.PerMinute(10)}, Cost: 1}
+	if err := s.Check(ctx, req, out); err != nil {
+		t.Fatal(err)
+	}
+	go c.Do(ctx, "DEBUG", "SLEEP", "1.5")
+	time.Sleep(100 * time.Millisecond)
+	long, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	if err := s.Check(long, req, out); err != nil || !out[0].Allowed {
+		t.Fatalf("a 4s caller behind a 1.5s stall: %v %+v", err, out[0])
+	}
+	short, cancel2 := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel2()
+	time.Sleep(2 * time.Millisecond)
+	start := time.Now()
+	if err := s.Check(short, req, out); err == nil || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("a caller past its deadline: %v after %v", err, time.Since(start))
+	}
+}
+
+// A policy edited 20 times (a new limit each time, a window apart) leaves
+// one limit's state in the stored value, not 20 (442 bytes before).
+func TestStaleLimitsOfAnEditedPolicyAreDropped(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	clock := storetest.NewClock()
+	s := redisstore.New(c, redisstore.Options{Now: clock.Now, Pipeline: -1})
+	ctx := context.Background()
+	out := make([]ratelimit.LimitResult, 2)
+	daily := ratelimit.Limit{Name: "daily", Rate: 10000, Period: 24 * time.Hour}
+	for edit := 0; edit < 20; edit++ {
+		lim := ratelimit.Limit{Name: "api", Rate: int64(100 + edit), Period: time.Minute}
+		if err := s.Check(ctx, ratelimit.CheckRequest{Key: "k", Limits: []ratelimit.Limit{daily, lim}, Cost: 1}, out); err != nil {
+			t.Fatal(err)
+		}
+		if !out[0].Allowed || out[0].Remaining != int64(10000-edit-1) {
+			t.Fatalf("edit %d: the limit still named lost its state: %+v", edit, out[0])
+		}
+		clock.Advance(61 * time.Second)
+	}
+	val, err := c.Get(ctx, s.Key("k")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(val, "|"); n != 2 || len(val) > 80 {
+		t.Fatalf("after 20 edits the value holds %d limits in %d bytes: %q", n, len(val), val)
+	}
+	if info, err := s.Info(ctx, "k"); err != nil || !info.Exists || info.Hits != 20 {
+		t.Fatalf("info after the edits: %+v %v", info, err)
 	}
 }

@@ -71,6 +71,8 @@ func startServer(t testing.TB, dir string, extra ...string) *Server {
 		args := append([]string{
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 			"--save", "", "--appendonly", "no", "--protected-mode", "no",
+			// DEBUG SLEEP makes a slow server on demand (local clients only).
+			"--enable-debug-command", "local",
 			"--logfile", filepath.Join(dir, fmt.Sprintf("redis-%d.log", port)),
 		}, extra...)
 		cmd := exec.Command("redis-server", args...)
@@ -141,8 +143,11 @@ func StartCluster(t testing.TB) *Cluster {
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		// Without full coverage required, the healthy masters keep serving
+		// their slots when one master is down (what a deployment that wants
+		// partial availability sets).
 		s := startServer(t, nodeDir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "5000")
+			"--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "no")
 		c.servers = append(c.servers, s)
 		c.Addrs = append(c.Addrs, s.Addr)
 	}
@@ -178,6 +183,9 @@ func clusterOK(addr string) bool {
 	}
 	return false
 }
+
+// StopNode kills the master at Addrs[i] (a partial failure).
+func (c *Cluster) StopNode(i int) { c.servers[i].Stop() }
 
 // Client returns a cluster client closed at cleanup.
 func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {

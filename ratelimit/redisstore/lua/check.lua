@@ -48,7 +48,7 @@ local ai = 3
 -- Per limit i (0-based): spec lim[i+1]; outcome r[6i+1..6i+6] = allowed,
 -- remaining, reset, retry, blocked, ttl; state st[8i+1..8i+8] = old a b c x,
 -- next a b c x.
-local lim, r, st, segs, order, count = {}, {}, {}, {}, {}, 0
+local lim, r, st, segs, exps, order, count = {}, {}, {}, {}, {}, {}, 0
 
 for k = 1, checks do
   local key = KEYS[k]
@@ -60,7 +60,7 @@ for k = 1, checks do
   local raw = redis.pcall('GET', key)
   if type(raw) ~= 'string' then raw = nil end
   local hits
-  hits, count = decode_state(raw, segs, order, count)
+  hits, count = decode_state(raw, segs, exps, order, count)
 
   local all_allowed = true
   for i = 0, n - 1 do
@@ -117,10 +117,11 @@ for k = 1, checks do
           order[count] = id
         end
         segs[id] = encode_limit(sp[2], sp[4], st[q + 5], st[q + 6], st[q + 7], st[q + 8])
+        exps[id] = expiry_of(now, r[i * 6 + 6])
         if r[i * 6 + 6] > keep then keep = r[i * 6 + 6] end
       end
     end
-    local value = encode_state(hits + cost, segs, order, count)
+    local value = encode_state(hits + cost, segs, exps, order, count, now)
     -- The TTL only grows, in whole seconds plus one: most checks keep it.
     local ttl = -2
     if raw then ttl = redis.call('PTTL', key) end

@@ -38,12 +38,18 @@ local function enc_time(v)
   return fmt('%.17g', v - EPOCH)
 end
 
--- decode_state reads a stored value into segs (fields by limit id) and
--- order (the ids in stored order, kept when the value is written back),
--- both emptied first (they are reused across the checks of a batch), and
--- returns the hits and the number of ids.
-local function decode_state(raw, segs, order, count)
-  for i = 1, count do segs[order[i]] = nil end
+-- A limit's segment ends with "~" and the whole second (minus EPOCH_S)
+-- after which its state is back to fresh: a segment past it is dropped when
+-- the value is written, so a limit that no policy names any more (an edited
+-- policy) leaves no data behind once its window has passed.
+local EPOCH_S = EPOCH / 1000000
+
+-- decode_state reads a stored value into segs (fields by limit id), exps
+-- (expiry second by limit id) and order (the ids in stored order, kept when
+-- the value is written back), all emptied first (they are reused across the
+-- checks of a batch), and returns the hits and the number of ids.
+local function decode_state(raw, segs, exps, order, count)
+  for i = 1, count do segs[order[i]], exps[order[i]] = nil, nil end
   if not raw then return 0, 0 end
   local p = find(raw, '|', 1, true)
   local hits = tonumber(sub(raw, 1, (p or 0) - 1)) or 0
@@ -51,7 +57,13 @@ local function decode_state(raw, segs, order, count)
   while p do
     local q = find(raw, '|', p + 1, true)
     local id = sub(raw, p + 1, p + 5)
-    segs[id] = sub(raw, p + 6, (q or 0) - 1)
+    local seg = sub(raw, p + 6, (q or 0) - 1)
+    local t = find(seg, '~', 1, true)
+    if t then
+      exps[id] = tonumber(sub(seg, t + 1))
+      seg = sub(seg, 1, t - 1)
+    end
+    segs[id] = seg
     k = k + 1
     order[k] = id
     p = q
@@ -59,14 +71,27 @@ local function decode_state(raw, segs, order, count)
   return hits, k
 end
 
+-- expiry_of is the expiry second of a state kept for ttl µs from now.
+local function expiry_of(now, ttl)
+  return ceil((now + ttl) / 1000000) - EPOCH_S
+end
+
 local parts = {}
-local function encode_state(hits, segs, order, count)
+local function encode_state(hits, segs, exps, order, count, now)
   parts[1] = fmt('%.17g', hits)
+  local n = 1
   for i = 1, count do
     local id = order[i]
-    parts[i + 1] = '|' .. id .. segs[id]
+    local e = exps[id]
+    if e == nil then
+      n = n + 1
+      parts[n] = '|' .. id .. segs[id]
+    elseif (e + EPOCH_S) * 1000000 > now then
+      n = n + 1
+      parts[n] = '|' .. id .. segs[id] .. '~' .. fmt('%d', e)
+    end
   end
-  return table.concat(parts, '', 1, count + 1)
+  return table.concat(parts, '', 1, n)
 end
 
 -- decode_limit returns one limit's a, b, c, x (see ratelimit/internal/algo).

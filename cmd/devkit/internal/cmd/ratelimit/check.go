@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,20 +26,43 @@ type CheckOptions struct {
 	Block     time.Duration
 	Cost      int64
 	JSON      bool
+	Request   RequestOptions
 }
 
 func newCheckCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
 	opts := &CheckOptions{IO: ios, Store: so}
 	cmd := &cobra.Command{
-		Use:   "check KEY --limit N --window D",
-		Short: "Spend from KEY's limit; exit 0 when allowed, 3 when denied",
+		Use:   "check (KEY --limit N --window D | --policy FILE --method M --path P [--header H]...)",
+		Short: "Spend from KEY's limit, or a described request's; exit 0 when allowed, 3 when denied",
 		Long: `check spends --cost from KEY's limit in the shared store and reports the result.
-Exit status: 0 allowed, 3 denied, 2 usage error (including no store), 1 store error.`,
+
+With --policy, it answers for the request described by --method, --path,
+--header and --ip instead: the rule, key and limits that request would get
+from the policy (as the proxy would), spent from the shared store.
+
+Exit status: 0 allowed (or not limited), 3 denied, 2 usage error (including
+no store and a missing flag), 1 store error.`,
 		Example: `  devkit ratelimit check login:203.0.113.9 --limit 5 --window 15m --block 1h
-  devkit ratelimit check api:acme --limit 2 --window 1s --algorithm token-bucket --burst 120 --json`,
-		Args: cmdutil.ExactArgs(1),
+  devkit ratelimit check api:acme --limit 2 --window 1s --algorithm token-bucket --burst 120 --json
+  devkit ratelimit check --policy examples/policies/saas.yaml --method POST --path /auth/login --ip 203.0.113.9
+  devkit ratelimit check --policy examples/policies/saas.yaml --method GET --path /api/items/7 \
+      --header 'X-Workspace-ID: acme' --header 'X-Workspace-Plan: pro' --ip 127.0.0.1 --json`,
+		Args: cmdutil.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Key, opts.Ctx = args[0], cmd.Context()
+			opts.Ctx = cmd.Context()
+			if opts.Request.Policy != "" {
+				if len(args) > 0 {
+					return cmdutil.UsageErrorf("give KEY or --policy with a request, not both")
+				}
+				return runCheckRequest(opts)
+			}
+			if len(args) != 1 {
+				return cmdutil.UsageErrorf("give KEY (with --limit and --window), or --policy with a request\nRun '%s --help' for usage.", cmd.CommandPath())
+			}
+			if err := requireFlags(cmd, "limit", "window"); err != nil {
+				return err
+			}
+			opts.Key = args[0]
 			return runCheck(opts)
 		},
 	}
@@ -50,8 +74,7 @@ Exit status: 0 allowed, 3 denied, 2 usage error (including no store), 1 store er
 	f.Var(durationValue{&opts.Block}, "block", "penalty block once denied (default: none)")
 	f.Int64Var(&opts.Cost, "cost", 1, "what this request spends")
 	f.BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
-	cmd.MarkFlagRequired("limit")
-	cmd.MarkFlagRequired("window")
+	opts.Request.addFlags(cmd)
 	return cmd
 }
 
@@ -67,6 +90,97 @@ type CheckResult struct {
 	Blocked     bool    `json:"blocked"`
 	Cost        int64   `json:"cost"`
 	StoreMillis float64 `json:"store_ms"`
+	// Rule and Limits are set for a request checked against a policy.
+	Rule   string        `json:"rule,omitempty"`
+	Plan   string        `json:"plan,omitempty"`
+	Limits []LimitResult `json:"limits,omitempty"`
+}
+
+// LimitResult is one limit of a policy check.
+type LimitResult struct {
+	Name       string  `json:"name"`
+	Allowed    bool    `json:"allowed"`
+	Limit      int64   `json:"limit"`
+	Remaining  int64   `json:"remaining"`
+	ResetAfter float64 `json:"reset_after_seconds"`
+	RetryAfter float64 `json:"retry_after_seconds"`
+	Blocked    bool    `json:"blocked"`
+}
+
+// runCheckRequest checks a described request as the proxy would.
+func runCheckRequest(opts *CheckOptions) error {
+	d, limited, err := opts.Request.decide()
+	if err != nil {
+		return err
+	}
+	method := strings.ToUpper(opts.Request.Method)
+	if !limited {
+		if opts.JSON {
+			res := CheckResult{Allowed: true, Cost: 0}
+			if d.Rule != nil {
+				res.Rule = d.Rule.Name
+			}
+			return cmdutil.WriteJSON(opts.IO.Out, res)
+		}
+		_, err := fmt.Fprintln(opts.IO.Out, describe(d, method, opts.Request.Path))
+		return err
+	}
+	store, ctx, done, err := opts.Store.connect(opts.Ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	out := make([]rl.LimitResult, len(d.Request.Limits))
+	cost := d.Request.Cost
+	if cost == 0 {
+		cost = 1
+	}
+	start := time.Now()
+	if err := store.Check(ctx, rl.CheckRequest{Key: d.Request.Key, Limits: d.Request.Limits, Cost: cost}, out); err != nil {
+		return err
+	}
+	took := time.Since(start)
+	allowed := true
+	for _, r := range out {
+		allowed = allowed && r.Allowed
+	}
+	if opts.JSON {
+		cr := CheckResult{Key: d.Request.Key, Allowed: allowed, Cost: cost, Rule: d.Rule.Name, Plan: d.Plan,
+			StoreMillis: float64(took.Microseconds()) / 1000}
+		for i, r := range out {
+			lim := d.Request.Limits[i]
+			cr.Limits = append(cr.Limits, LimitResult{Name: lim.DisplayName(), Allowed: r.Allowed, Limit: lim.Capacity(),
+				Remaining: r.Remaining, ResetAfter: secs(r.ResetAfter), RetryAfter: secs(r.RetryAfter), Blocked: r.Blocked})
+		}
+		if len(out) > 0 {
+			cr.Algorithm, cr.Limit, cr.Remaining = d.Request.Limits[0].Algorithm.String(), d.Request.Limits[0].Capacity(), out[0].Remaining
+		}
+		err = cmdutil.WriteJSON(opts.IO.Out, cr)
+	} else {
+		verdict := "allowed"
+		if !allowed {
+			verdict = "denied"
+		}
+		_, err = fmt.Fprintf(opts.IO.Out, "%s: %s\n", verdict, describe(d, method, opts.Request.Path))
+		for i, r := range out {
+			lim := d.Request.Limits[i]
+			state := fmt.Sprintf("%d of %d left, full again in %s", r.Remaining, lim.Capacity(), human(r.ResetAfter))
+			if !r.Allowed {
+				state = fmt.Sprintf("denied, retry in %s", human(r.RetryAfter))
+				if r.Blocked {
+					state = fmt.Sprintf("blocked, retry in %s", human(r.RetryAfter))
+				}
+			}
+			fmt.Fprintf(opts.IO.Out, "  %s: %s\n", lim, state)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if !allowed {
+		return cmdutil.SilentExit(cmdutil.ExitNegative)
+	}
+	return nil
 }
 
 func (o *CheckOptions) limit() (rl.Limit, error) {

@@ -11,26 +11,51 @@ import (
 
 // InfoOptions are the inputs of `devkit ratelimit info`.
 type InfoOptions struct {
-	IO    *cmdutil.IOStreams
-	Store *StoreOptions
-	Ctx   context.Context
-	Key   string
-	JSON  bool
+	IO      *cmdutil.IOStreams
+	Store   *StoreOptions
+	Ctx     context.Context
+	Key     string
+	JSON    bool
+	Request RequestOptions
 }
 
 func newInfoCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
 	opts := &InfoOptions{IO: ios, Store: so}
 	cmd := &cobra.Command{
-		Use:     "info KEY",
-		Short:   "Show what the store holds for KEY; exit 3 when nothing",
-		Example: "  devkit ratelimit info 'login|ip=203.0.113.9'\n  devkit ratelimit info api:acme --json --redis redis://127.0.0.1:6379",
-		Args:    cmdutil.ExactArgs(1),
+		Use:   "info (KEY | --policy FILE --method M --path P [--header H]...)",
+		Short: "Show what the store holds for KEY or a described request; exit 3 when nothing",
+		Long: `info shows the stored state of KEY without changing it. With --policy, the key
+is the one the request described by --method, --path, --header and --ip would
+get from the policy (as the proxy would compute it).
+Exit status: 0 state found, 3 none (or the request is not limited), 2 usage, 1 store error.`,
+		Example: "  devkit ratelimit info 'login|ip=203.0.113.9'\n  devkit ratelimit info api:acme --json --redis redis://127.0.0.1:6379\n" +
+			"  devkit ratelimit info --policy examples/policies/saas.yaml --method POST --path /AUTH/Login --ip 203.0.113.9",
+		Args: cmdutil.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Key, opts.Ctx = args[0], cmd.Context()
+			opts.Ctx = cmd.Context()
+			switch {
+			case opts.Request.Policy != "" && len(args) > 0:
+				return cmdutil.UsageErrorf("give KEY or --policy with a request, not both")
+			case opts.Request.Policy != "":
+				d, limited, err := opts.Request.decide()
+				if err != nil {
+					return err
+				}
+				if !limited {
+					fmt.Fprintln(opts.IO.ErrOut, describe(d, opts.Request.Method, opts.Request.Path))
+					return cmdutil.SilentExit(cmdutil.ExitNegative)
+				}
+				opts.Key = d.Request.Key
+			case len(args) == 1:
+				opts.Key = args[0]
+			default:
+				return cmdutil.UsageErrorf("give KEY, or --policy with a request\nRun '%s --help' for usage.", cmd.CommandPath())
+			}
 			return runInfo(opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
+	opts.Request.addFlags(cmd)
 	return cmd
 }
 

@@ -23,12 +23,20 @@ func newLintCmd(ios *cmdutil.IOStreams) *cobra.Command {
 		Example: "  devkit ratelimit lint --policy examples/policies/saas.yaml",
 		Long: `lint validates a policy file (unknown keys, durations, algorithms, plans...) and
 prints the rules as the proxy will apply them. Errors name file:line and field.
+Warnings (to stderr, exit 0) name what is valid but unsafe: a key on the raw
+path (use route templates), a plan without limits for a method the rule sees,
+identity headers without trusted proxies (never believed) or believed from
+anyone (headers_from_trusted_only: false).
 Exit status: 0 valid, 1 invalid, 2 usage error.`,
 		Args: cmdutil.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runLint(opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "policy"); err != nil {
+				return err
+			}
+			return runLint(opts)
+		},
 	}
 	cmd.Flags().StringVar(&opts.Policy, "policy", "", "policy file (YAML)")
-	cmd.MarkFlagRequired("policy")
 	return cmd
 }
 
@@ -37,6 +45,9 @@ func runLint(opts *LintOptions) error {
 	if err != nil {
 		fmt.Fprintln(opts.IO.ErrOut, err)
 		return cmdutil.SilentExit(cmdutil.ExitFailure)
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintln(opts.IO.ErrOut, "warning: "+w)
 	}
 	_, err = fmt.Fprint(opts.IO.Out, p.Describe())
 	return err

@@ -324,3 +324,58 @@ func adminGet(t *testing.T, addr, path string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// A missing required flag is a usage error (exit 2), as documented; cobra's
+// own check exited 1.
+func TestMissingRequiredFlag_Exits2(t *testing.T) {
+	env := map[string]string{"REDIS_URL": "redis://127.0.0.1:1"}
+	for _, args := range [][]string{
+		{"check", "k", "--limit", "5"},
+		{"check", "k", "--window", "1m"},
+		{"lint"},
+		{"proxy", "--listen", "127.0.0.1:0", "--policy", "p.yaml"},
+	} {
+		if _, stderr, code := run(t, env, args...); code != cmdutil.ExitUsage || !strings.Contains(stderr, "required flag") {
+			t.Errorf("%v: exit %d (%s), want 2 naming the missing flag", args, code, stderr)
+		}
+	}
+}
+
+// check and info answer for the rule a described request would get: the
+// same key and limits as the proxy (normalized path, template, identity).
+func TestCheckAndInfo_WithPolicyAndARequest(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	env := map[string]string{"REDIS_URL": srv.URL()}
+	pol := filepath.Join("..", "..", "..", "..", "..", "examples", "policies", "saas.yaml")
+	login := []string{"--policy", pol, "--method", "POST", "--ip", "203.0.113.9"}
+	for i, path := range []string{"/auth/login", "/AUTH/Login", "/auth//login/", "/auth/./login", "/Auth/login;x=1"} {
+		out, stderr, code := run(t, env, append([]string{"check", "--path", path}, login...)...)
+		if code != 0 || !strings.Contains(out, "rule login") || !strings.Contains(out, "key login|ip=203.0.113.9") {
+			t.Fatalf("check %d (%s): exit %d\n%s%s", i, path, code, out, stderr)
+		}
+	}
+	out, _, code := run(t, env, append([]string{"check", "--path", "/auth/LOGIN", "--json"}, login...)...)
+	var res struct {
+		Allowed bool   `json:"allowed"`
+		Rule    string `json:"rule"`
+		Key     string `json:"key"`
+		Limits  []struct {
+			Name    string `json:"name"`
+			Blocked bool   `json:"blocked"`
+		} `json:"limits"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != cmdutil.ExitNegative || res.Allowed || res.Rule != "login" ||
+		len(res.Limits) != 1 || !res.Limits[0].Blocked {
+		t.Fatalf("6th login: exit %d %+v (%v)\n%s", code, res, err, out)
+	}
+	out, _, code = run(t, env, append([]string{"info", "--path", "/auth/login", "--json"}, login...)...)
+	if code != 0 || !strings.Contains(out, `"key": "login|ip=203.0.113.9"`) || !strings.Contains(out, `"blocked_for_seconds": 3`) {
+		t.Fatalf("info --policy: exit %d\n%s", code, out)
+	}
+	if out, _, code := run(t, env, "check", "--policy", pol, "--path", "/health"); code != 0 || !strings.Contains(out, "not limited") {
+		t.Fatalf("check /health: exit %d %s", code, out)
+	}
+	if _, stderr, code := run(t, env, "check", "--policy", pol, "--path", "/x", "--header", "no-colon"); code != cmdutil.ExitUsage {
+		t.Fatalf("bad --header: exit %d %s", code, stderr)
+	}
+}

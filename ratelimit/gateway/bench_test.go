@@ -1,0 +1,331 @@
+package gateway_test
+
+// The gateway's goals, measured against peers in the same run, taking turns
+// (the machine is shared: alternate, take medians, quote ratios):
+//
+//	pass-through  ≥ 0.9× a bare httputil.ReverseProxy with the tuned transport
+//	rejection     ≥ 1× nginx limit_req on the same machine
+//	added latency p50 ≤ 200 µs over going to the upstream directly
+//
+//	go test -run '^$' -bench . -benchtime 5x ./gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/gateway"
+	"github.com/devkit-go/devkit/ratelimit/memory"
+	"github.com/devkit-go/devkit/ratelimit/policy"
+)
+
+const (
+	benchConcurrency = 32
+	benchSlice       = 300 * time.Millisecond
+)
+
+// openPolicy never denies; closedPolicy denies everything after the first.
+const (
+	openPolicy   = "rules:\n  - {name: api, paths: [/], key: [ip], limits: [{limit: 1000000000, window: 1h}]}\n"
+	closedPolicy = "rules:\n  - {name: api, paths: [/], key: [ip], limits: [{limit: 1, window: 1h}]}\n"
+)
+
+func upstreamServer(b *testing.B) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+func benchGateway(b *testing.B, upstream, pol string) *gateway.Server {
+	b.Helper()
+	p, err := policy.Parse("bench.yaml", []byte(pol))
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{BlockedCacheSize: 100_000})
+	srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: upstream, Policy: p, Limiter: l,
+		Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := srv.Listen(ctx); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done })
+	return srv
+}
+
+// bareProxy is the peer: httputil.ReverseProxy with the same tuned transport.
+func bareProxy(b *testing.B, upstream string) string {
+	u, _ := url.Parse(upstream)
+	rp := &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.SetXForwarded() },
+		Transport: gateway.NewTransport(gateway.DefaultMaxIdleConnsPerHost, gateway.DefaultResponseHeaderTimeout),
+	}
+	srv := httptest.NewServer(rp)
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// drive sends requests from conc kept-alive clients for d and returns the
+// requests per second; every answer must have status want.
+func drive(b *testing.B, client *http.Client, target string, conc int, d time.Duration, want int) float64 {
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	for g := 0; g < conc; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				resp, err := client.Get(target)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					b.Errorf("%s: status %d, want %d", target, resp.StatusCode, want)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(done.Load()) / time.Since(start).Seconds()
+}
+
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxIdleConns: 256}}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// compare runs ours and the peer in turns, b.N rounds of benchSlice each,
+// and reports each one's median throughput and the median ratio.
+func compare(b *testing.B, peerName, ours, peer string, want int) {
+	client := benchClient()
+	drive(b, client, ours, benchConcurrency, 100*time.Millisecond, want) // warm up both pools
+	drive(b, client, peer, benchConcurrency, 100*time.Millisecond, want)
+	var oursRPS, peerRPS, ratios []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var o, p float64
+		if i%2 == 0 {
+			o = drive(b, client, ours, benchConcurrency, benchSlice, want)
+			p = drive(b, client, peer, benchConcurrency, benchSlice, want)
+		} else {
+			p = drive(b, client, peer, benchConcurrency, benchSlice, want)
+			o = drive(b, client, ours, benchConcurrency, benchSlice, want)
+		}
+		oursRPS, peerRPS, ratios = append(oursRPS, o), append(peerRPS, p), append(ratios, o/p)
+	}
+	b.StopTimer()
+	b.ReportMetric(median(oursRPS), "gateway-req/s")
+	b.ReportMetric(median(peerRPS), peerName+"-req/s")
+	b.ReportMetric(median(ratios), "ratio")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkGateway_PassThrough: every request allowed and forwarded, the
+// gateway against a bare ReverseProxy with the same transport, one upstream.
+func BenchmarkGateway_PassThrough(b *testing.B) {
+	up := upstreamServer(b)
+	gw := benchGateway(b, up.URL, openPolicy)
+	compare(b, "reverseproxy", "http://"+gw.Addr()+"/items/1", bareProxy(b, up.URL)+"/items/1", 200)
+}
+
+// BenchmarkGateway_RejectionVsNginx: every request over the limit, the
+// gateway's 429 against nginx limit_req's 429 (both in front of the same
+// upstream, which neither reaches).
+func BenchmarkGateway_RejectionVsNginx(b *testing.B) {
+	up := upstreamServer(b)
+	nginx := startNginx(b, up.URL)
+	gw := benchGateway(b, up.URL, closedPolicy)
+	client := benchClient()
+	client.Get("http://" + gw.Addr() + "/x") // spend the one allowed request of each
+	client.Get(nginx + "/x")
+	compare(b, "nginx", "http://"+gw.Addr()+"/x", nginx+"/x", 429)
+}
+
+// startNginx runs nginx with limit_req (1 request per minute per client
+// address, then 429) on a free 127.0.0.1 port, in a temporary prefix.
+func startNginx(b *testing.B, upstream string) string {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/nginx", "/usr/local/sbin/nginx"} {
+			if _, e := os.Stat(p); e == nil {
+				bin, err = p, nil
+			}
+		}
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			b.Fatal("nginx not found (apt-get install nginx); CI=true: the peer benchmark must run")
+		}
+		b.Skip("nginx not found: the rejection peer is missing (apt-get install nginx)")
+	}
+	dir := b.TempDir()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	u, _ := url.Parse(upstream)
+	conf := fmt.Sprintf(`worker_processes 2;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body; proxy_temp_path %[1]s/proxy;
+  fastcgi_temp_path %[1]s/fcgi; uwsgi_temp_path %[1]s/uwsgi; scgi_temp_path %[1]s/scgi;
+  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/m;
+  limit_req_status 429;
+  keepalive_requests 1000000;
+  upstream api { server %[2]s; keepalive 256; }
+  server {
+    listen 127.0.0.1:%[3]d;
+    location / {
+      limit_req zone=perip;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_pass http://api;
+    }
+  }
+}
+`, dir, u.Host, port)
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-p", dir, "-c", path, "-g", "daemon off;")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("nginx did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "http://" + addr
+}
+
+// BenchmarkGateway_AddedLatency sends requests one at a time, in turns
+// directly to the upstream and through the gateway (memory store, a limit
+// that never denies), and reports the median of each and the difference.
+func BenchmarkGateway_AddedLatency(b *testing.B) {
+	up := upstreamServer(b)
+	gw := benchGateway(b, up.URL, openPolicy)
+	client := benchClient()
+	one := func(target string) time.Duration {
+		start := time.Now()
+		resp, err := client.Get(target)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return time.Since(start)
+	}
+	direct, proxied := up.URL+"/items/1", "http://"+gw.Addr()+"/items/1"
+	one(direct)
+	one(proxied)
+	var d, p []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d = append(d, float64(one(direct).Microseconds()))
+		p = append(p, float64(one(proxied).Microseconds()))
+	}
+	b.StopTimer()
+	b.ReportMetric(median(d), "direct-p50-µs")
+	b.ReportMetric(median(p), "gateway-p50-µs")
+	b.ReportMetric(median(p)-median(d), "added-p50-µs")
+}
+
+// BenchmarkGateway_HandlerAllocs is one request through the gateway's
+// handler (limit, rewrite, forward over a kept-alive connection, copy the
+// answer): the gateway's own allocations per request.
+func BenchmarkGateway_HandlerAllocs(b *testing.B) {
+	up := upstreamServer(b)
+	gw := benchGateway(b, up.URL, openPolicy)
+	h := gw.Handler()
+	req := httptest.NewRequest("GET", "/items/1", nil)
+	req.RemoteAddr = "203.0.113.9:4000"
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := &discardWriter{h: make(http.Header, 8)}
+		h.ServeHTTP(w, req)
+		if w.code != 200 {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
+
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = 200
+	}
+	return len(p), nil
+}
+func (w *discardWriter) WriteHeader(code int) { w.code = code }
+
+// BenchmarkGateway_RejectAllocs is one denied request through the gateway's
+// handler (blocked cache, headers, problem+json): what a flood costs.
+func BenchmarkGateway_RejectAllocs(b *testing.B) {
+	up := upstreamServer(b)
+	gw := benchGateway(b, up.URL, closedPolicy)
+	h := gw.Handler()
+	req := httptest.NewRequest("GET", "/x", nil)
+	req.RemoteAddr = "203.0.113.9:4000"
+	h.ServeHTTP(&discardWriter{h: make(http.Header)}, req)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := &discardWriter{h: make(http.Header, 8)}
+		h.ServeHTTP(w, req)
+		if w.code != 429 {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}

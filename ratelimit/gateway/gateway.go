@@ -1,0 +1,364 @@
+// Package gateway is the rate-limiting reverse proxy: a Server that checks
+// every request against a policy (ratelimit/middleware) and forwards what
+// passes to one upstream, with an admin API on a separate, loopback-only by
+// default, address.
+//
+// What reaches the upstream is what the gateway verified: identity headers
+// (user, tenant, plan) and X-Real-IP from untrusted peers are stripped, and
+// X-Forwarded-For and Forwarded (RFC 7239) are rewritten to the verified
+// chain. Errors are application/problem+json (RFC 9457); a client that goes
+// away is not an upstream error.
+//
+//	srv, err := gateway.New(gateway.Config{Listen: ":8080", Upstream: "http://127.0.0.1:9000",
+//		Policy: pol, Limiter: limiter})
+//	if err := srv.Listen(ctx); err != nil { ... }
+//	err = srv.Serve(ctx) // until ctx ends, then a graceful drain
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/middleware"
+	"github.com/devkit-go/devkit/ratelimit/policy"
+)
+
+// Defaults of Config.
+const (
+	DefaultReadHeaderTimeout     = 10 * time.Second
+	DefaultReadTimeout           = 2 * time.Minute
+	DefaultWriteTimeout          = 2 * time.Minute
+	DefaultIdleTimeout           = 2 * time.Minute
+	DefaultResponseHeaderTimeout = 30 * time.Second
+	DefaultShutdownTimeout       = 5 * time.Second
+	// DefaultMaxIdleConnsPerHost sizes the upstream keep-alive pool to the
+	// concurrency a gateway serves: every client connection in flight can
+	// keep its upstream connection instead of churning sockets.
+	DefaultMaxIdleConnsPerHost = 1024
+	DefaultWatchInterval       = 2 * time.Second
+)
+
+// Config configures a Server. Listen, Upstream, Policy and Limiter are
+// required.
+type Config struct {
+	// Listen is the clients' address (":8080"). Admin is the admin API's;
+	// empty turns it off, and a port alone (":9090") binds loopback only.
+	Listen, Admin string
+	// AdminToken, when set, is the bearer token of the admin API.
+	AdminToken string
+	// Upstream is the http:// or https:// URL requests are forwarded to.
+	Upstream string
+	// Policy is the policy in force at start; SetPolicy replaces it.
+	Policy  *policy.Policy
+	Limiter *ratelimit.Limiter
+	// Fail, when set, overrides the failure policy of every policy loaded.
+	Fail ratelimit.FailurePolicy
+	// PolicyFile, when set, is polled every WatchInterval (and re-read on
+	// each receive from Reload) and replaces the policy when it changes and
+	// parses; an invalid file is logged and the old policy stays.
+	PolicyFile    string
+	WatchInterval time.Duration
+	Reload        <-chan struct{}
+	// Transport replaces the tuned upstream transport (tests, TLS setups).
+	Transport http.RoundTripper
+	// MaxIdleConnsPerHost bounds the upstream keep-alive pool.
+	MaxIdleConnsPerHost int
+	// Timeouts of the client side (read the headers, read the request,
+	// write the response, keep an idle connection) and of the upstream
+	// (its response headers). Zero means the Default… values.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	ResponseHeaderTimeout                                     time.Duration
+	ShutdownTimeout                                           time.Duration
+	Logger                                                    *slog.Logger
+}
+
+// Server is the gateway: a client listener and, optionally, an admin one.
+type Server struct {
+	cfg      Config
+	upstream *url.URL
+	mw       *middleware.Middleware
+	metrics  *upstreamMetrics
+	handler  http.Handler
+	log      *slog.Logger
+
+	clientSrv, adminSrv *http.Server
+	ln, adminLn         net.Listener
+
+	stopOnce sync.Once
+}
+
+// New checks cfg and prepares the server; Listen binds it.
+func New(cfg Config) (*Server, error) {
+	u, err := ParseUpstream(cfg.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Policy == nil || cfg.Limiter == nil {
+		return nil, errors.New("gateway: a policy and a limiter are required")
+	}
+	defaults(&cfg)
+	s := &Server{cfg: cfg, upstream: u, log: cfg.Logger, metrics: newUpstreamMetrics()}
+	s.mw = middleware.New(cfg.Limiter, s.override(cfg.Policy), middleware.Options{Logger: cfg.Logger})
+	transport := cfg.Transport
+	if transport == nil {
+		transport = NewTransport(cfg.MaxIdleConnsPerHost, cfg.ResponseHeaderTimeout)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:      s.rewrite,
+		Transport:    &measuredTransport{next: transport, m: s.metrics},
+		ErrorHandler: s.upstreamError,
+		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		BufferPool:   bufferPool{},
+	}
+	s.handler = s.mw.Handler(rp)
+	s.clientSrv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	if cfg.Admin != "" {
+		s.adminSrv = &http.Server{
+			Handler:           middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, ExtraMetrics: s.metrics.write}),
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			ReadTimeout:       cfg.ReadTimeout,
+			WriteTimeout:      cfg.WriteTimeout,
+			IdleTimeout:       cfg.IdleTimeout,
+		}
+	}
+	return s, nil
+}
+
+// ParseUpstream checks an upstream URL: http:// or https:// with a host.
+func ParseUpstream(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("upstream %q: want an http:// or https:// URL", raw)
+	}
+	return u, nil
+}
+
+func defaults(cfg *Config) {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	set(&cfg.ReadTimeout, DefaultReadTimeout)
+	set(&cfg.WriteTimeout, DefaultWriteTimeout)
+	set(&cfg.IdleTimeout, DefaultIdleTimeout)
+	set(&cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
+	set(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	set(&cfg.WatchInterval, DefaultWatchInterval)
+	if cfg.MaxIdleConnsPerHost <= 0 {
+		cfg.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+}
+
+// NewTransport is the tuned upstream transport: a keep-alive pool of
+// maxIdlePerHost connections to the one upstream (the standard library's
+// 2 churns a socket per request under load), dial and TLS timeouts, and a
+// bound on the wait for the upstream's response headers.
+func NewTransport(maxIdlePerHost int, responseHeaderTimeout time.Duration) *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil, // the upstream is addressed directly, never through $HTTP_PROXY
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          maxIdlePerHost,
+		MaxIdleConnsPerHost:   maxIdlePerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: responseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+}
+
+// override applies Config.Fail to a policy.
+func (s *Server) override(p *policy.Policy) *policy.Policy {
+	if s.cfg.Fail != ratelimit.FailDefault {
+		p.Fail = s.cfg.Fail
+	}
+	return p
+}
+
+// SetPolicy replaces the policy; requests in flight finish under the old one.
+func (s *Server) SetPolicy(p *policy.Policy) { s.mw.SetPolicy(s.override(p)) }
+
+// Policy returns the policy in force.
+func (s *Server) Policy() *policy.Policy { return s.mw.Policy() }
+
+// Handler is the client-side handler (limit, then forward), for tests and
+// benchmarks that serve it themselves.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(s.upstream)
+	proto := "http"
+	if pr.In.TLS != nil {
+		proto = "https"
+	}
+	// Only what was verified goes upstream (ReverseProxy has already
+	// removed the inbound X-Forwarded-* and Forwarded from pr.Out).
+	s.mw.Policy().Identity.SetUpstreamHeaders(pr.In, pr.Out.Header, proto)
+	pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
+	pr.Out.Header.Set("X-Forwarded-Proto", proto)
+}
+
+func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		// The client went away: nothing to answer, nothing the upstream did.
+		s.metrics.clientGone.Add(1)
+		return
+	}
+	status, detail := http.StatusBadGateway, "The upstream API did not answer; retry shortly."
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		status, detail = http.StatusGatewayTimeout, "The upstream API did not answer in time; retry shortly."
+	}
+	s.log.Warn("upstream failed", "err", err, "path", r.URL.Path, "status", status)
+	middleware.WriteError(w, r, status, detail)
+}
+
+// adminAddr binds a port without a host to loopback: the admin API resets
+// limits, so it is not reachable from the network unless asked for.
+func adminAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Listen binds the client and admin addresses; on failure nothing stays bound.
+func (s *Server) Listen(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("gateway: listen %s: %w", s.cfg.Listen, err)
+	}
+	if s.adminSrv != nil {
+		addr := adminAddr(s.cfg.Admin)
+		aln, err := lc.Listen(ctx, "tcp", addr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("gateway: listen %s (admin): %w", addr, err)
+		}
+		if !isLoopback(aln.Addr().String()) && s.cfg.AdminToken == "" {
+			s.log.Warn("the admin API is reachable from the network without a token: anyone there can reset limits; set --admin-token",
+				"admin", aln.Addr().String())
+		}
+		s.adminLn = aln
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound client address; AdminAddr the admin one ("" when off).
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// AdminAddr is the bound admin address, "" when the admin API is off.
+func (s *Server) AdminAddr() string {
+	if s.adminLn == nil {
+		return ""
+	}
+	return s.adminLn.Addr().String()
+}
+
+// Serve serves on the bound listeners, follows policy edits and fleet-wide
+// resets, until ctx ends; then it drains within ShutdownTimeout. It returns
+// nil after a clean drain.
+func (s *Server) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if s.cfg.PolicyFile != "" {
+		go policy.Watch(ctx, s.cfg.PolicyFile, s.Policy(), s.cfg.WatchInterval, s.cfg.Reload,
+			func(p *policy.Policy) {
+				s.SetPolicy(p)
+				s.log.Info("policy reloaded", "file", s.cfg.PolicyFile, "rules", len(p.Rules))
+				for _, w := range p.Warnings {
+					s.log.Warn("policy: " + w)
+				}
+			},
+			func(err error) { s.log.Error("policy not reloaded; the previous one stays", "err", err) })
+	}
+	go func() {
+		if err := s.cfg.Limiter.FollowResets(ctx); err != nil {
+			s.log.Warn("not following resets: a reset elsewhere reaches this proxy's blocked cache only at expiry", "err", err)
+		}
+	}()
+	errc := make(chan error, 2)
+	serve := func(srv *http.Server, ln net.Listener) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+			cancel()
+		}
+	}
+	go serve(s.clientSrv, s.ln)
+	if s.adminSrv != nil {
+		go serve(s.adminSrv, s.adminLn)
+	}
+	s.log.Info("proxy listening", "listen", s.Addr(), "upstream", s.upstream.String(), "admin", s.AdminAddr(),
+		"policy", s.Policy().Source, "rules", len(s.Policy().Rules))
+	<-ctx.Done()
+	err := s.Shutdown(context.Background())
+	select {
+	case serveErr := <-errc:
+		return errors.Join(serveErr, err)
+	default:
+	}
+	return err
+}
+
+// Shutdown stops the listeners and drains in-flight requests, bounded by
+// ShutdownTimeout and ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+	defer cancel()
+	var err error
+	s.stopOnce.Do(func() {
+		err = s.clientSrv.Shutdown(ctx)
+		if s.adminSrv != nil {
+			err = errors.Join(err, s.adminSrv.Shutdown(ctx))
+		}
+		if err != nil {
+			err = fmt.Errorf("gateway: requests still in flight after %v were cut off: %w", s.cfg.ShutdownTimeout, err)
+		}
+	})
+	return err
+}
+
+// bufferPool recycles the 32 KB copy buffers of response bodies.
+type bufferPool struct{}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }

@@ -1,0 +1,216 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/gateway"
+	"github.com/devkit-go/devkit/ratelimit/memory"
+	"github.com/devkit-go/devkit/ratelimit/policy"
+)
+
+// recorder is an upstream that keeps the headers of the last request.
+type recorder struct {
+	mu   sync.Mutex
+	last http.Header
+	hits int
+}
+
+func (u *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.last, u.hits = r.Header.Clone(), u.hits+1
+	u.mu.Unlock()
+	io.WriteString(w, "ok")
+}
+
+func (u *recorder) header() http.Header {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.last
+}
+
+func startGateway(t *testing.T, upstream string, pol string, cfg gateway.Config) *gateway.Server {
+	t.Helper()
+	p, err := policy.Parse("p.yaml", []byte(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen, cfg.Upstream, cfg.Policy = "127.0.0.1:0", upstream, p
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	}
+	srv, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := srv.Listen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return srv
+}
+
+// clientFrom is an HTTP client whose connections come from a given local
+// address (127.0.0.2: an untrusted peer on this machine).
+func clientFrom(local string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+const trustingPolicy = `
+identity:
+  trusted_proxies: [127.0.0.1]
+  user_header: X-User-ID
+  tenant_header: X-Workspace-ID
+  plan_header: X-Workspace-Plan
+defaults: {plan: free}
+rules:
+  - name: api
+    paths: [/]
+    scope: tenant
+    key: [tenant, ip]
+    plans:
+      free: {"*": [{limit: 2, window: 1h}]}
+      enterprise: {"*": [{limit: 1000, window: 1h}]}
+`
+
+// An untrusted peer (127.0.0.2) that claims a plan, a tenant, a user, a
+// client address in X-Forwarded-For, X-Real-IP and Forwarded gets none of
+// it believed, and none of it reaches the upstream: the upstream sees the
+// verified peer only. Before, the proxy forwarded the identity headers and
+// X-Real-IP as sent.
+func TestGateway_SpoofedIdentityFromUntrustedPeerNeitherBelievedNorForwarded(t *testing.T) {
+	up := &recorder{}
+	upstream := httptest.NewServer(up)
+	defer upstream.Close()
+	srv := startGateway(t, upstream.URL, trustingPolicy, gateway.Config{})
+	client := clientFrom("127.0.0.2")
+	codes := map[int]int{}
+	for i := 0; i < 5; i++ {
+		req, _ := http.NewRequest("GET", "http://"+srv.Addr()+"/x", nil)
+		req.Header.Set("X-Workspace-Plan", "enterprise")
+		req.Header.Set("X-Workspace-ID", fmt.Sprintf("victim-%d", i))
+		req.Header.Set("X-User-ID", "admin")
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.0.0.%d", i))
+		req.Header.Set("X-Real-IP", "10.9.9.9")
+		req.Header.Set("Forwarded", "for=10.8.8.8")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+	}
+	if codes[200] != 2 || codes[429] != 3 {
+		t.Errorf("codes %v: want the free plan's 2, then 429 (no plan, tenant or address believed)", codes)
+	}
+	h := up.header()
+	for _, name := range []string{"X-Workspace-Plan", "X-Workspace-Id", "X-User-Id"} {
+		if v := h.Get(name); v != "" {
+			t.Errorf("upstream got %s: %q from an untrusted peer", name, v)
+		}
+	}
+	if h.Get("X-Forwarded-For") != "127.0.0.2" || h.Get("X-Real-Ip") != "127.0.0.2" || !strings.HasPrefix(h.Get("Forwarded"), "for=127.0.0.2;proto=http") {
+		t.Errorf("upstream got X-Forwarded-For %q, X-Real-IP %q, Forwarded %q: want the verified peer 127.0.0.2",
+			h.Get("X-Forwarded-For"), h.Get("X-Real-Ip"), h.Get("Forwarded"))
+	}
+}
+
+// From a trusted proxy, the identity is believed and forwarded, and the
+// chain is cut at the first untrusted hop (what the client prepended is
+// dropped); hops written with ports ("IP:port", "[v6]:port") are read.
+func TestGateway_TrustedProxyChainVerifiedAndForwarded(t *testing.T) {
+	up := &recorder{}
+	upstream := httptest.NewServer(up)
+	defer upstream.Close()
+	srv := startGateway(t, upstream.URL, trustingPolicy, gateway.Config{})
+	req, _ := http.NewRequest("GET", "http://"+srv.Addr()+"/x", nil)
+	req.Header.Set("X-Workspace-Plan", "enterprise")
+	req.Header.Set("X-Forwarded-For", "6.6.6.6, [2001:db8::7]:4711, 127.0.0.1:9000")
+	resp, err := clientFrom("127.0.0.1").Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := up.header()
+	if got := h.Get("X-Forwarded-For"); got != "2001:db8::7, 127.0.0.1, 127.0.0.1" {
+		t.Errorf("X-Forwarded-For %q: want the verified chain without the spoofed 6.6.6.6", got)
+	}
+	if h.Get("X-Workspace-Plan") != "enterprise" || resp.Header.Get("X-RateLimit-Limit") != "1000" {
+		t.Errorf("plan from a trusted proxy: upstream %q, limit %q", h.Get("X-Workspace-Plan"), resp.Header.Get("X-RateLimit-Limit"))
+	}
+}
+
+func TestGateway_UpstreamDownIsProblemJSON502AndCounted(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	srv := startGateway(t, dead, "rules:\n  - {name: r, paths: [/], limits: [{limit: 100, window: 1m}]}\n", gateway.Config{Admin: ":0"})
+	resp, err := http.Get("http://" + srv.Addr() + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prob struct {
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}
+	json.NewDecoder(resp.Body).Decode(&prob)
+	resp.Body.Close()
+	if resp.StatusCode != 502 || resp.Header.Get("Content-Type") != "application/problem+json" || prob.Status != 502 || prob.Detail == "" {
+		t.Fatalf("upstream down: %d %s %+v", resp.StatusCode, resp.Header.Get("Content-Type"), prob)
+	}
+	if !strings.HasPrefix(srv.AdminAddr(), "127.0.0.1:") {
+		t.Errorf("admin --admin :0 bound %s, want loopback", srv.AdminAddr())
+	}
+	m, err := http.Get("http://" + srv.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(m.Body)
+	m.Body.Close()
+	if !strings.Contains(string(body), "gateway_upstream_errors_total 1") {
+		t.Errorf("metrics do not count the upstream error:\n%s", body)
+	}
+}
+
+// A slow upstream is cut off at the response-header timeout with a 504.
+func TestGateway_UpstreamTimeoutIs504(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(2 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	defer upstream.Close()
+	srv := startGateway(t, upstream.URL, "rules:\n  - {name: r, paths: [/], limits: [{limit: 100, window: 1m}]}\n",
+		gateway.Config{ResponseHeaderTimeout: 100 * time.Millisecond})
+	resp, err := http.Get("http://" + srv.Addr() + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("slow upstream: %d, want 504", resp.StatusCode)
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
