@@ -4,6 +4,7 @@
 package backend
 
 import (
+	"context"
 	"errors"
 
 	"github.com/devkit-go/devkit/kvstore"
@@ -21,6 +22,8 @@ type Store interface {
 	Scan(opts kvstore.ScanOptions) (kvstore.ScanPage, error)
 	Len() int
 	Stats() kvstore.Stats
+	// Snapshot writes a snapshot now and compacts the log (SAVE).
+	Snapshot(ctx context.Context) (kvstore.SnapshotInfo, error)
 }
 
 var _ Store = (*kvstore.DB)(nil)

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server/metrics"
 )
 
@@ -97,7 +96,7 @@ func (s *Server) commitRun(cl *client, run []pendingSet) {
 		case p.err != nil:
 			engineError(&cl.out, p.err)
 		default:
-			cl.out.simple("OK")
+			cl.out.ok()
 		}
 		s.commands.Add(1)
 		s.opts.Metrics.Request(metrics.RESP, metrics.OpSet, p.start, p.err != nil)
@@ -117,15 +116,4 @@ func (s *Server) safeSet(cl *client, key, value []byte) (err error) {
 		}
 	}()
 	return s.store.Set(key, value)
-}
-
-// mset stores the pairs of MSET as one engine batch: atomic, as in Redis —
-// after a crash all pairs are there or none — and, under SyncAlways, one
-// fsync for the whole command.
-func (s *Server) mset(cl *client, args [][]byte) error {
-	var b kvstore.Batch
-	for i := 1; i < len(args); i += 2 {
-		b.Set(args[i], args[i+1])
-	}
-	return s.store.Write(&b)
 }

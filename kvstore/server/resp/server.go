@@ -1,9 +1,7 @@
-// Package resp serves the engine over a subset of the Redis protocol (RESP2),
-// enough for redis-cli, redis-benchmark and go-redis v9 to work unchanged:
-// PING, ECHO, GET, SET, DEL, EXISTS, MGET, MSET, DBSIZE, SCAN (MATCH prefix
-// patterns, COUNT), INFO, SELECT 0, QUIT, AUTH, CLIENT SETNAME/GETNAME/SETINFO/ID,
-// and enough of COMMAND, CONFIG GET and HELLO (answered as Redis 5 would,
-// so clients fall back to RESP2).
+// Package resp serves the engine over the Redis protocol (RESP2), enough for
+// redis-cli, redis-benchmark, go-redis v9 and redis-py to work unchanged.
+// The commands served are the rows of the command table (commands.go);
+// docs/kvstore-server.md lists them with their compatibility notes.
 //
 // Invariant: a write command is answered +OK (or its count) only after the
 // engine acknowledged every write in it under its sync policy, and replies
@@ -12,11 +10,14 @@ package resp
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,8 +65,14 @@ type Options struct {
 	// MaxScanCursors bounds the SCAN cursors remembered across calls; the
 	// oldest is forgotten first. 4096 when zero.
 	MaxScanCursors int
-	Logger         *slog.Logger
-	Metrics        *metrics.Metrics
+	// Password, when set, must be given with AUTH before any other command
+	// (Redis's requirepass).
+	Password string
+	// AllowFlush lets FLUSHDB and FLUSHALL delete every key; they are
+	// refused otherwise.
+	AllowFlush bool
+	Logger     *slog.Logger
+	Metrics    *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -107,7 +114,16 @@ type Server struct {
 	opts    Options
 	conns   *connserver.Server
 	cursors *cursorTable
+	cmds    *commandSet
 	started time.Time
+
+	// updateMu serialises this server's read-modify-write updates.
+	updateMu sync.Mutex
+	saving   atomic.Bool    // a SAVE or BGSAVE runs
+	bg       sync.WaitGroup // BGSAVE goroutines
+
+	clientsMu sync.Mutex
+	clients   map[int64]*client
 
 	// groupWrites: under SyncAlways, pipelined SETs on distinct keys are
 	// committed together so that they share fsyncs (see executeSetRun).
@@ -123,7 +139,8 @@ type Server struct {
 // NewServer returns a server over store.
 func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), started: time.Now(),
+	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), cmds: newCommandSet(),
+		started: time.Now(), clients: map[int64]*client{},
 		groupWrites: store.Stats().SyncPolicy == kvstore.SyncAlways.String()}
 	s.conns = connserver.New(connserver.Options{
 		MaxConns:     opts.MaxConns,
@@ -148,31 +165,84 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting, answers the commands being served, closes every
 // connection, and waits for that until ctx is done.
-func (s *Server) Shutdown(ctx context.Context) error { return s.conns.Shutdown(ctx) }
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.conns.Shutdown(ctx)
+	s.bg.Wait()
+	return err
+}
 
 // IsClosed reports whether err is what Serve returns after Shutdown.
 func IsClosed(err error) bool { return errors.Is(err, connserver.ErrServerClosed) }
 
-// client is one connection's state.
+// client is one connection's state. The fields in clientState are read by
+// CLIENT LIST from other connections; the rest belong to the connection's
+// goroutine.
 type client struct {
-	id   int64
-	name string
-	conn *connserver.Conn
-	out  replyWriter
-	quit bool
-	log  *slog.Logger
+	clientState
+	id          int64
+	addr, laddr string
+	created     time.Time
+	conn        *connserver.Conn
+	out         replyWriter
+	call        call // reused for every command: no allocation per command
+	quit        bool
+	authed      bool
+	log         *slog.Logger
+
+	multi, multiDirty bool
+	queued            []queuedCommand
+	queuedBytes       int
 }
+
+func (s *Server) register(cl *client) {
+	s.clientsMu.Lock()
+	s.clients[cl.id] = cl
+	s.clientsMu.Unlock()
+}
+
+func (s *Server) unregister(cl *client) {
+	s.clientsMu.Lock()
+	delete(s.clients, cl.id)
+	s.clientsMu.Unlock()
+}
+
+// clientsSnapshot returns the connected clients in id order.
+func (s *Server) clientsSnapshot() []*client {
+	s.clientsMu.Lock()
+	out := make([]*client, 0, len(s.clients))
+	for _, cl := range s.clients {
+		out = append(out, cl)
+	}
+	s.clientsMu.Unlock()
+	slices.SortFunc(out, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// keepOutBytes is the largest reply buffer a connection keeps between bursts.
+const keepOutBytes = 1 << 20
+
+// flushAt is the reply bytes after which a burst's replies are written
+// out before the burst ends.
+const flushAt = 64 << 10
 
 func (s *Server) serveConn(c *connserver.Conn) {
 	s.connections.Add(1)
 	s.open.Add(1)
 	defer s.open.Add(-1)
+	now := time.Now()
 	cl := &client{
-		id:   s.nextClientID.Add(1),
-		conn: c,
-		out:  replyWriter{w: bufio.NewWriterSize(c, 16<<10)},
-		log:  s.opts.Logger.With("transport", "resp", "remote", c.RemoteAddr().String()),
+		id:      s.nextClientID.Add(1),
+		addr:    c.RemoteAddr().String(),
+		laddr:   c.LocalAddr().String(),
+		created: now,
+		conn:    c,
+		authed:  s.opts.Password == "",
+		log:     s.opts.Logger.With("transport", "resp", "remote", c.RemoteAddr().String()),
 	}
+	cl.lastActive.Store(now.UnixNano())
+	cl.multiLen.Store(-1)
+	s.register(cl)
+	defer s.unregister(cl)
 	in := &commandReader{
 		br:         bufio.NewReaderSize(c, 16<<10),
 		maxBulk:    s.opts.MaxBulkBytes,
@@ -181,8 +251,16 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		maxRequest: s.opts.MaxRequestBytes,
 	}
 	flush := func() bool {
+		if len(cl.out.buf) == 0 {
+			return true
+		}
 		c.ArmWrite()
-		if err := cl.out.w.Flush(); err != nil {
+		_, err := c.Write(cl.out.buf)
+		cl.out.buf = cl.out.buf[:0]
+		if cap(cl.out.buf) > keepOutBytes {
+			cl.out.buf = nil
+		}
+		if err != nil {
 			cl.log.Debug("write failed", "err", err)
 			return false
 		}
@@ -206,7 +284,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 			return
 		}
 		if err == nil && len(args) > 0 {
-			if s.groupWrites && isPlainSet(args) && in.hasWholeCommand() {
+			if s.groupWrites && !cl.multi && cl.authed && isPlainSet(args) && in.hasWholeCommand() {
 				held, err = s.executeSetRun(cl, in, args)
 			} else {
 				s.execute(cl, args)
@@ -228,7 +306,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		}
 		// Flush unless the next command is already here: never leave replies
 		// waiting while the server waits for the network.
-		if held == nil && (cl.quit || !in.hasWholeCommand() || c.Draining()) {
+		if held == nil && (cl.quit || len(cl.out.buf) >= flushAt || !in.hasWholeCommand() || c.Draining()) {
 			if !flush() || cl.quit {
 				return
 			}
