@@ -47,6 +47,9 @@ type Config struct {
 	HTTP            httpapi.Options
 	HTTPMaxConns    int
 	HTTPIdleTimeout time.Duration
+	// HTTPMaxConnsPerIP bounds one source address's HTTP connections
+	// (HTTPMaxConns/2 when zero; negative: no bound).
+	HTTPMaxConnsPerIP int
 	// HTTPReadHeaderTimeout closes a connection that does not send its
 	// request headers in time (a client that connects and says nothing). 10s when zero.
 	HTTPReadHeaderTimeout time.Duration
@@ -81,6 +84,9 @@ func New(store backend.Store, cfg Config) *Server {
 	if cfg.HTTPMaxConns == 0 {
 		cfg.HTTPMaxConns = DefaultHTTPMaxConns
 	}
+	if cfg.HTTPMaxConnsPerIP == 0 {
+		cfg.HTTPMaxConnsPerIP = max(cfg.HTTPMaxConns/2, 1)
+	}
 	if cfg.HTTPIdleTimeout == 0 {
 		cfg.HTTPIdleTimeout = DefaultHTTPIdleTimeout
 	}
@@ -94,7 +100,8 @@ func New(store backend.Store, cfg Config) *Server {
 	cfg.RESP.Metrics, cfg.RESP.Logger = m, cfg.Logger
 	s.api = httpapi.New(store, cfg.HTTP)
 	s.httpSrv = &http.Server{
-		Handler:           s.api,
+		Handler:           markBusy(s.api),
+		ConnContext:       withConn,
 		ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
 		// Long enough for a maximum-size value on a slow link.
 		ReadTimeout:    2 * time.Minute,
@@ -139,7 +146,7 @@ func (s *Server) Listen(ctx context.Context) error {
 		return err
 	}
 	if s.httpLn != nil && s.cfg.HTTPMaxConns > 0 {
-		s.httpLn = newLimitListener(s.httpLn, s.cfg.HTTPMaxConns, s.metrics)
+		s.httpLn = newLimitListener(s.httpLn, s.cfg.HTTPMaxConns, s.cfg.HTTPMaxConnsPerIP, s.metrics, s.cfg.Logger)
 	}
 	return nil
 }

@@ -29,14 +29,16 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxArgs       = 1 << 20
-	DefaultMaxRequest    = 64 << 20
-	DefaultMaxInline     = 64 << 10
-	DefaultIdleTimeout   = 5 * time.Minute
-	DefaultWriteTimeout  = 30 * time.Second
-	DefaultMaxConns      = 10000
-	DefaultMaxScanCount  = 10000
-	DefaultMaxScanCursor = 4096
+	DefaultMaxArgs      = 1 << 20
+	DefaultMaxRequest   = 64 << 20
+	DefaultMaxInline    = 64 << 10
+	DefaultIdleTimeout  = 5 * time.Minute
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultMaxConns     = 10000
+	// DefaultHandshakeTimeout bounds the wait for a connection's first command.
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxScanCount     = 10000
+	DefaultMaxScanCursor    = 4096
 )
 
 // Options configure a Server. The zero value takes the defaults; a negative
@@ -58,6 +60,12 @@ type Options struct {
 	IdleTimeout time.Duration
 	// WriteTimeout bounds writing replies to a slow reader. 30s when zero.
 	WriteTimeout time.Duration
+	// MaxConnsPerIP bounds the connections of one source address.
+	// MaxConns/2 when zero; negative: no bound.
+	MaxConnsPerIP int
+	// HandshakeTimeout closes a connection that has not sent a whole first
+	// request this long after connecting. 10s when zero; negative: none.
+	HandshakeTimeout time.Duration
 	// MaxConns bounds open connections (Redis's maxclients). 10000 when zero.
 	MaxConns int
 	// MaxScanCount caps SCAN's COUNT. 10000 when zero.
@@ -90,7 +98,7 @@ func (o Options) withDefaults() Options {
 	for _, p := range []struct {
 		v *time.Duration
 		d time.Duration
-	}{{&o.IdleTimeout, DefaultIdleTimeout}, {&o.WriteTimeout, DefaultWriteTimeout}} {
+	}{{&o.IdleTimeout, DefaultIdleTimeout}, {&o.WriteTimeout, DefaultWriteTimeout}, {&o.HandshakeTimeout, DefaultHandshakeTimeout}} {
 		if *p.v == 0 {
 			*p.v = p.d
 		} else if *p.v < 0 {
@@ -101,6 +109,11 @@ func (o Options) withDefaults() Options {
 		o.MaxConns = DefaultMaxConns
 	} else if o.MaxConns < 0 {
 		o.MaxConns = 0
+	}
+	if o.MaxConnsPerIP == 0 {
+		o.MaxConnsPerIP = max(o.MaxConns/2, 1)
+	} else if o.MaxConnsPerIP < 0 {
+		o.MaxConnsPerIP = 0
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -143,13 +156,15 @@ func NewServer(store backend.Store, opts Options) *Server {
 		started: time.Now(), clients: map[int64]*client{},
 		groupWrites: store.Stats().SyncPolicy == kvstore.SyncAlways.String()}
 	s.conns = connserver.New(connserver.Options{
-		MaxConns:     opts.MaxConns,
-		IdleTimeout:  opts.IdleTimeout,
-		WriteTimeout: opts.WriteTimeout,
-		Reject:       []byte("-ERR max number of clients reached\r\n"),
-		Transport:    metrics.RESP,
-		Metrics:      opts.Metrics,
-		Logger:       opts.Logger,
+		MaxConns:         opts.MaxConns,
+		MaxConnsPerIP:    opts.MaxConnsPerIP,
+		HandshakeTimeout: opts.HandshakeTimeout,
+		IdleTimeout:      opts.IdleTimeout,
+		WriteTimeout:     opts.WriteTimeout,
+		Reject:           []byte("-ERR max number of clients reached\r\n"),
+		Transport:        metrics.RESP,
+		Metrics:          opts.Metrics,
+		Logger:           opts.Logger,
 	}, s.serveConn)
 	return s
 }
@@ -279,6 +294,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 				return
 			}
 			args, err = in.readCommand()
+			c.RequestRead()
 		} else if c.Draining() {
 			flush()
 			return

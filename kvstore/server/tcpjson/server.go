@@ -28,7 +28,9 @@ const (
 	DefaultIdleTimeout  = 5 * time.Minute
 	DefaultWriteTimeout = 30 * time.Second
 	DefaultMaxConns     = 1024
-	DefaultMaxScanLimit = 10000
+	// DefaultHandshakeTimeout bounds the wait for a connection's first request.
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxScanLimit     = 10000
 )
 
 // Options configure a Server. The zero value takes the defaults; a negative
@@ -41,6 +43,12 @@ type Options struct {
 	IdleTimeout time.Duration
 	// WriteTimeout bounds writing replies to a slow reader. 30s when zero.
 	WriteTimeout time.Duration
+	// MaxConnsPerIP bounds the connections of one source address.
+	// MaxConns/2 when zero; negative: no bound.
+	MaxConnsPerIP int
+	// HandshakeTimeout closes a connection that has not sent a whole first
+	// request this long after connecting. 10s when zero; negative: none.
+	HandshakeTimeout time.Duration
 	// MaxConns bounds open connections. 1024 when zero.
 	MaxConns int
 	// MaxScanLimit caps the limit of a keys request. 10000 when zero.
@@ -59,6 +67,7 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.IdleTimeout, DefaultIdleTimeout)
 	def(&o.WriteTimeout, DefaultWriteTimeout)
+	def(&o.HandshakeTimeout, DefaultHandshakeTimeout)
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = DefaultMaxLineBytes
 	}
@@ -66,6 +75,11 @@ func (o Options) withDefaults() Options {
 		o.MaxConns = DefaultMaxConns
 	} else if o.MaxConns < 0 {
 		o.MaxConns = 0
+	}
+	if o.MaxConnsPerIP == 0 {
+		o.MaxConnsPerIP = max(o.MaxConns/2, 1)
+	} else if o.MaxConnsPerIP < 0 {
+		o.MaxConnsPerIP = 0
 	}
 	if o.MaxScanLimit <= 0 {
 		o.MaxScanLimit = DefaultMaxScanLimit
@@ -89,13 +103,15 @@ func NewServer(store backend.Store, opts Options) *Server {
 	s := &Server{store: store, opts: opts}
 	reject, _ := json.Marshal(Response{Error: fmt.Sprintf("too many connections (the limit is %d)", opts.MaxConns), Code: CodeTooManyConn})
 	s.conns = connserver.New(connserver.Options{
-		MaxConns:     opts.MaxConns,
-		IdleTimeout:  opts.IdleTimeout,
-		WriteTimeout: opts.WriteTimeout,
-		Reject:       append(reject, '\n'),
-		Transport:    metrics.TCP,
-		Metrics:      opts.Metrics,
-		Logger:       opts.Logger,
+		MaxConns:         opts.MaxConns,
+		MaxConnsPerIP:    opts.MaxConnsPerIP,
+		HandshakeTimeout: opts.HandshakeTimeout,
+		IdleTimeout:      opts.IdleTimeout,
+		WriteTimeout:     opts.WriteTimeout,
+		Reject:           append(reject, '\n'),
+		Transport:        metrics.TCP,
+		Metrics:          opts.Metrics,
+		Logger:           opts.Logger,
 	}, s.serveConn)
 	return s
 }
@@ -130,6 +146,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		}
 		var err error
 		line, err = readLine(r, line[:0], s.opts.MaxLineBytes)
+		c.RequestRead()
 		if errors.Is(err, errLineTooLong) {
 			err = nil
 			line = nil
