@@ -18,6 +18,9 @@
 //
 // A value that is not valid UTF-8 travels base64-encoded as value_b64 (in
 // both directions); keys likewise as key_b64, and listed keys as keys_b64.
+// A request whose strings are not valid UTF-8 (raw bytes, or a \u escape
+// of a lone surrogate) is refused with code invalid_utf8, never stored
+// with U+FFFD in place of the bytes sent.
 package tcpjson
 
 import (
@@ -44,6 +47,9 @@ const (
 	CodeLineTooLong = "line_too_long"
 	CodeTooManyConn = "too_many_connections"
 	CodeBadRequest  = "bad_request"
+	// CodeInvalidUTF8: a string in the request is not valid UTF-8; binary
+	// keys and values travel base64-encoded (key_b64, value_b64).
+	CodeInvalidUTF8 = "invalid_utf8"
 )
 
 // Request is one line a client sends.

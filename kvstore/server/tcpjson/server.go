@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"time"
+	"unicode/utf8"
 
 	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server/backend"
@@ -239,6 +240,10 @@ func (s *Server) handleLine(line []byte, log *slog.Logger) (resp Response) {
 		}
 		s.opts.Metrics.Request(metrics.TCP, op, start, !resp.OK)
 	}()
+	// encoding/json would turn invalid UTF-8 into U+FFFD and store that.
+	if err := checkUTF8(line); err != nil {
+		return Response{Error: err.Error() + ": send binary keys and values base64-encoded in key_b64 / value_b64", Code: CodeInvalidUTF8}
+	}
 	var req Request
 	if err := json.Unmarshal(line, &req); err != nil {
 		return Response{Error: "bad JSON: " + err.Error(), Code: CodeBadJSON}
@@ -337,4 +342,64 @@ func (s *Server) keys(req *Request) Response {
 	resp := Response{OK: true}
 	resp.setKeys(page.Entries, page.Next)
 	return resp
+}
+
+// checkUTF8 reports a request line that is not valid UTF-8, or whose
+// strings hold a \u escape of a lone surrogate (not a character either).
+func checkUTF8(line []byte) error {
+	if !utf8.Valid(line) {
+		for i := 0; i < len(line); {
+			r, n := utf8.DecodeRune(line[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return fmt.Errorf("invalid UTF-8 at byte %d", i)
+			}
+			i += n
+		}
+	}
+	for i := 0; i+1 < len(line); i++ {
+		if line[i] != '\\' {
+			continue
+		}
+		if line[i+1] != 'u' {
+			i++ // an escaped character: skip it, it may be a backslash
+			continue
+		}
+		r, ok := hex4(line, i+2)
+		switch {
+		case !ok:
+			i++
+			continue // malformed: the JSON decoder reports it
+		case 0xD800 <= r && r < 0xDC00:
+			if lo, ok := hex4(line, i+8); ok && i+7 < len(line) && line[i+6] == '\\' && line[i+7] == 'u' && 0xDC00 <= lo && lo < 0xE000 {
+				i += 11
+				continue
+			}
+			return fmt.Errorf("lone surrogate \\u%04x at byte %d is not valid UTF-8", r, i)
+		case 0xDC00 <= r && r < 0xE000:
+			return fmt.Errorf("lone surrogate \\u%04x at byte %d is not valid UTF-8", r, i)
+		}
+		i += 5
+	}
+	return nil
+}
+
+// hex4 parses the four hex digits at b[i:].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

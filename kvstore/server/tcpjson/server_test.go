@@ -479,3 +479,42 @@ func TestServer_RepliesAreNotHeldWhileTheNextLineIsIncomplete(t *testing.T) {
 		t.Fatalf("reply %v", m)
 	}
 }
+
+func TestProtocol_InvalidUTF8IsRefusedNotMangled(t *testing.T) {
+	db := servertest.OpenDB(t)
+	_, addr := start(t, db, tcpjson.Options{})
+	c := dialRaw(t, addr)
+	for _, line := range []string{
+		"{\"op\":\"set\",\"key\":\"k\",\"value\":\"a\xffb\"}\n",
+		"{\"op\":\"set\",\"key\":\"k\xc3\",\"value\":\"v\"}\n",
+		`{"op":"set","key":"k","value":"\ud800"}` + "\n",
+		`{"op":"set","key":"k","value":"x\udc00y"}` + "\n",
+		`{"op":"set","key":"k","value":"\ud800\u0041"}` + "\n",
+	} {
+		c.send(line)
+		m := c.reply()
+		if m["ok"] != false || m["code"] != tcpjson.CodeInvalidUTF8 || !strings.Contains(fmt.Sprint(m["error"]), "value_b64") {
+			t.Errorf("%q: got %v, want invalid_utf8 naming value_b64", line, m)
+		}
+	}
+	if db.Len() != 0 {
+		t.Fatalf("an invalid request stored %d keys", db.Len())
+	}
+	// Valid escapes, a surrogate pair, a literal U+FFFD and an escaped backslash before u pass.
+	c.send(`{"op":"set","key":"k","value":"\u00e9 \ud83d\ude00 ` + "\uFFFD" + ` \\ud800"}` + "\n")
+	if m := c.reply(); m["ok"] != true {
+		t.Fatalf("valid request refused: %v", m)
+	}
+	if v, _ := db.Get([]byte("k")); string(v) != "é 😀 \uFFFD \\ud800" {
+		t.Fatalf("stored %q", v)
+	}
+	// Binary values travel as value_b64 and come back byte for byte.
+	bin := []byte{0xff, 0x00, 0xc3}
+	cl := dial(t, addr)
+	if err := cl.Set(context.Background(), []byte("bin"), bin); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := cl.Get(context.Background(), []byte("bin")); err != nil || !bytes.Equal(v, bin) {
+		t.Fatalf("binary round trip: %q %v", v, err)
+	}
+}
