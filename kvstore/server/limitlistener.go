@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -146,6 +147,9 @@ type connKey struct{}
 
 // withConn puts the connection in each request's context (http.Server.ConnContext).
 func withConn(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	return context.WithValue(ctx, connKey{}, c)
 }
 

@@ -9,6 +9,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,6 +57,13 @@ type Config struct {
 	TCP                   tcpjson.Options
 	RESP                  resp.Options
 
+	// TLS, when set, makes every listener speak TLS (standard library).
+	TLS *tls.Config
+	// Password, when set, is required on every transport: RESP's AUTH, TCP
+	// JSON's auth request, and HTTP's bearer token (unless HTTP.Token is set
+	// on its own). /health stays open for load balancers.
+	Password string
+
 	// ShutdownTimeout bounds the drain of in-flight requests. 10s when zero.
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
@@ -98,6 +106,12 @@ func New(store backend.Store, cfg Config) *Server {
 	cfg.HTTP.Metrics, cfg.HTTP.Logger = m, cfg.Logger
 	cfg.TCP.Metrics, cfg.TCP.Logger = m, cfg.Logger
 	cfg.RESP.Metrics, cfg.RESP.Logger = m, cfg.Logger
+	if cfg.Password != "" {
+		cfg.RESP.Password, cfg.TCP.Password = cfg.Password, cfg.Password
+		if cfg.HTTP.Token == "" {
+			cfg.HTTP.Token = cfg.Password
+		}
+	}
 	s.api = httpapi.New(store, cfg.HTTP)
 	s.httpSrv = &http.Server{
 		Handler:           markBusy(s.api),
@@ -147,6 +161,15 @@ func (s *Server) Listen(ctx context.Context) error {
 	}
 	if s.httpLn != nil && s.cfg.HTTPMaxConns > 0 {
 		s.httpLn = newLimitListener(s.httpLn, s.cfg.HTTPMaxConns, s.cfg.HTTPMaxConnsPerIP, s.metrics, s.cfg.Logger)
+	}
+	if s.cfg.TLS != nil {
+		// The limit listener sits under TLS, so that a connection is counted
+		// (and can be closed) before its handshake.
+		for _, ln := range []*net.Listener{&s.httpLn, &s.tcpLn, &s.respLn} {
+			if *ln != nil {
+				*ln = tls.NewListener(*ln, s.cfg.TLS)
+			}
+		}
 	}
 	return nil
 }

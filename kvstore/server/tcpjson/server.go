@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,8 +55,11 @@ type Options struct {
 	MaxConns int
 	// MaxScanLimit caps the limit of a keys request. 10000 when zero.
 	MaxScanLimit int
-	Logger       *slog.Logger
-	Metrics      *metrics.Metrics
+	// Password, when set, must be sent with an auth request before any
+	// other request on a connection.
+	Password string
+	Logger   *slog.Logger
+	Metrics  *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -138,6 +142,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	var line []byte
+	authed := s.opts.Password == ""
 	for {
 		if !c.AwaitRequest() {
 			return
@@ -166,7 +171,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		if len(line) == 0 {
 			continue
 		}
-		resp := s.handleLine(line, log)
+		resp := s.handleLine(line, log, &authed)
 		if err := s.reply(c, w, enc, r, resp); err != nil {
 			log.Debug("write failed", "err", err)
 			return
@@ -230,7 +235,7 @@ func readLine(r *bufio.Reader, buf []byte, max int) ([]byte, error) {
 }
 
 // handleLine answers one request line; a panic becomes an internal error.
-func (s *Server) handleLine(line []byte, log *slog.Logger) (resp Response) {
+func (s *Server) handleLine(line []byte, log *slog.Logger, authed *bool) (resp Response) {
 	start := time.Now()
 	op := metrics.OpOther
 	defer func() {
@@ -248,7 +253,14 @@ func (s *Server) handleLine(line []byte, log *slog.Logger) (resp Response) {
 	if err := json.Unmarshal(line, &req); err != nil {
 		return Response{Error: "bad JSON: " + err.Error(), Code: CodeBadJSON}
 	}
-	op, resp = s.handle(&req)
+	switch {
+	case req.Op == OpAuth:
+		resp = s.auth(&req, authed)
+	case !*authed:
+		resp = Response{Error: `authentication required: send {"op":"auth","password":"..."} first`, Code: CodeUnauthorized}
+	default:
+		op, resp = s.handle(&req)
+	}
 	resp.ID = req.ID
 	return resp
 }
@@ -274,6 +286,18 @@ func (s *Server) handle(req *Request) (metrics.Op, Response) {
 	default:
 		return metrics.OpOther, Response{Error: fmt.Sprintf("unknown op %q (want set, get, delete, ping, keys or stats)", req.Op), Code: CodeUnknownOp}
 	}
+}
+
+func (s *Server) auth(req *Request, authed *bool) Response {
+	if s.opts.Password == "" {
+		return Response{Error: "auth sent, but the server has no password", Code: CodeBadRequest}
+	}
+	if subtle.ConstantTimeCompare([]byte(req.Password), []byte(s.opts.Password)) != 1 {
+		*authed = false
+		return Response{Error: "wrong password", Code: CodeUnauthorized}
+	}
+	*authed = true
+	return Response{OK: true}
 }
 
 func engineError(err error) Response {

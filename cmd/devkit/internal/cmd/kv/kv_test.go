@@ -228,6 +228,7 @@ func TestServe_BadFlagsAreUsageErrors(t *testing.T) {
 		{"serve", "--sync", "sometimes"},
 		{"serve", "--http", "", "--tcp", ""},
 		{"serve", "--log-format", "xml"},
+		{"serve", "--tls-cert", "cert.pem"},
 	} {
 		args = append(args, "--data", t.TempDir())
 		if _, errOut, code := run(t, nil, "", args...); code != cmdutil.ExitUsage {
