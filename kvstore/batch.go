@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
@@ -17,9 +18,17 @@ type Batch struct {
 	dels int
 }
 
-// Set adds a set of key to value.
-func (b *Batch) Set(key, value []byte) {
-	b.ops = append(b.ops, wal.Op{Type: wal.TypeSet, Key: clone(key), Value: clone(value)})
+// Set adds a set of key to value (clearing a TTL the key had).
+func (b *Batch) Set(key, value []byte) { b.SetWithTTL(key, value, time.Time{}) }
+
+// SetWithTTL adds a set of key to value that expires at expireAt (no TTL
+// when zero).
+func (b *Batch) SetWithTTL(key, value []byte, expireAt time.Time) {
+	op := wal.Op{Type: wal.TypeSet, Key: clone(key), Value: clone(value)}
+	if at := unixNanos(expireAt); at != 0 {
+		op.Type, op.ExpireAt = wal.TypeSetTTL, at
+	}
+	b.ops = append(b.ops, op)
 	b.sets++
 }
 
@@ -41,21 +50,61 @@ func clone(p []byte) []byte { return append([]byte(nil), p...) }
 // under the sync policy. Every key and value is checked against the size
 // bounds before anything touches the disk.
 func (db *DB) Write(b *Batch) error {
+	_, err := db.Apply(b, WriteOptions{})
+	return err
+}
+
+// WriteOptions control one write.
+type WriteOptions struct {
+	// NoSyncWait makes Apply return once the batch has its place in the log
+	// order, before it is durable: batches applied one after another by one
+	// goroutine are logged (and recovered) in call order. The caller waits
+	// for durability with the returned function, once for a whole burst:
+	// waiting for the last batch waits for every earlier one. Until then
+	// the batch is not acknowledged and readers may not see it yet.
+	NoSyncWait bool
+}
+
+// noWait is the wait function of a write that is already acknowledged.
+func noWait() error { return nil }
+
+// Apply commits b as one record. Without NoSyncWait it returns once the
+// batch is acknowledged, and wait is a no-op; with it, wait blocks until
+// the batch is acknowledged (or failed) and returns the outcome. wait must
+// be called: until some writer waits, the batch may not reach the log.
+func (db *DB) Apply(b *Batch, o WriteOptions) (wait func() error, err error) {
 	if b == nil || len(b.ops) == 0 {
-		return nil
+		return noWait, nil
 	}
-	for _, op := range b.ops {
+	if err := db.checkOps(b.ops); err != nil {
+		return noWait, err
+	}
+	g, err := db.pipe.enqueue(func(g *group, seq uint64) error {
+		g.addBatch(seq, b.ops)
+		return nil
+	})
+	if err != nil {
+		return noWait, err
+	}
+	db.stats.sets.Add(uint64(b.sets))
+	db.stats.deletes.Add(uint64(b.dels))
+	wait = func() error { return db.pipe.wait(g) }
+	if o.NoSyncWait {
+		return wait, nil
+	}
+	return noWait, wait()
+}
+
+// checkOps checks every operation against the size bounds and the batch
+// against the record bound.
+func (db *DB) checkOps(ops []wal.Op) error {
+	for _, op := range ops {
 		if err := db.checkSizes(op.Key, op.Value); err != nil {
 			return err
 		}
 	}
-	if n, limit := wal.BatchPayloadSize(b.ops), wal.MaxPayload(MaxKeySizeLimit, MaxValueSizeLimit); n > limit {
+	if n, limit := wal.BatchPayloadSize(ops), wal.MaxPayload(MaxKeySizeLimit, MaxValueSizeLimit); n > limit {
 		return fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrBatchTooLarge, n, limit)
 	}
-	if err := db.commit(func(g *group, seq uint64) { g.addBatch(seq, b.ops) }); err != nil {
-		return err
-	}
-	db.stats.sets.Add(uint64(b.sets))
-	db.stats.deletes.Add(uint64(b.dels))
 	return nil
 }

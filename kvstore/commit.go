@@ -1,233 +1,315 @@
 package kvstore
 
 import (
-	"fmt"
-	"slices"
 	"sync"
-
-	"github.com/devkit-go/devkit/kvstore/internal/wal"
+	"unsafe"
 )
 
-// Group commit.
+// The commit pipeline.
 //
-// Invariant: a write is acknowledged only after the commit group holding its
-// record has been written to the log (and, under SyncAlways, fdatasynced) and
-// then applied to the memtable; groups reach the log, the disk and the
-// memtable in sequence-number order, one leader at a time.
+// Invariant: a write is acknowledged only after the group that holds its
+// record has been written to the log, synced (under the policy) and applied;
+// groups are written, synced and applied in log order, by one leader at a
+// time, and a group after a failed one is never written. Records get their
+// sequence numbers, and their place in a group, in the order enqueue is
+// called. afterCommit (compaction) runs after a leader gave up the lead,
+// never inside a group write.
 //
-// The first writer to find no open group opens one and owns it. While an
-// earlier group is being written and synced, later writers join the open
-// group; when the leader is done, the owner seals its group and becomes the
-// leader. A lone writer never waits for anyone, so grouping costs it nothing.
+// Writers enqueue a record under the pipeline lock and then wait for its
+// group. The first waiter of a group is its candidate leader: once no one
+// leads, it takes the lead and writes the open group (sealing it) until its
+// own is done, then up to maxExtraGroups more that gathered meanwhile (the
+// disk stays busy without waking another goroutine). Every
+// other waiter sleeps on the group's done channel. A lone writer never waits
+// for anyone, so grouping costs it nothing; a writer that enqueues without
+// waiting (WriteOptions.NoSyncWait) leaves its group to the next waiter,
+// which writes every older group first.
+//
+// The pipeline also keeps the overlay: the newest enqueued but not yet
+// applied write of each key, so a transaction (Update) sees every write
+// ordered before it without waiting for the disk.
 
+// commitEnv is what the pipeline drives: the engine's log and memtable, or a
+// fake in tests.
+type commitEnv interface {
+	// write appends the group's encoded records to the log.
+	write(g *group) error
+	// sync makes what write wrote durable as the sync policy requires.
+	sync(g *group) error
+	// apply makes the group visible to readers.
+	apply(g *group)
+	// afterCommit runs after a leader's round, outside the lead.
+	afterCommit()
+}
+
+// group is a run of records written with one write and one sync.
 type group struct {
-	buf   []byte     // encoded records
-	muts  []mutation // what to apply, in order
-	refs  []bufRef   // where each mutation's key and value sit in buf
-	last  uint64     // sequence number of the last record
-	done  chan struct{}
-	err   error
-	count int  // writers in the group
-	taken bool // sealed by a leader; guarded by db.mu
+	buf  []byte     // encoded records
+	muts []mutation // what to apply, in order
+	refs []bufRef   // where each mutation's key and value sit in buf
+	last uint64     // sequence number of the last record
+	// count is the number of writes (records) in the group.
+	count int
+
+	// Guarded by the pipeline's mu.
+	candidate bool          // a waiter will lead it
+	taken     bool          // a leader is writing it
+	finished  bool          // written, synced and applied, or failed
+	err       error         // set when finished
+	done      chan struct{} // closed when finished; made by the first non-candidate waiter
 }
 
-// bufRef locates a mutation's key and value in the group buffer. The
-// memtable keeps values there instead of copying them (buf is never written
-// again once the group is sealed); keys are copied into compact strings,
-// which keeps the hash maps' key comparisons cache-friendly and lets a
-// buffer go once its values are overwritten.
+// bufRef locates a mutation's key and value in the group buffer.
 type bufRef struct{ keyOff, keyLen, valOff, valLen int }
-
-var groupPool = sync.Pool{New: func() any { return &group{} }}
-
-// commit logs one record (made by encode, given the group and the record's
-// sequence number) and returns once it is acknowledged under the sync policy.
-func (db *DB) commit(encode func(g *group, seq uint64)) error {
-	db.mu.Lock()
-	if db.closing {
-		db.mu.Unlock()
-		return ErrClosed
-	}
-	if err := db.failure(); err != nil {
-		db.mu.Unlock()
-		return err
-	}
-	g := db.open
-	owner := g == nil
-	if owner {
-		g = groupPool.Get().(*group)
-		db.open = g
-	} else if g.done == nil {
-		g.done = make(chan struct{}) // made only once a second writer joins
-	}
-	seq := db.nextSeq
-	db.nextSeq++
-	encode(g, seq)
-	g.last = seq
-	g.count++
-
-	if !owner {
-		db.mu.Unlock()
-		<-g.done
-		return g.err
-	}
-	for db.leading && !g.taken {
-		db.cond.Wait()
-	}
-	if g.taken { // the leader wrote our group along with its own
-		db.mu.Unlock()
-		<-g.done
-		return g.err
-	}
-	db.leading = true
-	var err error
-	for round := 0; ; round++ {
-		gerr := db.lead1(g, round == 0)
-		if round == 0 {
-			err = gerr
-		}
-		// Go on with the group that gathered meanwhile, while this goroutine
-		// is running anyway: waking its owner to do it would leave the disk
-		// idle for a scheduling delay. Bounded, so that this writer's own
-		// wait stays short and lead() callers get their turn.
-		next := db.open
-		if next == nil || gerr != nil || round == maxExtraGroups {
-			break
-		}
-		g = next
-	}
-	db.leading = false
-	db.cond.Broadcast()
-	db.mu.Unlock()
-	return err
-}
 
 // maxExtraGroups is how many groups after its own a leader writes.
 const maxExtraGroups = 2
 
-// lead1 seals g, writes it and tells its writers; own says g is the
-// leader's own group. Called and returns with db.mu held, by the leader.
-func (db *DB) lead1(g *group, own bool) error {
-	g.taken = true
-	shared := g.count > 1 || !own // someone else waits on done
-	if shared && g.done == nil {
-		g.done = make(chan struct{})
+// pendingWrite is the overlay's view of an enqueued write of a key.
+type pendingWrite struct {
+	value    []byte
+	expireAt int64
+	seq      uint64
+	del      bool
+}
+
+type commitPipeline struct {
+	env commitEnv
+
+	mu   sync.Mutex
+	cond *sync.Cond // a leader finished; candidates and exclusive() wait on it
+	// open is the group new records join, nil when none. It is sealed when
+	// a leader takes it, so at most one group gathers records while at
+	// most one is being written: log order is enqueue order by construction.
+	open    *group
+	writing *group // taken by the leader, not yet finished
+	leading bool
+	closed  bool
+	nextSeq uint64
+	failed  error // sticky: the first write or sync error
+
+	overlay map[string]pendingWrite
+	// flushSeq is the sequence number of the newest enqueued flush that is
+	// not yet applied (0: none): below the overlay, keys read as missing.
+	flushSeq uint64
+}
+
+func newCommitPipeline(env commitEnv, nextSeq uint64) *commitPipeline {
+	p := &commitPipeline{env: env, nextSeq: nextSeq, overlay: make(map[string]pendingWrite)}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+// enqueue gives the next sequence number to one record that encode appends
+// to the open group, under the pipeline lock, and returns the group to wait
+// for. encode may refuse (an error, nothing appended: no sequence number is
+// used).
+func (p *commitPipeline) enqueue(encode func(g *group, seq uint64) error) (*group, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
 	}
-	if db.open == g {
-		db.open = nil // sealed: later writers open the next group
+	if p.failed != nil {
+		return nil, p.failed
 	}
-	db.mu.Unlock()
-	err := db.writeGroup(g)
-	if shared {
-		g.err = err
-		close(g.done)
-		db.mu.Lock()
-		db.cond.Broadcast() // wakes the owner of a taken group
-		return err
+	g := p.open
+	fresh := g == nil
+	if fresh {
+		g = &group{}
 	}
-	// A lone writer's own group: nobody else holds g, recycle it. Values
-	// alias buf, which now belongs to the memtable, so buf is never reused.
-	clear(g.muts)
-	*g = group{muts: g.muts[:0], refs: g.refs[:0]}
-	groupPool.Put(g)
-	db.mu.Lock()
+	seq := p.nextSeq
+	before := len(g.muts)
+	if err := encode(g, seq); err != nil {
+		return nil, err
+	}
+	if fresh {
+		p.open = g
+	}
+	p.nextSeq++
+	g.last = seq
+	g.count++
+	p.addOverlay(g, before, seq)
+	return g, nil
+}
+
+// addOverlay records the group's mutations from index from on. Keys and
+// values alias the group buffer as it is now: a later append may move the
+// buffer, but never writes the bytes these point to.
+func (p *commitPipeline) addOverlay(g *group, from int, seq uint64) {
+	for i := from; i < len(g.muts); i++ {
+		mu := &g.muts[i]
+		r := g.refs[i]
+		if mu.flush {
+			clear(p.overlay)
+			p.flushSeq = seq
+			continue
+		}
+		key := unsafe.String(unsafe.SliceData(g.buf[r.keyOff:]), r.keyLen)
+		w := pendingWrite{seq: seq, del: mu.del, expireAt: mu.expireAt}
+		if !mu.del {
+			w.value = g.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
+		}
+		p.overlay[key] = w
+	}
+}
+
+// dropOverlay forgets the overlay entries of an applied group: those not
+// overwritten by a later enqueued write. Called with mu held.
+func (p *commitPipeline) dropOverlay(g *group) {
+	if len(p.overlay) > 0 {
+		for i := range g.muts {
+			if g.muts[i].flush {
+				continue
+			}
+			r := g.refs[i]
+			key := unsafe.String(unsafe.SliceData(g.buf[r.keyOff:]), r.keyLen)
+			if w, ok := p.overlay[key]; ok && w.seq <= g.last {
+				delete(p.overlay, key)
+			}
+		}
+	}
+	if p.flushSeq != 0 && p.flushSeq <= g.last {
+		p.flushSeq = 0
+	}
+}
+
+// lastPending is the newest group not yet finished, or nil: what a reader
+// that may have seen the overlay waits for before it answers. Called with
+// mu held.
+func (p *commitPipeline) lastPending() *group {
+	if p.open != nil {
+		return p.open
+	}
+	return p.writing
+}
+
+// wait returns once g is finished: written, synced and applied, or failed.
+// The caller may be asked to lead.
+func (p *commitPipeline) wait(g *group) error {
+	p.mu.Lock()
+	for {
+		if g.finished {
+			err := g.err
+			p.mu.Unlock()
+			return err
+		}
+		if !p.leading {
+			break
+		}
+		if g.candidate || g.taken {
+			if g.done == nil {
+				g.done = make(chan struct{})
+			}
+			done := g.done
+			p.mu.Unlock()
+			<-done
+			return g.err
+		}
+		g.candidate = true
+		p.cond.Wait()
+		g.candidate = false
+	}
+	p.leading = true
+	p.writeQueued(func() bool { return g.finished })
+	p.leading = false
+	p.cond.Broadcast()
+	err := g.err
+	p.mu.Unlock()
+	p.env.afterCommit()
 	return err
 }
 
-// addRecord encodes a single set or delete.
-func (g *group) addRecord(typ wal.RecordType, seq uint64, key, value []byte) {
-	g.buf = slices.Grow(g.buf, wal.EncodedSize(key, value))
-	g.buf = wal.AppendRecord(g.buf, wal.Record{Type: typ, Seq: seq, Key: key, Value: value})
-	end := len(g.buf)
-	g.ref(typ == wal.TypeDelete, end-len(value)-len(key), len(key), end-len(value), len(value))
+// writeQueued seals and writes the open group, again and again, until
+// enough says so, then up to maxExtraGroups more that gathered meanwhile.
+// Called and returns with mu held, by the leader.
+func (p *commitPipeline) writeQueued(enough func() bool) {
+	extra := 0
+	for p.open != nil {
+		if enough() {
+			if extra == maxExtraGroups {
+				return
+			}
+			extra++
+		}
+		g := p.open
+		p.open = nil // sealed: later records open the next group
+		g.taken = true
+		p.writing = g
+		err := p.failed
+		p.mu.Unlock()
+		if err == nil {
+			err = p.commitGroup(g)
+		}
+		p.mu.Lock()
+		if err != nil && p.failed == nil {
+			p.failed = err
+		}
+		if err == nil {
+			p.dropOverlay(g)
+		}
+		g.finished, g.err = true, err
+		p.writing = nil
+		if g.done != nil {
+			close(g.done)
+		}
+		if g.candidate {
+			p.cond.Broadcast() // its candidate sleeps on cond
+		}
+	}
 }
 
-// addBatch encodes a batch as one record: after a crash all of it is there
-// or none of it.
-func (g *group) addBatch(seq uint64, ops []wal.Op) {
-	g.buf = wal.AppendBatchRecord(g.buf, seq, ops, func(i, keyOff, keyLen, valOff, valLen int) {
-		g.ref(ops[i].Type == wal.TypeDelete, keyOff, keyLen, valOff, valLen)
-	})
-}
-
-func (g *group) ref(del bool, keyOff, keyLen, valOff, valLen int) {
-	g.refs = append(g.refs, bufRef{keyOff: keyOff, keyLen: keyLen, valOff: valOff, valLen: valLen})
-	g.muts = append(g.muts, mutation{del: del})
-}
-
-// writeGroup runs on the leader: rotate if the segment is full, append the
-// batch with one write, sync per policy, then apply it.
-func (db *DB) writeGroup(g *group) error {
-	if err := db.failure(); err != nil {
+// commitGroup writes, syncs and applies one group, outside the lock.
+func (p *commitPipeline) commitGroup(g *group) error {
+	if err := p.env.write(g); err != nil {
 		return err
 	}
-	if db.seg.Size() >= db.opts.SegmentSize {
-		if err := db.rotate(); err != nil {
-			return db.fail(fmt.Errorf("start a new log segment: %w", err))
-		}
+	if err := p.env.sync(g); err != nil {
+		return err
 	}
-	w := db.seg
-	before := w.Size()
-	if _, err := w.Write(g.buf); err != nil {
-		if rerr := w.Rollback(before); rerr != nil {
-			err = fmt.Errorf("%w (and cutting the segment back failed: %w)", err, rerr)
-		}
-		return db.fail(fmt.Errorf("append to %s: %w", w.Path(), err))
-	}
-	db.lastWritten = g.last
-	db.stats.logBytes.Add(int64(len(g.buf)))
-	db.stats.sinceSnapshot.Add(int64(len(g.buf)))
-	if db.opts.Sync == SyncAlways {
-		if err := w.Sync(); err != nil {
-			return db.fail(fmt.Errorf("fdatasync %s: %w", w.Path(), err))
-		}
-		db.stats.fsyncs.Add(1)
-		db.stats.syncedRecords.Add(uint64(g.count))
-	}
-	for i := range g.muts {
-		r := g.refs[i]
-		g.muts[i].key = string(g.buf[r.keyOff : r.keyOff+r.keyLen])
-		if !g.muts[i].del {
-			g.muts[i].value = g.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
-		}
-	}
-	db.mem.apply(g.muts, g.last)
-	db.stats.batches.Add(1) // commit groups
-	db.maybeCompact()
+	p.env.apply(g)
 	return nil
 }
 
-// lead makes the caller the only one touching the log until unlead: the
-// current leader finishes its batch first. Batches keep gathering meanwhile.
-func (db *DB) lead() {
-	db.mu.Lock()
-	for db.leading {
-		db.cond.Wait()
+// exclusive runs fn as the only one touching the log: the current leader
+// finishes first, and no group is written until fn returns. Records keep
+// being enqueued meanwhile.
+func (p *commitPipeline) exclusive(fn func() error) error {
+	p.mu.Lock()
+	for p.leading {
+		p.cond.Wait()
 	}
-	db.leading = true
-	db.mu.Unlock()
+	p.leading = true
+	p.mu.Unlock()
+	err := fn()
+	p.mu.Lock()
+	p.leading = false
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	return err
 }
 
-func (db *DB) unlead() {
-	db.mu.Lock()
-	db.leading = false
-	db.cond.Broadcast()
-	db.mu.Unlock()
+// close refuses new records, writes every queued one, and keeps the lead for
+// good: nothing touches the log after it returns. It returns the sticky
+// failure, if any.
+func (p *commitPipeline) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for p.leading {
+		p.cond.Wait()
+	}
+	p.leading = true
+	p.writeQueued(func() bool { return false })
+	return p.failed
 }
 
-// rotate closes the current segment durably and starts the next one at the
-// next sequence number. Called by the leader.
-func (db *DB) rotate() error {
-	old := db.seg
-	if err := old.Sync(); err != nil {
-		return err
+// setFailed makes the pipeline refuse every later write with err (a failure
+// found outside it: the periodic fsync).
+func (p *commitPipeline) setFailed(err error) {
+	p.mu.Lock()
+	if p.failed == nil {
+		p.failed = err
 	}
-	w, err := wal.CreateSegment(db.opts.fs, db.dir, db.lastWritten+1, true)
-	if err != nil {
-		return err
-	}
-	db.seg = w
-	db.curSeg.Store(w)
-	db.stats.segments.Add(1)
-	return old.Close()
+	p.mu.Unlock()
 }

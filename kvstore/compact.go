@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,8 +19,10 @@ import (
 //
 // Invariant: a log segment is deleted only after a durable snapshot (file
 // synced, renamed, directory synced) covers every record in it, and only when
-// the previous snapshot covers it too, so that falling back to the previous
-// snapshot never finds a hole in the log.
+// the fallback snapshot covers it too, so that falling back never finds a
+// hole in the log. The fallback is the newest older snapshot that passes its
+// checksum when the compaction reads it; a damaged one is never kept as the
+// fallback, and without a good fallback no segment is deleted.
 //
 // Writers are paused only while the current segment is rotated and the
 // memtable's B-tree is cloned (O(1), copy-on-write); the snapshot is written
@@ -57,11 +60,22 @@ func (db *DB) Snapshot(ctx context.Context) (SnapshotInfo, error) {
 	return db.snapshot(ctx)
 }
 
-// maybeCompact starts a background snapshot when the log has grown past the
-// threshold since the last one. Called by the leader after a batch.
+// compactionDue reports whether the log since the last snapshot has
+// outgrown the data: CompactionRatio times the last snapshot's size, and at
+// least CompactionThreshold (the floor).
+func (db *DB) compactionDue() bool {
+	floor := db.opts.CompactionThreshold
+	if floor < 0 {
+		return false
+	}
+	since := db.stats.sinceSnapshot.Load()
+	return since >= floor && float64(since) >= db.opts.CompactionRatio*float64(db.stats.lastSnapshotBytes.Load())
+}
+
+// maybeCompact starts a background snapshot when compaction is due. Called
+// after a commit, outside any group write.
 func (db *DB) maybeCompact() {
-	t := db.opts.CompactionThreshold
-	if t < 0 || db.stats.sinceSnapshot.Load() < t || !db.compacting.CompareAndSwap(false, true) {
+	if !db.compactionDue() || !db.compacting.CompareAndSwap(false, true) {
 		return
 	}
 	db.mu.Lock()
@@ -110,6 +124,8 @@ func (db *DB) snapshot(ctx context.Context) (SnapshotInfo, error) {
 	info.Duration = time.Since(start)
 	db.stats.compactions.Add(1)
 	db.stats.snapshotSeq.Store(info.Seq)
+	db.stats.snapshotPath.Store(&info.Path)
+	db.stats.lastSnapshotBytes.Store(info.Bytes)
 	info.At = time.Now()
 	db.stats.lastSnapshot.Store(&info)
 	return info, nil
@@ -119,23 +135,31 @@ func (db *DB) snapshot(ctx context.Context) (SnapshotInfo, error) {
 // records) and clones the memtable at the same instant, so every record of
 // the older segments is in the frozen view and none of the new one is.
 func (db *DB) freezeAtSegmentBoundary() (frozen, error) {
-	db.lead()
-	defer db.unlead()
-	if err := db.failure(); err != nil {
-		return frozen{}, err
-	}
-	if db.seg.Size() > wal.HeaderSize {
-		if err := db.rotate(); err != nil {
-			return frozen{}, db.fail(fmt.Errorf("start a new log segment: %w", err))
+	var view frozen
+	err := db.pipe.exclusive(func() error {
+		if err := db.failure(); err != nil {
+			return err
 		}
-	}
-	db.stats.sinceSnapshot.Store(0)
-	return db.mem.freeze(), nil
+		if db.seg.Size() > wal.HeaderSize {
+			if err := db.rotate(); err != nil {
+				return db.fail(fmt.Errorf("start a new log segment: %w", err))
+			}
+		}
+		db.stats.sinceSnapshot.Store(0)
+		view = db.mem.freeze()
+		return nil
+	})
+	return view, err
 }
 
 func (db *DB) writeSnapshot(ctx context.Context, view frozen) (SnapshotInfo, error) {
-	fs := db.opts.fs
-	final := filepath.Join(db.dir, snapshotName(view.seq))
+	return writeSnapshotTo(ctx, db.opts.fs, db.dir, view, db.opts.Logger)
+}
+
+// writeSnapshotTo writes view durably into dir as its snapshot file: temp
+// file, fsync, rename, directory fsync.
+func writeSnapshotTo(ctx context.Context, fs vfs.FS, dir string, view frozen, logger *slog.Logger) (SnapshotInfo, error) {
+	final := filepath.Join(dir, snapshotName(view.seq))
 	tmp := final + tmpSuffix
 	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -144,7 +168,7 @@ func (db *DB) writeSnapshot(ctx context.Context, view frozen) (SnapshotInfo, err
 	pull, stop := iter.Pull(func(yield func(item) bool) { view.tree.Ascend(yield) })
 	next := func() (snapshot.Entry, bool) {
 		it, ok := pull()
-		return snapshot.Entry{Key: it.key, Value: it.value}, ok
+		return snapshot.Entry{Key: it.key, Value: it.value, ExpireAt: it.expireAt}, ok
 	}
 	n, err := snapshot.Write(ctx, &syncEvery{f: f, every: snapshotSyncBytes}, snapshot.Header{Seq: view.seq, Count: uint64(view.count)}, next)
 	stop()
@@ -158,11 +182,11 @@ func (db *DB) writeSnapshot(ctx context.Context, view frozen) (SnapshotInfo, err
 		err = fs.Rename(tmp, final)
 	}
 	if err == nil {
-		err = fs.SyncDir(db.dir)
+		err = fs.SyncDir(dir)
 	}
 	if err != nil {
 		if rerr := fs.Remove(tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			db.opts.Logger.Warn("kvstore: cannot remove an unfinished snapshot; the next open removes it", "file", tmp, "err", rerr)
+			logger.Warn("kvstore: cannot remove an unfinished snapshot; the next open removes it", "file", tmp, "err", rerr)
 		}
 		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot %s: %w", final, err)
 	}
@@ -191,18 +215,36 @@ func (s *syncEvery) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// removeCovered keeps the two newest snapshots and removes older ones, and
-// every log segment that the older kept snapshot covers entirely.
+// removeCovered picks the fallback — the newest older snapshot that passes
+// its checksum now — and removes the snapshots older than it (and damaged
+// ones, once a good fallback exists), and every log segment that the
+// fallback covers entirely. Without a good fallback it removes nothing.
 func (db *DB) removeCovered() (int, error) {
 	fs := db.opts.fs
-	snaps, err := db.listSnapshots()
+	snaps, err := listSnapshots(fs, db.dir)
 	if err != nil {
 		return 0, err
 	}
 	if len(snaps) < 2 {
 		return 0, nil
 	}
-	keepFrom := snaps[len(snaps)-2]
+	fallback := -1
+	var damaged []snapshotFile
+	for i := len(snaps) - 2; i >= 0; i-- {
+		h, err := readSnapshot(fs, snaps[i].path, func([]byte, []byte, int64) {})
+		if err == nil && h.Seq == snaps[i].seq {
+			fallback = i
+			break
+		}
+		db.opts.Logger.Error("kvstore: compaction found a damaged snapshot; it is never kept as the fallback",
+			"file", snaps[i].path, "err", err)
+		damaged = append(damaged, snaps[i])
+	}
+	if fallback < 0 {
+		db.opts.Logger.Warn("kvstore: no older snapshot passes its checksum; keeping every log segment", "dir", db.dir)
+		return 0, nil
+	}
+	keep := snaps[fallback]
 	segs, err := wal.ListSegments(fs, db.dir)
 	if err != nil {
 		return 0, err
@@ -211,14 +253,14 @@ func (db *DB) removeCovered() (int, error) {
 	// Segment i holds records FirstSeq(i)..FirstSeq(i+1)-1; the current
 	// segment is never removed.
 	var freed int64
-	for i := 0; i+1 < len(segs) && segs[i+1].FirstSeq <= keepFrom.seq+1; i++ {
+	for i := 0; i+1 < len(segs) && segs[i+1].FirstSeq <= keep.seq+1; i++ {
 		freed += segs[i].Size
 		if err := fs.Remove(segs[i].Path); err != nil {
 			return removed, fmt.Errorf("kvstore: remove covered segment: %w", err)
 		}
 		removed++
 	}
-	for _, s := range snaps[:len(snaps)-2] {
+	for _, s := range append(snaps[:fallback:fallback], damaged...) {
 		if err := fs.Remove(s.path); err != nil {
 			return removed, fmt.Errorf("kvstore: remove old snapshot: %w", err)
 		}
@@ -226,4 +268,51 @@ func (db *DB) removeCovered() (int, error) {
 	db.stats.logBytes.Add(-freed)
 	db.stats.segments.Add(-int64(removed))
 	return removed, fs.SyncDir(db.dir)
+}
+
+// Checkpoint writes a consistent copy of the store into dst (created; it
+// must not exist or be empty) while writers keep going: a snapshot of every
+// write acknowledged before the call, which Open and Verify accept as a data
+// directory. Writers pause only while the log rotates and the index is
+// cloned.
+func (db *DB) Checkpoint(ctx context.Context, dst string) (SnapshotInfo, error) {
+	fs := db.opts.fs
+	if entries, err := fs.ReadDir(dst); err == nil && len(entries) > 0 {
+		return SnapshotInfo{}, fmt.Errorf("kvstore: checkpoint: %s is not empty", dst)
+	}
+	if err := fs.MkdirAll(dst, 0o755); err != nil {
+		return SnapshotInfo{}, fmt.Errorf("kvstore: checkpoint: %w", err)
+	}
+	db.mu.Lock()
+	if db.closing {
+		db.mu.Unlock()
+		return SnapshotInfo{}, ErrClosed
+	}
+	db.bg.Add(1) // Close waits for us and cancels our context
+	db.mu.Unlock()
+	defer db.bg.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(db.bgCtx, cancel)
+	defer stop()
+
+	start := time.Now()
+	var view frozen
+	err := db.pipe.exclusive(func() error {
+		if err := db.failure(); err != nil {
+			return err
+		}
+		view = db.mem.freeze()
+		return nil
+	})
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
+	info, err := writeSnapshotTo(ctx, fs, dst, view, db.opts.Logger)
+	if err != nil {
+		return info, fmt.Errorf("kvstore: checkpoint: %w", err)
+	}
+	info.Duration = time.Since(start)
+	info.At = time.Now()
+	return info, nil
 }

@@ -19,16 +19,12 @@ type DB struct {
 	opts Options
 	lock *dirlock.Lock
 	mem  *memtable
+	pipe *commitPipeline // see commit.go; its environment is logEnv
 
-	// The commit pipeline (see commit.go); mu guards the fields below it.
-	mu      sync.Mutex
-	cond    *sync.Cond
-	open    *group
-	leading bool
+	mu      sync.Mutex // guards closing
 	closing bool
-	nextSeq uint64
 
-	// Owned by the current leader.
+	// Owned by the current leader of the pipeline.
 	seg         *wal.Writer
 	lastWritten uint64
 	// curSeg is seg for the periodic syncer, which is not a leader.
@@ -43,11 +39,12 @@ type DB struct {
 	bgCtx      context.Context
 	bgCancel   context.CancelFunc
 
-	stats counters
+	stats    counters
+	recovery RecoveryReport // what Open found; set once
 
-	// Set only while Open or Verify recovers.
-	verifyOnly bool
-	progress   recoveryProgress
+	// expiredSeen carries keys a reader found expired to the sweeper,
+	// which deletes them with a logged delete.
+	expiredSeen chan string
 }
 
 // Open opens (creating if needed) the engine in dir, recovering its state
@@ -64,18 +61,22 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: open %s: %w", dir, err)
 	}
-	db := &DB{dir: dir, opts: o, lock: lock}
-	db.cond = sync.NewCond(&db.mu)
+	db := &DB{dir: dir, opts: o, lock: lock, expiredSeen: make(chan string, expiredSeenQueue)}
 	db.bgCtx, db.bgCancel = context.WithCancel(context.Background())
-	if err := db.recover(); err != nil {
+	if err := db.recoverForOpen(); err != nil {
 		if lerr := lock.Release(); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("kvstore: release lock: %w", lerr))
 		}
 		return nil, err
 	}
+	db.pipe = newCommitPipeline(logEnv{db}, db.lastWritten+1)
 	if o.Sync == SyncPeriodic {
 		db.bg.Add(1)
 		go db.syncPeriodically()
+	}
+	if o.ExpirySweepInterval > 0 {
+		db.bg.Add(1)
+		go db.sweepExpired()
 	}
 	return db, nil
 }
@@ -83,15 +84,47 @@ func Open(dir string, opts Options) (*DB, error) {
 // Get returns the value of key, or ErrNotFound. The returned slice is shared
 // with the engine and must not be modified; it stays valid after later writes.
 // Get never waits for disk I/O.
+// A key past its TTL reads as missing.
 func (db *DB) Get(key []byte) ([]byte, error) {
+	e, err := db.lookup(key)
+	return e.value, err
+}
+
+// ExpiresAt returns when key expires; ok is false when it has no TTL or
+// does not exist.
+func (db *DB) ExpiresAt(key []byte) (t time.Time, ok bool) {
+	e, err := db.lookup(key)
+	if err != nil || e.expireAt == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, e.expireAt), true
+}
+
+// lookup reads key's live entry, counting the hit or miss.
+func (db *DB) lookup(key []byte) (entry, error) {
 	if db.closed.Load() {
-		return nil, ErrClosed
+		return entry{}, ErrClosed
 	}
-	v, ok := db.mem.get(key)
+	e, ok := db.mem.get(key)
+	if ok && e.expireAt != 0 && e.expired(db.opts.now().UnixNano()) {
+		db.noteExpired(key)
+		ok = false
+	}
+	db.mem.countRead(key, ok)
 	if !ok {
-		return nil, ErrNotFound
+		return entry{}, ErrNotFound
 	}
-	return v, nil
+	return e, nil
+}
+
+// Version is key's version for optimistic transactions (WATCH): it changes
+// with every write of key, a delete included; 0 for a key never written.
+// Compare it with Tx.Version inside Update.
+func (db *DB) Version(key []byte) uint64 {
+	p := db.pipe
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return (&Tx{db: db, p: p}).Version(key)
 }
 
 // Has reports whether key exists.
@@ -103,30 +136,85 @@ func (db *DB) Has(key []byte) (bool, error) {
 	return err == nil, err
 }
 
-// Set stores value under key. It returns once the write is acknowledged
-// under the sync policy. Key and value are copied.
+// Set stores value under key, without a TTL (a TTL it had is cleared, as
+// Redis SET does). It returns once the write is acknowledged under the sync
+// policy. Key and value are copied.
 func (db *DB) Set(key, value []byte) error {
+	return db.set(key, value, time.Time{})
+}
+
+// SetWithTTL stores value under key until expireAt; from then on the key
+// reads as missing and a logged delete removes it. A zero expireAt means no
+// TTL, as Set.
+func (db *DB) SetWithTTL(key, value []byte, expireAt time.Time) error {
+	return db.set(key, value, expireAt)
+}
+
+func (db *DB) set(key, value []byte, expireAt time.Time) error {
 	if err := db.checkSizes(key, value); err != nil {
 		return err
 	}
-	if err := db.commit(func(g *group, seq uint64) { g.addRecord(wal.TypeSet, seq, key, value) }); err != nil {
+	at := unixNanos(expireAt)
+	if err := db.commit(func(g *group, seq uint64) { g.addSet(seq, key, value, at) }); err != nil {
 		return err
 	}
 	db.stats.sets.Add(1)
 	return nil
 }
 
-// Delete removes key. Deleting a missing key is not an error.
+// unixNanos is t as the log stores an expiry: 0 for the zero time (no TTL),
+// and at least 1 otherwise, so a time before 1970 still means "expired".
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.UnixNano(), 1)
+}
+
+// Delete removes key. Deleting a missing key is not an error; to learn
+// whether the key existed, delete it in Update (Tx.Delete).
 func (db *DB) Delete(key []byte) error {
 	if err := db.checkSizes(key, nil); err != nil {
 		return err
 	}
-	if err := db.commit(func(g *group, seq uint64) { g.addRecord(wal.TypeDelete, seq, key, nil) }); err != nil {
+	if err := db.commit(func(g *group, seq uint64) { g.addDelete(seq, key) }); err != nil {
 		return err
 	}
 	db.stats.deletes.Add(1)
 	return nil
 }
+
+// FlushAll removes every key, with one log record.
+func (db *DB) FlushAll() error {
+	return db.commit(func(g *group, seq uint64) { g.addFlush(seq) })
+}
+
+// commit logs one record (made by encode) and returns once it is
+// acknowledged under the sync policy.
+func (db *DB) commit(encode func(g *group, seq uint64)) error {
+	g, err := db.pipe.enqueue(func(g *group, seq uint64) error {
+		encode(g, seq)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return db.pipe.wait(g)
+}
+
+// Limits are the resolved size bounds of an open engine.
+type Limits struct {
+	MaxKeySize   int
+	MaxValueSize int
+}
+
+// Limits returns the size bounds writes are checked against.
+func (db *DB) Limits() Limits {
+	return Limits{MaxKeySize: db.opts.MaxKeySize, MaxValueSize: db.opts.MaxValueSize}
+}
+
+// SyncPolicy returns the engine's durability policy.
+func (db *DB) SyncPolicy() SyncPolicy { return db.opts.Sync }
 
 func (db *DB) checkSizes(key, value []byte) error {
 	switch {
@@ -145,6 +233,8 @@ func (db *DB) checkSizes(key, value []byte) error {
 type Entry struct {
 	Key   []byte
 	Value []byte
+	// ExpiresAt is when the key expires; zero when it has no TTL.
+	ExpiresAt time.Time
 }
 
 // DefaultScanLimit is the page size of a Scan whose Limit is zero.
@@ -176,7 +266,7 @@ func (db *DB) Scan(o ScanOptions) (ScanPage, error) {
 	if o.Limit == 0 {
 		o.Limit = DefaultScanLimit
 	}
-	entries, more := db.mem.scan(o.Prefix, o.After, o.Limit)
+	entries, more := db.mem.scan(o.Prefix, o.After, o.Limit, db.opts.now().UnixNano())
 	page := ScanPage{Entries: entries}
 	if more {
 		page.Next = entries[len(entries)-1].Key
@@ -205,7 +295,11 @@ func (db *DB) fail(cause error) error {
 	if db.failed.CompareAndSwap(nil, &err) {
 		db.opts.Logger.Error("kvstore: write failed, the engine is read-only until reopened", "dir", db.dir, "err", cause)
 	}
-	return *db.failed.Load()
+	err = *db.failed.Load()
+	if db.pipe != nil {
+		db.pipe.setFailed(err)
+	}
+	return err
 }
 
 // syncPeriodically fsyncs the current segment every SyncInterval.
@@ -248,13 +342,8 @@ func (db *DB) Close() error {
 	db.bgCancel()
 	db.bg.Wait()
 
-	// Let every writer already admitted finish, then take the log for good.
-	db.mu.Lock()
-	for db.leading || db.open != nil {
-		db.cond.Wait()
-	}
-	db.leading = true
-	db.mu.Unlock()
+	// Write every record already enqueued, then take the log for good.
+	_ = db.pipe.close() // a failure is db.failure() too
 	db.closed.Store(true)
 
 	var err error

@@ -3,6 +3,8 @@ package kvstore
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/devkit-go/devkit/kvstore/internal/dirlock"
 )
@@ -29,7 +31,12 @@ var (
 	ErrBatchTooLarge = errors.New("kvstore: batch too large")
 )
 
-// CorruptionError names where the damage is. It matches ErrCorrupt.
+// RepairCommand is what a user runs to repair the data directory dir: the
+// hint every corruption error carries.
+func RepairCommand(dir string) string { return "devkit kv repair --data " + dir }
+
+// CorruptionError names where the damage is. It matches ErrCorrupt. Repair
+// cuts the log at File and Offset; the message says how to run it.
 type CorruptionError struct {
 	File   string
 	Offset int64
@@ -38,7 +45,8 @@ type CorruptionError struct {
 
 func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("kvstore: corrupt data in %s at offset %d: %v; "+
-		"copy the directory aside, then open with RecoverTruncate to keep the records before this offset", e.File, e.Offset, e.Err)
+		"to keep the records before this offset, stop the server and run: %s "+
+		"(it saves a backup of the directory first)", e.File, e.Offset, e.Err, RepairCommand(filepath.Dir(e.File)))
 }
 
 // Is makes errors.Is(err, ErrCorrupt) true.
@@ -46,3 +54,24 @@ func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
 
 // Unwrap returns the decoder's error.
 func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// UnrecoverableError says that no repair can rebuild the directory: every
+// snapshot is damaged and the log no longer holds what they covered. It
+// matches ErrCorrupt.
+type UnrecoverableError struct {
+	Dir     string
+	Damaged []DamagedFile
+}
+
+func (e *UnrecoverableError) Error() string {
+	names := make([]string, len(e.Damaged))
+	for i, d := range e.Damaged {
+		names[i] = fmt.Sprintf("%s (%s)", filepath.Base(d.Path), d.Err)
+	}
+	return fmt.Sprintf("kvstore: every snapshot in %s is damaged: %s; the log no longer starts at the first record, "+
+		"so the keys those snapshots held exist nowhere else and repair cannot rebuild them: "+
+		"restore the directory from a backup or checkpoint", e.Dir, strings.Join(names, ", "))
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *UnrecoverableError) Is(target error) bool { return target == ErrCorrupt }

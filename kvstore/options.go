@@ -85,7 +85,9 @@ const (
 	DefaultMaxKeySize          = 4 << 10
 	DefaultMaxValueSize        = 8 << 20
 	DefaultSegmentSize         = 64 << 20
-	DefaultCompactionThreshold = 256 << 20
+	DefaultCompactionThreshold = 64 << 20
+	DefaultCompactionRatio     = 1.0
+	DefaultExpirySweepInterval = 100 * time.Millisecond
 )
 
 // Options configure an engine. The zero value is the strict default.
@@ -100,9 +102,14 @@ type Options struct {
 	MaxValueSize int
 	// SegmentSize is the size at which the log moves to a new segment; 64 MiB when zero.
 	SegmentSize int64
-	// CompactionThreshold is the log growth since the last snapshot that
-	// starts a snapshot in the background; 256 MiB when zero, never when negative.
+	// CompactionThreshold is the floor of the log growth since the last
+	// snapshot that starts a snapshot in the background; 64 MiB when zero,
+	// never when negative. Above the floor, compaction starts once the log
+	// since the last snapshot reaches CompactionRatio times its size.
 	CompactionThreshold int64
+	// CompactionRatio is the log growth, relative to the last snapshot's
+	// size, that starts a compaction; 1 when zero.
+	CompactionRatio float64
 	// Recovery says what Open does with a damaged log; RecoverStrict when zero.
 	Recovery RecoveryMode
 	// Logger receives recovery and failure events; slog.Default() when nil.
@@ -110,9 +117,24 @@ type Options struct {
 	// Progress, when set, is called during recovery after each file is
 	// read, with the bytes read so far and the total to read.
 	Progress func(read, total int64)
+	// ExpirySweepInterval is how often the background sweep looks for
+	// expired keys to delete (a bounded sample each time, as Redis does);
+	// 100ms when zero, never when negative (expired keys then go only
+	// when a reader or writer meets them).
+	ExpirySweepInterval time.Duration
 
 	// fs is the file-system seam; tests inject faults through it.
 	fs vfs.FS
+	// clock is the time expiry is judged by; time.Now when nil (tests move it).
+	clock func() time.Time
+}
+
+// now is the time expiry is judged by.
+func (o *Options) now() time.Time {
+	if o.clock != nil {
+		return o.clock()
+	}
+	return time.Now()
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -146,8 +168,17 @@ func (o Options) withDefaults() (Options, error) {
 	if o.CompactionThreshold == 0 {
 		o.CompactionThreshold = DefaultCompactionThreshold
 	}
+	if o.CompactionRatio == 0 {
+		o.CompactionRatio = DefaultCompactionRatio
+	}
+	if o.CompactionRatio < 0 {
+		return o, fmt.Errorf("kvstore: negative compaction ratio %v", o.CompactionRatio)
+	}
 	if o.Recovery != RecoverStrict && o.Recovery != RecoverTruncate {
 		return o, fmt.Errorf("kvstore: invalid recovery mode %d", o.Recovery)
+	}
+	if o.ExpirySweepInterval == 0 {
+		o.ExpirySweepInterval = DefaultExpirySweepInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

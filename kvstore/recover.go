@@ -3,12 +3,14 @@ package kvstore
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/devkit-go/devkit/kvstore/internal/snapshot"
+	"github.com/devkit-go/devkit/kvstore/internal/vfs"
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
 
@@ -17,43 +19,213 @@ import (
 // Invariant: the state after Open is the newest valid snapshot plus every
 // record after its sequence number, in order, with no gap; a damaged tail of
 // the newest segment is cut off on disk before anything new is appended, and
-// damage that valid records follow is an error, never silently dropped.
+// damage that valid records follow is an error, never silently dropped. A
+// snapshot that fails its checksum is never used.
+//
+// Recovery is a value that reads the directory and decides; the changes it
+// makes on disk go through its recoveryActions: Open passes diskActions,
+// Verify passes readOnlyActions, so the check and the open share every
+// decision and differ only in whether they act on it.
 
-func (db *DB) recover() error {
-	start := time.Now()
-	if !db.verifyOnly {
-		db.removeTempFiles()
+// recoveryActions are the disk changes recovery makes.
+type recoveryActions interface {
+	// removeTemp removes an abandoned temp file.
+	removeTemp(path string)
+	// removeSegment removes a log segment (why says why, for the log).
+	removeSegment(path, why string) error
+	// damagedSnapshot is told of a snapshot that failed its checksum.
+	damagedSnapshot(path string, err error) error
+	// syncDir makes removals durable.
+	syncDir() error
+}
+
+// diskActions are Open's: they change the directory.
+type diskActions struct {
+	fs     vfs.FS
+	dir    string
+	logger *slog.Logger
+	// quarantine renames damaged snapshots aside (Repair); Open leaves them.
+	quarantine bool
+}
+
+func (a diskActions) removeTemp(path string) {
+	if err := a.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		a.logger.Warn("kvstore: cannot remove an abandoned temp file", "file", path, "err", err)
 	}
-	segs, err := wal.ListSegments(db.opts.fs, db.dir)
-	if err != nil {
-		return fmt.Errorf("kvstore: list log segments: %w", err)
+}
+
+func (a diskActions) removeSegment(path, why string) error {
+	a.logger.Warn("kvstore: removing a log segment", "file", path, "reason", why)
+	if err := a.fs.Remove(path); err != nil {
+		return fmt.Errorf("kvstore: remove %s: %w", path, err)
 	}
-	mem, ld, snapSeq, err := db.loadSnapshot(segs)
+	return nil
+}
+
+func (a diskActions) damagedSnapshot(path string, err error) error {
+	if !a.quarantine {
+		return nil
+	}
+	a.logger.Warn("kvstore: moving a damaged snapshot aside", "file", path, "to", path+damagedSuffix, "err", err)
+	if rerr := a.fs.Rename(path, path+damagedSuffix); rerr != nil {
+		return fmt.Errorf("kvstore: move damaged snapshot %s aside: %w", path, rerr)
+	}
+	return nil
+}
+
+func (a diskActions) syncDir() error { return a.fs.SyncDir(a.dir) }
+
+// readOnlyActions are Verify's: nothing changes.
+type readOnlyActions struct{}
+
+func (readOnlyActions) removeTemp(string)                   {}
+func (readOnlyActions) removeSegment(string, string) error  { return nil }
+func (readOnlyActions) damagedSnapshot(string, error) error { return nil }
+func (readOnlyActions) syncDir() error                      { return nil }
+
+// RecoveryReport is what recovery found in a data directory and did with it.
+type RecoveryReport struct {
+	Dir string `json:"dir"`
+	// Snapshot is the snapshot recovery started from ("" when none) and
+	// SnapshotSeq its sequence number.
+	Snapshot    string `json:"snapshot,omitempty"`
+	SnapshotSeq uint64 `json:"snapshot_seq"`
+	// DamagedSnapshots failed their checksum and were passed over.
+	DamagedSnapshots []DamagedFile `json:"damaged_snapshots,omitempty"`
+	SnapshotsSkipped int           `json:"snapshots_skipped"` // len(DamagedSnapshots)
+	LogSegments      int64         `json:"log_segments"`
+	LogBytes         int64         `json:"log_bytes"`
+	Records          uint64        `json:"records"`  // log records after the snapshot
+	LastSeq          uint64        `json:"last_seq"` // sequence number of the last valid record
+	Keys             int64         `json:"keys"`
+	TornTailBytes    int64         `json:"torn_tail_bytes"` // cut from the newest segment (Verify: what Open would cut)
+	DroppedBytes     int64         `json:"dropped_bytes"`   // of log cut by RecoverTruncate
+	Duration         time.Duration `json:"duration_ns"`
+}
+
+// DamagedFile is a file that failed its checksum.
+type DamagedFile struct {
+	Path string `json:"path"`
+	Err  string `json:"error"`
+}
+
+// VerifyReport is what Verify found: the recovery report of a run that
+// changed nothing.
+type VerifyReport = RecoveryReport
+
+// recovery rebuilds the state of a data directory.
+type recovery struct {
+	fs       vfs.FS
+	dir      string
+	mode     RecoveryMode
+	logger   *slog.Logger
+	act      recoveryActions
+	progress recoveryProgress
+	now      int64 // sets expired at now load as deletes
+
+	// Results.
+	mem       *memtable
+	tail      *tailSegment // the segment to go on appending to; nil: start a new one
+	next      uint64       // the sequence number of the next record
+	segs      []wal.SegmentInfo
+	snapshots []snapshotFile
+	good      map[string]bool // snapshots that passed their checksum
+	report    RecoveryReport
+	started   time.Time
+}
+
+func newRecovery(dir string, o Options, act recoveryActions) *recovery {
+	return &recovery{fs: o.fs, dir: dir, mode: o.Recovery, logger: o.Logger, act: act,
+		progress: recoveryProgress{fn: o.Progress}, now: o.now().UnixNano(), report: RecoveryReport{Dir: dir}}
+}
+
+// recoverForOpen recovers db's directory with real disk actions and opens
+// the log for append.
+func (db *DB) recoverForOpen() error {
+	rc := newRecovery(db.dir, db.opts, diskActions{fs: db.opts.fs, dir: db.dir, logger: db.opts.Logger})
+	err := rc.run()
+	db.recovery = rc.report
 	if err != nil {
 		return err
 	}
-	db.mem = mem
-	db.stats.snapshotSeq.Store(snapSeq)
+	db.mem = rc.mem
+	db.lastWritten = rc.next - 1
+	db.stats.snapshotSeq.Store(rc.report.SnapshotSeq)
+	db.stats.logBytes.Store(rc.report.LogBytes)
+	db.stats.segments.Store(int64(len(rc.segs)))
+	db.stats.sinceSnapshot.Store(rc.report.LogBytes)
+	db.stats.lastSnapshotBytes.Store(rc.snapshotBytes())
+	if rc.report.Snapshot != "" {
+		db.stats.snapshotPath.Store(&rc.report.Snapshot)
+	}
+	if rc.tail != nil {
+		db.seg, err = wal.OpenSegmentForAppend(db.opts.fs, rc.tail.path, rc.tail.firstSeq, rc.tail.size)
+	} else {
+		db.seg, err = wal.CreateSegment(db.opts.fs, db.dir, rc.next, true)
+		db.stats.segments.Add(1)
+	}
+	if err != nil {
+		return fmt.Errorf("kvstore: open log for append: %w", err)
+	}
+	db.curSeg.Store(db.seg)
+	if rc.report.Records > 0 || rc.report.TornTailBytes > 0 {
+		db.opts.Logger.Info("kvstore: recovered", "dir", db.dir, "snapshot", rc.report.Snapshot,
+			"snapshot_seq", rc.report.SnapshotSeq, "replayed", rc.report.Records, "seq", db.lastWritten,
+			"duration", rc.report.Duration)
+	}
+	return nil
+}
+
+// snapshotBytes is the size of the snapshot recovery used, 0 without one.
+func (rc *recovery) snapshotBytes() int64 {
+	for _, s := range rc.snapshots {
+		if s.path == rc.report.Snapshot {
+			return s.size
+		}
+	}
+	return 0
+}
+
+// run reads the directory: the newest good snapshot, then the log after it.
+func (rc *recovery) run() error {
+	rc.started = time.Now()
+	defer func() { rc.report.Duration = time.Since(rc.started) }()
+	rc.removeTempFiles()
+	segs, err := wal.ListSegments(rc.fs, rc.dir)
+	if err != nil {
+		return fmt.Errorf("kvstore: list log segments: %w", err)
+	}
+	ld, snapSeq, err := rc.loadSnapshot(segs)
+	if err != nil {
+		return err
+	}
+	rc.report.SnapshotSeq = snapSeq
 
 	// Skip segments wholly covered by the snapshot: the next one starts at
 	// or before the first record the snapshot lacks.
 	for len(segs) > 1 && segs[1].FirstSeq <= snapSeq+1 {
 		segs = segs[1:]
 	}
-	db.progress.snapshotDone(segmentBytes(segs))
-	rp := replay{db: db, next: snapSeq + 1, load: ld}
+	rc.progress.snapshotDone(segmentBytes(segs))
+	rp := replay{rc: rc, next: snapSeq + 1, load: ld}
 	for i, seg := range segs {
 		newest := i == len(segs)-1
-		stop, err := rp.segment(seg, newest)
+		stop, removed, err := rp.segment(seg, newest)
 		if err != nil {
 			ld.abort()
 			// Keep what was read before the damage for Verify's report.
-			db.stats.replayed, db.lastWritten = rp.applied, rp.next-1
+			rc.report.Records, rc.report.LastSeq = rp.applied, rp.next-1
+			rc.report.Keys = rc.mem.keys.Load()
+			rc.report.LogSegments, rc.report.LogBytes = int64(len(segs)), segmentBytes(segs)
 			return err
 		}
-		db.progress.report(int64(len(rp.buf)))
+		rc.progress.report(int64(len(rp.buf)))
+		if removed {
+			segs = segs[:i]
+			break
+		}
 		if stop {
-			if err := db.dropSegments(segs[i+1:]); err != nil {
+			if err := rc.dropSegments(segs[i+1:]); err != nil {
 				ld.abort()
 				return err
 			}
@@ -62,44 +234,26 @@ func (db *DB) recover() error {
 		}
 	}
 	ld.finish(rp.next - 1)
-	db.nextSeq = rp.next
-	db.lastWritten = rp.next - 1
-	db.stats.replayed = rp.applied
-	db.stats.replayTime = time.Since(start)
-
-	var logBytes int64
+	rc.next = rp.next
+	rc.tail = rp.tail
+	rc.segs = segs
+	rc.report.Records = rp.applied
+	rc.report.LastSeq = rp.next - 1
+	rc.report.Keys = rc.mem.keys.Load()
+	rc.report.LogSegments = int64(len(segs))
 	for _, s := range segs {
-		if fi, err := os.Stat(s.Path); err == nil {
-			logBytes += fi.Size()
+		size := s.Size
+		if rc.tail != nil && rc.tail.path == s.Path {
+			size = rc.tail.size
 		}
-	}
-	db.stats.logBytes.Store(logBytes)
-	db.stats.segments.Store(int64(len(segs)))
-	db.stats.sinceSnapshot.Store(logBytes)
-	if db.verifyOnly {
-		return nil
-	}
-
-	if rp.tail != nil {
-		db.seg, err = wal.OpenSegmentForAppend(db.opts.fs, rp.tail.path, rp.tail.firstSeq, rp.tail.size)
-	} else {
-		db.seg, err = wal.CreateSegment(db.opts.fs, db.dir, db.nextSeq, true)
-		db.stats.segments.Add(1)
-	}
-	if err != nil {
-		return fmt.Errorf("kvstore: open log for append: %w", err)
-	}
-	db.curSeg.Store(db.seg)
-	if rp.applied > 0 || db.stats.tornBytes > 0 {
-		db.opts.Logger.Info("kvstore: recovered", "dir", db.dir, "snapshot_seq", snapSeq,
-			"replayed", rp.applied, "seq", db.lastWritten, "duration", db.stats.replayTime)
+		rc.report.LogBytes += size
 	}
 	return nil
 }
 
 // replay applies log segments to the memtable in order.
 type replay struct {
-	db      *DB
+	rc      *recovery
 	next    uint64 // the sequence number the next record must carry
 	applied uint64
 	load    *loader
@@ -114,13 +268,14 @@ type tailSegment struct {
 }
 
 // segment replays one segment. stop reports that the log was cut here and
-// later segments must go (RecoverTruncate).
-func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err error) {
-	db := rp.db
-	buf, err := wal.ReadSegment(db.opts.fs, seg.Path, rp.buf)
+// later segments must go (RecoverTruncate); removed that the segment itself
+// went (a torn header: the trace of a crash while it was created).
+func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool, err error) {
+	rc := rp.rc
+	buf, err := wal.ReadSegment(rc.fs, seg.Path, rp.buf)
 	rp.buf = buf // reused for the next segment: records are copied out
 	if err != nil {
-		return false, fmt.Errorf("kvstore: read %s: %w", seg.Path, err)
+		return false, false, fmt.Errorf("kvstore: read %s: %w", seg.Path, err)
 	}
 	maxPayload := wal.MaxPayload(MaxKeySizeLimit, MaxValueSizeLimit)
 	first, herr := wal.DecodeHeader(buf)
@@ -130,17 +285,17 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 	if herr != nil {
 		if _, valid := wal.ValidRecordAfter(buf, -1, rp.next-1, maxPayload); newest && !valid {
 			// A crash while the segment was being created: nothing in it.
-			db.stats.tornBytes += int64(len(buf))
-			if db.verifyOnly {
-				return false, nil
+			rc.report.TornTailBytes += int64(len(buf))
+			if err := rc.act.removeSegment(seg.Path, "torn header: the segment was being created when the process died"); err != nil {
+				return false, false, err
 			}
-			db.opts.Logger.Warn("kvstore: removing a log segment with a torn header", "file", seg.Path, "bytes", len(buf))
-			return false, db.removeSynced(seg.Path)
+			return false, true, rc.act.syncDir()
 		}
-		return rp.damaged(seg, buf, 0, herr)
+		stop, err := rp.damaged(seg, buf, 0, herr)
+		return stop, stop && rp.tail == nil, err
 	}
 	if seg.FirstSeq > rp.next {
-		return false, &CorruptionError{File: seg.Path, Offset: 0,
+		return false, false, &CorruptionError{File: seg.Path, Offset: 0,
 			Err: fmt.Errorf("records %d..%d are missing from the log", rp.next, seg.FirstSeq-1)}
 	}
 	off := wal.HeaderSize
@@ -151,25 +306,28 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 		}
 		if err != nil {
 			if _, valid := wal.ValidRecordAfter(buf, off, rp.next-1, maxPayload); newest && !valid {
-				if !db.verifyOnly {
-					db.opts.Logger.Warn("kvstore: cutting a torn tail off the log", "file", seg.Path,
-						"offset", off, "bytes", len(buf)-off, "reason", err)
-				}
-				db.stats.tornBytes += int64(len(buf) - off)
+				rc.report.TornTailBytes += int64(len(buf) - off)
 				rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
-				return false, nil
+				return false, false, nil
 			}
-			return rp.damaged(seg, buf, off, err)
+			stop, err := rp.damaged(seg, buf, off, err)
+			return stop, false, err
 		}
 		if rec.Seq == rp.next {
 			switch rec.Type {
 			case wal.TypeBatch:
 				// DecodeRecord has checked the batch; an error here is a bug.
-				if err := wal.ForEachOp(rec.Batch, rp.loadOp); err != nil {
-					return false, &CorruptionError{File: seg.Path, Offset: int64(off), Err: err}
+				var loadErr error
+				if err := wal.ForEachOp(rec.Batch, func(op wal.Op) { rp.loadOp(op, rec.Seq) }); err != nil {
+					loadErr = err
 				}
+				if loadErr != nil {
+					return false, false, &CorruptionError{File: seg.Path, Offset: int64(off), Err: loadErr}
+				}
+			case wal.TypeFlush:
+				rp.load.add(mutation{flush: true, seq: rec.Seq})
 			default:
-				rp.loadOp(wal.Op{Type: rec.Type, Key: rec.Key, Value: rec.Value})
+				rp.loadOp(wal.Op{Type: rec.Type, Key: rec.Key, Value: rec.Value, ExpireAt: rec.ExpireAt}, rec.Seq)
 			}
 			rp.next++
 			rp.applied++
@@ -179,14 +337,15 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop bool, err erro
 	if newest {
 		rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
 	}
-	return false, nil
+	return false, false, nil
 }
 
-func (rp *replay) loadOp(op wal.Op) {
-	if op.Type == wal.TypeDelete {
-		rp.load.add(mutation{key: string(op.Key), del: true})
+// loadOp loads one set or delete; a set already expired loads as a delete.
+func (rp *replay) loadOp(op wal.Op, seq uint64) {
+	if op.Type == wal.TypeDelete || (op.ExpireAt != 0 && op.ExpireAt <= rp.rc.now) {
+		rp.load.add(mutation{key: string(op.Key), del: true, seq: seq})
 	} else {
-		rp.load.add(ownedMutation(op.Key, op.Value))
+		rp.load.add(ownedMutation(op.Key, op.Value, op.ExpireAt, seq))
 	}
 }
 
@@ -194,79 +353,88 @@ func (rp *replay) loadOp(op wal.Op) {
 // and offset, or, under RecoverTruncate, a cut at that offset.
 func (rp *replay) damaged(seg wal.SegmentInfo, buf []byte, off int, cause error) (bool, error) {
 	path := seg.Path
-	db := rp.db
-	if db.opts.Recovery != RecoverTruncate || db.verifyOnly {
+	rc := rp.rc
+	if rc.mode != RecoverTruncate {
 		return false, &CorruptionError{File: path, Offset: int64(off), Err: cause}
 	}
-	db.opts.Logger.Error("kvstore: RecoverTruncate: dropping the log from a damaged record on",
+	rc.logger.Error("kvstore: RecoverTruncate: dropping the log from a damaged record on",
 		"file", path, "offset", off, "bytes", len(buf)-off, "reason", cause)
-	db.stats.droppedBytes += int64(len(buf) - off)
+	rc.report.DroppedBytes += int64(len(buf) - off)
 	if off < wal.HeaderSize {
 		// Nothing usable in this segment: start a fresh one in its place.
-		if err := db.removeSynced(path); err != nil {
+		if err := rc.act.removeSegment(path, "RecoverTruncate: damaged header"); err != nil {
 			return false, err
 		}
-		return true, nil
+		return true, rc.act.syncDir()
 	}
 	rp.tail = &tailSegment{path: path, firstSeq: seg.FirstSeq, size: int64(off)}
 	return true, nil
 }
 
 // dropSegments removes segments after a RecoverTruncate cut.
-func (db *DB) dropSegments(segs []wal.SegmentInfo) error {
+func (rc *recovery) dropSegments(segs []wal.SegmentInfo) error {
 	for _, s := range segs {
-		db.opts.Logger.Error("kvstore: RecoverTruncate: removing a log segment after the cut", "file", s.Path)
-		db.stats.droppedBytes += s.Size
-		if err := db.opts.fs.Remove(s.Path); err != nil {
-			return fmt.Errorf("kvstore: remove %s: %w", s.Path, err)
+		rc.report.DroppedBytes += s.Size
+		if err := rc.act.removeSegment(s.Path, "RecoverTruncate: after the cut"); err != nil {
+			return err
 		}
 	}
 	if len(segs) > 0 {
-		return db.opts.fs.SyncDir(db.dir)
+		return rc.act.syncDir()
 	}
 	return nil
-}
-
-func (db *DB) removeSynced(path string) error {
-	if err := db.opts.fs.Remove(path); err != nil {
-		return fmt.Errorf("kvstore: remove %s: %w", path, err)
-	}
-	return db.opts.fs.SyncDir(db.dir)
 }
 
 // loadSnapshot loads the newest snapshot that passes its checksum, falling
 // back to older ones, into a memtable whose load goes on with the log.
 // Without a usable snapshot the log must start at the first record.
-func (db *DB) loadSnapshot(segs []wal.SegmentInfo) (*memtable, *loader, uint64, error) {
-	snaps, err := db.listSnapshots()
+func (rc *recovery) loadSnapshot(segs []wal.SegmentInfo) (*loader, uint64, error) {
+	snaps, err := listSnapshots(rc.fs, rc.dir)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, 0, err
 	}
+	rc.snapshots = snaps
+	rc.good = make(map[string]bool)
 	total := segmentBytes(segs)
 	if len(snaps) > 0 {
 		total += snaps[len(snaps)-1].size
 	}
-	db.progress.start(db.opts.Progress, total)
+	rc.progress.start(total)
 	// Guess the number of keys at 128 bytes each: enough to skip most map
 	// growth without reserving much more than the data needs.
 	hint := int(min(total/128, 1<<26))
 	for i := len(snaps) - 1; i >= 0; i-- {
 		mem := newMemtable()
 		ld := mem.startLoad(hint)
-		h, err := db.readSnapshot(snaps[i].path, ld)
-		db.progress.report(snaps[i].size)
+		h, err := readSnapshot(rc.fs, snaps[i].path, func(key, value []byte, expireAt int64) {
+			if expireAt != 0 && expireAt <= rc.now {
+				return // expired: not loaded at all
+			}
+			ld.add(ownedMutation(key, value, expireAt, snaps[i].seq))
+		})
+		rc.progress.report(snaps[i].size)
+		if err == nil && h.Seq != snaps[i].seq {
+			err = fmt.Errorf("%w: the header says sequence %d, the file name %d", snapshot.ErrCorrupt, h.Seq, snaps[i].seq)
+		}
 		if err == nil {
-			return mem, ld, h.Seq, nil
+			rc.mem = mem
+			rc.good[snaps[i].path] = true
+			rc.report.Snapshot = snaps[i].path
+			return ld, h.Seq, nil
 		}
 		ld.abort()
-		db.stats.snapshotsSkip++
-		db.opts.Logger.Error("kvstore: skipping a damaged snapshot", "file", snaps[i].path, "err", err)
+		rc.report.DamagedSnapshots = append(rc.report.DamagedSnapshots, DamagedFile{Path: snaps[i].path, Err: err.Error()})
+		rc.report.SnapshotsSkipped++
+		rc.logger.Error("kvstore: skipping a damaged snapshot", "file", snaps[i].path, "err", err)
+		if aerr := rc.act.damagedSnapshot(snaps[i].path, err); aerr != nil {
+			return nil, 0, aerr
+		}
 	}
 	if len(snaps) > 0 && (len(segs) == 0 || segs[0].FirstSeq != 1) {
-		return nil, nil, 0, fmt.Errorf("%w: every snapshot in %s is damaged and the log no longer starts at the first record", ErrCorrupt, db.dir)
+		return nil, 0, &UnrecoverableError{Dir: rc.dir, Damaged: rc.report.DamagedSnapshots}
 	}
-	mem := newMemtable()
-	return mem, mem.startLoad(hint), 0, nil
+	rc.mem = newMemtable()
+	return rc.mem.startLoad(hint), 0, nil
 }
 
 func segmentBytes(segs []wal.SegmentInfo) int64 {
@@ -284,10 +452,10 @@ type recoveryProgress struct {
 	total int64
 }
 
-func (p *recoveryProgress) start(fn func(read, total int64), total int64) {
-	p.fn, p.total = fn, total
-	if fn != nil {
-		fn(0, total)
+func (p *recoveryProgress) start(total int64) {
+	p.total = total
+	if p.fn != nil {
+		p.fn(0, total)
 	}
 }
 
@@ -303,8 +471,9 @@ func (p *recoveryProgress) report(n int64) {
 	p.fn(p.read, p.total)
 }
 
-func (db *DB) readSnapshot(path string, ld *loader) (snapshot.Header, error) {
-	f, err := db.opts.fs.OpenFile(path, os.O_RDONLY, 0)
+// readSnapshot reads and checks a whole snapshot, calling fn for each entry.
+func readSnapshot(fs vfs.FS, path string, fn func(key, value []byte, expireAt int64)) (snapshot.Header, error) {
+	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return snapshot.Header{}, err
 	}
@@ -314,8 +483,8 @@ func (db *DB) readSnapshot(path string, ld *loader) (snapshot.Header, error) {
 		return snapshot.Header{}, err
 	}
 	lim := snapshot.Limits{MaxKey: MaxKeySizeLimit, MaxValue: MaxValueSizeLimit}
-	return snapshot.Read(f, fi.Size(), lim, func(key, value []byte) error {
-		ld.add(ownedMutation(key, value))
+	return snapshot.Read(f, fi.Size(), lim, func(key, value []byte, expireAt int64) error {
+		fn(key, value, expireAt)
 		return nil
 	})
 }
@@ -330,15 +499,18 @@ const (
 	snapPrefix = "snap-"
 	snapSuffix = ".snap"
 	tmpSuffix  = ".tmp"
+	// damagedSuffix marks a snapshot Repair moved aside: kept for a
+	// post-mortem, never read again.
+	damagedSuffix = ".damaged"
 )
 
 func snapshotName(seq uint64) string { return fmt.Sprintf("%s%020d%s", snapPrefix, seq, snapSuffix) }
 
-// listSnapshots returns the snapshot files of the directory, oldest first.
-func (db *DB) listSnapshots() ([]snapshotFile, error) {
-	entries, err := db.opts.fs.ReadDir(db.dir)
+// listSnapshots returns the snapshot files of dir, oldest first.
+func listSnapshots(fs vfs.FS, dir string) ([]snapshotFile, error) {
+	entries, err := fs.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("kvstore: list %s: %w", db.dir, err)
+		return nil, fmt.Errorf("kvstore: list %s: %w", dir, err)
 	}
 	var out []snapshotFile
 	for _, e := range entries {
@@ -352,9 +524,9 @@ func (db *DB) listSnapshots() ([]snapshotFile, error) {
 		}
 		info, err := e.Info()
 		if err != nil {
-			return nil, fmt.Errorf("kvstore: list %s: %w", db.dir, err)
+			return nil, fmt.Errorf("kvstore: list %s: %w", dir, err)
 		}
-		out = append(out, snapshotFile{path: filepath.Join(db.dir, name), seq: seq, size: info.Size()})
+		out = append(out, snapshotFile{path: filepath.Join(dir, name), seq: seq, size: info.Size()})
 	}
 	// Names are zero-padded, so ReadDir's name order is sequence order.
 	return out, nil
@@ -362,16 +534,14 @@ func (db *DB) listSnapshots() ([]snapshotFile, error) {
 
 // removeTempFiles deletes snapshots that were being written when the
 // process died; they were never renamed into place, so nothing needs them.
-func (db *DB) removeTempFiles() {
-	entries, err := db.opts.fs.ReadDir(db.dir)
+func (rc *recovery) removeTempFiles() {
+	entries, err := rc.fs.ReadDir(rc.dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), tmpSuffix) {
-			if err := db.opts.fs.Remove(filepath.Join(db.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				db.opts.Logger.Warn("kvstore: cannot remove an abandoned temp file", "file", e.Name(), "err", err)
-			}
+			rc.act.removeTemp(filepath.Join(rc.dir, e.Name()))
 		}
 	}
 }

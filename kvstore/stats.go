@@ -17,14 +17,12 @@ type counters struct {
 	compactions     atomic.Uint64
 	compactionFails atomic.Uint64
 	snapshotSeq     atomic.Uint64
-	lastSnapshot    atomic.Pointer[SnapshotInfo] // written by this process
-
-	// Set once by recovery.
-	replayed      uint64
-	replayTime    time.Duration
-	tornBytes     int64
-	droppedBytes  int64
-	snapshotsSkip int
+	snapshotPath    atomic.Pointer[string]
+	// lastSnapshotBytes is the size of the newest good snapshot: compaction
+	// starts when the log since it outgrows it.
+	lastSnapshotBytes atomic.Int64
+	lastSnapshot      atomic.Pointer[SnapshotInfo] // written by this process
+	expired           atomic.Uint64
 }
 
 // Stats is a point-in-time view of the engine's counters.
@@ -50,6 +48,11 @@ type Stats struct {
 	CompactionFailures uint64    `json:"compaction_failures"`
 	SnapshotSeq        uint64    `json:"snapshot_seq"`
 	LastSnapshot       time.Time `json:"last_snapshot,omitzero"`
+	// Snapshot is the newest snapshot the log is replayed from: the one
+	// recovery used, or the last one written since.
+	Snapshot string `json:"snapshot,omitempty"`
+	// ExpiredKeys is how many expired keys the sweep deleted.
+	ExpiredKeys uint64 `json:"expired_keys"`
 
 	ReplayedRecords  uint64        `json:"replayed_records"`
 	ReplayDuration   time.Duration `json:"replay_duration_ns"`
@@ -77,11 +80,16 @@ func (db *DB) Stats() Stats {
 		Compactions:        c.compactions.Load(),
 		CompactionFailures: c.compactionFails.Load(),
 		SnapshotSeq:        c.snapshotSeq.Load(),
-		ReplayedRecords:    c.replayed,
-		ReplayDuration:     c.replayTime,
-		TornTailBytes:      c.tornBytes,
-		DroppedBytes:       c.droppedBytes,
-		SnapshotsSkipped:   c.snapshotsSkip,
+		ReplayedRecords:    db.recovery.Records,
+		ReplayDuration:     db.recovery.Duration,
+		TornTailBytes:      db.recovery.TornTailBytes,
+		DroppedBytes:       db.recovery.DroppedBytes,
+		SnapshotsSkipped:   db.recovery.SnapshotsSkipped,
+		Snapshot:           db.recovery.Snapshot,
+		ExpiredKeys:        c.expired.Load(),
+	}
+	if p := c.snapshotPath.Load(); p != nil {
+		s.Snapshot = *p
 	}
 	db.mem.treeMu.RLock()
 	s.Seq = db.mem.seq
@@ -103,3 +111,8 @@ func (db *DB) Stats() Stats {
 	}
 	return s
 }
+
+// Recovery returns what Open found in the directory and did with it: the
+// snapshot it started from, the damaged snapshots it passed over, the log
+// it replayed and what it cut.
+func (db *DB) Recovery() RecoveryReport { return db.recovery }

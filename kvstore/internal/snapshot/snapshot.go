@@ -7,8 +7,10 @@
 // against its bound and the bytes left in the file.
 //
 // Layout (little endian): magic "DKVSNAP\n", version u32, seq u64, count u64,
-// then count entries of uvarint(len key) uvarint(len value) key value, then a
-// crc32c u32 over every byte before it.
+// then count entries, then a crc32c u32 over every byte before it. A version 2
+// entry is uvarint(len key) uvarint(len value) uvarint(expireAt) key value,
+// expireAt in unix nanoseconds, 0 for none; a version 1 entry (written before
+// TTLs) lacks expireAt and is still read.
 package snapshot
 
 import (
@@ -24,7 +26,8 @@ import (
 
 const (
 	magic      = "DKVSNAP\n"
-	version    = 1
+	version    = 2
+	versionV1  = 1 // no expiry field
 	headerSize = 8 + 4 + 8 + 8
 	// cancelEvery is how many entries Write writes between context checks.
 	cancelEvery = 4096
@@ -41,10 +44,11 @@ type Header struct {
 	Count uint64 // number of entries
 }
 
-// Entry is one key and its value.
+// Entry is one key, its value and its expiry (unix nanoseconds, 0: none).
 type Entry struct {
-	Key   string
-	Value []byte
+	Key      string
+	Value    []byte
+	ExpireAt int64
 }
 
 // Write streams a snapshot to w. next yields entries in key order and
@@ -62,7 +66,7 @@ func Write(ctx context.Context, w io.Writer, h Header, next func() (Entry, bool)
 		return written, err
 	}
 	var n uint64
-	var lens [2 * binary.MaxVarintLen64]byte
+	var lens [3 * binary.MaxVarintLen64]byte
 	for {
 		e, ok := next()
 		if !ok {
@@ -75,6 +79,7 @@ func Write(ctx context.Context, w io.Writer, h Header, next func() (Entry, bool)
 		}
 		l := binary.PutUvarint(lens[:], uint64(len(e.Key)))
 		l += binary.PutUvarint(lens[l:], uint64(len(e.Value)))
+		l += binary.PutUvarint(lens[l:], uint64(e.ExpireAt))
 		bw.Write(lens[:l])
 		bw.WriteString(e.Key)
 		if _, err := bw.Write(e.Value); err != nil {
@@ -107,7 +112,7 @@ type Limits struct {
 // in order. Key and value passed to fn are only valid during the call. The
 // caller must discard what fn built if Read returns an error: the checksum
 // is only known at the end.
-func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte) error) (Header, error) {
+func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expireAt int64) error) (Header, error) {
 	if size < headerSize+4 {
 		return Header{}, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
 	}
@@ -120,8 +125,9 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte) error)
 	if string(hdr[:8]) != magic {
 		return Header{}, fmt.Errorf("%w: not a devkit snapshot", ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != version {
-		return Header{}, fmt.Errorf("%w: version %d, this build reads version %d", ErrCorrupt, v, version)
+	v := binary.LittleEndian.Uint32(hdr[8:])
+	if v != version && v != versionV1 {
+		return Header{}, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrCorrupt, v, versionV1, version)
 	}
 	h := Header{Seq: binary.LittleEndian.Uint64(hdr[12:]), Count: binary.LittleEndian.Uint64(hdr[20:])}
 	// Every entry takes at least two bytes: a count above that is a lie.
@@ -138,6 +144,12 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte) error)
 		if err != nil {
 			return h, fmt.Errorf("%w: entry %d: value length: %w", ErrCorrupt, i, err)
 		}
+		var expireAt uint64
+		if v >= 2 {
+			if expireAt, err = binary.ReadUvarint(cr); err != nil || expireAt > 1<<63-1 {
+				return h, fmt.Errorf("%w: entry %d: expiry: %v", ErrCorrupt, i, err)
+			}
+		}
 		if klen > uint64(lim.MaxKey) || vlen > uint64(lim.MaxValue) || klen+vlen > uint64(cr.left) {
 			return h, fmt.Errorf("%w: entry %d: key %d and value %d bytes exceed the bounds or the %d bytes left",
 				ErrCorrupt, i, klen, vlen, cr.left)
@@ -150,7 +162,7 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte) error)
 		if _, err := io.ReadFull(cr, buf); err != nil {
 			return h, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, i, err)
 		}
-		if err := fn(buf[:klen], buf[klen:]); err != nil {
+		if err := fn(buf[:klen], buf[klen:], int64(expireAt)); err != nil {
 			return h, err
 		}
 	}

@@ -3,8 +3,10 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 )
 
@@ -29,26 +31,26 @@ var lim = Limits{MaxKey: 1 << 10, MaxValue: 1 << 20}
 func TestSnapshot_RoundTripAndEveryBitFlipIsDetected(t *testing.T) {
 	var entries []Entry
 	for i := 0; i < 20; i++ {
-		entries = append(entries, Entry{Key: fmt.Sprintf("k%02d", i), Value: bytes.Repeat([]byte{byte(i)}, i)})
+		entries = append(entries, Entry{Key: fmt.Sprintf("k%02d", i), Value: bytes.Repeat([]byte{byte(i)}, i), ExpireAt: int64(i) * 1e15})
 	}
 	b := encode(t, 42, entries)
 	var got []Entry
-	h, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte) error {
-		got = append(got, Entry{Key: string(k), Value: bytes.Clone(v)})
+	h, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, exp int64) error {
+		got = append(got, Entry{Key: string(k), Value: bytes.Clone(v), ExpireAt: exp})
 		return nil
 	})
 	if err != nil || h.Seq != 42 || h.Count != 20 || len(got) != 20 {
 		t.Fatalf("read back: %+v, %d entries, %v", h, len(got), err)
 	}
 	for i := range got {
-		if got[i].Key != entries[i].Key || !bytes.Equal(got[i].Value, entries[i].Value) {
+		if got[i].Key != entries[i].Key || !bytes.Equal(got[i].Value, entries[i].Value) || got[i].ExpireAt != entries[i].ExpireAt {
 			t.Fatalf("entry %d differs", i)
 		}
 	}
 	for off := range b {
 		bad := bytes.Clone(b)
 		bad[off] ^= 1
-		if _, err := Read(bytes.NewReader(bad), int64(len(bad)), lim, func(k, v []byte) error { return nil }); !errors.Is(err, ErrCorrupt) {
+		if _, err := Read(bytes.NewReader(bad), int64(len(bad)), lim, func(k, v []byte, _ int64) error { return nil }); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("bit flip at %d not detected: %v", off, err)
 		}
 	}
@@ -64,13 +66,37 @@ func TestSnapshot_WriteStopsWhenCancelled(t *testing.T) {
 	}
 }
 
+// versionOne is a snapshot as the build before TTLs wrote it: seq 7, entries
+// a=1 and b="", no expiry field.
+var versionOne = func() []byte {
+	b := []byte("DKVSNAP\n")
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	b = binary.LittleEndian.AppendUint64(b, 7)
+	b = binary.LittleEndian.AppendUint64(b, 2)
+	b = append(b, 1, 1, 'a', '1', 1, 0, 'b')
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}()
+
+func TestSnapshot_VersionOneFilesStillRead(t *testing.T) {
+	var got []string
+	h, err := Read(bytes.NewReader(versionOne), int64(len(versionOne)), lim, func(k, v []byte, exp int64) error {
+		got = append(got, fmt.Sprintf("%s=%s/%d", k, v, exp))
+		return nil
+	})
+	if err != nil || h.Seq != 7 || fmt.Sprint(got) != "[a=1/0 b=/0]" {
+		t.Fatalf("read v1: %+v %v %v", h, got, err)
+	}
+}
+
 func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add(encode(f, 1, []Entry{{Key: "a", Value: []byte("1")}, {Key: "b"}}))
 	f.Add(encode(f, 0, nil))
 	f.Add([]byte("DKVSNAP\n"))
+	f.Add(encode(f, 2, []Entry{{Key: "t", Value: []byte("v"), ExpireAt: 1 << 62}}))
+	f.Add(versionOne)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var total int
-		_, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte) error {
+		_, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, _ int64) error {
 			total += len(k) + len(v)
 			return nil
 		})

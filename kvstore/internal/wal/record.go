@@ -9,10 +9,17 @@
 //
 //	crc32c  u32  over every byte after it: length, type, seq and payload
 //	length  u32  payload length
-//	type    u8   TypeSet or TypeDelete
+//	type    u8   TypeSet, TypeDelete, TypeBatch, TypeSetTTL or TypeFlush
 //	seq     u64  sequence number, consecutive across the whole log
 //	payload      set, delete: uvarint(len(key)) key value
-//	             batch: uvarint(count), then count × (type u8, uvarint(len key), key, uvarint(len value), value)
+//	             set with TTL: uvarint(len(key)) key expireAt(u64 unix nanos) value
+//	             flush: empty
+//	             batch: uvarint(count), then count × op, where op is
+//	               set, delete: type u8, uvarint(len key), key, uvarint(len value), value
+//	               set with TTL: type u8, uvarint(len key), key, expireAt u64, uvarint(len value), value
+//
+// Types 4 and 5 (and TTL ops in batches) were added after the first format;
+// logs written before them hold only types 1..3 and decode unchanged.
 package wal
 
 import (
@@ -36,6 +43,10 @@ const (
 	// TypeBatch carries several sets and deletes under one checksum, so a
 	// crash keeps all of them or none.
 	TypeBatch RecordType = 3
+	// TypeSetTTL is a set whose key expires at an absolute time.
+	TypeSetTTL RecordType = 4
+	// TypeFlush removes every key.
+	TypeFlush RecordType = 5
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -44,19 +55,24 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // A batch record has neither; Batch holds its encoded operations (read them
 // with ForEachOp).
 type Record struct {
-	Type  RecordType
-	Seq   uint64
-	Key   []byte
-	Value []byte
-	Batch []byte
+	Type     RecordType
+	Seq      uint64
+	Key      []byte
+	Value    []byte
+	ExpireAt int64 // TypeSetTTL: unix nanoseconds
+	Batch    []byte
 }
 
-// Op is one operation of a batch record: TypeSet or TypeDelete.
+// Op is one operation of a batch record: TypeSet, TypeSetTTL or TypeDelete.
 type Op struct {
-	Type  RecordType
-	Key   []byte
-	Value []byte
+	Type     RecordType
+	Key      []byte
+	Value    []byte
+	ExpireAt int64 // TypeSetTTL: unix nanoseconds
 }
+
+// ttlSize is the size of the expiry field of a TypeSetTTL record or op.
+const ttlSize = 8
 
 // ErrTruncated reports a record that runs past the end of the data: a torn
 // write, or a length field that lies.
@@ -65,7 +81,8 @@ var ErrTruncated = errors.New("wal: record truncated")
 // ErrBadRecord reports a record that fails its checksum or its framing rules.
 var ErrBadRecord = errors.New("wal: bad record")
 
-// EncodedSize is the number of bytes AppendRecord adds for key and value.
+// EncodedSize is the number of bytes AppendRecord adds for a set or delete
+// of key and value; a TypeSetTTL record takes ttlSize more.
 func EncodedSize(key, value []byte) int {
 	return RecordHeaderSize + uvarintLen(uint64(len(key))) + len(key) + len(value)
 }
@@ -73,21 +90,32 @@ func EncodedSize(key, value []byte) int {
 // MaxPayload is the largest payload a record with these key and value
 // bounds can carry: the decoder's bound on a length field.
 func MaxPayload(maxKey, maxValue int) int {
-	return binary.MaxVarintLen64 + maxKey + maxValue
+	return binary.MaxVarintLen64 + maxKey + ttlSize + maxValue
 }
 
-// AppendRecord appends the encoding of r to dst.
+// AppendRecord appends the encoding of r (not a batch) to dst.
 func AppendRecord(dst []byte, r Record) []byte {
 	start := len(dst)
-	payload := uvarintLen(uint64(len(r.Key))) + len(r.Key) + len(r.Value)
+	payload := 0
+	if r.Type != TypeFlush {
+		payload = uvarintLen(uint64(len(r.Key))) + len(r.Key) + len(r.Value)
+	}
+	if r.Type == TypeSetTTL {
+		payload += ttlSize
+	}
 	dst = append(dst, make([]byte, RecordHeaderSize)...)
 	h := dst[start:]
 	binary.LittleEndian.PutUint32(h[4:8], uint32(payload))
 	h[8] = byte(r.Type)
 	binary.LittleEndian.PutUint64(h[9:17], r.Seq)
-	dst = binary.AppendUvarint(dst, uint64(len(r.Key)))
-	dst = append(dst, r.Key...)
-	dst = append(dst, r.Value...)
+	if r.Type != TypeFlush {
+		dst = binary.AppendUvarint(dst, uint64(len(r.Key)))
+		dst = append(dst, r.Key...)
+		if r.Type == TypeSetTTL {
+			dst = binary.LittleEndian.AppendUint64(dst, uint64(r.ExpireAt))
+		}
+		dst = append(dst, r.Value...)
+	}
 	binary.LittleEndian.PutUint32(dst[start:start+4], crc32.Checksum(dst[start+4:], castagnoli))
 	return dst
 }
@@ -119,7 +147,13 @@ func DecodeRecord(b []byte, maxPayload int) (Record, int, error) {
 		r.Batch = payload
 		return r, total, nil
 	}
-	if r.Type != TypeSet && r.Type != TypeDelete {
+	if r.Type == TypeFlush {
+		if len(payload) != 0 {
+			return Record{}, 0, fmt.Errorf("%w: flush record carries a payload", ErrBadRecord)
+		}
+		return r, total, nil
+	}
+	if r.Type != TypeSet && r.Type != TypeDelete && r.Type != TypeSetTTL {
 		return Record{}, 0, fmt.Errorf("%w: unknown type %d", ErrBadRecord, r.Type)
 	}
 	klen, m := binary.Uvarint(payload)
@@ -127,7 +161,15 @@ func DecodeRecord(b []byte, maxPayload int) (Record, int, error) {
 		return Record{}, 0, fmt.Errorf("%w: key length does not fit the payload", ErrBadRecord)
 	}
 	r.Key = payload[m : m+int(klen)]
-	r.Value = payload[m+int(klen):]
+	rest := payload[m+int(klen):]
+	if r.Type == TypeSetTTL {
+		if len(rest) < ttlSize {
+			return Record{}, 0, fmt.Errorf("%w: expiry does not fit the payload", ErrBadRecord)
+		}
+		r.ExpireAt = int64(binary.LittleEndian.Uint64(rest))
+		rest = rest[ttlSize:]
+	}
+	r.Value = rest
 	if r.Type == TypeDelete && len(r.Value) != 0 {
 		return Record{}, 0, fmt.Errorf("%w: delete record carries a value", ErrBadRecord)
 	}
@@ -139,6 +181,9 @@ func BatchPayloadSize(ops []Op) int {
 	n := uvarintLen(uint64(len(ops)))
 	for _, op := range ops {
 		n += 1 + uvarintLen(uint64(len(op.Key))) + len(op.Key) + uvarintLen(uint64(len(op.Value))) + len(op.Value)
+		if op.Type == TypeSetTTL {
+			n += ttlSize
+		}
 	}
 	return n
 }
@@ -160,6 +205,9 @@ func AppendBatchRecord(dst []byte, seq uint64, ops []Op, at func(i, keyOff, keyL
 		dst = binary.AppendUvarint(dst, uint64(len(op.Key)))
 		keyOff := len(dst)
 		dst = append(dst, op.Key...)
+		if op.Type == TypeSetTTL {
+			dst = binary.LittleEndian.AppendUint64(dst, uint64(op.ExpireAt))
+		}
 		dst = binary.AppendUvarint(dst, uint64(len(op.Value)))
 		valOff := len(dst)
 		dst = append(dst, op.Value...)
@@ -182,13 +230,20 @@ func ForEachOp(payload []byte, fn func(Op)) error {
 			return fmt.Errorf("%w: batch op %d truncated", ErrBadRecord, i)
 		}
 		op := Op{Type: RecordType(p[0])}
-		if op.Type != TypeSet && op.Type != TypeDelete {
+		if op.Type != TypeSet && op.Type != TypeDelete && op.Type != TypeSetTTL {
 			return fmt.Errorf("%w: batch op %d has type %d", ErrBadRecord, i, op.Type)
 		}
 		p = p[1:]
 		var ok bool
 		if op.Key, p, ok = lengthPrefixed(p); !ok || len(op.Key) == 0 {
 			return fmt.Errorf("%w: batch op %d key does not fit", ErrBadRecord, i)
+		}
+		if op.Type == TypeSetTTL {
+			if len(p) < ttlSize {
+				return fmt.Errorf("%w: batch op %d expiry does not fit", ErrBadRecord, i)
+			}
+			op.ExpireAt = int64(binary.LittleEndian.Uint64(p))
+			p = p[ttlSize:]
 		}
 		if op.Value, p, ok = lengthPrefixed(p); !ok || (op.Type == TypeDelete && len(op.Value) != 0) {
 			return fmt.Errorf("%w: batch op %d value does not fit", ErrBadRecord, i)

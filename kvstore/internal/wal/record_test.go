@@ -12,14 +12,23 @@ func TestRecord_RoundTrip(t *testing.T) {
 		{Type: TypeSet, Seq: 1, Key: []byte("k"), Value: []byte("v")},
 		{Type: TypeSet, Seq: 2, Key: []byte{0, 1, 2}, Value: nil},
 		{Type: TypeDelete, Seq: 1 << 40, Key: bytes.Repeat([]byte("x"), 300)},
+		{Type: TypeSetTTL, Seq: 3, Key: []byte("t"), Value: []byte("v"), ExpireAt: 1_700_000_000_123_456_789},
+		{Type: TypeFlush, Seq: 4},
 	}
 	for _, r := range recs {
 		b := AppendRecord(nil, r)
-		if len(b) != EncodedSize(r.Key, r.Value) {
+		want := EncodedSize(r.Key, r.Value)
+		switch r.Type {
+		case TypeSetTTL:
+			want += ttlSize
+		case TypeFlush:
+			want = RecordHeaderSize
+		}
+		if len(b) != want {
 			t.Fatalf("encoded %d bytes, EncodedSize says %d", len(b), EncodedSize(r.Key, r.Value))
 		}
 		got, n, err := DecodeRecord(b, MaxPayload(1024, 1024))
-		if err != nil || n != len(b) || got.Type != r.Type || got.Seq != r.Seq || !bytes.Equal(got.Key, r.Key) || !bytes.Equal(got.Value, r.Value) {
+		if err != nil || n != len(b) || got.Type != r.Type || got.Seq != r.Seq || !bytes.Equal(got.Key, r.Key) || !bytes.Equal(got.Value, r.Value) || got.ExpireAt != r.ExpireAt {
 			t.Fatalf("round trip of %+v: %+v, %d, %v", r, got, n, err)
 		}
 	}
@@ -67,6 +76,10 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(make([]byte, RecordHeaderSize))
 	f.Add([]byte{})
 	f.Add(AppendBatchRecord(nil, 9, []Op{{Type: TypeSet, Key: []byte("a"), Value: []byte("1")}, {Type: TypeDelete, Key: []byte("b")}},
+		func(int, int, int, int, int) {}))
+	f.Add(AppendRecord(nil, Record{Type: TypeSetTTL, Seq: 5, Key: []byte("t"), Value: []byte("v"), ExpireAt: 1 << 60}))
+	f.Add(AppendRecord(nil, Record{Type: TypeFlush, Seq: 6}))
+	f.Add(AppendBatchRecord(nil, 10, []Op{{Type: TypeSetTTL, Key: []byte("a"), Value: []byte("1"), ExpireAt: 99}, {Type: TypeDelete, Key: []byte("b")}},
 		func(int, int, int, int, int) {}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		const maxPayload = 1 << 20

@@ -1,0 +1,220 @@
+package kvstore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore/internal/wal"
+)
+
+// Transactions.
+//
+// Invariant: fn runs under the commit pipeline's lock, where every write
+// gets its place in the log, so no write is ordered between a transaction's
+// reads and its writes; it reads the memtable under the overlay of writes
+// enqueued before it but not yet applied, so it sees every write ordered
+// before it without waiting for the disk; its writes are one batch record,
+// acknowledged (like every write) only after its group is synced, and
+// groups after a failed one fail too, so a transaction that read an
+// unacknowledged write is never acknowledged without it.
+
+// Tx is a read-modify-write transaction: see DB.Update. It is only valid
+// inside the function Update runs.
+type Tx struct {
+	db  *DB
+	p   *commitPipeline
+	seq uint64 // the sequence number the transaction's record gets
+	now int64
+
+	ops  []wal.Op
+	own  map[string]int // key -> index in ops of the transaction's last write of it
+	sets int
+	dels int
+}
+
+// Update runs fn atomically with respect to every other write (Set, Delete,
+// Write, Apply, Update, FlushAll and the expiry sweep): no write is ordered
+// between fn's reads and its writes. fn's writes are committed as one batch
+// record, sharing its fsync with the other writers of its group; Update
+// returns once they are acknowledged. When fn returns an error nothing is
+// written and Update returns that error. fn must be fast and must not block
+// or call the DB: every writer waits while it runs. A transaction without
+// writes still waits until what it read is acknowledged.
+func (db *DB) Update(fn func(tx *Tx) error) error {
+	_, err := db.UpdateWith(WriteOptions{}, fn)
+	return err
+}
+
+// errNoWrites stops enqueue for a transaction that wrote nothing.
+var errNoWrites = errors.New("kvstore: transaction wrote nothing")
+
+// UpdateWith is Update with write options: under NoSyncWait it returns once
+// the transaction has its place in the log order, and wait returns once it
+// is acknowledged.
+func (db *DB) UpdateWith(o WriteOptions, fn func(tx *Tx) error) (wait func() error, err error) {
+	var readFrom *group // what a transaction without writes waits for
+	var sets, dels int
+	g, err := db.pipe.enqueue(func(g *group, seq uint64) error {
+		tx := Tx{db: db, p: db.pipe, seq: seq, now: db.opts.now().UnixNano()}
+		if err := fn(&tx); err != nil {
+			return err
+		}
+		if len(tx.ops) == 0 {
+			readFrom = db.pipe.lastPending()
+			return errNoWrites
+		}
+		if n, limit := wal.BatchPayloadSize(tx.ops), wal.MaxPayload(MaxKeySizeLimit, MaxValueSizeLimit); n > limit {
+			return fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrBatchTooLarge, n, limit)
+		}
+		g.addBatch(seq, tx.ops)
+		sets, dels = tx.sets, tx.dels
+		return nil
+	})
+	if errors.Is(err, errNoWrites) {
+		g, err = readFrom, nil
+	}
+	if err != nil {
+		return noWait, err
+	}
+	if g == nil {
+		return noWait, nil
+	}
+	db.stats.sets.Add(uint64(sets))
+	db.stats.deletes.Add(uint64(dels))
+	wait = func() error { return db.pipe.wait(g) }
+	if o.NoSyncWait {
+		return wait, nil
+	}
+	return noWait, wait()
+}
+
+// view is a key's state as the transaction sees it.
+type view struct {
+	value    []byte
+	expireAt int64
+	seq      uint64
+	ok       bool // exists (possibly expired)
+}
+
+func (v view) live(now int64) bool { return v.ok && (v.expireAt == 0 || v.expireAt > now) }
+
+// lookup reads key through the transaction's own writes, the overlay and
+// the memtable, expired entries included.
+func (tx *Tx) lookup(key []byte) view {
+	if i, ok := tx.own[string(key)]; ok {
+		op := tx.ops[i]
+		return view{value: op.Value, expireAt: op.ExpireAt, seq: tx.seq, ok: op.Type != wal.TypeDelete}
+	}
+	if w, ok := tx.p.overlay[string(key)]; ok {
+		return view{value: w.value, expireAt: w.expireAt, seq: w.seq, ok: !w.del}
+	}
+	if tx.p.flushSeq != 0 {
+		return view{seq: tx.p.flushSeq}
+	}
+	e, ok := tx.db.mem.get(key)
+	if !ok {
+		return view{seq: tx.db.mem.version(key)}
+	}
+	return view{value: e.value, expireAt: e.expireAt, seq: e.seq, ok: true}
+}
+
+// Get returns key's value as of the transaction, or ErrNotFound when it is
+// missing or expired. The slice must not be modified.
+func (tx *Tx) Get(key []byte) ([]byte, error) {
+	v := tx.lookup(key)
+	if !v.live(tx.now) {
+		return nil, ErrNotFound
+	}
+	return v.value, nil
+}
+
+// ExpiresAt returns when key expires; ok is false when it has no TTL or is missing.
+func (tx *Tx) ExpiresAt(key []byte) (t time.Time, ok bool) {
+	v := tx.lookup(key)
+	if !v.live(tx.now) || v.expireAt == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, v.expireAt), true
+}
+
+// Version is key's version as of the transaction (see DB.Version); a key
+// the transaction wrote has the transaction's own version.
+func (tx *Tx) Version(key []byte) uint64 { return tx.lookup(key).seq }
+
+// Now is the time the transaction judges expiry by.
+func (tx *Tx) Now() time.Time { return time.Unix(0, tx.now) }
+
+// Set stores value under key and clears its TTL, as Redis SET does.
+func (tx *Tx) Set(key, value []byte) error { return tx.put(wal.TypeSet, key, value, 0) }
+
+// SetWithTTL stores value under key until expireAt (no TTL when zero).
+func (tx *Tx) SetWithTTL(key, value []byte, expireAt time.Time) error {
+	at := unixNanos(expireAt)
+	if at == 0 {
+		return tx.Set(key, value)
+	}
+	return tx.put(wal.TypeSetTTL, key, value, at)
+}
+
+// SetKeepTTL stores value under key and keeps the TTL the key has.
+func (tx *Tx) SetKeepTTL(key, value []byte) error {
+	v := tx.lookup(key)
+	if v.live(tx.now) && v.expireAt != 0 {
+		return tx.put(wal.TypeSetTTL, key, value, v.expireAt)
+	}
+	return tx.Set(key, value)
+}
+
+// Delete removes key and reports whether it existed (and was not expired).
+func (tx *Tx) Delete(key []byte) (existed bool, err error) {
+	v := tx.lookup(key)
+	if !v.ok {
+		return false, nil
+	}
+	// An expired key is removed too, but did not exist for the caller.
+	return v.live(tx.now), tx.put(wal.TypeDelete, key, nil, 0)
+}
+
+// Expire sets key's expiry to at; at not after the transaction's time
+// deletes the key. existed is false (and nothing is written) for a
+// missing key.
+func (tx *Tx) Expire(key []byte, at time.Time) (existed bool, err error) {
+	v := tx.lookup(key)
+	if !v.live(tx.now) {
+		return false, nil
+	}
+	if n := unixNanos(at); n <= tx.now {
+		return true, tx.put(wal.TypeDelete, key, nil, 0)
+	}
+	return true, tx.put(wal.TypeSetTTL, key, v.value, unixNanos(at))
+}
+
+// Persist removes key's TTL and reports whether it had one.
+func (tx *Tx) Persist(key []byte) (hadTTL bool, err error) {
+	v := tx.lookup(key)
+	if !v.live(tx.now) || v.expireAt == 0 {
+		return false, nil
+	}
+	return true, tx.put(wal.TypeSet, key, v.value, 0)
+}
+
+// put adds one write to the transaction's batch. Key and value are copied.
+// A write that breaks the size bounds is refused and leaves the batch as it
+// was; fn decides whether the transaction goes on.
+func (tx *Tx) put(typ wal.RecordType, key, value []byte, expireAt int64) error {
+	if err := tx.db.checkSizes(key, value); err != nil {
+		return err
+	}
+	if tx.own == nil {
+		tx.own = make(map[string]int)
+	}
+	tx.ops = append(tx.ops, wal.Op{Type: typ, Key: clone(key), Value: clone(value), ExpireAt: expireAt})
+	tx.own[string(key)] = len(tx.ops) - 1
+	if typ == wal.TypeDelete {
+		tx.dels++
+	} else {
+		tx.sets++
+	}
+	return nil
+}
