@@ -323,18 +323,21 @@ func (h *Handler) tooLarge(w http.ResponseWriter, size int64) {
 	writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, msg)
 }
 
+// delete removes the key: 204 when this request removed it, 404 when it
+// was not there (of concurrent deletes of one key exactly one gets 204).
 func (h *Handler) delete(w http.ResponseWriter, key []byte) {
-	found, err := h.store.Has(key)
+	var found bool
+	err := h.store.Update(func(tx *kvstore.Tx) error {
+		var err error
+		found, err = tx.Delete(key)
+		return err
+	})
 	if err != nil {
 		writeEngineError(w, err)
 		return
 	}
 	if !found {
 		writeEngineError(w, fmt.Errorf("%w: %q", kvstore.ErrNotFound, key))
-		return
-	}
-	if err := h.store.Delete(key); err != nil {
-		writeEngineError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

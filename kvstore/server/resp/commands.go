@@ -34,6 +34,9 @@ const (
 	// flagNoQueue: runs at once even between MULTI and EXEC (EXEC, DISCARD,
 	// MULTI, WATCH, QUIT).
 	flagNoQueue
+	// flagDefers: the command's writes may stay pending until the end of the
+	// connection's burst; every other command first awaits them.
+	flagDefers
 )
 
 // flagNames are the Redis names COMMAND INFO reports.
@@ -75,33 +78,49 @@ func commandTable() []command {
 
 		// strings
 		{name: "get", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the value of a key.", run: cmdGet},
-		{name: "set", arity: -3, flags: flagWrite | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets the value of a key; NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL.", run: cmdSet},
-		{name: "setnx", arity: 3, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets the value of a key only when it does not exist.", run: cmdSetNX},
-		{name: "getset", arity: 3, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key and returns its previous value.", run: cmdGetSet},
-		{name: "getdel", arity: 2, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpDelete, group: "string", summary: "Returns the value of a key and deletes it.", run: cmdGetDel},
+		{name: "set", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets the value of a key; NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL.", run: cmdSet},
+		{name: "setnx", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets the value of a key only when it does not exist.", run: cmdSetNX},
+		{name: "getset", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key and returns its previous value.", run: cmdGetSet},
+		{name: "getdel", arity: 2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpDelete, group: "string", summary: "Returns the value of a key and deletes it.", run: cmdGetDel},
 		{name: "mget", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the values of keys.", run: cmdMGet},
-		{name: "mset", arity: -3, flags: flagWrite | flagTx, firstKey: 1, lastKey: -1, step: 2, op: metrics.OpSet, group: "string", summary: "Sets keys atomically (one engine batch).", run: cmdMSet},
-		{name: "append", arity: 3, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Appends to the value of a key; returns the new length.", run: cmdAppend},
+		{name: "mset", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: -1, step: 2, op: metrics.OpSet, group: "string", summary: "Sets keys atomically (one engine batch).", run: cmdMSet},
+		{name: "append", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Appends to the value of a key; returns the new length.", run: cmdAppend},
 		{name: "strlen", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the length of a value.", run: cmdStrlen},
-		{name: "incr", arity: 2, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds 1 to the integer value of a key.", run: cmdIncr},
-		{name: "decr", arity: 2, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Subtracts 1 from the integer value of a key.", run: cmdDecr},
-		{name: "incrby", arity: 3, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds an integer to the integer value of a key.", run: cmdIncrBy},
-		{name: "decrby", arity: 3, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Subtracts an integer from the integer value of a key.", run: cmdDecrBy},
-		{name: "incrbyfloat", arity: 3, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds a float to the numeric value of a key.", run: cmdIncrByFloat},
+		{name: "incr", arity: 2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds 1 to the integer value of a key.", run: cmdIncr},
+		{name: "decr", arity: 2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Subtracts 1 from the integer value of a key.", run: cmdDecr},
+		{name: "incrby", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds an integer to the integer value of a key.", run: cmdIncrBy},
+		{name: "decrby", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Subtracts an integer from the integer value of a key.", run: cmdDecrBy},
+		{name: "incrbyfloat", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds a float to the numeric value of a key.", run: cmdIncrByFloat},
+
+		// expiry
+		{name: "setex", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key with an expiry in seconds.", run: cmdSetEx},
+		{name: "psetex", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key with an expiry in milliseconds.", run: cmdSetEx},
+		{name: "getex", arity: -2, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns a value and sets or clears its expiry.", run: cmdGetEx},
+		{name: "expire", arity: -3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Sets an expiry in seconds; NX, XX, GT, LT.", run: cmdExpire},
+		{name: "pexpire", arity: -3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Sets an expiry in milliseconds; NX, XX, GT, LT.", run: cmdExpire},
+		{name: "expireat", arity: -3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Sets an expiry as a unix time in seconds.", run: cmdExpire},
+		{name: "pexpireat", arity: -3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Sets an expiry as a unix time in milliseconds.", run: cmdExpire},
+		{name: "ttl", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Seconds until a key expires; -1 none, -2 missing.", run: cmdTTL},
+		{name: "pttl", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Milliseconds until a key expires; -1 none, -2 missing.", run: cmdTTL},
+		{name: "expiretime", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Unix time in seconds a key expires at.", run: cmdExpireTime},
+		{name: "pexpiretime", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Unix time in milliseconds a key expires at.", run: cmdExpireTime},
+		{name: "persist", arity: 2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Removes a key's expiry.", run: cmdPersist},
 
 		// keys
-		{name: "del", arity: -2, flags: flagWrite | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "Deletes keys (one engine batch); returns how many existed.", run: cmdDel},
-		{name: "unlink", arity: -2, flags: flagWrite | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "As DEL.", run: cmdDel},
+		{name: "del", arity: -2, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "Deletes keys (one engine batch); returns how many existed.", run: cmdDel},
+		{name: "unlink", arity: -2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "As DEL.", run: cmdDel},
 		{name: "exists", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "generic", summary: "Counts the keys that exist (repeats count).", run: cmdExists},
 		{name: "type", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns string, or none for a missing key.", run: cmdType},
-		{name: "rename", arity: 3, flags: flagWrite | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key atomically.", run: cmdRename},
+		{name: "rename", arity: 3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key atomically.", run: cmdRename},
 		{name: "keys", arity: 2, flags: flagReadonly, op: metrics.OpScan, group: "generic", summary: "Returns the keys matching a glob pattern (O(N): prefer SCAN).", run: cmdKeys},
 		{name: "scan", arity: -2, flags: flagReadonly, op: metrics.OpScan, group: "generic", summary: "Iterates over keys; MATCH glob, COUNT, TYPE.", run: cmdScan},
 		{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, op: metrics.OpStats, group: "server", summary: "Returns the number of keys.", run: cmdDBSize},
 
 		// transactions
 		{name: "multi", arity: 1, flags: flagFast | flagNoQueue, op: metrics.OpOther, group: "transactions", summary: "Starts a transaction.", run: cmdMulti},
-		{name: "exec", arity: 1, flags: flagNoQueue, op: metrics.OpOther, group: "transactions", summary: "Runs the queued commands as one atomic engine batch.", run: cmdExec},
+		{name: "exec", arity: 1, flags: flagNoQueue | flagDefers, op: metrics.OpOther, group: "transactions", summary: "Runs the queued commands as one atomic engine batch.", run: cmdExec},
+		{name: "watch", arity: -2, flags: flagFast | flagNoQueue, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpOther, group: "transactions", summary: "Makes the next EXEC run only if none of the keys changed.", run: cmdWatch},
+		{name: "unwatch", arity: 1, flags: flagFast | flagNoQueue, op: metrics.OpOther, group: "transactions", summary: "Forgets the watched keys.", run: cmdUnwatch},
 		{name: "discard", arity: 1, flags: flagFast | flagNoQueue, op: metrics.OpOther, group: "transactions", summary: "Drops the queued commands.", run: cmdDiscard},
 
 		// server
@@ -110,8 +129,8 @@ func commandTable() []command {
 		{name: "lastsave", arity: 1, flags: flagFast, op: metrics.OpStats, group: "server", summary: "Unix time of the last snapshot.", run: cmdLastSave},
 		{name: "save", arity: 1, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "Writes a snapshot now and compacts the log.", run: cmdSave},
 		{name: "bgsave", arity: -1, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "Writes a snapshot now (answers once it is written).", run: cmdSave},
-		{name: "flushdb", arity: -1, flags: flagWrite | flagAdmin, op: metrics.OpDelete, group: "server", summary: "Deletes every key; refused unless serve runs with --allow-flush.", run: cmdFlush},
-		{name: "flushall", arity: -1, flags: flagWrite | flagAdmin, op: metrics.OpDelete, group: "server", summary: "As FLUSHDB (one database).", run: cmdFlush},
+		{name: "flushdb", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "Deletes every key; refused unless serve runs with --allow-flush.", run: cmdFlush},
+		{name: "flushall", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "As FLUSHDB (one database).", run: cmdFlush},
 		{name: "command", arity: -1, flags: 0, op: metrics.OpOther, group: "server", summary: "COMMAND [COUNT|LIST|INFO|DOCS] from this table.", run: cmdCommand},
 		{name: "config", arity: -2, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "CONFIG GET (read-only view of the flags), CONFIG RESETSTAT.", run: cmdConfig},
 	}

@@ -32,14 +32,23 @@ type call struct {
 	tx   txn // non-nil inside EXEC
 }
 
-// txn is what a command sees of the keyspace inside one atomic update.
+// txn is what a command sees of the keyspace inside one atomic update
+// (*kvstore.Tx).
 type txn interface {
 	Get(key []byte) ([]byte, error)
+	ExpiresAt(key []byte) (time.Time, bool)
+	Version(key []byte) uint64
+	Now() time.Time
 	Set(key, value []byte) error
+	SetWithTTL(key, value []byte, expireAt time.Time) error
 	// SetKeepTTL sets the value and keeps the key's expiry (INCR, APPEND).
 	SetKeepTTL(key, value []byte) error
 	Delete(key []byte) (existed bool, err error)
+	Expire(key []byte, at time.Time) (existed bool, err error)
+	Persist(key []byte) (hadTTL bool, err error)
 }
+
+var _ txn = (*kvstore.Tx)(nil)
 
 // cmdError is an error reply of a command (ERR ..., WRONGTYPE ...), as
 // opposed to an engine failure.
@@ -73,80 +82,70 @@ func (c *call) get(key []byte) ([]byte, error) {
 	return c.s.store.Get(key)
 }
 
+// noSyncWait: a connection's writes take their place in the log in the order
+// they arrive and are awaited once per burst (see client.settle).
+var noSyncWait = kvstore.WriteOptions{NoSyncWait: true}
+
 // update runs fn atomically: inside EXEC's transaction when there is one,
-// else as an update of its own.
+// else as an engine update of its own whose durability the connection
+// awaits before the reply leaves.
 func (c *call) update(fn func(tx txn) error) error {
 	if c.tx != nil {
 		return fn(c.tx)
 	}
-	return c.s.update(fn)
-}
-
-// update runs fn as one atomic update of the keyspace.
-//
-// Until the engine offers an atomic read-modify-write, updates from this
-// server are serialised here and committed as one batch each.
-func (s *Server) update(fn func(tx txn) error) error {
-	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
-	tx := &overlayTx{store: s.store, pending: map[string]pendingValue{}}
-	if err := fn(tx); err != nil {
+	wait, err := c.s.store.UpdateWith(noSyncWait, func(tx *kvstore.Tx) error { return fn(tx) })
+	if err != nil {
 		return err
 	}
-	if tx.batch.Len() == 0 {
-		return nil
-	}
-	return s.store.Write(&tx.batch)
-}
-
-type pendingValue struct {
-	value   []byte
-	deleted bool
-}
-
-// overlayTx reads the store with the transaction's own writes on top and
-// collects the writes in a batch.
-type overlayTx struct {
-	store   backend.Store
-	batch   kvstore.Batch
-	pending map[string]pendingValue
-}
-
-func (t *overlayTx) Get(key []byte) ([]byte, error) {
-	if p, ok := t.pending[string(key)]; ok {
-		if p.deleted {
-			return nil, kvstore.ErrNotFound
-		}
-		return p.value, nil
-	}
-	return t.store.Get(key)
-}
-
-func (t *overlayTx) Set(key, value []byte) error {
-	if len(key) == 0 {
-		return kvstore.ErrEmptyKey
-	}
-	t.pending[string(key)] = pendingValue{value: bytes.Clone(value)}
-	t.batch.Set(key, value)
+	c.cl.pend(wait, len(c.w.buf))
 	return nil
 }
 
-func (t *overlayTx) SetKeepTTL(key, value []byte) error { return t.Set(key, value) }
-
-func (t *overlayTx) Delete(key []byte) (bool, error) {
-	if len(key) == 0 {
-		return false, kvstore.ErrEmptyKey
-	}
-	_, err := t.Get(key)
-	if errors.Is(err, kvstore.ErrNotFound) {
-		return false, nil
-	}
+// apply commits a batch in the connection's order; its durability is
+// awaited before the reply leaves.
+func (c *call) apply(b *kvstore.Batch) error {
+	wait, err := c.s.store.Apply(b, noSyncWait)
 	if err != nil {
-		return false, err
+		return err
 	}
-	t.pending[string(key)] = pendingValue{deleted: true}
-	t.batch.Delete(key)
-	return true, nil
+	c.cl.pend(wait, len(c.w.buf))
+	return nil
+}
+
+// pendingWrite is a write logged but not yet known durable, and where its
+// reply starts in the reply buffer.
+type pendingWrite struct {
+	wait func() error
+	at   int
+}
+
+// maxPending bounds the writes of one connection awaited together.
+const maxPending = 1024
+
+func (cl *client) pend(wait func() error, at int) {
+	cl.pending = append(cl.pending, pendingWrite{wait: wait, at: at})
+}
+
+// settle waits for the connection's pending writes, oldest first. On a
+// failure the replies from that write on are replaced by its error and the
+// connection closes after the flush: a reply never claims a write the
+// engine did not acknowledge. (Later writes fail too: the engine fails
+// every group after a failed one.)
+func (cl *client) settle() bool {
+	ok := true
+	for _, p := range cl.pending {
+		err := p.wait() // every wait is called, even after a failure
+		if err != nil && ok {
+			ok = false
+			cl.out.buf = cl.out.buf[:p.at]
+			engineError(&cl.out, err)
+			cl.quit = true
+			cl.log.Error("write failed after it was logged; closing the connection", "err", err)
+		}
+	}
+	clear(cl.pending)
+	cl.pending = cl.pending[:0]
+	return ok
 }
 
 // execute runs one command and writes its reply; a panic becomes an error
@@ -185,6 +184,13 @@ func (s *Server) execute(cl *client, args [][]byte) {
 	if cl.multi && cmd.flags&flagNoQueue == 0 {
 		s.queue(cl, cmd, args)
 		return
+	}
+	// A write may leave its durability pending; anything else reads what
+	// the connection wrote before, so that must be acknowledged first.
+	if len(cl.pending) > 0 && (cmd.flags&flagDefers == 0 || len(cl.pending) >= maxPending) {
+		if !cl.settle() {
+			return
+		}
 	}
 	c := &cl.call
 	*c = call{s: s, cl: cl, cmd: cmd, args: args, w: &cl.out}
@@ -249,6 +255,7 @@ func cmdDiscard(c *call) {
 		return
 	}
 	c.cl.resetMulti()
+	c.cl.watched = nil
 	c.w.ok()
 }
 
@@ -264,27 +271,67 @@ func cmdExec(c *call) {
 		c.w.error("ERR EXEC without MULTI")
 		return
 	}
-	queued, dirty := cl.queued, cl.multiDirty
+	queued, dirty, watched := cl.queued, cl.multiDirty, cl.watched
 	cl.resetMulti()
+	cl.watched = nil
 	if dirty {
 		c.w.error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
 	var replies replyWriter
-	err := c.s.update(func(tx txn) error {
-		replies = replyWriter{}
+	aborted := false
+	err := c.update(func(tx txn) error {
+		replies, aborted = replyWriter{}, false
+		for key, version := range watched {
+			if tx.Version([]byte(key)) != version {
+				aborted = true // a watched key changed: nothing runs
+				return nil
+			}
+		}
 		for _, q := range queued {
 			sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
 			q.cmd.run(&sub)
 		}
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		c.fail(err)
+	case aborted:
+		c.w.nullArray()
+	default:
+		c.w.array(len(queued))
+		c.w.buf = append(c.w.buf, replies.buf...)
+	}
+}
+
+// maxWatched bounds the keys one connection may WATCH.
+const maxWatched = 10000
+
+// cmdWatch remembers each key's version; EXEC runs only if none changed.
+func cmdWatch(c *call) {
+	if c.cl.multi {
+		c.w.error("ERR WATCH inside MULTI is not allowed")
 		return
 	}
-	c.w.array(len(queued))
-	c.w.buf = append(c.w.buf, replies.buf...)
+	if c.cl.watched == nil {
+		c.cl.watched = map[string]uint64{}
+	}
+	if len(c.cl.watched)+len(c.args)-1 > maxWatched {
+		c.w.error(fmt.Sprintf("ERR at most %d watched keys per connection", maxWatched))
+		return
+	}
+	for _, key := range c.args[1:] {
+		if _, ok := c.cl.watched[string(key)]; !ok {
+			c.cl.watched[string(key)] = c.s.store.Version(key)
+		}
+	}
+	c.w.ok()
+}
+
+func cmdUnwatch(c *call) {
+	c.cl.watched = nil
+	c.w.ok()
 }
 
 // authenticate checks a password in constant time.

@@ -104,7 +104,7 @@ func (s *Server) info(sections [][]byte) string {
 		line("keyspace_misses", st.Misses)
 		line("total_sets", st.Sets)
 		line("total_deletes", st.Deletes)
-		line("expired_keys", 0)
+		line("expired_keys", st.ExpiredKeys)
 		line("evicted_keys", 0)
 	}
 	if want("replication") {

@@ -84,9 +84,10 @@ func cmdRename(c *call) {
 	c.w.ok()
 }
 
-// renameInTx writes v under to and deletes from.
+// renameInTx writes v under to, with from's expiry, and deletes from.
 func renameInTx(tx txn, from, to, v []byte) error {
-	if err := tx.Set(to, v); err != nil {
+	at, _ := tx.ExpiresAt(from)
+	if err := tx.SetWithTTL(to, v, at); err != nil {
 		return err
 	}
 	_, err := tx.Delete(from)
@@ -147,31 +148,12 @@ func cmdFlush(c *call) {
 		c.fail(errSyntax)
 		return
 	}
-	if err := c.s.flushAll(); err != nil {
+	// One record: after a crash every key is gone or none is.
+	if err := c.s.store.FlushAll(); err != nil {
 		c.fail(err)
 		return
 	}
 	c.w.ok()
-}
-
-// flushAll deletes every key, a page at a time.
-func (s *Server) flushAll() error {
-	for {
-		page, err := s.store.Scan(kvstore.ScanOptions{Limit: 10000})
-		if err != nil {
-			return err
-		}
-		if len(page.Entries) == 0 {
-			return nil
-		}
-		var b kvstore.Batch
-		for _, e := range page.Entries {
-			b.Delete(e.Key)
-		}
-		if err := s.store.Write(&b); err != nil {
-			return err
-		}
-	}
 }
 
 // Redis clients parse SCAN cursors as unsigned integers, while the engine

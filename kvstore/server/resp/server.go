@@ -130,17 +130,11 @@ type Server struct {
 	cmds    *commandSet
 	started time.Time
 
-	// updateMu serialises this server's read-modify-write updates.
-	updateMu sync.Mutex
-	saving   atomic.Bool    // a SAVE or BGSAVE runs
-	bg       sync.WaitGroup // BGSAVE goroutines
+	saving atomic.Bool    // a SAVE or BGSAVE runs
+	bg     sync.WaitGroup // BGSAVE goroutines
 
 	clientsMu sync.Mutex
 	clients   map[int64]*client
-
-	// groupWrites: under SyncAlways, pipelined SETs on distinct keys are
-	// committed together so that they share fsyncs (see executeSetRun).
-	groupWrites bool
 
 	nextClientID atomic.Int64
 	commands     atomic.Uint64
@@ -153,8 +147,7 @@ type Server struct {
 func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), cmds: newCommandSet(),
-		started: time.Now(), clients: map[int64]*client{},
-		groupWrites: store.Stats().SyncPolicy == kvstore.SyncAlways.String()}
+		started: time.Now(), clients: map[int64]*client{}}
 	s.conns = connserver.New(connserver.Options{
 		MaxConns:         opts.MaxConns,
 		MaxConnsPerIP:    opts.MaxConnsPerIP,
@@ -207,6 +200,10 @@ type client struct {
 	multi, multiDirty bool
 	queued            []queuedCommand
 	queuedBytes       int
+	watched           map[string]uint64 // WATCHed key -> version
+
+	pending []pendingWrite // logged, not yet awaited
+	batch   kvstore.Batch  // reused for SET and MSET
 }
 
 func (s *Server) register(cl *client) {
@@ -266,6 +263,9 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		maxRequest: s.opts.MaxRequestBytes,
 	}
 	flush := func() bool {
+		if len(cl.pending) > 0 {
+			cl.settle()
+		}
 		if len(cl.out.buf) == 0 {
 			return true
 		}
@@ -281,48 +281,30 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		}
 		return true
 	}
-	// held is a command read while gathering a run of pipelined SETs that
-	// did not belong to the run: it goes next.
-	var held [][]byte
 	for {
-		args := held
-		held = nil
-		var err error
-		if args == nil {
-			if !c.AwaitRequest() {
-				flush()
-				return
-			}
-			args, err = in.readCommand()
-			c.RequestRead()
-		} else if c.Draining() {
+		if !c.AwaitRequest() {
 			flush()
 			return
 		}
+		args, err := in.readCommand()
+		c.RequestRead()
 		if err == nil && len(args) > 0 {
-			if s.groupWrites && !cl.multi && cl.authed && isPlainSet(args) && in.hasWholeCommand() {
-				held, err = s.executeSetRun(cl, in, args)
-			} else {
-				s.execute(cl, args)
-			}
+			s.execute(cl, args)
 		}
 		if err != nil {
 			var pe *ProtocolError
 			if errors.As(err, &pe) {
 				cl.log.Info("protocol error; closing connection", "err", pe.Error())
 				cl.out.error("ERR " + pe.Error())
-				flush()
-			} else {
-				flush() // replies to a run read before the failure
-				if !errors.Is(err, io.EOF) && !c.Draining() {
-					cl.log.Debug("connection closed", "err", err)
-				}
+			} else if !errors.Is(err, io.EOF) && !c.Draining() {
+				cl.log.Debug("connection closed", "err", err)
 			}
+			flush() // the replies to the commands before the failure
 			return
 		}
 		// Flush unless the next command is already here: never leave replies
 		// waiting while the server waits for the network.
-		if held == nil && (cl.quit || len(cl.out.buf) >= flushAt || !in.hasWholeCommand() || c.Draining()) {
+		if cl.quit || len(cl.out.buf) >= flushAt || !in.hasWholeCommand() || c.Draining() {
 			if !flush() || cl.quit {
 				return
 			}

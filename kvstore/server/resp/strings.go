@@ -69,8 +69,12 @@ func parseSetOptions(args [][]byte) (setOptions, error) {
 func cmdSet(c *call) {
 	key, value := c.args[1], c.args[2]
 	if len(c.args) == 3 && c.tx == nil {
-		// The common case needs no read: straight to the engine.
-		if err := c.s.store.Set(key, value); err != nil {
+		// The common case needs no read: a one-write batch in the
+		// connection's order.
+		b := &c.cl.batch
+		b.Reset()
+		b.Set(key, value)
+		if err := c.apply(b); err != nil {
 			c.fail(err)
 			return
 		}
@@ -199,11 +203,12 @@ func cmdMSet(c *call) {
 		c.w.ok()
 		return
 	}
-	var b kvstore.Batch
+	b := &c.cl.batch
+	b.Reset()
 	for i := 1; i < len(c.args); i += 2 {
 		b.Set(c.args[i], c.args[i+1])
 	}
-	if err := c.s.store.Write(&b); err != nil {
+	if err := c.apply(b); err != nil {
 		c.fail(err)
 		return
 	}

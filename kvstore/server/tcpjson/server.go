@@ -328,20 +328,17 @@ func (s *Server) get(req *Request) Response {
 	return resp
 }
 
+// delete removes the key and reports whether this request removed it: of
+// concurrent deletes of one key exactly one answers found.
 func (s *Server) delete(req *Request) Response {
 	key := pick(req.Key, req.KeyB64)
-	if len(key) == 0 {
-		return engineError(kvstore.ErrEmptyKey)
-	}
-	found, err := s.store.Has(key)
+	var found bool
+	err := s.store.Update(func(tx *kvstore.Tx) error {
+		var err error
+		found, err = tx.Delete(key)
+		return err
+	})
 	if err != nil {
-		return engineError(err)
-	}
-	if !found {
-		// Nothing to remove: no log record for it.
-		return Response{OK: true, Found: &found}
-	}
-	if err := s.store.Delete(key); err != nil {
 		return engineError(err)
 	}
 	return Response{OK: true, Found: &found}
