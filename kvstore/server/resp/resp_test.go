@@ -431,6 +431,37 @@ func TestRedisBenchmark_RunsWithoutErrors(t *testing.T) {
 	}
 }
 
+// TestRedisBenchmark_DefaultTestSet runs each test of redis-benchmark's
+// default set on its own: the string tests run to the end without an
+// error; each test of a data type devkit kv does not have (redis-benchmark
+// stops at the first error reply) ends with Redis's own unknown-command
+// error naming the command, and nothing else.
+func TestRedisBenchmark_DefaultTestSet(t *testing.T) {
+	bench := requireTool(t, "redis-benchmark")
+	host, port, _ := net.SplitHostPort(start(t, servertest.OpenDB(t), resp.Options{}))
+	for _, tc := range []struct{ test, line string }{
+		{"ping_inline", "PING_INLINE: "}, {"ping_mbulk", "PING_MBULK: "}, {"set", "SET: "}, {"get", "GET: "},
+		{"incr", "INCR: "}, {"mset", "MSET (10 keys): "},
+		{"lpush", "ERR unknown command 'LPUSH'"}, {"rpush", "ERR unknown command 'RPUSH'"},
+		{"lpop", "ERR unknown command 'LPOP'"}, {"rpop", "ERR unknown command 'RPOP'"},
+		{"sadd", "ERR unknown command 'SADD'"}, {"hset", "ERR unknown command 'HSET'"},
+		{"spop", "ERR unknown command 'SPOP'"}, {"zadd", "ERR unknown command 'ZADD'"},
+		{"zpopmin", "ERR unknown command 'ZPOPMIN'"}, {"lrange", "ERR unknown command 'LPUSH'"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, bench, "-h", host, "-p", port, "-t", tc.test, "-n", "500", "-c", "5", "-q").CombinedOutput()
+		cancel()
+		text := string(out)
+		supported := !strings.HasPrefix(tc.line, "ERR")
+		switch {
+		case supported && (err != nil || strings.Contains(text, "Error") || !strings.Contains(text, tc.line) || !strings.Contains(text, "requests per second")):
+			t.Errorf("redis-benchmark -t %s: %v\n%s", tc.test, err, text)
+		case !supported && (err == nil || !strings.Contains(text, "Error from server: "+tc.line)):
+			t.Errorf("redis-benchmark -t %s did not end with %q: %v\n%s", tc.test, tc.line, err, text)
+		}
+	}
+}
+
 func TestServer_ConcurrentClientsShareTheEngine(t *testing.T) {
 	db := servertest.OpenDB(t)
 	addr := start(t, db, resp.Options{})
