@@ -9,6 +9,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,11 +48,21 @@ type Config struct {
 	HTTP            httpapi.Options
 	HTTPMaxConns    int
 	HTTPIdleTimeout time.Duration
+	// HTTPMaxConnsPerIP bounds one source address's HTTP connections
+	// (HTTPMaxConns/2 when zero; negative: no bound).
+	HTTPMaxConnsPerIP int
 	// HTTPReadHeaderTimeout closes a connection that does not send its
 	// request headers in time (a client that connects and says nothing). 10s when zero.
 	HTTPReadHeaderTimeout time.Duration
 	TCP                   tcpjson.Options
 	RESP                  resp.Options
+
+	// TLS, when set, makes every listener speak TLS (standard library).
+	TLS *tls.Config
+	// Password, when set, is required on every transport: RESP's AUTH, TCP
+	// JSON's auth request, and HTTP's bearer token (unless HTTP.Token is set
+	// on its own). /health stays open for load balancers.
+	Password string
 
 	// ShutdownTimeout bounds the drain of in-flight requests. 10s when zero.
 	ShutdownTimeout time.Duration
@@ -81,6 +92,9 @@ func New(store backend.Store, cfg Config) *Server {
 	if cfg.HTTPMaxConns == 0 {
 		cfg.HTTPMaxConns = DefaultHTTPMaxConns
 	}
+	if cfg.HTTPMaxConnsPerIP == 0 {
+		cfg.HTTPMaxConnsPerIP = max(cfg.HTTPMaxConns/2, 1)
+	}
 	if cfg.HTTPIdleTimeout == 0 {
 		cfg.HTTPIdleTimeout = DefaultHTTPIdleTimeout
 	}
@@ -92,9 +106,16 @@ func New(store backend.Store, cfg Config) *Server {
 	cfg.HTTP.Metrics, cfg.HTTP.Logger = m, cfg.Logger
 	cfg.TCP.Metrics, cfg.TCP.Logger = m, cfg.Logger
 	cfg.RESP.Metrics, cfg.RESP.Logger = m, cfg.Logger
+	if cfg.Password != "" {
+		cfg.RESP.Password, cfg.TCP.Password = cfg.Password, cfg.Password
+		if cfg.HTTP.Token == "" {
+			cfg.HTTP.Token = cfg.Password
+		}
+	}
 	s.api = httpapi.New(store, cfg.HTTP)
 	s.httpSrv = &http.Server{
-		Handler:           s.api,
+		Handler:           markBusy(s.api),
+		ConnContext:       withConn,
 		ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
 		// Long enough for a maximum-size value on a slow link.
 		ReadTimeout:    2 * time.Minute,
@@ -139,7 +160,16 @@ func (s *Server) Listen(ctx context.Context) error {
 		return err
 	}
 	if s.httpLn != nil && s.cfg.HTTPMaxConns > 0 {
-		s.httpLn = newLimitListener(s.httpLn, s.cfg.HTTPMaxConns, s.metrics)
+		s.httpLn = newLimitListener(s.httpLn, s.cfg.HTTPMaxConns, s.cfg.HTTPMaxConnsPerIP, s.metrics, s.cfg.Logger)
+	}
+	if s.cfg.TLS != nil {
+		// The limit listener sits under TLS, so that a connection is counted
+		// (and can be closed) before its handshake.
+		for _, ln := range []*net.Listener{&s.httpLn, &s.tcpLn, &s.respLn} {
+			if *ln != nil {
+				*ln = tls.NewListener(*ln, s.cfg.TLS)
+			}
+		}
 	}
 	return nil
 }

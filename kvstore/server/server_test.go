@@ -239,3 +239,76 @@ func TestServer_HTTPMalformedSilentAndHalfDoneClientsDoNotStopOthers(t *testing.
 		t.Fatalf("half-sent PUT was applied: %v", err)
 	}
 }
+
+// TestDeletes_ConcurrentClientsReportEachKeyOnce: 4 clients on each
+// transport delete the same 500 keys; the deletions reported add up to 500.
+func TestDeletes_ConcurrentClientsReportEachKeyOnce(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kvstore.Open(dir, kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", Logger: servertest.Logger(t)})
+	if err := srv.Listen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	a := srv.Addrs()
+	const keys = 500
+	deleters := map[string]func(key string) (bool, error){
+		"http": func(key string) (bool, error) {
+			req, _ := http.NewRequest(http.MethodDelete, "http://"+a.HTTP+"/keys/"+key, nil)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false, err
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			return res.StatusCode == 204, nil
+		},
+		"tcp": func(key string) (bool, error) {
+			c, err := tcpjson.Dial(ctx, a.TCP)
+			if err != nil {
+				return false, err
+			}
+			defer c.Close()
+			return c.Delete(ctx, []byte(key))
+		},
+	}
+	for name, del := range deleters {
+		t.Run(name, func(t *testing.T) {
+			for i := range keys {
+				db.Set(fmt.Appendf(nil, "%s%d", name, i), []byte("v"))
+			}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			total := 0
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range keys {
+						found, err := del(fmt.Sprint(name, i))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if found {
+							mu.Lock()
+							total++
+							mu.Unlock()
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if total != keys {
+				t.Fatalf("4 clients deleting the same %d keys over %s reported %d deletions", keys, name, total)
+			}
+		})
+	}
+}

@@ -4,7 +4,9 @@
 package backend
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/devkit-go/devkit/kvstore"
 )
@@ -18,9 +20,26 @@ type Store interface {
 	Delete(key []byte) error
 	// Write applies a batch atomically: after a crash all of it or none.
 	Write(b *kvstore.Batch) error
+	// Apply is Write that, with NoSyncWait, returns once the batch has its
+	// place in the log and leaves the wait for durability to the caller.
+	Apply(b *kvstore.Batch, o kvstore.WriteOptions) (wait func() error, err error)
+	// Update runs an atomic read-modify-write (see kvstore.DB.Update).
+	Update(fn func(tx *kvstore.Tx) error) error
+	UpdateWith(o kvstore.WriteOptions, fn func(tx *kvstore.Tx) error) (wait func() error, err error)
+	// Version is a key's version for WATCH.
+	Version(key []byte) uint64
+	ExpiresAt(key []byte) (time.Time, bool)
+	// FlushAll deletes every key with one record.
+	FlushAll() error
+	// Checkpoint writes a consistent copy of the store into dst.
+	Checkpoint(ctx context.Context, dst string) (kvstore.SnapshotInfo, error)
+	Limits() kvstore.Limits
+	SyncPolicy() kvstore.SyncPolicy
 	Scan(opts kvstore.ScanOptions) (kvstore.ScanPage, error)
 	Len() int
 	Stats() kvstore.Stats
+	// Snapshot writes a snapshot now and compacts the log (SAVE).
+	Snapshot(ctx context.Context) (kvstore.SnapshotInfo, error)
 }
 
 var _ Store = (*kvstore.DB)(nil)

@@ -9,6 +9,8 @@
 //	GET    /metrics                    Prometheus text; JSON with Accept: application/json
 //
 // Keys are path-escaped (a key may hold "/", written as is or as %2F).
+// With Options.Token set, every request but /health must carry
+// "Authorization: Bearer <token>" (else 401 with WWW-Authenticate).
 // Errors are JSON {"error": "...", "code": "..."}; 405 carries Allow.
 //
 // Invariant: a PUT or DELETE is answered 204 only after the engine
@@ -19,6 +21,7 @@ package httpapi
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -52,6 +55,7 @@ const (
 	CodeNotFoundRoute    = "no_route"
 	CodeBodyTooLarge     = "value_too_large"
 	CodeUnavailable      = "unavailable"
+	CodeUnauthorized     = "unauthorized"
 )
 
 // Options configure a Handler.
@@ -64,6 +68,9 @@ type Options struct {
 	MaxKeyBytes int
 	// MaxScanLimit caps the limit of GET /keys. 10000 when zero.
 	MaxScanLimit int
+	// Token, when set, is the bearer token every request but /health must
+	// carry in its Authorization header.
+	Token string
 	// Metrics counts requests and serves /metrics; when nil the Handler
 	// makes its own.
 	Metrics *metrics.Metrics
@@ -171,8 +178,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op = h.route(rec, r)
 }
 
+// authorized checks the bearer token in constant time.
+func (h *Handler) authorized(r *http.Request) bool {
+	if h.opts.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token)) == 1
+}
+
 func (h *Handler) route(w http.ResponseWriter, r *http.Request) metrics.Op {
 	path := r.URL.EscapedPath()
+	if path != "/health" && !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="devkit-kv"`)
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>")
+		return metrics.OpOther
+	}
 	switch {
 	case strings.HasPrefix(path, "/keys/"):
 		return h.serveKey(w, r, strings.TrimPrefix(path, "/keys/"))
@@ -302,18 +323,21 @@ func (h *Handler) tooLarge(w http.ResponseWriter, size int64) {
 	writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, msg)
 }
 
+// delete removes the key: 204 when this request removed it, 404 when it
+// was not there (of concurrent deletes of one key exactly one gets 204).
 func (h *Handler) delete(w http.ResponseWriter, key []byte) {
-	found, err := h.store.Has(key)
+	var found bool
+	err := h.store.Update(func(tx *kvstore.Tx) error {
+		var err error
+		found, err = tx.Delete(key)
+		return err
+	})
 	if err != nil {
 		writeEngineError(w, err)
 		return
 	}
 	if !found {
 		writeEngineError(w, fmt.Errorf("%w: %q", kvstore.ErrNotFound, key))
-		return
-	}
-	if err := h.store.Delete(key); err != nil {
-		writeEngineError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

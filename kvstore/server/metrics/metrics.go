@@ -62,6 +62,7 @@ type Metrics struct {
 	open     [numTransports]atomic.Int64
 	accepted [numTransports]atomic.Uint64
 	rejected [numTransports]atomic.Uint64
+	evicted  [numTransports]atomic.Uint64
 	latency  [numTransports][numOps]prometheus.Observer
 }
 
@@ -126,6 +127,15 @@ func (m *Metrics) ConnRejected(t Transport) {
 	m.rejected[t].Add(1)
 }
 
+// ConnEvicted counts an idle connection closed to admit a new one at the
+// connection limit.
+func (m *Metrics) ConnEvicted(t Transport) {
+	if m == nil {
+		return
+	}
+	m.evicted[t].Add(1)
+}
+
 // TransportSnapshot is the JSON view of one transport's counters.
 type TransportSnapshot struct {
 	Requests        map[string]uint64 `json:"requests"`
@@ -133,6 +143,7 @@ type TransportSnapshot struct {
 	OpenConnections int64             `json:"open_connections"`
 	AcceptedConns   uint64            `json:"accepted_connections"`
 	RejectedConns   uint64            `json:"rejected_connections"`
+	EvictedConns    uint64            `json:"evicted_connections"`
 }
 
 // Snapshot is the JSON view of the metrics: the engine's and the server's.
@@ -151,6 +162,7 @@ func (m *Metrics) Snapshot() Snapshot {
 			OpenConnections: m.open[t].Load(),
 			AcceptedConns:   m.accepted[t].Load(),
 			RejectedConns:   m.rejected[t].Load(),
+			EvictedConns:    m.evicted[t].Load(),
 		}
 		for o := range numOps {
 			ts.Requests[o.String()] = m.requests[t][o].Load()
@@ -169,7 +181,8 @@ var (
 	descErrors   = desc("request_errors_total", "Requests answered with an error, by transport.", "transport")
 	descOpen     = desc("open_connections", "Connections open now, by transport.", "transport")
 	descAccepted = desc("accepted_connections_total", "Connections accepted, by transport.", "transport")
-	descRejected = desc("rejected_connections_total", "Connections turned away at the connection limit, by transport.", "transport")
+	descRejected = desc("rejected_connections_total", "Connections turned away at a connection limit, by transport.", "transport")
+	descEvicted  = desc("evicted_connections_total", "Idle connections closed to admit a new one at the connection limit, by transport.", "transport")
 
 	descKeys        = desc("keys", "Live keys in the engine.")
 	descDataBytes   = desc("data_bytes", "Sum of live key and value lengths.")
@@ -188,7 +201,7 @@ var (
 type collector struct{ m *Metrics }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRequests, descErrors, descOpen, descAccepted, descRejected,
+	for _, d := range []*prometheus.Desc{descRequests, descErrors, descOpen, descAccepted, descRejected, descEvicted,
 		descKeys, descDataBytes, descLogBytes, descSegments, descReadOnly, descEngineOps, descFsyncs,
 		descBatches, descCompactions, descCompactFail, descReplayed} {
 		ch <- d
@@ -212,6 +225,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descOpen, float64(m.open[t].Load()), name)
 		counter(descAccepted, m.accepted[t].Load(), name)
 		counter(descRejected, m.rejected[t].Load(), name)
+		counter(descEvicted, m.evicted[t].Load(), name)
 	}
 	s := m.store.Stats()
 	gauge(descKeys, float64(s.Keys))

@@ -1,207 +1,195 @@
 package resp
 
-import (
-	"bytes"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
+// The command table is the one source of what the server knows about a
+// command: dispatch looks a command up here, checks its arity and flags
+// (auth, MULTI), counts it under its metrics op, and COMMAND (COUNT, LIST,
+// INFO, DOCS) reports exactly these rows — a command cannot be served
+// without being listed, nor listed without being served.
 
-	"github.com/devkit-go/devkit/kvstore"
-	"github.com/devkit-go/devkit/kvstore/server/backend"
+import (
+	"fmt"
+	"strings"
+
 	"github.com/devkit-go/devkit/kvstore/server/metrics"
 )
+
+// cmdFlags say how a command may be run.
+type cmdFlags uint16
+
+const (
+	// flagWrite: the command may change the keyspace.
+	flagWrite cmdFlags = 1 << iota
+	// flagReadonly: the command reads keys and changes nothing.
+	flagReadonly
+	// flagFast: O(1) or O(log N).
+	flagFast
+	// flagAdmin: a server-wide operation (SAVE, FLUSHDB).
+	flagAdmin
+	// flagNoAuth: allowed before AUTH when a password is set.
+	flagNoAuth
+	// flagTx: may be queued by MULTI and run inside EXEC's atomic update
+	// (it reads and writes keys only through the transaction, or touches
+	// nothing). Other commands are refused at queue time.
+	flagTx
+	// flagNoQueue: runs at once even between MULTI and EXEC (EXEC, DISCARD,
+	// MULTI, WATCH, QUIT).
+	flagNoQueue
+	// flagDefers: the command's writes may stay pending until the end of the
+	// connection's burst; every other command first awaits them.
+	flagDefers
+)
+
+// flagNames are the Redis names COMMAND INFO reports.
+var flagNames = []struct {
+	f    cmdFlags
+	name string
+}{
+	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagFast, "fast"}, {flagAdmin, "admin"},
+	{flagNoAuth, "no_auth"},
+}
+
+// command is one row of the table.
+type command struct {
+	name string // lower case, as COMMAND reports it
+	// arity follows Redis: N means exactly N arguments (the name included),
+	// -N at least N.
+	arity int
+	flags cmdFlags
+	// firstKey, lastKey, step locate the keys among the arguments, as in
+	// COMMAND INFO (lastKey -1: up to the last argument).
+	firstKey, lastKey, step int
+	op                      metrics.Op
+	group, summary          string
+	run                     func(c *call)
+}
+
+// commandTable lists every command served, in the order COMMAND reports them.
+// It is built once per server (it holds no mutable state) so that handlers
+// may refer to the table itself (COMMAND) without an initialisation cycle.
+func commandTable() []command {
+	return []command{
+		// connection
+		{name: "ping", arity: -1, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns PONG, or the argument.", run: cmdPing},
+		{name: "echo", arity: 2, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns the argument.", run: cmdEcho},
+		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
+		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
+		{name: "select", arity: 2, flags: flagFast, op: metrics.OpOther, group: "connection", summary: "Selects database 0 (the only one).", run: cmdSelect},
+		{name: "client", arity: -2, flags: 0, op: metrics.OpOther, group: "connection", summary: "CLIENT LIST, INFO, ID, SETNAME, GETNAME, SETINFO.", run: cmdClient},
+
+		// strings
+		{name: "get", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the value of a key.", run: cmdGet},
+		{name: "set", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets the value of a key; NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL.", run: cmdSet},
+		{name: "setnx", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets the value of a key only when it does not exist.", run: cmdSetNX},
+		{name: "getset", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key and returns its previous value.", run: cmdGetSet},
+		{name: "getdel", arity: 2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpDelete, group: "string", summary: "Returns the value of a key and deletes it.", run: cmdGetDel},
+		{name: "mget", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the values of keys.", run: cmdMGet},
+		{name: "mset", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: -1, step: 2, op: metrics.OpSet, group: "string", summary: "Sets keys atomically (one engine batch).", run: cmdMSet},
+		{name: "append", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Appends to the value of a key; returns the new length.", run: cmdAppend},
+		{name: "strlen", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the length of a value.", run: cmdStrlen},
+		{name: "incr", arity: 2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds 1 to the integer value of a key.", run: cmdIncr},
+		{name: "decr", arity: 2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Subtracts 1 from the integer value of a key.", run: cmdDecr},
+		{name: "incrby", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds an integer to the integer value of a key.", run: cmdIncrBy},
+		{name: "decrby", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Subtracts an integer from the integer value of a key.", run: cmdDecrBy},
+		{name: "incrbyfloat", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds a float to the numeric value of a key.", run: cmdIncrByFloat},
+
+		// expiry
+		{name: "setex", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key with an expiry in seconds.", run: cmdSetEx},
+		{name: "psetex", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key with an expiry in milliseconds.", run: cmdSetEx},
+		{name: "getex", arity: -2, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns a value and sets or clears its expiry.", run: cmdGetEx},
+		{name: "expire", arity: -3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Sets an expiry in seconds; NX, XX, GT, LT.", run: cmdExpire},
+		{name: "pexpire", arity: -3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Sets an expiry in milliseconds; NX, XX, GT, LT.", run: cmdExpire},
+		{name: "expireat", arity: -3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Sets an expiry as a unix time in seconds.", run: cmdExpire},
+		{name: "pexpireat", arity: -3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Sets an expiry as a unix time in milliseconds.", run: cmdExpire},
+		{name: "ttl", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Seconds until a key expires; -1 none, -2 missing.", run: cmdTTL},
+		{name: "pttl", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Milliseconds until a key expires; -1 none, -2 missing.", run: cmdTTL},
+		{name: "expiretime", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Unix time in seconds a key expires at.", run: cmdExpireTime},
+		{name: "pexpiretime", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Unix time in milliseconds a key expires at.", run: cmdExpireTime},
+		{name: "persist", arity: 2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Removes a key's expiry.", run: cmdPersist},
+
+		// keys
+		{name: "del", arity: -2, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "Deletes keys (one engine batch); returns how many existed.", run: cmdDel},
+		{name: "unlink", arity: -2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "As DEL.", run: cmdDel},
+		{name: "exists", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "generic", summary: "Counts the keys that exist (repeats count).", run: cmdExists},
+		{name: "type", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns string, or none for a missing key.", run: cmdType},
+		{name: "rename", arity: 3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key atomically.", run: cmdRename},
+		{name: "keys", arity: 2, flags: flagReadonly, op: metrics.OpScan, group: "generic", summary: "Returns the keys matching a glob pattern (O(N): prefer SCAN).", run: cmdKeys},
+		{name: "scan", arity: -2, flags: flagReadonly, op: metrics.OpScan, group: "generic", summary: "Iterates over keys; MATCH glob, COUNT, TYPE.", run: cmdScan},
+		{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, op: metrics.OpStats, group: "server", summary: "Returns the number of keys.", run: cmdDBSize},
+
+		// transactions
+		{name: "multi", arity: 1, flags: flagFast | flagNoQueue, op: metrics.OpOther, group: "transactions", summary: "Starts a transaction.", run: cmdMulti},
+		{name: "exec", arity: 1, flags: flagNoQueue | flagDefers, op: metrics.OpOther, group: "transactions", summary: "Runs the queued commands as one atomic engine batch.", run: cmdExec},
+		{name: "watch", arity: -2, flags: flagFast | flagNoQueue, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpOther, group: "transactions", summary: "Makes the next EXEC run only if none of the keys changed.", run: cmdWatch},
+		{name: "unwatch", arity: 1, flags: flagFast | flagNoQueue, op: metrics.OpOther, group: "transactions", summary: "Forgets the watched keys.", run: cmdUnwatch},
+		{name: "discard", arity: 1, flags: flagFast | flagNoQueue, op: metrics.OpOther, group: "transactions", summary: "Drops the queued commands.", run: cmdDiscard},
+
+		// server
+		{name: "info", arity: -1, flags: 0, op: metrics.OpStats, group: "server", summary: "Sections server, clients, memory, persistence, stats, keyspace.", run: cmdInfo},
+		{name: "time", arity: 1, flags: flagFast | flagTx, op: metrics.OpOther, group: "server", summary: "Returns the server's time (seconds, microseconds).", run: cmdTime},
+		{name: "lastsave", arity: 1, flags: flagFast, op: metrics.OpStats, group: "server", summary: "Unix time of the last snapshot.", run: cmdLastSave},
+		{name: "save", arity: 1, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "Writes a snapshot now and compacts the log.", run: cmdSave},
+		{name: "bgsave", arity: -1, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "Writes a snapshot now (answers once it is written).", run: cmdSave},
+		{name: "flushdb", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "Deletes every key; refused unless serve runs with --allow-flush.", run: cmdFlush},
+		{name: "flushall", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "As FLUSHDB (one database).", run: cmdFlush},
+		{name: "command", arity: -1, flags: 0, op: metrics.OpOther, group: "server", summary: "COMMAND [COUNT|LIST|INFO|DOCS] from this table.", run: cmdCommand},
+		{name: "config", arity: -2, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "CONFIG GET (read-only view of the flags), CONFIG RESETSTAT.", run: cmdConfig},
+	}
+}
+
+// commandSet is the table with its index by upper-case name.
+type commandSet struct {
+	rows   []command
+	byName map[string]*command
+}
+
+func newCommandSet() *commandSet {
+	cs := &commandSet{rows: commandTable()}
+	cs.byName = make(map[string]*command, len(cs.rows))
+	for i := range cs.rows {
+		cs.byName[strings.ToUpper(cs.rows[i].name)] = &cs.rows[i]
+	}
+	return cs
+}
 
 // maxCommandName bounds the command names we look up; longer ones are unknown.
 const maxCommandName = 16
 
-// execute runs one command and writes its reply; a panic becomes an error
-// reply and the connection carries on.
-func (s *Server) execute(cl *client, args [][]byte) {
-	start := time.Now()
-	op := metrics.OpOther
-	failed := false
-	defer func() {
-		if p := recover(); p != nil {
-			cl.log.Error("command panicked", "command", string(args[0]), "panic", fmt.Sprint(p))
-			cl.out.error("ERR internal error")
-			failed = true
-		}
-		s.commands.Add(1)
-		s.opts.Metrics.Request(metrics.RESP, op, start, failed)
-	}()
-	var name [maxCommandName]byte
-	n := copy(name[:], args[0])
-	for i := range n {
-		if c := name[i]; 'a' <= c && c <= 'z' {
-			name[i] = c - ('a' - 'A')
-		}
+// lookup finds a command by name, in any case, without allocating.
+func (cs *commandSet) lookup(name []byte) *command {
+	if len(name) > maxCommandName {
+		return nil
 	}
-	cmd := string(name[:n])
-	if len(args[0]) > maxCommandName {
-		cmd = ""
+	var upper [maxCommandName]byte
+	for i, c := range name {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		upper[i] = c
 	}
-	op, failed = s.dispatch(cl, cmd, args)
+	return cs.byName[string(upper[:len(name)])]
 }
 
-// dispatch runs cmd; it reports the op counted and whether it failed.
-func (s *Server) dispatch(cl *client, cmd string, args [][]byte) (metrics.Op, bool) {
-	w := &cl.out
-	switch cmd {
-	case "GET":
-		if !arity(w, args, 2, 2) {
-			return metrics.OpGet, true
-		}
-		v, err := s.store.Get(args[1])
-		switch {
-		case errors.Is(err, kvstore.ErrNotFound):
-			w.null()
-		case err != nil:
-			return metrics.OpGet, engineError(w, err)
-		default:
-			w.bulk(v)
-		}
-		return metrics.OpGet, false
-	case "SET":
-		if !arity(w, args, 3, -1) {
-			return metrics.OpSet, true
-		}
-		if len(args) > 3 {
-			w.error(fmt.Sprintf("ERR SET option '%s' is not supported: devkit kv takes only SET key value (no expiry, NX/XX, GET or KEEPTTL)", strings.ToUpper(printable(args[3]))))
-			return metrics.OpSet, true
-		}
-		if err := s.store.Set(args[1], args[2]); err != nil {
-			return metrics.OpSet, engineError(w, err)
-		}
-		w.simple("OK")
-		return metrics.OpSet, false
-	case "DEL", "UNLINK":
-		if !arity(w, args, 2, -1) {
-			return metrics.OpDelete, true
-		}
-		var deleted int64
-		for _, key := range args[1:] {
-			found, err := s.store.Has(key)
-			if err == nil && found {
-				err = s.store.Delete(key)
-			}
-			if err != nil {
-				return metrics.OpDelete, engineError(w, err)
-			}
-			if found {
-				deleted++
-			}
-		}
-		w.integer(deleted)
-		return metrics.OpDelete, false
-	case "EXISTS":
-		if !arity(w, args, 2, -1) {
-			return metrics.OpGet, true
-		}
-		var n int64
-		for _, key := range args[1:] {
-			found, err := s.store.Has(key)
-			if err != nil {
-				return metrics.OpGet, engineError(w, err)
-			}
-			if found {
-				n++
-			}
-		}
-		w.integer(n)
-		return metrics.OpGet, false
-	case "MGET":
-		if !arity(w, args, 2, -1) {
-			return metrics.OpGet, true
-		}
-		w.array(len(args) - 1)
-		for _, key := range args[1:] {
-			// Like Redis, a key that cannot hold a value reads as nil.
-			if v, err := s.store.Get(key); err == nil {
-				w.bulk(v)
-			} else {
-				w.null()
-			}
-		}
-		return metrics.OpGet, false
-	case "MSET":
-		if len(args) < 3 || len(args)%2 == 0 {
-			w.error("ERR wrong number of arguments for 'mset' command")
-			return metrics.OpSet, true
-		}
-		if err := s.mset(cl, args); err != nil {
-			return metrics.OpSet, engineError(w, err)
-		}
-		w.simple("OK")
-		return metrics.OpSet, false
-	case "DBSIZE":
-		if !arity(w, args, 1, 1) {
-			return metrics.OpStats, true
-		}
-		w.integer(int64(s.store.Len()))
-		return metrics.OpStats, false
-	case "SCAN":
-		return metrics.OpScan, s.scan(w, args)
-	case "PING":
-		if !arity(w, args, 1, 2) {
-			return metrics.OpPing, true
-		}
-		if len(args) == 2 {
-			w.bulk(args[1])
-		} else {
-			w.simple("PONG")
-		}
-		return metrics.OpPing, false
-	case "ECHO":
-		if !arity(w, args, 2, 2) {
-			return metrics.OpPing, true
-		}
-		w.bulk(args[1])
-		return metrics.OpPing, false
-	case "INFO":
-		w.bulkString(s.info(args[1:]))
-		return metrics.OpStats, false
-	case "SELECT":
-		if !arity(w, args, 2, 2) {
-			return metrics.OpOther, true
-		}
-		if n, ok := parseInt(args[1]); !ok {
-			w.error("ERR value is not an integer or out of range")
-			return metrics.OpOther, true
-		} else if n != 0 {
-			w.error("ERR DB index is out of range")
-			return metrics.OpOther, true
-		}
-		w.simple("OK")
-		return metrics.OpOther, false
-	case "QUIT":
-		w.simple("OK")
-		cl.quit = true
-		return metrics.OpOther, false
-	case "AUTH":
-		w.error("ERR Client sent AUTH, but no password is set")
-		return metrics.OpOther, true
-	case "CLIENT":
-		return metrics.OpOther, s.clientCommand(cl, args)
-	case "COMMAND":
-		return metrics.OpOther, s.commandCommand(w, args)
-	case "CONFIG":
-		return metrics.OpOther, s.configCommand(w, args)
+// arityOK checks the argument count against the row's arity.
+func (cmd *command) arityOK(n int) bool {
+	if cmd.arity >= 0 {
+		return n == cmd.arity
 	}
-	// HELLO falls through here on purpose: Redis before 6 did not know it,
-	// and clients (go-redis v9, redis-cli) then carry on with RESP2.
-	unknownCommand(w, args)
-	return metrics.OpOther, true
+	return n >= -cmd.arity
 }
 
-// arity checks the argument count (the command included); max -1 is unbounded.
-func arity(w *replyWriter, args [][]byte, min, max int) bool {
-	if len(args) < min || (max >= 0 && len(args) > max) {
-		w.error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(printable(args[0]))))
-		return false
+// flagList is the row's flags by their Redis names.
+func (cmd *command) flagList() []string {
+	var out []string
+	for _, f := range flagNames {
+		if cmd.flags&f.f != 0 {
+			out = append(out, f.name)
+		}
 	}
-	return true
+	return out
+}
+
+func wrongArgs(w *replyWriter, name string) {
+	w.error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
 }
 
 func unknownCommand(w *replyWriter, args [][]byte) {
@@ -227,129 +215,81 @@ func printable(b []byte) string {
 	}, string(b))
 }
 
-// engineError writes an engine error in Redis's style; it returns true.
-func engineError(w *replyWriter, err error) bool {
-	switch backend.Code(err) {
-	case backend.CodeReadOnly:
-		// Redis answers writes it cannot persist with MISCONF.
-		w.error("MISCONF " + err.Error())
-	default:
-		w.error("ERR " + err.Error())
-	}
-	return true
-}
-
-func (s *Server) clientCommand(cl *client, args [][]byte) bool {
-	w := &cl.out
-	if len(args) < 2 {
-		w.error("ERR wrong number of arguments for 'client' command")
-		return true
-	}
-	switch strings.ToUpper(string(args[1])) {
-	case "SETNAME":
-		if len(args) != 3 {
-			w.error("ERR wrong number of arguments for 'client|setname' command")
-			return true
-		}
-		if bytes.ContainsAny(args[2], " \n\r") {
-			w.error("ERR Client names cannot contain spaces, newlines or special characters.")
-			return true
-		}
-		cl.name = string(args[2])
-		w.simple("OK")
-	case "GETNAME":
-		if cl.name == "" {
-			w.null()
-		} else {
-			w.bulkString(cl.name)
-		}
-	case "SETINFO":
-		if len(args) != 4 {
-			w.error("ERR wrong number of arguments for 'client|setinfo' command")
-			return true
-		}
-		w.simple("OK")
-	case "ID":
-		w.integer(cl.id)
-	default:
-		w.error(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT SETNAME, GETNAME, SETINFO or ID.", printable(args[1])))
-		return true
-	}
-	return false
-}
-
-// commandNames are the commands COMMAND COUNT and COMMAND LIST report.
-var commandNames = []string{"auth", "client", "command", "config", "dbsize", "del", "echo", "exists",
-	"get", "info", "mget", "mset", "ping", "quit", "scan", "select", "set", "unlink"}
-
-func (s *Server) commandCommand(w *replyWriter, args [][]byte) bool {
+// cmdCommand answers COMMAND, COMMAND COUNT, LIST, INFO name..., DOCS [name...].
+func cmdCommand(c *call) {
+	w, cs := c.w, c.s.cmds
 	sub := ""
-	if len(args) > 1 {
-		sub = strings.ToUpper(string(args[1]))
+	if len(c.args) > 1 {
+		sub = strings.ToUpper(string(c.args[1]))
+	}
+	// rows are those named after the subcommand, or all.
+	rows := func() []*command {
+		var out []*command
+		if len(c.args) <= 2 {
+			for i := range cs.rows {
+				out = append(out, &cs.rows[i])
+			}
+			return out
+		}
+		for _, name := range c.args[2:] {
+			out = append(out, cs.lookup(name)) // nil: unknown
+		}
+		return out
 	}
 	switch sub {
 	case "COUNT":
-		w.integer(int64(len(commandNames)))
+		w.integer(int64(len(cs.rows)))
 	case "LIST":
-		w.array(len(commandNames))
-		for _, name := range commandNames {
-			w.bulkString(name)
+		w.array(len(cs.rows))
+		for i := range cs.rows {
+			w.bulkString(cs.rows[i].name)
 		}
-	case "", "DOCS", "INFO":
-		// No command table: clients then use their built-in knowledge.
-		w.array(0)
-	default:
-		w.error(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND COUNT, LIST, DOCS or INFO.", printable(args[1])))
-		return true
-	}
-	return false
-}
-
-func (s *Server) configCommand(w *replyWriter, args [][]byte) bool {
-	if len(args) < 2 {
-		w.error("ERR wrong number of arguments for 'config' command")
-		return true
-	}
-	switch strings.ToUpper(string(args[1])) {
-	case "GET":
-		if len(args) < 3 {
-			w.error("ERR wrong number of arguments for 'config|get' command")
-			return true
+	case "", "INFO":
+		list := rows()
+		if sub == "" {
+			list = rows()[:len(cs.rows)]
 		}
-		params := s.configParams()
-		var out []string
-		for _, pat := range args[2:] {
-			p := strings.ToLower(string(pat))
-			for _, kv := range params {
-				if p == "*" || p == kv[0] {
-					out = append(out, kv[0], kv[1])
-				}
+		w.array(len(list))
+		for _, cmd := range list {
+			if cmd == nil {
+				w.nullArray()
+				continue
+			}
+			// Redis 5's shape: name, arity, flags, first key, last key, step.
+			w.array(6)
+			w.bulkString(cmd.name)
+			w.integer(int64(cmd.arity))
+			flags := cmd.flagList()
+			w.array(len(flags))
+			for _, f := range flags {
+				w.simple(f)
+			}
+			w.integer(int64(cmd.firstKey))
+			w.integer(int64(cmd.lastKey))
+			w.integer(int64(cmd.step))
+		}
+	case "DOCS":
+		list := rows()
+		n := 0
+		for _, cmd := range list {
+			if cmd != nil {
+				n++
 			}
 		}
-		w.array(len(out))
-		for _, v := range out {
-			w.bulkString(v)
+		// A map (flattened in RESP2) of name to its doc fields.
+		w.array(2 * n)
+		for _, cmd := range list {
+			if cmd == nil {
+				continue
+			}
+			w.bulkString(cmd.name)
+			w.array(4)
+			w.bulkString("summary")
+			w.bulkString(cmd.summary)
+			w.bulkString("group")
+			w.bulkString(cmd.group)
 		}
-		return false
-	case "RESETSTAT":
-		w.simple("OK")
-		return false
 	default:
-		w.error(fmt.Sprintf("ERR CONFIG %s is not supported: devkit kv is configured with flags of devkit kv serve", printable(args[1])))
-		return true
-	}
-}
-
-// configParams are the read-only settings CONFIG GET reports, in Redis's names.
-func (s *Server) configParams() [][2]string {
-	fsync := map[string]string{"always": "always", "periodic": "everysec", "none": "no"}[s.store.Stats().SyncPolicy]
-	return [][2]string{
-		{"appendonly", "yes"},
-		{"appendfsync", fsync},
-		{"save", ""},
-		{"databases", "1"},
-		{"maxclients", strconv.Itoa(s.opts.MaxConns)},
-		{"timeout", strconv.Itoa(int(s.opts.IdleTimeout / time.Second))},
-		{"proto-max-bulk-len", strconv.Itoa(s.opts.MaxBulkBytes)},
+		w.error(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND COUNT, LIST, INFO or DOCS.", printable(c.args[1])))
 	}
 }

@@ -12,8 +12,10 @@ import (
 // answer at (RESP2, no HELLO), which clients use to pick features.
 const compatVersion = "5.0.0"
 
-// info renders INFO's sections: server, clients, persistence, stats,
-// keyspace (all by default, or those named).
+func cmdInfo(c *call) { c.w.bulkString(c.s.info(c.args[1:])) }
+
+// info renders INFO's sections: server, clients, memory, persistence,
+// stats, replication, keyspace (all by default, or those named).
 func (s *Server) info(sections [][]byte) string {
 	want := func(name string) bool {
 		if len(sections) == 0 {
@@ -55,9 +57,24 @@ func (s *Server) info(sections [][]byte) string {
 		line("connected_clients", s.open.Load())
 		line("maxclients", s.opts.MaxConns)
 	}
+	if want("memory") {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		section("Memory")
+		line("used_memory", ms.HeapAlloc)
+		line("used_memory_human", humanBytes(ms.HeapAlloc))
+		line("used_memory_rss", ms.Sys-ms.HeapReleased)
+		line("used_memory_rss_human", humanBytes(ms.Sys-ms.HeapReleased))
+		line("used_memory_dataset", st.DataBytes)
+		line("maxmemory", 0)
+		line("maxmemory_policy", "noeviction")
+		line("mem_allocator", "go")
+	}
 	if want("persistence") {
 		section("Persistence")
 		line("loading", 0)
+		line("rdb_bgsave_in_progress", boolInt(s.saving.Load()))
+		line("rdb_last_save_time", s.lastSave().Unix())
 		line("aof_enabled", 1)
 		status := "ok"
 		if st.ReadOnly {
@@ -87,6 +104,13 @@ func (s *Server) info(sections [][]byte) string {
 		line("keyspace_misses", st.Misses)
 		line("total_sets", st.Sets)
 		line("total_deletes", st.Deletes)
+		line("expired_keys", st.ExpiredKeys)
+		line("evicted_keys", 0)
+	}
+	if want("replication") {
+		section("Replication")
+		line("role", "master")
+		line("connected_slaves", 0)
 	}
 	if want("keyspace") {
 		section("Keyspace")
@@ -102,4 +126,17 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// humanBytes renders a byte count as Redis does (1.50M).
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
 }

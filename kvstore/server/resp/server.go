@@ -1,9 +1,7 @@
-// Package resp serves the engine over a subset of the Redis protocol (RESP2),
-// enough for redis-cli, redis-benchmark and go-redis v9 to work unchanged:
-// PING, ECHO, GET, SET, DEL, EXISTS, MGET, MSET, DBSIZE, SCAN (MATCH prefix
-// patterns, COUNT), INFO, SELECT 0, QUIT, AUTH, CLIENT SETNAME/GETNAME/SETINFO/ID,
-// and enough of COMMAND, CONFIG GET and HELLO (answered as Redis 5 would,
-// so clients fall back to RESP2).
+// Package resp serves the engine over the Redis protocol (RESP2), enough for
+// redis-cli, redis-benchmark, go-redis v9 and redis-py to work unchanged.
+// The commands served are the rows of the command table (commands.go);
+// docs/kvstore-server.md lists them with their compatibility notes.
 //
 // Invariant: a write command is answered +OK (or its count) only after the
 // engine acknowledged every write in it under its sync policy, and replies
@@ -12,11 +10,14 @@ package resp
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,14 +29,16 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxArgs       = 1 << 20
-	DefaultMaxRequest    = 64 << 20
-	DefaultMaxInline     = 64 << 10
-	DefaultIdleTimeout   = 5 * time.Minute
-	DefaultWriteTimeout  = 30 * time.Second
-	DefaultMaxConns      = 10000
-	DefaultMaxScanCount  = 10000
-	DefaultMaxScanCursor = 4096
+	DefaultMaxArgs      = 1 << 20
+	DefaultMaxRequest   = 64 << 20
+	DefaultMaxInline    = 64 << 10
+	DefaultIdleTimeout  = 5 * time.Minute
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultMaxConns     = 10000
+	// DefaultHandshakeTimeout bounds the wait for a connection's first command.
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxScanCount     = 10000
+	DefaultMaxScanCursor    = 4096
 )
 
 // Options configure a Server. The zero value takes the defaults; a negative
@@ -57,6 +60,12 @@ type Options struct {
 	IdleTimeout time.Duration
 	// WriteTimeout bounds writing replies to a slow reader. 30s when zero.
 	WriteTimeout time.Duration
+	// MaxConnsPerIP bounds the connections of one source address.
+	// MaxConns/2 when zero; negative: no bound.
+	MaxConnsPerIP int
+	// HandshakeTimeout closes a connection that has not sent a whole first
+	// request this long after connecting. 10s when zero; negative: none.
+	HandshakeTimeout time.Duration
 	// MaxConns bounds open connections (Redis's maxclients). 10000 when zero.
 	MaxConns int
 	// MaxScanCount caps SCAN's COUNT. 10000 when zero.
@@ -64,8 +73,14 @@ type Options struct {
 	// MaxScanCursors bounds the SCAN cursors remembered across calls; the
 	// oldest is forgotten first. 4096 when zero.
 	MaxScanCursors int
-	Logger         *slog.Logger
-	Metrics        *metrics.Metrics
+	// Password, when set, must be given with AUTH before any other command
+	// (Redis's requirepass).
+	Password string
+	// AllowFlush lets FLUSHDB and FLUSHALL delete every key; they are
+	// refused otherwise.
+	AllowFlush bool
+	Logger     *slog.Logger
+	Metrics    *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -83,7 +98,7 @@ func (o Options) withDefaults() Options {
 	for _, p := range []struct {
 		v *time.Duration
 		d time.Duration
-	}{{&o.IdleTimeout, DefaultIdleTimeout}, {&o.WriteTimeout, DefaultWriteTimeout}} {
+	}{{&o.IdleTimeout, DefaultIdleTimeout}, {&o.WriteTimeout, DefaultWriteTimeout}, {&o.HandshakeTimeout, DefaultHandshakeTimeout}} {
 		if *p.v == 0 {
 			*p.v = p.d
 		} else if *p.v < 0 {
@@ -94,6 +109,11 @@ func (o Options) withDefaults() Options {
 		o.MaxConns = DefaultMaxConns
 	} else if o.MaxConns < 0 {
 		o.MaxConns = 0
+	}
+	if o.MaxConnsPerIP == 0 {
+		o.MaxConnsPerIP = max(o.MaxConns/2, 1)
+	} else if o.MaxConnsPerIP < 0 {
+		o.MaxConnsPerIP = 0
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -107,11 +127,14 @@ type Server struct {
 	opts    Options
 	conns   *connserver.Server
 	cursors *cursorTable
+	cmds    *commandSet
 	started time.Time
 
-	// groupWrites: under SyncAlways, pipelined SETs on distinct keys are
-	// committed together so that they share fsyncs (see executeSetRun).
-	groupWrites bool
+	saving atomic.Bool    // a SAVE or BGSAVE runs
+	bg     sync.WaitGroup // BGSAVE goroutines
+
+	clientsMu sync.Mutex
+	clients   map[int64]*client
 
 	nextClientID atomic.Int64
 	commands     atomic.Uint64
@@ -123,16 +146,18 @@ type Server struct {
 // NewServer returns a server over store.
 func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), started: time.Now(),
-		groupWrites: store.Stats().SyncPolicy == kvstore.SyncAlways.String()}
+	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), cmds: newCommandSet(),
+		started: time.Now(), clients: map[int64]*client{}}
 	s.conns = connserver.New(connserver.Options{
-		MaxConns:     opts.MaxConns,
-		IdleTimeout:  opts.IdleTimeout,
-		WriteTimeout: opts.WriteTimeout,
-		Reject:       []byte("-ERR max number of clients reached\r\n"),
-		Transport:    metrics.RESP,
-		Metrics:      opts.Metrics,
-		Logger:       opts.Logger,
+		MaxConns:         opts.MaxConns,
+		MaxConnsPerIP:    opts.MaxConnsPerIP,
+		HandshakeTimeout: opts.HandshakeTimeout,
+		IdleTimeout:      opts.IdleTimeout,
+		WriteTimeout:     opts.WriteTimeout,
+		Reject:           []byte("-ERR max number of clients reached\r\n"),
+		Transport:        metrics.RESP,
+		Metrics:          opts.Metrics,
+		Logger:           opts.Logger,
 	}, s.serveConn)
 	return s
 }
@@ -148,31 +173,88 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting, answers the commands being served, closes every
 // connection, and waits for that until ctx is done.
-func (s *Server) Shutdown(ctx context.Context) error { return s.conns.Shutdown(ctx) }
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.conns.Shutdown(ctx)
+	s.bg.Wait()
+	return err
+}
 
 // IsClosed reports whether err is what Serve returns after Shutdown.
 func IsClosed(err error) bool { return errors.Is(err, connserver.ErrServerClosed) }
 
-// client is one connection's state.
+// client is one connection's state. The fields in clientState are read by
+// CLIENT LIST from other connections; the rest belong to the connection's
+// goroutine.
 type client struct {
-	id   int64
-	name string
-	conn *connserver.Conn
-	out  replyWriter
-	quit bool
-	log  *slog.Logger
+	clientState
+	id          int64
+	addr, laddr string
+	created     time.Time
+	conn        *connserver.Conn
+	out         replyWriter
+	call        call // reused for every command: no allocation per command
+	quit        bool
+	authed      bool
+	log         *slog.Logger
+
+	multi, multiDirty bool
+	queued            []queuedCommand
+	queuedBytes       int
+	watched           map[string]uint64 // WATCHed key -> version
+
+	pending []pendingWrite // logged, not yet awaited
+	batch   kvstore.Batch  // reused for SET and MSET
 }
+
+func (s *Server) register(cl *client) {
+	s.clientsMu.Lock()
+	s.clients[cl.id] = cl
+	s.clientsMu.Unlock()
+}
+
+func (s *Server) unregister(cl *client) {
+	s.clientsMu.Lock()
+	delete(s.clients, cl.id)
+	s.clientsMu.Unlock()
+}
+
+// clientsSnapshot returns the connected clients in id order.
+func (s *Server) clientsSnapshot() []*client {
+	s.clientsMu.Lock()
+	out := make([]*client, 0, len(s.clients))
+	for _, cl := range s.clients {
+		out = append(out, cl)
+	}
+	s.clientsMu.Unlock()
+	slices.SortFunc(out, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// keepOutBytes is the largest reply buffer a connection keeps between bursts.
+const keepOutBytes = 1 << 20
+
+// flushAt is the reply bytes after which a burst's replies are written
+// out before the burst ends.
+const flushAt = 64 << 10
 
 func (s *Server) serveConn(c *connserver.Conn) {
 	s.connections.Add(1)
 	s.open.Add(1)
 	defer s.open.Add(-1)
+	now := time.Now()
 	cl := &client{
-		id:   s.nextClientID.Add(1),
-		conn: c,
-		out:  replyWriter{w: bufio.NewWriterSize(c, 16<<10)},
-		log:  s.opts.Logger.With("transport", "resp", "remote", c.RemoteAddr().String()),
+		id:      s.nextClientID.Add(1),
+		addr:    c.RemoteAddr().String(),
+		laddr:   c.LocalAddr().String(),
+		created: now,
+		conn:    c,
+		authed:  s.opts.Password == "",
+		log:     s.opts.Logger.With("transport", "resp", "remote", c.RemoteAddr().String()),
 	}
+	cl.lastActive.Store(now.UnixNano())
+	cl.multiLen.Store(-1)
+	s.register(cl)
+	defer s.unregister(cl)
 	in := &commandReader{
 		br:         bufio.NewReaderSize(c, 16<<10),
 		maxBulk:    s.opts.MaxBulkBytes,
@@ -181,54 +263,48 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		maxRequest: s.opts.MaxRequestBytes,
 	}
 	flush := func() bool {
+		if len(cl.pending) > 0 {
+			cl.settle()
+		}
+		if len(cl.out.buf) == 0 {
+			return true
+		}
 		c.ArmWrite()
-		if err := cl.out.w.Flush(); err != nil {
+		_, err := c.Write(cl.out.buf)
+		cl.out.buf = cl.out.buf[:0]
+		if cap(cl.out.buf) > keepOutBytes {
+			cl.out.buf = nil
+		}
+		if err != nil {
 			cl.log.Debug("write failed", "err", err)
 			return false
 		}
 		return true
 	}
-	// held is a command read while gathering a run of pipelined SETs that
-	// did not belong to the run: it goes next.
-	var held [][]byte
 	for {
-		args := held
-		held = nil
-		var err error
-		if args == nil {
-			if !c.AwaitRequest() {
-				flush()
-				return
-			}
-			args, err = in.readCommand()
-		} else if c.Draining() {
+		if !c.AwaitRequest() {
 			flush()
 			return
 		}
+		args, err := in.readCommand()
+		c.RequestRead()
 		if err == nil && len(args) > 0 {
-			if s.groupWrites && isPlainSet(args) && in.hasWholeCommand() {
-				held, err = s.executeSetRun(cl, in, args)
-			} else {
-				s.execute(cl, args)
-			}
+			s.execute(cl, args)
 		}
 		if err != nil {
 			var pe *ProtocolError
 			if errors.As(err, &pe) {
 				cl.log.Info("protocol error; closing connection", "err", pe.Error())
 				cl.out.error("ERR " + pe.Error())
-				flush()
-			} else {
-				flush() // replies to a run read before the failure
-				if !errors.Is(err, io.EOF) && !c.Draining() {
-					cl.log.Debug("connection closed", "err", err)
-				}
+			} else if !errors.Is(err, io.EOF) && !c.Draining() {
+				cl.log.Debug("connection closed", "err", err)
 			}
+			flush() // the replies to the commands before the failure
 			return
 		}
 		// Flush unless the next command is already here: never leave replies
 		// waiting while the server waits for the network.
-		if held == nil && (cl.quit || !in.hasWholeCommand() || c.Draining()) {
+		if cl.quit || len(cl.out.buf) >= flushAt || !in.hasWholeCommand() || c.Draining() {
 			if !flush() || cl.quit {
 				return
 			}

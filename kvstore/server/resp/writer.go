@@ -1,57 +1,71 @@
 package resp
 
 import (
-	"bufio"
 	"strconv"
 )
 
-// replyWriter writes RESP2 replies into a buffered writer.
+// replyWriter appends RESP2 replies to a buffer that the connection writes
+// out in one call per burst of commands. errs counts the error replies
+// written, which is how a command reports that it failed (for metrics).
 type replyWriter struct {
-	w       *bufio.Writer
-	scratch []byte
+	buf  []byte
+	errs int
 }
 
 func (w *replyWriter) simple(s string) {
-	w.w.WriteByte('+')
-	w.w.WriteString(s)
-	w.w.WriteString("\r\n")
+	w.buf = append(w.buf, '+')
+	w.buf = append(w.buf, s...)
+	w.buf = append(w.buf, '\r', '\n')
 }
+
+// ok is the +OK reply, the most frequent one.
+func (w *replyWriter) ok() { w.buf = append(w.buf, "+OK\r\n"...) }
 
 // error writes an error reply; msg starts with its code (ERR, WRONGTYPE...).
 // CR and LF would break the framing, so they become spaces.
 func (w *replyWriter) error(msg string) {
-	w.w.WriteByte('-')
+	w.errs++
+	w.buf = append(w.buf, '-')
 	for i := 0; i < len(msg); i++ {
 		c := msg[i]
 		if c == '\r' || c == '\n' {
 			c = ' '
 		}
-		w.w.WriteByte(c)
+		w.buf = append(w.buf, c)
 	}
-	w.w.WriteString("\r\n")
+	w.buf = append(w.buf, '\r', '\n')
 }
 
 func (w *replyWriter) header(kind byte, n int64) {
-	w.scratch = append(w.scratch[:0], kind)
-	w.scratch = strconv.AppendInt(w.scratch, n, 10)
-	w.scratch = append(w.scratch, '\r', '\n')
-	w.w.Write(w.scratch)
+	w.buf = append(w.buf, kind)
+	w.buf = strconv.AppendInt(w.buf, n, 10)
+	w.buf = append(w.buf, '\r', '\n')
 }
 
 func (w *replyWriter) integer(n int64) { w.header(':', n) }
 
 func (w *replyWriter) bulk(b []byte) {
 	w.header('$', int64(len(b)))
-	w.w.Write(b)
-	w.w.WriteString("\r\n")
+	w.buf = append(w.buf, b...)
+	w.buf = append(w.buf, '\r', '\n')
 }
 
 func (w *replyWriter) bulkString(s string) {
 	w.header('$', int64(len(s)))
-	w.w.WriteString(s)
-	w.w.WriteString("\r\n")
+	w.buf = append(w.buf, s...)
+	w.buf = append(w.buf, '\r', '\n')
 }
 
-func (w *replyWriter) null() { w.w.WriteString("$-1\r\n") }
+func (w *replyWriter) null() { w.buf = append(w.buf, "$-1\r\n"...) }
+
+func (w *replyWriter) nullArray() { w.buf = append(w.buf, "*-1\r\n"...) }
 
 func (w *replyWriter) array(n int) { w.header('*', int64(n)) }
+
+// bulkStrings writes an array of bulk strings.
+func (w *replyWriter) bulkStrings(ss ...string) {
+	w.array(len(ss))
+	for _, s := range ss {
+		w.bulkString(s)
+	}
+}

@@ -3,6 +3,7 @@ package tcpjson
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,14 +28,40 @@ type Client struct {
 
 // Dial connects to the server at addr.
 func Dial(ctx context.Context, addr string) (*Client, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	return DialWith(ctx, addr, DialOptions{})
+}
+
+// DialOptions say how to reach a server.
+type DialOptions struct {
+	// TLS, when set, speaks TLS with this configuration.
+	TLS *tls.Config
+	// Password, when set, authenticates the connection right after it opens.
+	Password string
+}
+
+// DialWith connects to the server at addr with TLS and a password as o says.
+func DialWith(ctx context.Context, addr string, o DialOptions) (*Client, error) {
+	var conn net.Conn
+	var err error
+	if o.TLS != nil {
+		d := tls.Dialer{Config: o.TLS}
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tcpjson: dial %s: %w", addr, err)
 	}
 	c := &Client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10), w: bufio.NewWriterSize(conn, 64<<10)}
 	c.enc = json.NewEncoder(c.w)
 	c.enc.SetEscapeHTML(false)
+	if o.Password != "" {
+		if _, err := c.call(ctx, Request{Op: OpAuth, Password: o.Password}); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("tcpjson: auth: %w", err)
+		}
+	}
 	return c, nil
 }
 

@@ -15,9 +15,13 @@
 //	{"op":"ping"}                                      {"ok":true,"value":"pong"}
 //	{"op":"stats"}                                     {"ok":true,"stats":{...}}
 //	{"op":"get"}                                       {"ok":false,"error":"...","code":"empty_key"}
+//	{"op":"auth","password":"..."}                     {"ok":true}  (when the server has a password)
 //
 // A value that is not valid UTF-8 travels base64-encoded as value_b64 (in
 // both directions); keys likewise as key_b64, and listed keys as keys_b64.
+// A request whose strings are not valid UTF-8 (raw bytes, or a \u escape
+// of a lone surrogate) is refused with code invalid_utf8, never stored
+// with U+FFFD in place of the bytes sent.
 package tcpjson
 
 import (
@@ -35,6 +39,8 @@ const (
 	OpPing   = "ping"
 	OpKeys   = "keys"
 	OpStats  = "stats"
+	// OpAuth authenticates the connection when the server has a password.
+	OpAuth = "auth"
 )
 
 // Error codes of the protocol, beyond the engine's (see package backend).
@@ -44,6 +50,12 @@ const (
 	CodeLineTooLong = "line_too_long"
 	CodeTooManyConn = "too_many_connections"
 	CodeBadRequest  = "bad_request"
+	// CodeInvalidUTF8: a string in the request is not valid UTF-8; binary
+	// keys and values travel base64-encoded (key_b64, value_b64).
+	CodeInvalidUTF8 = "invalid_utf8"
+	// CodeUnauthorized: the server has a password and the connection has not
+	// sent it with an auth request (or sent a wrong one).
+	CodeUnauthorized = "unauthorized"
 )
 
 // Request is one line a client sends.
@@ -64,6 +76,8 @@ type Request struct {
 	After     string `json:"after,omitempty"`
 	AfterB64  []byte `json:"after_b64,omitempty"`
 	Limit     int    `json:"limit,omitempty"`
+	// Password authenticates the connection (auth only).
+	Password string `json:"password,omitempty"`
 }
 
 // Response is one line the server sends back.

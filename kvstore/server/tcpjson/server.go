@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"time"
+	"unicode/utf8"
 
 	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server/backend"
@@ -28,7 +30,9 @@ const (
 	DefaultIdleTimeout  = 5 * time.Minute
 	DefaultWriteTimeout = 30 * time.Second
 	DefaultMaxConns     = 1024
-	DefaultMaxScanLimit = 10000
+	// DefaultHandshakeTimeout bounds the wait for a connection's first request.
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxScanLimit     = 10000
 )
 
 // Options configure a Server. The zero value takes the defaults; a negative
@@ -41,12 +45,21 @@ type Options struct {
 	IdleTimeout time.Duration
 	// WriteTimeout bounds writing replies to a slow reader. 30s when zero.
 	WriteTimeout time.Duration
+	// MaxConnsPerIP bounds the connections of one source address.
+	// MaxConns/2 when zero; negative: no bound.
+	MaxConnsPerIP int
+	// HandshakeTimeout closes a connection that has not sent a whole first
+	// request this long after connecting. 10s when zero; negative: none.
+	HandshakeTimeout time.Duration
 	// MaxConns bounds open connections. 1024 when zero.
 	MaxConns int
 	// MaxScanLimit caps the limit of a keys request. 10000 when zero.
 	MaxScanLimit int
-	Logger       *slog.Logger
-	Metrics      *metrics.Metrics
+	// Password, when set, must be sent with an auth request before any
+	// other request on a connection.
+	Password string
+	Logger   *slog.Logger
+	Metrics  *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -59,6 +72,7 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.IdleTimeout, DefaultIdleTimeout)
 	def(&o.WriteTimeout, DefaultWriteTimeout)
+	def(&o.HandshakeTimeout, DefaultHandshakeTimeout)
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = DefaultMaxLineBytes
 	}
@@ -66,6 +80,11 @@ func (o Options) withDefaults() Options {
 		o.MaxConns = DefaultMaxConns
 	} else if o.MaxConns < 0 {
 		o.MaxConns = 0
+	}
+	if o.MaxConnsPerIP == 0 {
+		o.MaxConnsPerIP = max(o.MaxConns/2, 1)
+	} else if o.MaxConnsPerIP < 0 {
+		o.MaxConnsPerIP = 0
 	}
 	if o.MaxScanLimit <= 0 {
 		o.MaxScanLimit = DefaultMaxScanLimit
@@ -89,13 +108,15 @@ func NewServer(store backend.Store, opts Options) *Server {
 	s := &Server{store: store, opts: opts}
 	reject, _ := json.Marshal(Response{Error: fmt.Sprintf("too many connections (the limit is %d)", opts.MaxConns), Code: CodeTooManyConn})
 	s.conns = connserver.New(connserver.Options{
-		MaxConns:     opts.MaxConns,
-		IdleTimeout:  opts.IdleTimeout,
-		WriteTimeout: opts.WriteTimeout,
-		Reject:       append(reject, '\n'),
-		Transport:    metrics.TCP,
-		Metrics:      opts.Metrics,
-		Logger:       opts.Logger,
+		MaxConns:         opts.MaxConns,
+		MaxConnsPerIP:    opts.MaxConnsPerIP,
+		HandshakeTimeout: opts.HandshakeTimeout,
+		IdleTimeout:      opts.IdleTimeout,
+		WriteTimeout:     opts.WriteTimeout,
+		Reject:           append(reject, '\n'),
+		Transport:        metrics.TCP,
+		Metrics:          opts.Metrics,
+		Logger:           opts.Logger,
 	}, s.serveConn)
 	return s
 }
@@ -121,6 +142,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	var line []byte
+	authed := s.opts.Password == ""
 	for {
 		if !c.AwaitRequest() {
 			return
@@ -130,6 +152,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		}
 		var err error
 		line, err = readLine(r, line[:0], s.opts.MaxLineBytes)
+		c.RequestRead()
 		if errors.Is(err, errLineTooLong) {
 			err = nil
 			line = nil
@@ -148,7 +171,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		if len(line) == 0 {
 			continue
 		}
-		resp := s.handleLine(line, log)
+		resp := s.handleLine(line, log, &authed)
 		if err := s.reply(c, w, enc, r, resp); err != nil {
 			log.Debug("write failed", "err", err)
 			return
@@ -212,7 +235,7 @@ func readLine(r *bufio.Reader, buf []byte, max int) ([]byte, error) {
 }
 
 // handleLine answers one request line; a panic becomes an internal error.
-func (s *Server) handleLine(line []byte, log *slog.Logger) (resp Response) {
+func (s *Server) handleLine(line []byte, log *slog.Logger, authed *bool) (resp Response) {
 	start := time.Now()
 	op := metrics.OpOther
 	defer func() {
@@ -222,11 +245,22 @@ func (s *Server) handleLine(line []byte, log *slog.Logger) (resp Response) {
 		}
 		s.opts.Metrics.Request(metrics.TCP, op, start, !resp.OK)
 	}()
+	// encoding/json would turn invalid UTF-8 into U+FFFD and store that.
+	if err := checkUTF8(line); err != nil {
+		return Response{Error: err.Error() + ": send binary keys and values base64-encoded in key_b64 / value_b64", Code: CodeInvalidUTF8}
+	}
 	var req Request
 	if err := json.Unmarshal(line, &req); err != nil {
 		return Response{Error: "bad JSON: " + err.Error(), Code: CodeBadJSON}
 	}
-	op, resp = s.handle(&req)
+	switch {
+	case req.Op == OpAuth:
+		resp = s.auth(&req, authed)
+	case !*authed:
+		resp = Response{Error: `authentication required: send {"op":"auth","password":"..."} first`, Code: CodeUnauthorized}
+	default:
+		op, resp = s.handle(&req)
+	}
 	resp.ID = req.ID
 	return resp
 }
@@ -252,6 +286,18 @@ func (s *Server) handle(req *Request) (metrics.Op, Response) {
 	default:
 		return metrics.OpOther, Response{Error: fmt.Sprintf("unknown op %q (want set, get, delete, ping, keys or stats)", req.Op), Code: CodeUnknownOp}
 	}
+}
+
+func (s *Server) auth(req *Request, authed *bool) Response {
+	if s.opts.Password == "" {
+		return Response{Error: "auth sent, but the server has no password", Code: CodeBadRequest}
+	}
+	if subtle.ConstantTimeCompare([]byte(req.Password), []byte(s.opts.Password)) != 1 {
+		*authed = false
+		return Response{Error: "wrong password", Code: CodeUnauthorized}
+	}
+	*authed = true
+	return Response{OK: true}
 }
 
 func engineError(err error) Response {
@@ -282,20 +328,17 @@ func (s *Server) get(req *Request) Response {
 	return resp
 }
 
+// delete removes the key and reports whether this request removed it: of
+// concurrent deletes of one key exactly one answers found.
 func (s *Server) delete(req *Request) Response {
 	key := pick(req.Key, req.KeyB64)
-	if len(key) == 0 {
-		return engineError(kvstore.ErrEmptyKey)
-	}
-	found, err := s.store.Has(key)
+	var found bool
+	err := s.store.Update(func(tx *kvstore.Tx) error {
+		var err error
+		found, err = tx.Delete(key)
+		return err
+	})
 	if err != nil {
-		return engineError(err)
-	}
-	if !found {
-		// Nothing to remove: no log record for it.
-		return Response{OK: true, Found: &found}
-	}
-	if err := s.store.Delete(key); err != nil {
 		return engineError(err)
 	}
 	return Response{OK: true, Found: &found}
@@ -320,4 +363,64 @@ func (s *Server) keys(req *Request) Response {
 	resp := Response{OK: true}
 	resp.setKeys(page.Entries, page.Next)
 	return resp
+}
+
+// checkUTF8 reports a request line that is not valid UTF-8, or whose
+// strings hold a \u escape of a lone surrogate (not a character either).
+func checkUTF8(line []byte) error {
+	if !utf8.Valid(line) {
+		for i := 0; i < len(line); {
+			r, n := utf8.DecodeRune(line[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return fmt.Errorf("invalid UTF-8 at byte %d", i)
+			}
+			i += n
+		}
+	}
+	for i := 0; i+1 < len(line); i++ {
+		if line[i] != '\\' {
+			continue
+		}
+		if line[i+1] != 'u' {
+			i++ // an escaped character: skip it, it may be a backslash
+			continue
+		}
+		r, ok := hex4(line, i+2)
+		switch {
+		case !ok:
+			i++
+			continue // malformed: the JSON decoder reports it
+		case 0xD800 <= r && r < 0xDC00:
+			if lo, ok := hex4(line, i+8); ok && i+7 < len(line) && line[i+6] == '\\' && line[i+7] == 'u' && 0xDC00 <= lo && lo < 0xE000 {
+				i += 11
+				continue
+			}
+			return fmt.Errorf("lone surrogate \\u%04x at byte %d is not valid UTF-8", r, i)
+		case 0xDC00 <= r && r < 0xE000:
+			return fmt.Errorf("lone surrogate \\u%04x at byte %d is not valid UTF-8", r, i)
+		}
+		i += 5
+	}
+	return nil
+}
+
+// hex4 parses the four hex digits at b[i:].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

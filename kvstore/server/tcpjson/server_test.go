@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -330,8 +331,8 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 	}
 }
 
-func TestServer_ConnectionLimitTurnsAwayExtraClients(t *testing.T) {
-	_, addr := start(t, servertest.OpenDB(t), tcpjson.Options{MaxConns: 2})
+func TestServer_PerAddressLimitTurnsAwayExtraClients(t *testing.T) {
+	_, addr := start(t, servertest.OpenDB(t), tcpjson.Options{MaxConns: 10, MaxConnsPerIP: 2})
 	a, b := dial(t, addr), dial(t, addr)
 	ctx := context.Background()
 	for _, c := range []*tcpjson.Client{a, b} {
@@ -341,7 +342,17 @@ func TestServer_ConnectionLimitTurnsAwayExtraClients(t *testing.T) {
 	}
 	extra := dialRaw(t, addr)
 	if m := extra.reply(); m["code"] != tcpjson.CodeTooManyConn {
-		t.Fatalf("third connection got %v, want too_many_connections", m)
+		t.Fatalf("third connection from one address got %v, want too_many_connections", m)
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	other, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	io.WriteString(other, `{"op":"ping"}`+"\n")
+	if line, err := bufio.NewReader(other).ReadString('\n'); err != nil || !strings.Contains(line, "pong") {
+		t.Fatalf("another address was turned away: %q %v", line, err)
 	}
 	a.Close()
 	waitFor(t, func() bool {
@@ -352,6 +363,49 @@ func TestServer_ConnectionLimitTurnsAwayExtraClients(t *testing.T) {
 		defer c.Close()
 		return c.Ping(ctx) == nil
 	}, "a slot to free up")
+}
+
+func TestServer_AtTheLimitTheLongestIdleConnectionMakesRoom(t *testing.T) {
+	_, addr := start(t, servertest.OpenDB(t), tcpjson.Options{MaxConns: 2, MaxConnsPerIP: -1})
+	ctx := context.Background()
+	a := dial(t, addr)
+	if err := a.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	b := dial(t, addr)
+	if err := b.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	if err := c.Ping(ctx); err != nil {
+		t.Fatalf("a new client at the limit was not admitted: %v", err)
+	}
+	if err := a.Ping(ctx); err == nil {
+		t.Fatal("the longest idle connection was not the one closed")
+	}
+	if err := b.Ping(ctx); err != nil {
+		t.Fatalf("a younger connection was closed: %v", err)
+	}
+}
+
+func TestServer_FirstRequestMustArriveWithinTheHandshakeTimeout(t *testing.T) {
+	_, addr := start(t, servertest.OpenDB(t), tcpjson.Options{HandshakeTimeout: 200 * time.Millisecond})
+	slow := dialRaw(t, addr)
+	io.WriteString(slow.Conn, `{"op":"pi`)
+	start := time.Now()
+	if _, err := slow.r.ReadString('\n'); err == nil || time.Since(start) > 3*time.Second {
+		t.Fatalf("a silent new connection was kept %v (%v)", time.Since(start), err)
+	}
+	// After its first request a connection gets the idle timeout instead.
+	ok := dial(t, addr)
+	if err := ok.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if err := ok.Ping(context.Background()); err != nil {
+		t.Fatalf("a connection that had sent a request was closed by the handshake timeout: %v", err)
+	}
 }
 
 func TestServer_PanicBecomesInternalErrorAndConnectionLivesOn(t *testing.T) {
@@ -423,5 +477,44 @@ func TestServer_RepliesAreNotHeldWhileTheNextLineIsIncomplete(t *testing.T) {
 	c.send(`ng"}` + "\n")
 	if m := c.reply(); m["value"] != "pong" {
 		t.Fatalf("reply %v", m)
+	}
+}
+
+func TestProtocol_InvalidUTF8IsRefusedNotMangled(t *testing.T) {
+	db := servertest.OpenDB(t)
+	_, addr := start(t, db, tcpjson.Options{})
+	c := dialRaw(t, addr)
+	for _, line := range []string{
+		"{\"op\":\"set\",\"key\":\"k\",\"value\":\"a\xffb\"}\n",
+		"{\"op\":\"set\",\"key\":\"k\xc3\",\"value\":\"v\"}\n",
+		`{"op":"set","key":"k","value":"\ud800"}` + "\n",
+		`{"op":"set","key":"k","value":"x\udc00y"}` + "\n",
+		`{"op":"set","key":"k","value":"\ud800\u0041"}` + "\n",
+	} {
+		c.send(line)
+		m := c.reply()
+		if m["ok"] != false || m["code"] != tcpjson.CodeInvalidUTF8 || !strings.Contains(fmt.Sprint(m["error"]), "value_b64") {
+			t.Errorf("%q: got %v, want invalid_utf8 naming value_b64", line, m)
+		}
+	}
+	if db.Len() != 0 {
+		t.Fatalf("an invalid request stored %d keys", db.Len())
+	}
+	// Valid escapes, a surrogate pair, a literal U+FFFD and an escaped backslash before u pass.
+	c.send(`{"op":"set","key":"k","value":"\u00e9 \ud83d\ude00 ` + "\uFFFD" + ` \\ud800"}` + "\n")
+	if m := c.reply(); m["ok"] != true {
+		t.Fatalf("valid request refused: %v", m)
+	}
+	if v, _ := db.Get([]byte("k")); string(v) != "é 😀 \uFFFD \\ud800" {
+		t.Fatalf("stored %q", v)
+	}
+	// Binary values travel as value_b64 and come back byte for byte.
+	bin := []byte{0xff, 0x00, 0xc3}
+	cl := dial(t, addr)
+	if err := cl.Set(context.Background(), []byte("bin"), bin); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := cl.Get(context.Background(), []byte("bin")); err != nil || !bytes.Equal(v, bin) {
+		t.Fatalf("binary round trip: %q %v", v, err)
 	}
 }

@@ -1,10 +1,17 @@
 // Package connserver runs a request/reply protocol over stream connections:
-// the accept loop, the connection limit, idle deadlines and graceful
-// shutdown, shared by the TCP JSON and RESP servers.
+// the accept loop, the connection limits, deadlines and graceful shutdown,
+// shared by the TCP JSON and RESP servers.
 //
 // Invariant: once Shutdown has begun, no connection starts reading a new
 // request — a request already read is answered, then the connection closes —
 // so every reply a client received was produced before the engine closes.
+//
+// Slow or idle clients cannot lock the transport out: one source address
+// holds at most MaxConnsPerIP connections; a new connection must complete
+// its first request within HandshakeTimeout; and at MaxConns a new
+// connection is admitted by closing the connection that has waited longest
+// for (or in the middle of) its next request — never one whose request is
+// being served.
 package connserver
 
 import (
@@ -22,9 +29,16 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	// MaxConns bounds open connections; a connection over the limit gets
-	// Reject's message and is closed.
+	// MaxConns bounds open connections. At the limit the connection idle
+	// the longest is closed to admit the new one; when every connection is
+	// busy, the new one gets Reject's message and is closed.
 	MaxConns int
+	// MaxConnsPerIP bounds the connections of one source address (0: no
+	// bound); a connection over it gets Reject's message and is closed.
+	MaxConnsPerIP int
+	// HandshakeTimeout bounds the time from accept to the first complete
+	// request (0: only IdleTimeout).
+	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection that sends no request for this long.
 	IdleTimeout time.Duration
 	// WriteTimeout bounds one flush of replies to a slow reader.
@@ -49,9 +63,9 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*Conn]struct{}
+	perIP     map[string]int
 	draining  bool
 	wg        sync.WaitGroup
-	count     atomic.Int64
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -62,7 +76,7 @@ func New(opts Options, handler Handler) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Server{opts: opts, handler: handler, listeners: map[net.Listener]struct{}{}, conns: map[*Conn]struct{}{}}
+	return &Server{opts: opts, handler: handler, listeners: map[net.Listener]struct{}{}, conns: map[*Conn]struct{}{}, perIP: map[string]int{}}
 }
 
 // Serve accepts connections on ln until Shutdown; it returns ErrServerClosed then.
@@ -103,26 +117,58 @@ func isTemporary(err error) bool {
 	return errors.As(err, &t) && t.Temporary()
 }
 
-func (s *Server) start(nc net.Conn) {
-	if s.opts.MaxConns > 0 && s.count.Load() >= int64(s.opts.MaxConns) {
-		s.opts.Metrics.ConnRejected(s.opts.Transport)
-		s.opts.Logger.Warn("connection limit reached; closing new connection",
-			"transport", s.opts.Transport.String(), "remote", nc.RemoteAddr().String(), "max_conns", s.opts.MaxConns)
-		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = nc.Write(s.opts.Reject) // best effort: the connection is refused either way
-		nc.Close()
-		return
+func (s *Server) reject(nc net.Conn, why string) {
+	s.opts.Metrics.ConnRejected(s.opts.Transport)
+	s.opts.Logger.Warn("connection refused", "transport", s.opts.Transport.String(), "remote", nc.RemoteAddr().String(), "reason", why)
+	nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write(s.opts.Reject) // best effort: the connection is refused either way
+	nc.Close()
+}
+
+// remoteIP is the source address of a connection without its port.
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
 	}
-	c := &Conn{Conn: nc, srv: s}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
+}
+
+func (s *Server) start(nc net.Conn) {
+	now := time.Now()
+	c := &Conn{Conn: nc, srv: s, ip: remoteIP(nc), accepted: now}
+	c.idleSince.Store(now.UnixNano())
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
 		nc.Close()
 		return
 	}
+	if max := s.opts.MaxConnsPerIP; max > 0 && s.perIP[c.ip] >= max {
+		s.mu.Unlock()
+		s.reject(nc, fmt.Sprintf("%d connections from %s (the per-address limit)", max, c.ip))
+		return
+	}
+	if max := s.opts.MaxConns; max > 0 && len(s.conns) >= max {
+		victim := s.longestIdleLocked()
+		if victim == nil {
+			s.mu.Unlock()
+			s.reject(nc, fmt.Sprintf("%d connections, every one busy (the limit)", max))
+			return
+		}
+		s.removeLocked(victim)
+		victim.Conn.Close() // its handler's read fails and it returns
+		s.opts.Metrics.ConnEvicted(s.opts.Transport)
+		s.opts.Logger.Info("connection limit reached: closed the connection idle the longest",
+			"transport", s.opts.Transport.String(), "evicted", victim.RemoteAddr().String(),
+			"idle", now.Sub(time.Unix(0, victim.idleSince.Load())).Round(time.Millisecond).String(), "max_conns", max)
+	}
 	s.conns[c] = struct{}{}
+	s.perIP[c.ip]++
 	s.wg.Add(1)
-	s.count.Add(1)
 	s.mu.Unlock()
 	s.opts.Metrics.ConnOpened(s.opts.Transport)
 
@@ -138,12 +184,34 @@ func (s *Server) start(nc net.Conn) {
 	}()
 }
 
+// longestIdleLocked is the connection waiting longest for its next request
+// (a partial request counts as waiting), or nil when every one is busy.
+func (s *Server) longestIdleLocked() *Conn {
+	var victim *Conn
+	oldest := int64(0)
+	for c := range s.conns {
+		if since := c.idleSince.Load(); since != 0 && (victim == nil || since < oldest) {
+			victim, oldest = c, since
+		}
+	}
+	return victim
+}
+
+func (s *Server) removeLocked(c *Conn) {
+	if _, ok := s.conns[c]; !ok {
+		return
+	}
+	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
+}
+
 func (s *Server) finish(c *Conn) {
 	c.Close()
 	s.mu.Lock()
-	delete(s.conns, c)
+	s.removeLocked(c)
 	s.mu.Unlock()
-	s.count.Add(-1)
 	s.opts.Metrics.ConnClosed(s.opts.Transport)
 	s.wg.Done()
 }
@@ -189,6 +257,13 @@ type Conn struct {
 	net.Conn
 	srv *Server
 
+	ip       string
+	accepted time.Time
+	// idleSince is when the connection began waiting for its next request
+	// (unix nanos), 0 while a request is being served.
+	idleSince atomic.Int64
+	served    bool // a first request was read (owned by the handler)
+
 	mu       sync.Mutex
 	draining bool
 }
@@ -209,12 +284,26 @@ func (c *Conn) AwaitRequest() bool {
 	if c.draining {
 		return false
 	}
+	now := time.Now()
+	c.idleSince.Store(now.UnixNano())
+	var deadline time.Time
 	if d := c.srv.opts.IdleTimeout; d > 0 {
-		c.Conn.SetReadDeadline(time.Now().Add(d))
-	} else {
-		c.Conn.SetReadDeadline(time.Time{})
+		deadline = now.Add(d)
 	}
+	if d := c.srv.opts.HandshakeTimeout; d > 0 && !c.served {
+		if first := c.accepted.Add(d); deadline.IsZero() || first.Before(deadline) {
+			deadline = first
+		}
+	}
+	c.Conn.SetReadDeadline(deadline)
 	return true
+}
+
+// RequestRead marks the connection busy: a whole request was read and is
+// being served, so the connection limit does not close it.
+func (c *Conn) RequestRead() {
+	c.served = true
+	c.idleSince.Store(0)
 }
 
 // ArmWrite sets the write deadline before a flush.

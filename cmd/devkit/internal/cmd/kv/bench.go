@@ -103,10 +103,14 @@ type benchWorker struct {
 
 func runBench(ctx context.Context, opts *BenchOptions) error {
 	addr := opts.address()
+	dopts, err := opts.dialOptions()
+	if err != nil {
+		return err
+	}
 	clients := make([]*tcpjson.Client, opts.Clients)
 	for i := range clients {
 		dctx, cancel := context.WithTimeout(ctx, max(opts.Timeout, time.Second))
-		c, err := tcpjson.Dial(dctx, addr)
+		c, err := tcpjson.DialWith(dctx, addr, dopts)
 		cancel()
 		if err != nil {
 			for _, c := range clients[:i] {

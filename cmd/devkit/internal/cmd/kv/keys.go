@@ -2,7 +2,9 @@ package kv
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +18,9 @@ type KeysOptions struct {
 	Prefix string
 	Limit  int // 0: every key
 	JSON   bool
+	// Base64 prints every key base64-encoded (standard, padded): the way to
+	// list binary keys one a line or in JSON.
+	Base64 bool
 }
 
 func newKeysCmd(client ClientOptions, runF func(context.Context, *KeysOptions) error) *cobra.Command {
@@ -23,8 +28,15 @@ func newKeysCmd(client ClientOptions, runF func(context.Context, *KeysOptions) e
 	cmd := &cobra.Command{
 		Use:   "keys",
 		Short: "List keys in byte order, one a line",
+		Long: `List keys in byte order, one a line, byte for byte.
+
+--json prints a JSON array of strings; a key that is not valid UTF-8 cannot be
+one without being changed, so it makes the command fail and name --base64.
+--base64 prints every key base64-encoded (standard, padded), one a line or as
+the JSON array: binary-safe, and safe for keys holding newlines.`,
 		Example: `  devkit kv keys --prefix user: --limit 10
-  devkit kv keys --json | jq length`,
+  devkit kv keys --json | jq length
+  devkit kv keys --base64 --json`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Limit < 0 {
@@ -40,6 +52,7 @@ func newKeysCmd(client ClientOptions, runF func(context.Context, *KeysOptions) e
 	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "only keys that start with `P`")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "at most `N` keys (0: all)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array of keys")
+	cmd.Flags().BoolVar(&opts.Base64, "base64", false, "print keys base64-encoded (binary-safe)")
 	return cmd
 }
 
@@ -62,12 +75,19 @@ func runKeys(ctx context.Context, opts *KeysOptions) error {
 			return err
 		}
 		for _, k := range page.Keys {
+			text := string(k)
+			switch {
+			case opts.Base64:
+				text = base64.StdEncoding.EncodeToString(k)
+			case opts.JSON && !utf8.Valid(k):
+				return fmt.Errorf("key %q is not valid UTF-8 and cannot be a JSON string unchanged: list keys with --base64 --json", k)
+			}
 			if !opts.JSON {
-				if _, err := fmt.Fprintf(opts.IO.Out, "%s\n", k); err != nil {
+				if _, err := fmt.Fprintf(opts.IO.Out, "%s\n", text); err != nil {
 					return err
 				}
 			}
-			keys = append(keys, string(k))
+			keys = append(keys, text)
 		}
 		if page.Next == nil {
 			break

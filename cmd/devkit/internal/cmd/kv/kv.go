@@ -5,6 +5,8 @@ package kv
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,10 @@ import (
 
 // AddrEnv names the environment variable that sets the default --addr.
 const AddrEnv = "DEVKIT_KV_ADDR"
+
+// PasswordEnv names the environment variable holding the server's password:
+// serve's --requirepass and the client commands' --password default to it.
+const PasswordEnv = "DEVKIT_KV_PASSWORD"
 
 // NewCmd builds `devkit kv` and its verbs.
 func NewCmd(ios *cmdutil.IOStreams) *cobra.Command { return newKVCmd(ios, os.LookupEnv) }
@@ -37,7 +43,7 @@ The client commands speak the newline-delimited JSON protocol of the server's
 A key that does not exist makes get and del exit with code 3.`,
 	}
 	cmd.AddCommand(
-		newServeCmd(ios),
+		newServeCmd(ios, lookupEnv),
 		newGetCmd(client, nil),
 		newSetCmd(client, nil),
 		newDelCmd(client, nil),
@@ -56,17 +62,60 @@ type ClientOptions struct {
 	IO      *cmdutil.IOStreams
 	Addr    string
 	Timeout time.Duration
+	// Password authenticates to a server started with --requirepass.
+	Password string
+	// TLS speaks TLS; TLSCA is a PEM file of the CAs to trust (implies TLS).
+	TLS   bool
+	TLSCA string
 	// LookupEnv reads the environment; os.LookupEnv when nil.
 	LookupEnv func(string) (string, bool)
-	// addrSet says --addr was given, so the environment does not apply.
-	addrSet bool
+	// addrSet, passwordSet say the flag was given, so the environment does not apply.
+	addrSet, passwordSet bool
+}
+
+func (o *ClientOptions) lookup(name string) (string, bool) {
+	if o.LookupEnv == nil {
+		return os.LookupEnv(name)
+	}
+	return o.LookupEnv(name)
+}
+
+// dialOptions are the TLS and password settings of the flags and environment.
+func (o *ClientOptions) dialOptions() (tcpjson.DialOptions, error) {
+	var d tcpjson.DialOptions
+	d.Password = o.Password
+	if !o.passwordSet {
+		if v, ok := o.lookup(PasswordEnv); ok {
+			d.Password = v
+		}
+	}
+	if o.TLS || o.TLSCA != "" {
+		d.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		if o.TLSCA != "" {
+			pem, err := os.ReadFile(o.TLSCA)
+			if err != nil {
+				return d, fmt.Errorf("--tls-ca: %w", err)
+			}
+			d.TLS.RootCAs = x509.NewCertPool()
+			if !d.TLS.RootCAs.AppendCertsFromPEM(pem) {
+				return d, fmt.Errorf("--tls-ca %s: no PEM certificate in it", o.TLSCA)
+			}
+		}
+	}
+	return d, nil
 }
 
 // addClientFlags registers --addr and --timeout.
 func addClientFlags(cmd *cobra.Command, o *ClientOptions) {
 	cmd.Flags().StringVar(&o.Addr, "addr", server.DefaultTCPAddr, "address of the server's TCP listener (env "+AddrEnv+")")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Second, "give up on the server after this long")
-	cmd.PreRun = func(cmd *cobra.Command, _ []string) { o.addrSet = cmd.Flags().Changed("addr") }
+	cmd.Flags().StringVar(&o.Password, "password", "", "the server's password (--requirepass; env "+PasswordEnv+")")
+	cmd.Flags().BoolVar(&o.TLS, "tls", false, "connect with TLS, trusting the system's CAs")
+	cmd.Flags().StringVar(&o.TLSCA, "tls-ca", "", "connect with TLS, trusting the CA certificates in `FILE` (PEM)")
+	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
+		o.addrSet = cmd.Flags().Changed("addr")
+		o.passwordSet = cmd.Flags().Changed("password")
+	}
 }
 
 // address is --addr, or the environment's when --addr was not given.
@@ -74,11 +123,7 @@ func (o *ClientOptions) address() string {
 	if o.addrSet {
 		return o.Addr
 	}
-	lookup := o.LookupEnv
-	if lookup == nil {
-		lookup = os.LookupEnv
-	}
-	if v, ok := lookup(AddrEnv); ok && v != "" {
+	if v, ok := o.lookup(AddrEnv); ok && v != "" {
 		return v
 	}
 	if o.Addr == "" {
@@ -97,8 +142,18 @@ func (o *ClientOptions) connect(parent context.Context) (*tcpjson.Client, contex
 		ctx, cancel = context.WithCancel(parent)
 	}
 	addr := o.address()
-	c, err := tcpjson.Dial(ctx, addr)
+	dopts, err := o.dialOptions()
 	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	c, err := tcpjson.DialWith(ctx, addr, dopts)
+	if err != nil {
+		var se *tcpjson.Error
+		if errors.As(err, &se) {
+			cancel()
+			return nil, nil, nil, fmt.Errorf("the server at %s refused the password (set --password or $%s): %w", addr, PasswordEnv, err)
+		}
 		cancel()
 		return nil, nil, nil, fmt.Errorf("cannot reach the server at %s (is `devkit kv serve` running?): %w", addr, unwrapDial(err))
 	}

@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,6 +113,19 @@ func TestClientCommands_AgainstARealServer(t *testing.T) {
 	if out, _, _ := run(t, env, "", "keys", a, "--json", "--prefix", "none:"); strings.TrimSpace(out) != "[]" {
 		t.Fatalf("empty keys --json: %q", out)
 	}
+	// Binary keys: --json refuses to change them, --base64 carries them.
+	db.Set([]byte("bin:\xff\x00\n"), []byte("v"))
+	if out, errOut, code := run(t, env, "", "keys", a, "--json", "--prefix", "bin:"); code != 1 || out != "" || !strings.Contains(errOut, "--base64") {
+		t.Fatalf("keys --json with a binary key: %d %q %q", code, out, errOut)
+	}
+	out, _, _ = run(t, env, "", "keys", a, "--json", "--base64", "--prefix", "bin:")
+	if err := json.Unmarshal([]byte(out), &keys); err != nil || len(keys) != 1 || keys[0] != base64.StdEncoding.EncodeToString([]byte("bin:\xff\x00\n")) {
+		t.Fatalf("keys --json --base64: %q %v", out, err)
+	}
+	if out, _, _ := run(t, env, "", "keys", a, "--base64", "--prefix", "bin:"); out != base64.StdEncoding.EncodeToString([]byte("bin:\xff\x00\n"))+"\n" {
+		t.Fatalf("keys --base64: %q", out)
+	}
+	db.Delete([]byte("bin:\xff\x00\n"))
 	if out, errOut, code := run(t, env, "", "del", a, "order:0", "order:1", "ghost"); code != cmdutil.ExitNegative || out != "2\n" || !strings.Contains(errOut, `"ghost"`) {
 		t.Fatalf("del with a missing key: %d %q %q", code, out, errOut)
 	}
@@ -123,7 +137,7 @@ func TestClientCommands_AgainstARealServer(t *testing.T) {
 	}
 	out, _, code := run(t, env, "", "stats", a, "--json")
 	var st kvstore.Stats
-	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.Keys != 4 || st.Deletes != 3 {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.Keys != 4 || st.Deletes != 4 { // 3 by del, 1 by the binary-key check
 		t.Fatalf("stats --json: %d %q %v", code, out, err)
 	}
 	if out, _, code := run(t, env, "", "stats", a); code != 0 || !strings.Contains(out, "keys") || !strings.Contains(out, "sync policy         none") {
@@ -214,6 +228,7 @@ func TestServe_BadFlagsAreUsageErrors(t *testing.T) {
 		{"serve", "--sync", "sometimes"},
 		{"serve", "--http", "", "--tcp", ""},
 		{"serve", "--log-format", "xml"},
+		{"serve", "--tls-cert", "cert.pem"},
 	} {
 		args = append(args, "--data", t.TempDir())
 		if _, errOut, code := run(t, nil, "", args...); code != cmdutil.ExitUsage {

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
@@ -34,20 +35,29 @@ type ServeOptions struct {
 	SegmentSize         int64
 	CompactionThreshold int64
 
-	MaxConns        int
-	IdleTimeout     time.Duration
-	MaxLineBytes    int
-	ShutdownTimeout time.Duration
+	MaxConns         int
+	MaxConnsPerIP    int
+	HandshakeTimeout time.Duration
+	IdleTimeout      time.Duration
+	MaxLineBytes     int
+	ShutdownTimeout  time.Duration
 
 	LogFormat string
 	LogLevel  string
+
+	// RequirePass is the password every transport asks for (RESP AUTH, TCP
+	// JSON auth, HTTP bearer token); empty: none.
+	RequirePass string
+	AllowFlush  bool
+	TLSCert     string
+	TLSKey      string
 
 	// Ready, when set, is called with the bound addresses once every
 	// listener accepts (tests use it with port 0).
 	Ready func(server.Addrs)
 }
 
-func newServeCmd(ios *cmdutil.IOStreams) *cobra.Command {
+func newServeCmd(ios *cmdutil.IOStreams, lookupEnv func(string) (string, bool)) *cobra.Command {
 	opts := &ServeOptions{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -61,10 +71,17 @@ acknowledged it under --sync. Logs go to stderr.
 
 On SIGINT or SIGTERM the server stops accepting, answers the requests in flight
 (within --shutdown-timeout), closes the engine and exits 0. If the engine cannot
-open (another process holds the directory, corruption) it exits 1 with the reason.`,
+open (another process holds the directory, corruption) it exits 1 with the reason.
+
+--requirepass (or $` + PasswordEnv + `) protects every listener: RESP clients send AUTH,
+TCP JSON clients an auth request (the client commands: --password or the same
+variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
+--tls-cert and --tls-key make every listener speak TLS. FLUSHDB is refused unless
+--allow-flush is given.`,
 		Example: `  devkit kv serve
   devkit kv serve --data /var/lib/kv --resp 127.0.0.1:6380 --sync periodic
-  devkit kv serve --http "" --tcp 127.0.0.1:5000`,
+  devkit kv serve --http "" --tcp 127.0.0.1:5000
+  DEVKIT_KV_PASSWORD=s3cret devkit kv serve --resp :6380 --tls-cert cert.pem --tls-key key.pem`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(cmd.Context(), opts)
@@ -81,15 +98,29 @@ open (another process holds the directory, corruption) it exits 1 with the reaso
 	f.IntVar(&opts.MaxValueSize, "max-value-size", kvstore.DefaultMaxValueSize, "largest value, in bytes (bounds HTTP bodies and RESP arguments too)")
 	f.Int64Var(&opts.SegmentSize, "segment-size", kvstore.DefaultSegmentSize, "log segment size, in bytes")
 	f.Int64Var(&opts.CompactionThreshold, "compaction-threshold", kvstore.DefaultCompactionThreshold, "log growth, in bytes, that starts a snapshot (negative: never)")
-	f.IntVar(&opts.MaxConns, "max-conns", 1024, "open connections per listener (RESP: 10000 when left at the default)")
+	f.IntVar(&opts.MaxConns, "max-conns", 1024, "open connections per listener (RESP: 10000 when left at the default); at the limit the longest idle one makes room")
+	f.IntVar(&opts.MaxConnsPerIP, "max-conns-per-ip", 0, "open connections of one source address per listener (0: half of --max-conns)")
+	f.DurationVar(&opts.HandshakeTimeout, "handshake-timeout", 10*time.Second, "close a new connection that has not sent a whole first request (HTTP: its headers) this long")
 	f.DurationVar(&opts.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection idle this long (HTTP keep-alive: at most 2m)")
 	f.IntVar(&opts.MaxLineBytes, "max-line-bytes", 0, "longest TCP JSON request line (0: room for the largest value in base64)")
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests at shutdown")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	f.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&opts.RequirePass, "requirepass", "", "password every listener asks for (env "+PasswordEnv+"; the variable keeps it out of ps)")
+	f.BoolVar(&opts.AllowFlush, "allow-flush", false, "let FLUSHDB/FLUSHALL delete every key")
+	f.StringVar(&opts.TLSCert, "tls-cert", "", "serve every listener over TLS with the certificate in `FILE` (PEM; needs --tls-key)")
+	f.StringVar(&opts.TLSKey, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		if !f.Changed("max-conns") {
 			opts.MaxConns = 0 // each listener's own default
+		}
+		if !f.Changed("requirepass") && lookupEnv != nil {
+			if v, ok := lookupEnv(PasswordEnv); ok {
+				opts.RequirePass = v
+			}
+		}
+		if (opts.TLSCert == "") != (opts.TLSKey == "") {
+			return cmdutil.UsageErrorf("--tls-cert and --tls-key go together")
 		}
 		return nil
 	}
@@ -149,6 +180,14 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		"replayed_records", db.Stats().ReplayedRecords, "torn_tail_bytes", db.Stats().TornTailBytes)
 
 	cfg := serverConfig(opts, log)
+	if opts.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
 	srv := server.New(db, cfg)
 	if err := srv.Listen(ctx); err != nil {
 		db.Close()
@@ -186,7 +225,13 @@ func serverConfig(opts *ServeOptions, log *slog.Logger) server.Config {
 		HTTPIdleTimeout: min(opts.IdleTimeout, server.DefaultHTTPIdleTimeout),
 		ShutdownTimeout: opts.ShutdownTimeout,
 		Logger:          log,
+		Password:        opts.RequirePass,
 	}
+	cfg.HTTPMaxConnsPerIP = opts.MaxConnsPerIP
+	cfg.HTTPReadHeaderTimeout = opts.HandshakeTimeout
+	cfg.TCP.MaxConnsPerIP, cfg.RESP.MaxConnsPerIP = opts.MaxConnsPerIP, opts.MaxConnsPerIP
+	cfg.TCP.HandshakeTimeout, cfg.RESP.HandshakeTimeout = opts.HandshakeTimeout, opts.HandshakeTimeout
+	cfg.RESP.AllowFlush = opts.AllowFlush
 	cfg.HTTP.MaxValueBytes = opts.MaxValueSize
 	cfg.HTTP.MaxKeyBytes = opts.MaxKeySize
 	cfg.TCP.MaxLineBytes = maxLine

@@ -1,0 +1,103 @@
+package resp
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func cmdTime(c *call) {
+	now := time.Now()
+	c.w.bulkStrings(strconv.FormatInt(now.Unix(), 10), strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
+
+// lastSave is the time of the last snapshot this process wrote, or the
+// server's start (as Redis reports the load time before any save).
+func (s *Server) lastSave() time.Time {
+	if t := s.store.Stats().LastSnapshot; !t.IsZero() {
+		return t
+	}
+	return s.started
+}
+
+func cmdLastSave(c *call) { c.w.integer(c.s.lastSave().Unix()) }
+
+// cmdSave writes a snapshot now. SAVE answers once it is durable; BGSAVE
+// starts it and answers at once, as Redis does.
+func cmdSave(c *call) {
+	s := c.s
+	if c.cmd.name == "bgsave" {
+		if len(c.args) > 2 || (len(c.args) == 2 && !strings.EqualFold(string(c.args[1]), "SCHEDULE")) {
+			c.fail(errSyntax)
+			return
+		}
+		if !s.saving.CompareAndSwap(false, true) {
+			c.w.error("ERR Background save already in progress")
+			return
+		}
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			defer s.saving.Store(false)
+			if _, err := s.store.Snapshot(context.Background()); err != nil {
+				s.opts.Logger.Error("BGSAVE failed", "transport", "resp", "err", err)
+			}
+		}()
+		c.w.simple("Background saving started")
+		return
+	}
+	if !s.saving.CompareAndSwap(false, true) {
+		c.w.error("ERR Background save already in progress")
+		return
+	}
+	defer s.saving.Store(false)
+	if _, err := s.store.Snapshot(context.Background()); err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.ok()
+}
+
+func cmdConfig(c *call) {
+	w := c.w
+	switch strings.ToUpper(string(c.args[1])) {
+	case "GET":
+		if len(c.args) < 3 {
+			wrongArgs(w, "config|get")
+			return
+		}
+		params := c.s.configParams()
+		var out []string
+		for _, pat := range c.args[2:] {
+			p := []byte(strings.ToLower(string(pat)))
+			for _, kv := range params {
+				if globMatch(p, []byte(kv[0])) {
+					out = append(out, kv[0], kv[1])
+				}
+			}
+		}
+		w.bulkStrings(out...)
+	case "RESETSTAT":
+		w.ok()
+	default:
+		w.error(fmt.Sprintf("ERR CONFIG %s is not supported: devkit kv is configured with flags of devkit kv serve", printable(c.args[1])))
+	}
+}
+
+// configParams are the read-only settings CONFIG GET reports, in Redis's names.
+func (s *Server) configParams() [][2]string {
+	fsync := map[string]string{"always": "always", "periodic": "everysec", "none": "no"}[s.store.Stats().SyncPolicy]
+	return [][2]string{
+		{"appendonly", "yes"},
+		{"appendfsync", fsync},
+		{"save", ""},
+		{"databases", "1"},
+		{"maxclients", strconv.Itoa(s.opts.MaxConns)},
+		{"timeout", strconv.Itoa(int(s.opts.IdleTimeout / time.Second))},
+		{"proto-max-bulk-len", strconv.Itoa(s.opts.MaxBulkBytes)},
+		{"maxmemory", "0"},
+		{"maxmemory-policy", "noeviction"},
+	}
+}

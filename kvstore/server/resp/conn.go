@@ -1,0 +1,113 @@
+package resp
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func cmdPing(c *call) {
+	switch len(c.args) {
+	case 1:
+		c.w.simple("PONG")
+	case 2:
+		c.w.bulk(c.args[1])
+	default:
+		wrongArgs(c.w, c.cmd.name)
+	}
+}
+
+func cmdEcho(c *call) { c.w.bulk(c.args[1]) }
+
+func cmdQuit(c *call) {
+	c.w.ok()
+	c.cl.quit = true
+}
+
+func cmdSelect(c *call) {
+	n, ok := parseStrictInt(c.args[1])
+	switch {
+	case !ok:
+		c.fail(errNotInteger)
+	case n != 0:
+		c.w.error("ERR DB index is out of range")
+	default:
+		c.w.ok()
+	}
+}
+
+func cmdClient(c *call) {
+	w, cl := c.w, c.cl
+	sub := strings.ToUpper(string(c.args[1]))
+	switch sub {
+	case "SETNAME":
+		if len(c.args) != 3 {
+			wrongArgs(w, "client|setname")
+			return
+		}
+		if bytes.ContainsAny(c.args[2], " \n\r") {
+			w.error("ERR Client names cannot contain spaces, newlines or special characters.")
+			return
+		}
+		name := string(c.args[2])
+		cl.name.Store(&name)
+		w.ok()
+	case "GETNAME":
+		if name := cl.name.Load(); name == nil || *name == "" {
+			w.null()
+		} else {
+			w.bulkString(*name)
+		}
+	case "SETINFO":
+		if len(c.args) != 4 {
+			wrongArgs(w, "client|setinfo")
+			return
+		}
+		w.ok()
+	case "ID":
+		w.integer(cl.id)
+	case "INFO":
+		w.bulkString(c.s.clientLine(cl, time.Now()))
+	case "LIST":
+		w.bulkString(c.s.clientList())
+	default:
+		w.error(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT LIST, INFO, ID, SETNAME, GETNAME or SETINFO.", printable(c.args[1])))
+	}
+}
+
+// clientList is CLIENT LIST: one line per connection, in id order.
+func (s *Server) clientList() string {
+	now := time.Now()
+	var b strings.Builder
+	for _, cl := range s.clientsSnapshot() {
+		b.WriteString(s.clientLine(cl, now))
+	}
+	return b.String()
+}
+
+// clientLine is one line of CLIENT LIST in Redis's field names.
+func (s *Server) clientLine(cl *client, now time.Time) string {
+	name := ""
+	if p := cl.name.Load(); p != nil {
+		name = *p
+	}
+	last := "NULL"
+	if cmd := cl.lastCmd.Load(); cmd != nil {
+		last = cmd.name
+	}
+	idle := now.Sub(time.Unix(0, cl.lastActive.Load()))
+	flags := "N"
+	if cl.multiLen.Load() >= 0 {
+		flags = "x"
+	}
+	return "id=" + strconv.FormatInt(cl.id, 10) +
+		" addr=" + cl.addr + " laddr=" + cl.laddr +
+		" name=" + name +
+		" age=" + strconv.FormatInt(int64(now.Sub(cl.created)/time.Second), 10) +
+		" idle=" + strconv.FormatInt(int64(idle/time.Second), 10) +
+		" flags=" + flags + " db=0 sub=0 psub=0" +
+		" multi=" + strconv.FormatInt(cl.multiLen.Load(), 10) +
+		" cmd=" + last + " user=default resp=2\n"
+}

@@ -1,0 +1,381 @@
+package resp
+
+// Running a command: look it up in the table, check arity and AUTH, queue
+// it when the connection is inside MULTI, else run its handler.
+//
+// Invariant: a command that reads and then writes (INCR, SET NX, DEL,
+// RENAME, EXEC...) does both inside one atomic update, so no write of
+// another client is ordered between its read and its write, and its writes
+// are one engine batch (one record, one fsync).
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/backend"
+	"github.com/devkit-go/devkit/kvstore/server/metrics"
+)
+
+// call is one command being run: its arguments, its connection, where its
+// reply goes and, inside EXEC, the transaction it runs in.
+type call struct {
+	s    *Server
+	cl   *client
+	cmd  *command
+	args [][]byte
+	w    *replyWriter
+	tx   txn // non-nil inside EXEC
+}
+
+// txn is what a command sees of the keyspace inside one atomic update
+// (*kvstore.Tx).
+type txn interface {
+	Get(key []byte) ([]byte, error)
+	ExpiresAt(key []byte) (time.Time, bool)
+	Version(key []byte) uint64
+	Now() time.Time
+	Set(key, value []byte) error
+	SetWithTTL(key, value []byte, expireAt time.Time) error
+	// SetKeepTTL sets the value and keeps the key's expiry (INCR, APPEND).
+	SetKeepTTL(key, value []byte) error
+	Delete(key []byte) (existed bool, err error)
+	Expire(key []byte, at time.Time) (existed bool, err error)
+	Persist(key []byte) (hadTTL bool, err error)
+}
+
+var _ txn = (*kvstore.Tx)(nil)
+
+// cmdError is an error reply of a command (ERR ..., WRONGTYPE ...), as
+// opposed to an engine failure.
+type cmdError string
+
+func (e cmdError) Error() string { return string(e) }
+
+const (
+	errNotInteger = cmdError("ERR value is not an integer or out of range")
+	errNotFloat   = cmdError("ERR value is not a valid float")
+	errOverflow   = cmdError("ERR increment or decrement would overflow")
+	errSyntax     = cmdError("ERR syntax error")
+	errNoSuchKey  = cmdError("ERR no such key")
+)
+
+// fail writes err as the command's error reply.
+func (c *call) fail(err error) {
+	var ce cmdError
+	if errors.As(err, &ce) {
+		c.w.error(string(ce))
+		return
+	}
+	engineError(c.w, err)
+}
+
+// get reads key through the transaction when there is one.
+func (c *call) get(key []byte) ([]byte, error) {
+	if c.tx != nil {
+		return c.tx.Get(key)
+	}
+	return c.s.store.Get(key)
+}
+
+// noSyncWait: a connection's writes take their place in the log in the order
+// they arrive and are awaited once per burst (see client.settle).
+var noSyncWait = kvstore.WriteOptions{NoSyncWait: true}
+
+// update runs fn atomically: inside EXEC's transaction when there is one,
+// else as an engine update of its own whose durability the connection
+// awaits before the reply leaves.
+func (c *call) update(fn func(tx txn) error) error {
+	if c.tx != nil {
+		return fn(c.tx)
+	}
+	wait, err := c.s.store.UpdateWith(noSyncWait, func(tx *kvstore.Tx) error { return fn(tx) })
+	if err != nil {
+		return err
+	}
+	c.cl.pend(wait, len(c.w.buf))
+	return nil
+}
+
+// apply commits a batch in the connection's order; its durability is
+// awaited before the reply leaves.
+func (c *call) apply(b *kvstore.Batch) error {
+	wait, err := c.s.store.Apply(b, noSyncWait)
+	if err != nil {
+		return err
+	}
+	c.cl.pend(wait, len(c.w.buf))
+	return nil
+}
+
+// pendingWrite is a write logged but not yet known durable, and where its
+// reply starts in the reply buffer.
+type pendingWrite struct {
+	wait func() error
+	at   int
+}
+
+// maxPending bounds the writes of one connection awaited together.
+const maxPending = 1024
+
+func (cl *client) pend(wait func() error, at int) {
+	cl.pending = append(cl.pending, pendingWrite{wait: wait, at: at})
+}
+
+// settle waits for the connection's pending writes, oldest first. On a
+// failure the replies from that write on are replaced by its error and the
+// connection closes after the flush: a reply never claims a write the
+// engine did not acknowledge. (Later writes fail too: the engine fails
+// every group after a failed one.)
+func (cl *client) settle() bool {
+	ok := true
+	for _, p := range cl.pending {
+		err := p.wait() // every wait is called, even after a failure
+		if err != nil && ok {
+			ok = false
+			cl.out.buf = cl.out.buf[:p.at]
+			engineError(&cl.out, err)
+			cl.quit = true
+			cl.log.Error("write failed after it was logged; closing the connection", "err", err)
+		}
+	}
+	clear(cl.pending)
+	cl.pending = cl.pending[:0]
+	return ok
+}
+
+// execute runs one command and writes its reply; a panic becomes an error
+// reply and the connection carries on.
+func (s *Server) execute(cl *client, args [][]byte) {
+	start := time.Now()
+	op := metrics.OpOther
+	errs := cl.out.errs
+	defer func() {
+		if p := recover(); p != nil {
+			cl.log.Error("command panicked", "command", printable(args[0]), "panic", fmt.Sprint(p))
+			cl.out.error("ERR internal error")
+		}
+		s.commands.Add(1)
+		s.opts.Metrics.Request(metrics.RESP, op, start, cl.out.errs > errs)
+	}()
+	cl.lastActive.Store(start.UnixNano())
+	cmd := s.cmds.lookup(args[0])
+	if cmd == nil {
+		unknownCommand(&cl.out, args)
+		cl.multiDirty = cl.multi
+		return
+	}
+	op = cmd.op
+	cl.lastCmd.Store(cmd)
+	if !cmd.arityOK(len(args)) {
+		wrongArgs(&cl.out, cmd.name)
+		cl.multiDirty = cl.multi
+		return
+	}
+	if !cl.authed && cmd.flags&flagNoAuth == 0 {
+		cl.out.error("NOAUTH Authentication required.")
+		cl.multiDirty = cl.multi
+		return
+	}
+	if cl.multi && cmd.flags&flagNoQueue == 0 {
+		s.queue(cl, cmd, args)
+		return
+	}
+	// A write may leave its durability pending; anything else reads what
+	// the connection wrote before, so that must be acknowledged first.
+	if len(cl.pending) > 0 && (cmd.flags&flagDefers == 0 || len(cl.pending) >= maxPending) {
+		if !cl.settle() {
+			return
+		}
+	}
+	c := &cl.call
+	*c = call{s: s, cl: cl, cmd: cmd, args: args, w: &cl.out}
+	cmd.run(c)
+	*c = call{}
+}
+
+// Bounds on what one MULTI may queue, so that a client cannot hold the
+// server's memory with a transaction it never executes.
+const maxQueued = 100000
+
+// queue adds a command to the connection's transaction.
+func (s *Server) queue(cl *client, cmd *command, args [][]byte) {
+	if cmd.flags&flagTx == 0 {
+		cl.out.error(fmt.Sprintf("ERR '%s' is not allowed inside MULTI in devkit kv (it does not run inside the transaction's atomic update)", cmd.name))
+		cl.multiDirty = true
+		return
+	}
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	if len(cl.queued) >= maxQueued || cl.queuedBytes+size > s.opts.MaxRequestBytes {
+		cl.out.error(fmt.Sprintf("ERR transaction too large: at most %d commands and %d bytes of arguments", maxQueued, s.opts.MaxRequestBytes))
+		cl.multiDirty = true
+		return
+	}
+	q := queuedCommand{cmd: cmd, args: make([][]byte, len(args))}
+	for i, a := range args {
+		q.args[i] = bytes.Clone(a)
+	}
+	cl.queued = append(cl.queued, q)
+	cl.queuedBytes += size
+	cl.multiLen.Store(int64(len(cl.queued)))
+	cl.out.simple("QUEUED")
+}
+
+type queuedCommand struct {
+	cmd  *command
+	args [][]byte
+}
+
+func (cl *client) resetMulti() {
+	cl.multi, cl.multiDirty = false, false
+	cl.queued, cl.queuedBytes = nil, 0
+	cl.multiLen.Store(-1)
+}
+
+func cmdMulti(c *call) {
+	if c.cl.multi {
+		c.w.error("ERR MULTI calls can not be nested")
+		return
+	}
+	c.cl.multi = true
+	c.cl.multiLen.Store(0)
+	c.w.ok()
+}
+
+func cmdDiscard(c *call) {
+	if !c.cl.multi {
+		c.w.error("ERR DISCARD without MULTI")
+		return
+	}
+	c.cl.resetMulti()
+	c.cl.watched = nil
+	c.w.ok()
+}
+
+// cmdExec runs the queued commands inside one atomic update: their writes
+// are one engine batch, logged as one record (one fsync), and no other
+// client's write comes between them. A command that fails at run time
+// (WRONGTYPE, not an integer) answers its error inside the reply and the
+// others run, as in Redis; a command refused at queue time discards the
+// whole transaction (EXECABORT).
+func cmdExec(c *call) {
+	cl := c.cl
+	if !cl.multi {
+		c.w.error("ERR EXEC without MULTI")
+		return
+	}
+	queued, dirty, watched := cl.queued, cl.multiDirty, cl.watched
+	cl.resetMulti()
+	cl.watched = nil
+	if dirty {
+		c.w.error("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	var replies replyWriter
+	aborted := false
+	err := c.update(func(tx txn) error {
+		replies, aborted = replyWriter{}, false
+		for key, version := range watched {
+			if tx.Version([]byte(key)) != version {
+				aborted = true // a watched key changed: nothing runs
+				return nil
+			}
+		}
+		for _, q := range queued {
+			sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
+			q.cmd.run(&sub)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		c.fail(err)
+	case aborted:
+		c.w.nullArray()
+	default:
+		c.w.array(len(queued))
+		c.w.buf = append(c.w.buf, replies.buf...)
+	}
+}
+
+// maxWatched bounds the keys one connection may WATCH.
+const maxWatched = 10000
+
+// cmdWatch remembers each key's version; EXEC runs only if none changed.
+func cmdWatch(c *call) {
+	if c.cl.multi {
+		c.w.error("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	if c.cl.watched == nil {
+		c.cl.watched = map[string]uint64{}
+	}
+	if len(c.cl.watched)+len(c.args)-1 > maxWatched {
+		c.w.error(fmt.Sprintf("ERR at most %d watched keys per connection", maxWatched))
+		return
+	}
+	for _, key := range c.args[1:] {
+		if _, ok := c.cl.watched[string(key)]; !ok {
+			c.cl.watched[string(key)] = c.s.store.Version(key)
+		}
+	}
+	c.w.ok()
+}
+
+func cmdUnwatch(c *call) {
+	c.cl.watched = nil
+	c.w.ok()
+}
+
+// authenticate checks a password in constant time.
+func (s *Server) authenticate(password []byte) bool {
+	return subtle.ConstantTimeCompare(password, []byte(s.opts.Password)) == 1
+}
+
+func cmdAuth(c *call) {
+	if c.s.opts.Password == "" {
+		c.w.error("ERR Client sent AUTH, but no password is set")
+		return
+	}
+	args := c.args[1:]
+	switch {
+	case len(args) == 2 && string(args[0]) == "default":
+		args = args[1:]
+	case len(args) != 1:
+		c.w.error("WRONGPASS invalid username-password pair or user is disabled.")
+		return
+	}
+	if !c.s.authenticate(args[0]) {
+		c.cl.authed = false
+		c.w.error("WRONGPASS invalid username-password pair or user is disabled.")
+		return
+	}
+	c.cl.authed = true
+	c.w.ok()
+}
+
+// clientState is what CLIENT LIST reads of a connection from other goroutines.
+type clientState struct {
+	name       atomic.Pointer[string]
+	lastCmd    atomic.Pointer[command]
+	lastActive atomic.Int64 // unix nanos of the last command
+	multiLen   atomic.Int64 // -1 outside MULTI
+}
+
+// engineError writes an engine error in Redis's style.
+func engineError(w *replyWriter, err error) {
+	switch backend.Code(err) {
+	case backend.CodeReadOnly:
+		// Redis answers writes it cannot persist with MISCONF.
+		w.error("MISCONF " + err.Error())
+	default:
+		w.error("ERR " + err.Error())
+	}
+}

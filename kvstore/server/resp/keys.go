@@ -1,0 +1,275 @@
+package resp
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/devkit-go/devkit/kvstore"
+)
+
+// cmdDel deletes the keys in one update — one engine batch — and counts
+// only the keys it removed: a key another client deleted first is not counted.
+func cmdDel(c *call) {
+	var n int64
+	err := c.update(func(tx txn) error {
+		n = 0
+		for _, key := range c.args[1:] {
+			existed, err := tx.Delete(key)
+			if err != nil {
+				return err
+			}
+			if existed {
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(n)
+}
+
+func cmdExists(c *call) {
+	var n int64
+	for _, key := range c.args[1:] {
+		_, err := c.get(key)
+		switch {
+		case err == nil:
+			n++
+		case !errors.Is(err, kvstore.ErrNotFound):
+			c.fail(err)
+			return
+		}
+	}
+	c.w.integer(n)
+}
+
+func cmdType(c *call) {
+	_, err := c.get(c.args[1])
+	switch {
+	case err == nil:
+		c.w.simple("string")
+	case errors.Is(err, kvstore.ErrNotFound):
+		c.w.simple("none")
+	default:
+		c.fail(err)
+	}
+}
+
+// cmdRename moves a value (and its expiry) to another key in one update.
+func cmdRename(c *call) {
+	from, to := c.args[1], c.args[2]
+	err := c.update(func(tx txn) error {
+		v, err := tx.Get(from)
+		if errors.Is(err, kvstore.ErrNotFound) {
+			return errNoSuchKey
+		}
+		if err != nil {
+			return err
+		}
+		if string(from) == string(to) {
+			return nil
+		}
+		return renameInTx(tx, from, to, v)
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.ok()
+}
+
+// renameInTx writes v under to, with from's expiry, and deletes from.
+func renameInTx(tx txn, from, to, v []byte) error {
+	at, _ := tx.ExpiresAt(from)
+	if err := tx.SetWithTTL(to, v, at); err != nil {
+		return err
+	}
+	_, err := tx.Delete(from)
+	return err
+}
+
+func cmdDBSize(c *call) { c.w.integer(int64(c.s.store.Len())) }
+
+// keysPage is how many keys KEYS and a filtered SCAN read per engine call.
+const keysPage = 1000
+
+// cmdKeys returns every key matching a glob pattern. Like Redis's it is
+// O(N) over the keys under the pattern's literal prefix.
+func cmdKeys(c *call) {
+	pat := c.args[1]
+	prefix, exact := literalPrefix(pat)
+	if exact {
+		_, err := c.s.store.Get(prefix)
+		if err == nil {
+			c.w.array(1)
+			c.w.bulk(prefix)
+		} else {
+			c.w.array(0)
+		}
+		return
+	}
+	var keys [][]byte
+	var after []byte
+	for {
+		page, err := c.s.store.Scan(kvstore.ScanOptions{Prefix: prefix, After: after, Limit: keysPage})
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		for _, e := range page.Entries {
+			if globMatch(pat, e.Key) {
+				keys = append(keys, e.Key)
+			}
+		}
+		if page.Next == nil {
+			break
+		}
+		after = page.Next
+	}
+	c.w.array(len(keys))
+	for _, k := range keys {
+		c.w.bulk(k)
+	}
+}
+
+// cmdFlush deletes every key, when the server allows it.
+func cmdFlush(c *call) {
+	if !c.s.opts.AllowFlush {
+		c.w.error(fmt.Sprintf("ERR %s is disabled: start devkit kv serve with --allow-flush to allow it", strings.ToUpper(c.cmd.name)))
+		return
+	}
+	if len(c.args) > 2 || (len(c.args) == 2 && !strings.EqualFold(string(c.args[1]), "ASYNC") && !strings.EqualFold(string(c.args[1]), "SYNC")) {
+		c.fail(errSyntax)
+		return
+	}
+	// One record: after a crash every key is gone or none is.
+	if err := c.s.store.FlushAll(); err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.ok()
+}
+
+// Redis clients parse SCAN cursors as unsigned integers, while the engine
+// pages by key. The cursor table maps the numbers we hand out to the key a
+// scan stopped after; the oldest entries are forgotten first, and a
+// forgotten cursor is an error rather than a silent restart.
+
+type cursorTable struct {
+	mu    sync.Mutex
+	next  uint64
+	after map[uint64][]byte
+	order []uint64 // ring of live cursors, oldest at head
+	head  int
+	max   int
+}
+
+func newCursorTable(max int) *cursorTable {
+	return &cursorTable{after: make(map[uint64][]byte, max), order: make([]uint64, 0, max), max: max}
+}
+
+// put remembers key and returns its cursor (never 0).
+func (t *cursorTable) put(key []byte) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.next++
+	id := t.next
+	if len(t.order) < t.max {
+		t.order = append(t.order, id)
+	} else {
+		delete(t.after, t.order[t.head])
+		t.order[t.head] = id
+		t.head = (t.head + 1) % t.max
+	}
+	t.after[id] = key
+	return id
+}
+
+// get returns the key of a cursor.
+func (t *cursorTable) get(id uint64) ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k, ok := t.after[id]
+	return k, ok
+}
+
+// cmdScan answers SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]. COUNT
+// is the number of keys examined, as in Redis, so a page filtered by MATCH
+// may hold fewer keys (even none) while the cursor goes on.
+func cmdScan(c *call) {
+	w := c.w
+	cursor, err := strconv.ParseUint(string(c.args[1]), 10, 64)
+	if err != nil {
+		w.error("ERR invalid cursor")
+		return
+	}
+	var pattern []byte
+	count := 10
+	onlyType := ""
+	args := c.args[2:]
+	for i := 0; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.fail(errSyntax)
+			return
+		}
+		switch strings.ToUpper(string(args[i])) {
+		case "MATCH":
+			pattern = args[i+1]
+		case "COUNT":
+			n, ok := parseStrictInt(args[i+1])
+			if !ok || n < 1 {
+				c.fail(errNotInteger)
+				return
+			}
+			count = int(min(n, int64(c.s.opts.MaxScanCount)))
+		case "TYPE":
+			onlyType = strings.ToLower(string(args[i+1]))
+		default:
+			c.fail(errSyntax)
+			return
+		}
+	}
+	var after []byte
+	if cursor != 0 {
+		var ok bool
+		if after, ok = c.s.cursors.get(cursor); !ok {
+			w.error("ERR invalid cursor: it was never issued or has expired (restart the scan from 0)")
+			return
+		}
+	}
+	if onlyType != "" && onlyType != "string" {
+		// Every key holds a string: another type matches nothing.
+		w.array(2)
+		w.bulkString("0")
+		w.array(0)
+		return
+	}
+	prefix, _ := literalPrefix(pattern)
+	page, err := c.s.store.Scan(kvstore.ScanOptions{Prefix: prefix, After: after, Limit: count})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	next := uint64(0)
+	if page.Next != nil {
+		next = c.s.cursors.put(page.Next)
+	}
+	keys := page.Entries[:0:0]
+	for _, e := range page.Entries {
+		if pattern == nil || globMatch(pattern, e.Key) {
+			keys = append(keys, e)
+		}
+	}
+	w.array(2)
+	w.bulkString(strconv.FormatUint(next, 10))
+	w.array(len(keys))
+	for _, e := range keys {
+		w.bulk(e.Key)
+	}
+}

@@ -1,0 +1,70 @@
+package resp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
+	"github.com/devkit-go/devkit/kvstore/server/resp"
+)
+
+// systemPython is Debian's python3, the one python3-redis installs into
+// (a python3 earlier on PATH, such as pyenv's, does not see it).
+const systemPython = "/usr/bin/python3"
+
+// requireRedisPy finds the system python with redis-py, or skips with the
+// install hint; under CI=true a missing one fails the test.
+func requireRedisPy(t *testing.T) {
+	t.Helper()
+	err := exec.Command(systemPython, "-c", "import redis").Run()
+	if err != nil {
+		msg := fmt.Sprintf("%s -c 'import redis' failed (%v): install it with `apt-get install python3-redis`", systemPython, err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+}
+
+func TestRedisPy_TransactionsTTLsAndCounters(t *testing.T) {
+	requireRedisPy(t)
+	host, port, _ := net.SplitHostPort(start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, systemPython, "testdata/redispy_check.py", host, port).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("redis-py script: %v\n%s", err, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("script output %q: %v", out, err)
+	}
+	want := map[string]any{
+		"ping": true, "set": true, "get": "hello",
+		"tx":    []any{true, 2.0, 12.0, "12", 1.0},
+		"watch": "aborted", "balance": "100",
+		"ttl": 100.0, "pttl_ok": true, "persist": true, "ttl_after_persist": -1.0,
+		"expired": nil, "ttl_missing": -2.0,
+		"counter": "1000", "float": "500", "down": "-2000",
+		"setnx":  []any{true, false},
+		"getset": "1", "getdel": "3",
+		"append": 2.0, "strlen": 2.0, "type": "string",
+		"incr_text": "value is not an integer or out of range",
+	}
+	for k, w := range want {
+		if !reflect.DeepEqual(got[k], w) {
+			t.Errorf("%s = %#v, want %#v", k, got[k], w)
+		}
+	}
+}

@@ -1,0 +1,364 @@
+package resp
+
+// String commands. Every one that reads before it writes does both in one
+// update (see exec.go); a plain SET goes straight to the engine.
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/devkit-go/devkit/kvstore"
+)
+
+func cmdGet(c *call) {
+	v, err := c.get(c.args[1])
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound):
+		c.w.null()
+	case err != nil:
+		c.fail(err)
+	default:
+		c.w.bulk(v)
+	}
+}
+
+// setOptions are SET's options.
+type setOptions struct {
+	nx, xx, get bool
+	ttl         ttlOption
+}
+
+// parseSetOptions parses [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
+func parseSetOptions(args [][]byte) (setOptions, error) {
+	var o setOptions
+	for i := 0; i < len(args); i++ {
+		switch opt := strings.ToUpper(string(args[i])); opt {
+		case "NX":
+			o.nx = true
+		case "XX":
+			o.xx = true
+		case "GET":
+			o.get = true
+		case "KEEPTTL":
+			if o.ttl.kind != ttlNone {
+				return o, errSyntax
+			}
+			o.ttl.kind = ttlKeep
+		case "EX", "PX", "EXAT", "PXAT":
+			if o.ttl.kind != ttlNone || i+1 == len(args) {
+				return o, errSyntax
+			}
+			i++
+			t, err := parseExpiry(opt, args[i], "set")
+			if err != nil {
+				return o, err
+			}
+			o.ttl = t
+		default:
+			return o, errSyntax
+		}
+	}
+	if o.nx && o.xx {
+		return o, errSyntax
+	}
+	return o, nil
+}
+
+func cmdSet(c *call) {
+	key, value := c.args[1], c.args[2]
+	if len(c.args) == 3 && c.tx == nil {
+		// The common case needs no read: a one-write batch in the
+		// connection's order.
+		b := &c.cl.batch
+		b.Reset()
+		b.Set(key, value)
+		if err := c.apply(b); err != nil {
+			c.fail(err)
+			return
+		}
+		c.w.ok()
+		return
+	}
+	o, err := parseSetOptions(c.args[3:])
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	var old []byte
+	var had, written bool
+	err = c.update(func(tx txn) error {
+		cur, err := tx.Get(key)
+		switch {
+		case errors.Is(err, kvstore.ErrNotFound):
+			had = false
+		case err != nil:
+			return err
+		default:
+			had = true
+			old = cur
+		}
+		if (o.nx && had) || (o.xx && !had) {
+			written = false
+			return nil
+		}
+		written = true
+		return o.ttl.set(tx, key, value)
+	})
+	switch {
+	case err != nil:
+		c.fail(err)
+	case o.get && had:
+		c.w.bulk(old)
+	case o.get, !written:
+		c.w.null()
+	default:
+		c.w.ok()
+	}
+}
+
+func cmdSetNX(c *call) {
+	key, value := c.args[1], c.args[2]
+	var set bool
+	err := c.update(func(tx txn) error {
+		_, err := tx.Get(key)
+		if !errors.Is(err, kvstore.ErrNotFound) {
+			set = false
+			return err
+		}
+		set = true
+		return tx.Set(key, value)
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(boolInt64(set))
+}
+
+// getAndWrite reads key and then writes (or deletes, when value is nil and
+// del is set) in one update; it replies with the old value or nil.
+func getAndWrite(c *call, key, value []byte, del bool) {
+	var old []byte
+	var had bool
+	err := c.update(func(tx txn) error {
+		cur, err := tx.Get(key)
+		switch {
+		case errors.Is(err, kvstore.ErrNotFound):
+			had = false
+		case err != nil:
+			return err
+		default:
+			had, old = true, cur
+		}
+		if del {
+			if !had {
+				return nil
+			}
+			_, err := tx.Delete(key)
+			return err
+		}
+		return tx.Set(key, value)
+	})
+	switch {
+	case err != nil:
+		c.fail(err)
+	case had:
+		c.w.bulk(old)
+	default:
+		c.w.null()
+	}
+}
+
+func cmdGetSet(c *call) { getAndWrite(c, c.args[1], c.args[2], false) }
+func cmdGetDel(c *call) { getAndWrite(c, c.args[1], nil, true) }
+
+func cmdMGet(c *call) {
+	c.w.array(len(c.args) - 1)
+	for _, key := range c.args[1:] {
+		// Like Redis, a key that cannot hold a value reads as nil.
+		if v, err := c.get(key); err == nil {
+			c.w.bulk(v)
+		} else {
+			c.w.null()
+		}
+	}
+}
+
+// cmdMSet stores the pairs as one engine batch: atomic, as in Redis — after
+// a crash all pairs are there or none — and, under SyncAlways, one fsync.
+func cmdMSet(c *call) {
+	if len(c.args)%2 == 0 {
+		wrongArgs(c.w, c.cmd.name)
+		return
+	}
+	if c.tx != nil {
+		for i := 1; i < len(c.args); i += 2 {
+			if err := c.tx.Set(c.args[i], c.args[i+1]); err != nil {
+				c.fail(err)
+				return
+			}
+		}
+		c.w.ok()
+		return
+	}
+	b := &c.cl.batch
+	b.Reset()
+	for i := 1; i < len(c.args); i += 2 {
+		b.Set(c.args[i], c.args[i+1])
+	}
+	if err := c.apply(b); err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.ok()
+}
+
+func cmdAppend(c *call) {
+	key, suffix := c.args[1], c.args[2]
+	var n int
+	err := c.update(func(tx txn) error {
+		cur, err := tx.Get(key)
+		if err != nil && !errors.Is(err, kvstore.ErrNotFound) {
+			return err
+		}
+		v := make([]byte, 0, len(cur)+len(suffix))
+		v = append(append(v, cur...), suffix...)
+		n = len(v)
+		return tx.SetKeepTTL(key, v)
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(int64(n))
+}
+
+func cmdStrlen(c *call) {
+	v, err := c.get(c.args[1])
+	if err != nil && !errors.Is(err, kvstore.ErrNotFound) {
+		c.fail(err)
+		return
+	}
+	c.w.integer(int64(len(v)))
+}
+
+// parseStrictInt parses an integer as Redis does (string2ll): the canonical
+// decimal form only — no sign '+', no leading zeros or spaces, within int64.
+func parseStrictInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	var canon [20]byte
+	return n, string(strconv.AppendInt(canon[:0], n, 10)) == string(b)
+}
+
+// incrBy adds delta to the integer at key, keeping its expiry.
+func incrBy(c *call, key []byte, delta int64) {
+	var n int64
+	err := c.update(func(tx txn) error {
+		cur := int64(0)
+		v, err := tx.Get(key)
+		switch {
+		case errors.Is(err, kvstore.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			var ok bool
+			if cur, ok = parseStrictInt(v); !ok {
+				return errNotInteger
+			}
+		}
+		if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
+			return errOverflow
+		}
+		n = cur + delta
+		return tx.SetKeepTTL(key, strconv.AppendInt(nil, n, 10))
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(n)
+}
+
+func cmdIncr(c *call) { incrBy(c, c.args[1], 1) }
+func cmdDecr(c *call) { incrBy(c, c.args[1], -1) }
+
+func cmdIncrBy(c *call) {
+	d, ok := parseStrictInt(c.args[2])
+	if !ok {
+		c.fail(errNotInteger)
+		return
+	}
+	incrBy(c, c.args[1], d)
+}
+
+func cmdDecrBy(c *call) {
+	d, ok := parseStrictInt(c.args[2])
+	if !ok || d == math.MinInt64 {
+		c.fail(cmdError("ERR decrement would overflow"))
+		return
+	}
+	incrBy(c, c.args[1], -d)
+}
+
+// parseRedisFloat parses a float as Redis does: no spaces, no NaN.
+func parseRedisFloat(b []byte) (float64, bool) {
+	s := string(b)
+	if s == "" || strings.TrimSpace(s) != s {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+func cmdIncrByFloat(c *call) {
+	key := c.args[1]
+	d, ok := parseRedisFloat(c.args[2])
+	if !ok || math.IsInf(d, 0) {
+		c.fail(errNotFloat)
+		return
+	}
+	var out []byte
+	err := c.update(func(tx txn) error {
+		cur := 0.0
+		v, err := tx.Get(key)
+		switch {
+		case errors.Is(err, kvstore.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			var ok bool
+			if cur, ok = parseRedisFloat(v); !ok || math.IsInf(cur, 0) {
+				return errNotFloat
+			}
+		}
+		n := cur + d
+		if math.IsInf(n, 0) || math.IsNaN(n) {
+			return cmdError("ERR increment would produce NaN or Infinity")
+		}
+		out = strconv.AppendFloat(nil, n, 'f', -1, 64)
+		return tx.SetKeepTTL(key, out)
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.bulk(out)
+}
+
+func boolInt64(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
