@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/devkit-go/devkit/supervisor/internal/units"
 )
 
 // parser walks the YAML node tree so that every error can name the file,
@@ -386,18 +388,15 @@ func (p *parser) logFile(node *yaml.Node, field, path string) error {
 	return nil
 }
 
-// duration accepts Go durations ("500ms", "10s") and, as the seed did,
-// plain integers meaning seconds.
+// duration reads devkit's one duration grammar (units.ParseDuration): Go
+// durations ("500ms", "10s") or a plain number of seconds ("5", "1.5").
 func (p *parser) duration(node *yaml.Node, field string) (time.Duration, error) {
 	s, err := p.scalar(node, field)
 	if err != nil {
 		return 0, err
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	d, err := units.ParseDuration(s)
+	if err != nil {
 		return 0, p.errorf(node, field, "%q is not a duration", s)
 	}
 	return d, nil

@@ -194,3 +194,18 @@ func TestDigest_SurvivesJSONRoundTrip(t *testing.T) {
 		t.Fatal("empty and nil env/args fingerprint differently")
 	}
 }
+
+// TestParseConfig_DurationsShareTheFlagGrammar: a YAML duration reads as a
+// --timeout flag does (units.ParseDuration): `stop_timeout: 1.5` is 1.5 s.
+func TestParseConfig_DurationsShareTheFlagGrammar(t *testing.T) {
+	cfg, err := parse(t, "processes:\n  kv:\n    command: kv\n    stop_timeout: 1.5\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Processes["kv"].StopTimeout; got != 1500*time.Millisecond {
+		t.Fatalf("stop_timeout: 1.5 = %v, want 1.5s", got)
+	}
+	if _, err := parse(t, "processes:\n  kv:\n    command: kv\n    stop_timeout: -1\n", nil); err == nil {
+		t.Fatal("stop_timeout: -1 accepted")
+	}
+}

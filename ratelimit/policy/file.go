@@ -2,11 +2,12 @@ package policy
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/devkit-go/devkit/ratelimit/internal/units"
 )
 
 // The YAML shape of a policy file. Unknown keys are errors (KnownFields).
@@ -63,20 +64,17 @@ type fileLimit struct {
 	Block     duration `yaml:"block"`
 }
 
-// duration accepts Go syntax ("90s", "15m", "1h") or whole seconds (900).
+// duration reads devkit's one duration grammar (units.ParseDuration): Go
+// syntax ("90s", "15m", "1h") or a plain number of seconds (900, 1.5).
 type duration time.Duration
 
 func (d *duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a duration such as 90s, 15m or 1h", n.Line)}}
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a duration (%s)", n.Line, units.DurationHint)}}
 	}
-	if secs, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
-		*d = duration(time.Duration(secs) * time.Second)
-		return nil
-	}
-	v, err := time.ParseDuration(n.Value)
+	v, err := units.ParseDuration(n.Value)
 	if err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (use 90s, 15m, 1h or whole seconds)", n.Line, n.Value)}}
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (%s)", n.Line, n.Value, units.DurationHint)}}
 	}
 	*d = duration(v)
 	return nil

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -119,37 +118,6 @@ func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 	return context.WithTimeout(ctx, commandTimeout)
 }
-
-// parseDuration accepts Go durations (90s, 15m, 1h) or whole seconds.
-func parseDuration(s string) (time.Duration, error) {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Duration(n) * time.Second, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (use 90s, 15m, 1h or whole seconds)", s)
-	}
-	return d, nil
-}
-
-// durationValue is a pflag.Value for durations in either syntax.
-type durationValue struct{ d *time.Duration }
-
-func (v durationValue) String() string {
-	if v.d == nil || *v.d == 0 {
-		return ""
-	}
-	return v.d.String()
-}
-func (v durationValue) Set(s string) error {
-	d, err := parseDuration(s)
-	if err != nil {
-		return err
-	}
-	*v.d = d
-	return nil
-}
-func (v durationValue) Type() string { return "duration" }
 
 // secs renders a duration as seconds for JSON.
 func secs(d time.Duration) float64 {
