@@ -120,8 +120,10 @@ processes:
 	}
 	var buf lockedBuffer
 	opts := &LogsOptions{
-		IO:     &cmdutil.IOStreams{In: strings.NewReader(""), Out: &buf, ErrOut: &buf},
-		Sup:    func(need bool) (*supervisor.Supervisor, error) { return newSupervisor(cmdutil.System(), e.config(), "", need) },
+		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &buf, ErrOut: &buf},
+		Sup: func(need bool) (*supervisor.Supervisor, error) {
+			return newSupervisor(cmdutil.System(), e.config(), "", need)
+		},
 		Names:  []string{"worker", "web"},
 		Lines:  0,
 		Follow: true,

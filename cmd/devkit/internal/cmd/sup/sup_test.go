@@ -148,7 +148,8 @@ func TestSup_StartStatusStopAndExitCodes(t *testing.T) {
 	e.must(0, "stop", "api")    // stopping a stopped process is fine
 	e.must(2, "start")          // neither names nor --all
 	e.must(2, "start", "api", "--all")
-	e.must(2, "logs")
+	e.must(0, "logs") // the whole stack, merged
+	e.must(2, "logs", "-n", "-1")
 	e.must(2, "status", "--bogus")
 	e.must(3, "logs", "nope")
 	e.must(2, "stop", "api", "--timeout", "soon")
