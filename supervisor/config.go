@@ -57,6 +57,8 @@ type Process struct {
 	// then passes through the monitor (a pipe) instead of going straight
 	// to the file.
 	LogTimestamps bool `json:"log_timestamps,omitempty"`
+	// Health re-runs the ready probe while the process runs; nil: never.
+	Health *HealthCheck `json:"health,omitempty"`
 	// Oneshot is a job that runs to its end: start waits for it to exit 0,
 	// status says completed, and dependents start after it completed.
 	Oneshot bool `json:"oneshot,omitempty"`
@@ -78,6 +80,20 @@ type ReadyProbe struct {
 	Timeout    time.Duration `json:"timeout"`
 	Interval   time.Duration `json:"interval"`
 }
+
+// HealthCheck runs the ready probe every Every once the process is ready;
+// Failures consecutive failures make it unhealthy, and the monitor ends it
+// so that its restart policy applies.
+type HealthCheck struct {
+	Every    time.Duration `json:"every"`
+	Failures int           `json:"failures"`
+}
+
+// Health defaults.
+const (
+	DefaultHealthEvery    = 10 * time.Second
+	DefaultHealthFailures = 3
+)
 
 // RestartMode is when a monitor restarts a process that ended on its own.
 type RestartMode string

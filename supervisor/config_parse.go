@@ -102,7 +102,7 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		LogBackups:  DefaultLogBackups,
 	}
 	var env map[string]string
-	var envFileNode *yaml.Node
+	var envFileNode, healthNode *yaml.Node
 	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
 		f := field + "." + key
 		var err error
@@ -139,6 +139,9 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.LogBackups, err = p.nonNegativeInt(v, f)
 		case "log_timestamps":
 			proc.LogTimestamps, err = p.boolean(v, f)
+		case "health":
+			proc.Health, err = p.health(v, f)
+			healthNode = v
 		case "oneshot":
 			proc.Oneshot, err = p.boolean(v, f)
 		case "restart_with_dependencies":
@@ -153,6 +156,14 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 	}
 	if proc.Command == "" {
 		return nil, p.errorf(node, field+".command", "missing")
+	}
+	if proc.Health != nil {
+		switch {
+		case proc.Ready == nil:
+			return nil, p.errorf(healthNode, field+".health", "needs a ready probe to run")
+		case proc.Ready.LogPattern != "":
+			return nil, p.errorf(healthNode, field+".health", "a log ready probe cannot be re-run; use tcp, http or exec")
+		}
 	}
 	if proc.Cwd == "" {
 		// Relative commands and paths mean the same wherever the CLI runs.
@@ -228,6 +239,28 @@ func (p *parser) ready(node *yaml.Node, field string) (*ReadyProbe, error) {
 		r.Interval = DefaultReadyPoll
 	}
 	return r, nil
+}
+
+func (p *parser) health(node *yaml.Node, field string) (*HealthCheck, error) {
+	h := &HealthCheck{Every: DefaultHealthEvery, Failures: DefaultHealthFailures}
+	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
+		f := field + "." + key
+		var err error
+		switch key {
+		case "every":
+			if h.Every, err = p.duration(v, f); err == nil && h.Every <= 0 {
+				err = p.errorf(v, f, "must be positive")
+			}
+		case "failures":
+			if h.Failures, err = p.nonNegativeInt(v, f); err == nil && h.Failures < 1 {
+				err = p.errorf(v, f, "must be at least 1")
+			}
+		default:
+			err = p.errorf(k, f, "unknown field (want every, failures)")
+		}
+		return err
+	})
+	return h, err
 }
 
 func (p *parser) restart(node *yaml.Node, field string, pol *RestartPolicy) error {

@@ -268,7 +268,7 @@ func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Iden
 		}
 		return nil
 	}
-	probe, err := s.probeFor(spec, logOffset)
+	probe, err := probeFor(spec, logOffset, nil)
 	if err != nil {
 		return err
 	}
@@ -346,7 +346,8 @@ func (s *Supervisor) exitedEarly(ctx context.Context, name string, pid int, when
 	}
 }
 
-func (s *Supervisor) probeFor(spec *Process, logOffset int64) (ready.Probe, error) {
+// probeFor builds spec's ready probe; run, when set, runs exec probes.
+func probeFor(spec *Process, logOffset int64, run func(context.Context, *exec.Cmd) ([]byte, error)) (ready.Probe, error) {
 	r := spec.Ready
 	switch {
 	case r.TCP != "":
@@ -358,7 +359,7 @@ func (s *Supervisor) probeFor(spec *Process, logOffset int64) (ready.Probe, erro
 		for k, v := range spec.Env {
 			env = append(env, k+"="+v)
 		}
-		return ready.Exec{Command: r.Exec, Dir: spec.Cwd, Env: env}, nil
+		return ready.Exec{Command: r.Exec, Dir: spec.Cwd, Env: env, Run: run}, nil
 	default:
 		re, err := regexp.Compile("(?m)" + r.LogPattern)
 		if err != nil {
