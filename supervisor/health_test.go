@@ -44,6 +44,7 @@ func TestHealth_UnhealthyIsShownWhenThePolicyDoesNotRestart(t *testing.T) {
 	flag := filepath.Join(h.dir, "healthy")
 	os.WriteFile(flag, nil, 0o600)
 	pid := h.start("web")[0].PID
+	time.Sleep(300 * time.Millisecond)
 	os.Remove(flag)
 	eventually(t, 10*time.Second, "status says unhealthy", func() bool {
 		st := h.status("web")

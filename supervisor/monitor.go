@@ -283,7 +283,7 @@ func (m *monitor) watchLog() func() {
 }
 
 // watchHealth re-runs the ready probe every health.every once it first
-// passes. health.failures failures in a row make the process unhealthy
+// passes (or once ready.timeout has gone by without it passing). health.failures failures in a row make the process unhealthy
 // (status shows it); when its restart policy restarts failures, the
 // monitor ends it — stop signal, SIGKILL after stop_timeout — so that the
 // policy applies. The returned func, called once the process has exited,
@@ -311,6 +311,7 @@ func (m *monitor) watchHealth(id proc.Identity) func() {
 		wait := time.NewTimer(0)
 		defer wait.Stop()
 		ready, failures := false, 0
+		began := time.Now()
 		for {
 			select {
 			case <-exited:
@@ -319,8 +320,10 @@ func (m *monitor) watchHealth(id proc.Identity) func() {
 			}
 			err := probe.Check(context.Background()) // each attempt is bounded by the probe
 			switch {
-			case !ready && err != nil:
-				wait.Reset(m.spec.Ready.Interval) // not ready yet: health counts from readiness
+			case !ready && err != nil && time.Since(began) < m.spec.Ready.Timeout:
+				// Not ready yet: health counts from readiness, or from the
+				// end of the ready timeout.
+				wait.Reset(m.spec.Ready.Interval)
 				continue
 			case err == nil:
 				if !ready || failures > 0 {
