@@ -15,8 +15,8 @@ import (
 
 // ExportOptions are the inputs of `devkit sup export systemd`.
 type ExportOptions struct {
-	IO     *cmdutil.IOStreams
-	Sup    Factory
+	IO      *cmdutil.IOStreams
+	Sup     Factory
 	OutDir  string
 	OutFile string
 	Job     string
