@@ -41,7 +41,7 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 		if errors.Is(err, io.EOF) {
 			return nil, p.errorf(nil, "", "empty file: want a processes: mapping")
 		}
-		return nil, p.yamlError(err)
+		return nil, p.yamlError(err, data)
 	}
 	root := deref(&doc)
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
@@ -508,8 +508,44 @@ func (p *parser) errorf(node *yaml.Node, field, format string, a ...any) error {
 }
 
 // yamlError turns a yaml.v3 syntax error ("yaml: line 3: ...") into a
-// ConfigError.
-func (p *parser) yamlError(err error) error {
+// ConfigError. yaml.v3 reports the line where the enclosing construct
+// began (a block mapping's first key, so often line 1), not where the
+// mistake is; the line is found instead as the first one whose addition
+// makes the document unparsable for good: one past the longest prefix of
+// whole lines that still parses.
+func (p *parser) yamlError(err error, data []byte) error {
+	ce := p.yamlErrorAt(err)
+	if line := firstBadLine(data); line > ce.Line {
+		ce.Line = line
+	}
+	return ce
+}
+
+// firstBadLine returns 1 + the number of lines of the longest prefix of
+// data that parses, or 0 when that cannot be told.
+func firstBadLine(data []byte) int {
+	ends := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	if len(ends) > 5000 { // a config is small; do not parse a huge file thousands of times
+		return 0
+	}
+	for k := len(ends) - 2; k >= 0; k-- {
+		var n yaml.Node
+		if yaml.Unmarshal(data[:ends[k]], &n) == nil {
+			return k + 1
+		}
+	}
+	return 0
+}
+
+func (p *parser) yamlErrorAt(err error) *ConfigError {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
