@@ -375,13 +375,13 @@ func (m *monitor) forget(ctx context.Context, id proc.Identity) {
 	self := os.Getpid()
 	warned := false
 	for {
-		t, err := proc.Snapshot()
-		if err != nil || len(t.Descendants(self)) == 0 {
+		desc, err := proc.DescendantsOf(self)
+		if err != nil || len(desc) == 0 {
 			break
 		}
 		if !warned {
 			warned = true
-			m.logger.Warn("process ended but its descendants live on; keeping the record", "pid", id.PID, "descendants", len(t.Descendants(self)))
+			m.logger.Warn("process ended but its descendants live on; keeping the record", "pid", id.PID, "descendants", len(desc))
 		}
 		time.Sleep(treePoll)
 	}

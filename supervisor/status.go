@@ -103,7 +103,7 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 			return nil, err
 		}
 	}
-	sc := new(scan)
+	sc := &scan{preferTable: len(names) > 8}
 	out := make([]ProcessStatus, 0, len(names))
 	var old *Supervisor
 	for _, name := range names {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Lookup reads /proc/<pid>/stat. Start times on Linux are clock ticks since
@@ -60,10 +61,14 @@ func parseStat(pid int, data []byte) (Info, string, error) {
 }
 
 // BootID returns the kernel's id for the current boot.
-func BootID() (string, error) {
+func BootID() (string, error) { return bootID() }
+
+// bootID reads the boot id once per process: it cannot change while we
+// run, and every identity check needs it (a computed constant, not state).
+var bootID = sync.OnceValues(func() (string, error) {
 	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "", fmt.Errorf("proc: read boot id: %w", err)
 	}
 	return strings.TrimSpace(string(data)), nil
-}
+})
