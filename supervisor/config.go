@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -133,4 +135,15 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("supervisor: read config: %w", err)
 	}
 	return ParseConfig(path, data, os.LookupEnv)
+}
+
+// Environ is the environment the process runs with — and its exec probes:
+// the caller's, with env (and env_file) on top. One function builds it for
+// both, so a probe sees exactly what the process sees.
+func (p *Process) Environ() []string {
+	env := os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		env = append(env, k+"="+p.Env[k])
+	}
+	return env
 }

@@ -39,7 +39,7 @@ func (s *Supervisor) FollowLog(ctx context.Context, name string, n int, w io.Wri
 		return err
 	}
 	end, err := f.Seek(0, io.SeekEnd)
-	f.Close()
+	_ = f.Close() // read-only: nothing to flush
 	if err != nil {
 		return err
 	}

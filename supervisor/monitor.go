@@ -213,11 +213,7 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 	defer out.Close() // the child holds its own copy
 	cmd := exec.Command(m.spec.Command, m.spec.Args...)
 	cmd.Dir = m.spec.Cwd
-	cmd.Env = os.Environ()
-	for k, v := range m.spec.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Env = append(cmd.Env, state.TokenEnv+"="+token)
+	cmd.Env = append(m.spec.Environ(), state.TokenEnv+"="+token)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = proc.DetachedAttr()
 	exited, err := m.reaper.Start(cmd)
@@ -423,8 +419,9 @@ func (p appendFile) Write(b []byte) (int, error) {
 
 func reply(out io.WriteCloser, r monitorReply) {
 	data, _ := json.Marshal(r)
-	out.Write(append(data, '\n'))
-	out.Close()
+	// The CLI waits on this pipe; if it is gone there is nobody to tell.
+	_, _ = out.Write(append(data, '\n'))
+	_ = out.Close()
 }
 
 // exitCode is the monitor's own exit code: the process's, or 128+signal.

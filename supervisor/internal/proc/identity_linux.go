@@ -2,11 +2,13 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Lookup reads /proc/<pid>/stat. Start times on Linux are clock ticks since
@@ -14,7 +16,8 @@ import (
 func Lookup(pid int) (Info, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		if os.IsNotExist(err) {
+		// ESRCH: the process exited between open and read; gone all the same.
+		if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
 			return Info{}, ErrNotFound
 		}
 		return Info{}, fmt.Errorf("proc: read stat of %d: %w", pid, err)
