@@ -14,7 +14,7 @@ EACH      = $(call EACH_OF,$(MODULES),$(1))
 # make bench also runs the side-by-side comparison module (redis_rate, ulule/limiter), kept out of ratelimit's deps.
 BENCH_MODULES := $(MODULES) ratelimit/benchcmp
 
-.PHONY: help build test test-race test-crash bench fuzz lint fmt cover demo demo-redis clean docs cross
+.PHONY: help build test test-race test-crash test-sup-soak bench fuzz lint fmt cover demo demo-redis clean docs cross
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ test-race: ## run every module's tests with the race detector
 
 test-crash: ## the long kill -9 loop of the KV engine (CRASH_ROUNDS, default 300)
 	cd kvstore && GOWORK=off CRASH_ROUNDS=$${CRASH_ROUNDS:-300} $(GO) test -count=1 -timeout 60m -run 'TestCrash' -v . | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|rounds'
+
+test-sup-soak: ## the supervisor suite 10 times in a row under -race (SOAK_COUNT, default 10)
+	cd supervisor && GOWORK=off $(GO) test -race -count=$${SOAK_COUNT:-10} -timeout 60m ./...
 
 bench: ## run the benchmarks and rewrite docs/benchmarks.md
 	@mkdir -p bin

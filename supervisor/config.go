@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -57,6 +59,8 @@ type Process struct {
 	// then passes through the monitor (a pipe) instead of going straight
 	// to the file.
 	LogTimestamps bool `json:"log_timestamps,omitempty"`
+	// Health re-runs the ready probe while the process runs; nil: never.
+	Health *HealthCheck `json:"health,omitempty"`
 	// Oneshot is a job that runs to its end: start waits for it to exit 0,
 	// status says completed, and dependents start after it completed.
 	Oneshot bool `json:"oneshot,omitempty"`
@@ -78,6 +82,20 @@ type ReadyProbe struct {
 	Timeout    time.Duration `json:"timeout"`
 	Interval   time.Duration `json:"interval"`
 }
+
+// HealthCheck runs the ready probe every Every once the process is ready;
+// Failures consecutive failures make it unhealthy, and the monitor ends it
+// so that its restart policy applies.
+type HealthCheck struct {
+	Every    time.Duration `json:"every"`
+	Failures int           `json:"failures"`
+}
+
+// Health defaults.
+const (
+	DefaultHealthEvery    = 10 * time.Second
+	DefaultHealthFailures = 3
+)
 
 // RestartMode is when a monitor restarts a process that ended on its own.
 type RestartMode string
@@ -117,4 +135,15 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("supervisor: read config: %w", err)
 	}
 	return ParseConfig(path, data, os.LookupEnv)
+}
+
+// Environ is the environment the process runs with — and its exec probes:
+// the caller's, with env (and env_file) on top. One function builds it for
+// both, so a probe sees exactly what the process sees.
+func (p *Process) Environ() []string {
+	env := os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		env = append(env, k+"="+p.Env[k])
+	}
+	return env
 }

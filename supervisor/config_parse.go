@@ -43,7 +43,7 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 		if errors.Is(err, io.EOF) {
 			return nil, p.errorf(nil, "", "empty file: want a processes: mapping")
 		}
-		return nil, p.yamlError(err)
+		return nil, p.yamlError(err, data)
 	}
 	root := deref(&doc)
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
@@ -104,7 +104,7 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		LogBackups:  DefaultLogBackups,
 	}
 	var env map[string]string
-	var envFileNode *yaml.Node
+	var envFileNode, healthNode *yaml.Node
 	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
 		f := field + "." + key
 		var err error
@@ -141,6 +141,9 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.LogBackups, err = p.nonNegativeInt(v, f)
 		case "log_timestamps":
 			proc.LogTimestamps, err = p.boolean(v, f)
+		case "health":
+			proc.Health, err = p.health(v, f)
+			healthNode = v
 		case "oneshot":
 			proc.Oneshot, err = p.boolean(v, f)
 		case "restart_with_dependencies":
@@ -155,6 +158,14 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 	}
 	if proc.Command == "" {
 		return nil, p.errorf(node, field+".command", "missing")
+	}
+	if proc.Health != nil {
+		switch {
+		case proc.Ready == nil:
+			return nil, p.errorf(healthNode, field+".health", "needs a ready probe to run")
+		case proc.Ready.LogPattern != "":
+			return nil, p.errorf(healthNode, field+".health", "a log ready probe cannot be re-run; use tcp, http or exec")
+		}
 	}
 	if proc.Cwd == "" {
 		// Relative commands and paths mean the same wherever the CLI runs.
@@ -230,6 +241,28 @@ func (p *parser) ready(node *yaml.Node, field string) (*ReadyProbe, error) {
 		r.Interval = DefaultReadyPoll
 	}
 	return r, nil
+}
+
+func (p *parser) health(node *yaml.Node, field string) (*HealthCheck, error) {
+	h := &HealthCheck{Every: DefaultHealthEvery, Failures: DefaultHealthFailures}
+	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
+		f := field + "." + key
+		var err error
+		switch key {
+		case "every":
+			if h.Every, err = p.duration(v, f); err == nil && h.Every <= 0 {
+				err = p.errorf(v, f, "must be positive")
+			}
+		case "failures":
+			if h.Failures, err = p.nonNegativeInt(v, f); err == nil && h.Failures < 1 {
+				err = p.errorf(v, f, "must be at least 1")
+			}
+		default:
+			err = p.errorf(k, f, "unknown field (want every, failures)")
+		}
+		return err
+	})
+	return h, err
 }
 
 func (p *parser) restart(node *yaml.Node, field string, pol *RestartPolicy) error {
@@ -474,8 +507,44 @@ func (p *parser) errorf(node *yaml.Node, field, format string, a ...any) error {
 }
 
 // yamlError turns a yaml.v3 syntax error ("yaml: line 3: ...") into a
-// ConfigError.
-func (p *parser) yamlError(err error) error {
+// ConfigError. yaml.v3 reports the line where the enclosing construct
+// began (a block mapping's first key, so often line 1), not where the
+// mistake is; the line is found instead as the first one whose addition
+// makes the document unparsable for good: one past the longest prefix of
+// whole lines that still parses.
+func (p *parser) yamlError(err error, data []byte) error {
+	ce := p.yamlErrorAt(err)
+	if line := firstBadLine(data); line > ce.Line {
+		ce.Line = line
+	}
+	return ce
+}
+
+// firstBadLine returns 1 + the number of lines of the longest prefix of
+// data that parses, or 0 when that cannot be told.
+func firstBadLine(data []byte) int {
+	ends := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	if len(ends) > 5000 { // a config is small; do not parse a huge file thousands of times
+		return 0
+	}
+	for k := len(ends) - 2; k >= 0; k-- {
+		var n yaml.Node
+		if yaml.Unmarshal(data[:ends[k]], &n) == nil {
+			return k + 1
+		}
+	}
+	return 0
+}
+
+func (p *parser) yamlErrorAt(err error) *ConfigError {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {

@@ -364,3 +364,22 @@ processes:
 		t.Fatalf("our own log was not rotated: %v", err)
 	}
 }
+
+func TestConfig_YAMLSyntaxErrorsNameTheLineOfTheMistake(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		line int
+	}{
+		{"processes:\n  a:\n    command: x\n    args: [1, 2\n  b:\n    command: y\n", 4},
+		{"processes:\n  a:\n    command: x\n   bad: indent\n", 4},
+		{"processes:\n  a:\n    command: x\n  - b\n", 4},
+		{"processes:\n  a:\n    command: x\n    ready: {tcp: 'a:1'\n    stop_timeout: 1s\n", 4},
+		{"processes:\n  a:\n    args: [\n      1,\n      2]\n    command: x\n  b:\n    command: y\n   c: 1\n", 9},
+	} {
+		_, err := ParseConfig("ops.yaml", []byte(tc.yaml), os.LookupEnv)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Line != tc.line {
+			t.Errorf("%q: %v, want line %d", tc.yaml, err, tc.line)
+		}
+	}
+}

@@ -1,9 +1,13 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/devkit-go/devkit/supervisor/internal/logfile"
 )
@@ -35,7 +39,7 @@ func (s *Supervisor) FollowLog(ctx context.Context, name string, n int, w io.Wri
 		return err
 	}
 	end, err := f.Seek(0, io.SeekEnd)
-	f.Close()
+	_ = f.Close() // read-only: nothing to flush
 	if err != nil {
 		return err
 	}
@@ -52,4 +56,119 @@ func (s *Supervisor) FollowLog(ctx context.Context, name string, n int, w io.Wri
 		return err
 	}
 	return logfile.Follow(ctx, w, path, end)
+}
+
+// MergedLogs writes the logs of names (every process of the project when
+// names is empty) to w, each line prefixed with its process's name: first
+// the last n lines of each, one process after the other, then — with
+// follow — every line as it is appended, interleaved, until ctx ends (as
+// docker compose logs does). A process with no log yet is waited for when
+// following and skipped otherwise.
+func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, follow bool, w io.Writer) error {
+	if err := validNames(names); err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		all, err := s.Names()
+		if err != nil {
+			return err
+		}
+		names = all
+	}
+	width := 0
+	for _, name := range names {
+		if err := s.checkKnown(name); err != nil {
+			return err
+		}
+		width = max(width, len(name))
+	}
+	var mu sync.Mutex
+	writers := make([]*prefixWriter, len(names))
+	ends := make([]int64, len(names))
+	for i, name := range names {
+		writers[i] = &prefixWriter{mu: &mu, w: w, prefix: fmt.Sprintf("%-*s | ", width, name)}
+		path, err := s.LogPath(name)
+		if err != nil {
+			return err
+		}
+		ends[i] = -1 // no log yet: follow waits for it
+		if fi, err := os.Stat(path); err == nil {
+			ends[i] = fi.Size()
+		}
+		if ends[i] < 0 {
+			continue
+		}
+		data, err := logfile.Tail(path, n)
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > ends[i] {
+			data = data[:ends[i]]
+		}
+		if _, err := writers[i].Write(data); err != nil {
+			return err
+		}
+		writers[i].flush()
+	}
+	if !follow {
+		return nil
+	}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		path, _ := s.LogPath(name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = logfile.Follow(ctx, writers[i], path, ends[i])
+			writers[i].flush()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// prefixWriter writes whole lines, each with its prefix, to a writer
+// shared under mu; a partial line waits for its end (or flush).
+type prefixWriter struct {
+	mu      *sync.Mutex
+	w       io.Writer
+	prefix  string
+	partial []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	data := append(p.partial, b...)
+	var out []byte
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		out = append(out, p.prefix...)
+		out = append(out, data[:i+1]...)
+		data = data[i+1:]
+	}
+	p.partial = append([]byte(nil), data...)
+	if len(out) == 0 {
+		return len(b), nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// flush writes an unfinished last line, ended with a newline.
+func (p *prefixWriter) flush() {
+	if len(p.partial) == 0 {
+		return
+	}
+	line := append(append([]byte(p.prefix), p.partial...), '\n')
+	p.partial = nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _ = p.w.Write(line) // best effort at the end of output
 }

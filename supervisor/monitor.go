@@ -123,7 +123,9 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 				m.signalStop(id)
 			}
 			stopWatch := m.watchLog()
+			stopHealth := m.watchHealth(id)
 			st := <-exited
+			stopHealth()
 			stopWatch()
 			code = st.Code
 			if st.Signal != 0 {
@@ -211,11 +213,7 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 	defer out.Close() // the child holds its own copy
 	cmd := exec.Command(m.spec.Command, m.spec.Args...)
 	cmd.Dir = m.spec.Cwd
-	cmd.Env = os.Environ()
-	for k, v := range m.spec.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Env = append(cmd.Env, state.TokenEnv+"="+token)
+	cmd.Env = append(m.spec.Environ(), state.TokenEnv+"="+token)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = proc.DetachedAttr()
 	exited, err := m.reaper.Start(cmd)
@@ -280,6 +278,87 @@ func (m *monitor) watchLog() func() {
 	return func() { close(done); <-stopped }
 }
 
+// watchHealth re-runs the ready probe every health.every once it first
+// passes (or once ready.timeout has gone by without it passing). health.failures failures in a row make the process unhealthy
+// (status shows it); when its restart policy restarts failures, the
+// monitor ends it — stop signal, SIGKILL after stop_timeout — so that the
+// policy applies. The returned func, called once the process has exited,
+// stops the watch.
+func (m *monitor) watchHealth(id proc.Identity) func() {
+	hc := m.spec.Health
+	if hc == nil || m.spec.Ready == nil {
+		return func() {}
+	}
+	probe, err := probeFor(m.spec, 0, m.reaper.Run)
+	if err != nil {
+		m.logger.Warn("health probe", "err", err)
+		return func() {}
+	}
+	exited := make(chan struct{})
+	stopped := make(chan struct{})
+	write := func(h *state.HealthRecord) {
+		h.PID, h.At = id.PID, time.Now().UTC()
+		if err := m.home.WriteHealth(m.spec.Name, h); err != nil {
+			m.logger.Warn("write health", "err", err)
+		}
+	}
+	go func() {
+		defer close(stopped)
+		wait := time.NewTimer(0)
+		defer wait.Stop()
+		ready, failures := false, 0
+		began := time.Now()
+		for {
+			select {
+			case <-exited:
+				return
+			case <-wait.C:
+			}
+			err := probe.Check(context.Background()) // each attempt is bounded by the probe
+			switch {
+			case !ready && err != nil && time.Since(began) < m.spec.Ready.Timeout:
+				// Not ready yet: health counts from readiness, or from the
+				// end of the ready timeout.
+				wait.Reset(m.spec.Ready.Interval)
+				continue
+			case err == nil:
+				if !ready || failures > 0 {
+					write(&state.HealthRecord{Healthy: true})
+				}
+				ready, failures = true, 0
+				wait.Reset(hc.Every)
+				continue
+			}
+			failures++
+			write(&state.HealthRecord{Healthy: failures < hc.Failures, Failures: failures, LastError: err.Error()})
+			if failures >= hc.Failures && m.spec.Restart.Mode != RestartNever {
+				m.logger.Warn("unhealthy; ending it so that the restart policy applies", "pid", id.PID, "failures", failures, "err", err)
+				m.end(id, exited)
+				return
+			}
+			wait.Reset(hc.Every)
+		}
+	}()
+	return func() { close(exited); <-stopped }
+}
+
+// end stops the process id as stop would (its group, then SIGKILL after
+// stop_timeout), without a stop marker: the exit counts as a failure.
+func (m *monitor) end(id proc.Identity, exited <-chan struct{}) {
+	m.signalStop(id)
+	select {
+	case <-exited:
+	case <-time.After(m.spec.StopTimeout):
+		if h, err := proc.Open(id); err == nil {
+			if err := proc.SignalGroup(id.PID, proc.Kill); err != nil {
+				m.logger.Warn("kill unhealthy process group", "err", err)
+			}
+			_ = h.Signal(proc.Kill) // gone already is fine
+			h.Close()
+		}
+	}
+}
+
 // treePoll is how often a monitor whose process ended looks whether the
 // rest of the tree is gone.
 const treePoll = 50 * time.Millisecond
@@ -292,13 +371,13 @@ func (m *monitor) forget(ctx context.Context, id proc.Identity) {
 	self := os.Getpid()
 	warned := false
 	for {
-		t, err := proc.Snapshot()
-		if err != nil || len(t.Descendants(self)) == 0 {
+		desc, err := proc.DescendantsOf(self)
+		if err != nil || len(desc) == 0 {
 			break
 		}
 		if !warned {
 			warned = true
-			m.logger.Warn("process ended but its descendants live on; keeping the record", "pid", id.PID, "descendants", len(t.Descendants(self)))
+			m.logger.Warn("process ended but its descendants live on; keeping the record", "pid", id.PID, "descendants", len(desc))
 		}
 		time.Sleep(treePoll)
 	}
@@ -315,7 +394,9 @@ func (m *monitor) signalStop(id proc.Identity) {
 	if h, err := proc.Open(id); err == nil {
 		defer h.Close()
 		if sig, err := proc.SignalNumber(m.spec.StopSignal); err == nil {
-			proc.SignalGroup(id.PID, sig)
+			if err := proc.SignalGroup(id.PID, sig); err != nil {
+				m.logger.Warn("signal process group", "pid", id.PID, "err", err)
+			}
 		}
 	}
 }
@@ -338,8 +419,9 @@ func (p appendFile) Write(b []byte) (int, error) {
 
 func reply(out io.WriteCloser, r monitorReply) {
 	data, _ := json.Marshal(r)
-	out.Write(append(data, '\n'))
-	out.Close()
+	// The CLI waits on this pipe; if it is gone there is nobody to tell.
+	_, _ = out.Write(append(data, '\n'))
+	_ = out.Close()
 }
 
 // exitCode is the monitor's own exit code: the process's, or 128+signal.

@@ -183,7 +183,9 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 	spawned := time.Now()
 	if err := s.awaitReady(ctx, &run, id, offset); err != nil {
 		if rec, rerr := s.home.ReadRecord(spec.Name); rerr == nil && rec != nil {
-			s.stopLocked(context.WithoutCancel(ctx), rec, StopOptions{Force: true, Timeout: time.Second})
+			if _, serr := s.stopLocked(context.WithoutCancel(ctx), rec, StopOptions{Force: true, Timeout: time.Second}); serr != nil {
+				s.logger.Warn("stop after a failed start", "name", spec.Name, "err", serr)
+			}
 		}
 		return fail(err)
 	}
@@ -226,15 +228,18 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	}
 	// Reap the monitor if it exits while we still run (a long-lived caller
 	// such as a test); after we exit, init does.
-	go cmd.Wait()
-	stdinR.Close()
-	stdoutW.Close()
+	go func() { _ = cmd.Wait() }() // its exit status is the process's business: the monitor records it
+	// The child holds its own copies; ours must go so EOF reaches each side.
+	_ = stdinR.Close()
+	_ = stdoutW.Close()
 	req, _ := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec, Digest: spec.Digest(), Project: s.project})
 	if _, err := stdinW.Write(req); err != nil {
 		return proc.Identity{}, fmt.Errorf("send monitor request: %w", err)
 	}
-	stdinW.Close()
-	stdoutR.SetReadDeadline(time.Now().Add(monitorReplyTimeout))
+	_ = stdinW.Close() // the request is written: EOF tells the monitor so
+	if err := stdoutR.SetReadDeadline(time.Now().Add(monitorReplyTimeout)); err != nil {
+		return proc.Identity{}, fmt.Errorf("monitor reply: %w", err)
+	}
 	rep, err := readReply(stdoutR)
 	if err != nil {
 		return proc.Identity{}, err
@@ -268,7 +273,7 @@ func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Iden
 		}
 		return nil
 	}
-	probe, err := s.probeFor(spec, logOffset)
+	probe, err := probeFor(spec, logOffset, nil)
 	if err != nil {
 		return err
 	}
@@ -316,37 +321,37 @@ func (s *Supervisor) completion(ctx context.Context, name string, pid int) error
 
 // exitOf waits briefly for the monitor to record the exit of pid.
 func (s *Supervisor) exitOf(ctx context.Context, name string, pid int) *state.ExitRecord {
-	deadline := time.Now().Add(monitorExitWait)
-	for {
-		if e, _ := s.home.ReadExit(name); e != nil && e.PID == pid {
-			return e
+	return s.awaitExit(ctx, name, pid, monitorExitWait)
+}
+
+// awaitExit polls for the exit record of pid for up to within: the monitor
+// writes it moments after reaping the process.
+func (s *Supervisor) awaitExit(ctx context.Context, name string, pid int, within time.Duration) *state.ExitRecord {
+	var exit *state.ExitRecord
+	_ = proc.PollUntil(ctx, within, func() bool { // nil when it never came: the caller says so
+		e, _ := s.home.ReadExit(name)
+		if e != nil && e.PID == pid {
+			exit = e
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return exit != nil
+	})
+	return exit
 }
 
 // exitedEarly describes a process that died during its start, with the
 // exit code its monitor recorded (it is written moments after the exit).
 func (s *Supervisor) exitedEarly(ctx context.Context, name string, pid int, when string) error {
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for {
-		if e, _ := s.home.ReadExit(name); e != nil && e.PID == pid {
-			if e.Signal != "" {
-				return fmt.Errorf("process %d exited %s (killed by %s)", pid, when, e.Signal)
-			}
-			return fmt.Errorf("process %d exited %s (exit code %d)", pid, when, e.Code)
+	if e := s.awaitExit(ctx, name, pid, 200*time.Millisecond); e != nil {
+		if e.Signal != "" {
+			return fmt.Errorf("process %d exited %s (killed by %s)", pid, when, e.Signal)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("process %d exited %s", pid, when)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return fmt.Errorf("process %d exited %s (exit code %d)", pid, when, e.Code)
 	}
+	return fmt.Errorf("process %d exited %s", pid, when)
 }
 
-func (s *Supervisor) probeFor(spec *Process, logOffset int64) (ready.Probe, error) {
+// probeFor builds spec's ready probe; run, when set, runs exec probes.
+func probeFor(spec *Process, logOffset int64, run func(context.Context, *exec.Cmd) ([]byte, error)) (ready.Probe, error) {
 	r := spec.Ready
 	switch {
 	case r.TCP != "":
@@ -354,11 +359,7 @@ func (s *Supervisor) probeFor(spec *Process, logOffset int64) (ready.Probe, erro
 	case r.HTTP != "":
 		return ready.HTTP{URL: r.HTTP}, nil
 	case r.Exec != "":
-		env := os.Environ()
-		for k, v := range spec.Env {
-			env = append(env, k+"="+v)
-		}
-		return ready.Exec{Command: r.Exec, Dir: spec.Cwd, Env: env}, nil
+		return ready.Exec{Command: r.Exec, Dir: spec.Cwd, Env: spec.Environ(), Run: run}, nil
 	default:
 		re, err := regexp.Compile("(?m)" + r.LogPattern)
 		if err != nil {

@@ -35,6 +35,9 @@ const (
 	// StateCompleted: a oneshot (or a process under restart: never) that
 	// ended with exit 0 on its own; status counts it as success.
 	StateCompleted State = "completed"
+	// StateUnhealthy: it runs but failed its periodic health check
+	// (health.failures times in a row).
+	StateUnhealthy State = "unhealthy"
 )
 
 // ProcessStatus is the status of one process.
@@ -100,7 +103,7 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 			return nil, err
 		}
 	}
-	sc := new(scan)
+	sc := &scan{preferTable: len(names) > 8}
 	out := make([]ProcessStatus, 0, len(names))
 	var old *Supervisor
 	for _, name := range names {
@@ -160,6 +163,11 @@ func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool)
 		if rec.Monitor != nil && !tr.monitorAlive {
 			st.State = StateUnsupervised
 			st.Reason = fmt.Sprintf("its monitor (pid %d) is gone: exit codes and restarts are lost; run `devkit sup restart %s`", rec.Monitor.PID, name)
+			return st, nil
+		}
+		if h, err := s.home.ReadHealth(name); err == nil && h != nil && h.PID == rec.Process.PID && !h.Healthy {
+			st.State = StateUnhealthy
+			st.Reason = fmt.Sprintf("health check failed %d times in a row: %s", h.Failures, h.LastError)
 		}
 		return st, nil
 	}

@@ -3,8 +3,10 @@ package supervisor
 import (
 	"fmt"
 	"maps"
+	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -42,7 +44,12 @@ func (c *Config) SystemdUnits(logDir string) map[string]string {
 		}
 		fmt.Fprintf(&b, "ExecStart=%s\n", strings.Join(quoted, " "))
 		for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-			fmt.Fprintf(&b, "Environment=%s\n", systemdQuote(k+"="+p.Env[k]))
+			fmt.Fprintf(&b, "Environment=%s\n", systemdEnvQuote(k+"="+p.Env[k]))
+		}
+		if post, timeout, ok := systemdReadyWait(p); ok {
+			fmt.Fprintf(&b, "ExecStartPost=%s\nTimeoutStartSec=%s\n", post, timeout)
+		} else if p.Ready != nil {
+			b.WriteString("# ready: a log probe has no systemd counterpart; the unit is started once spawned\n")
 		}
 		if p.Cwd != "" {
 			fmt.Fprintf(&b, "WorkingDirectory=%s\n", systemdQuote(p.Cwd))
@@ -69,7 +76,46 @@ func (c *Config) SystemdUnits(logDir string) map[string]string {
 
 func unitName(name string) string { return "devkit-" + name + ".service" }
 
-// systemdQuote quotes a word for a unit file: specifiers (%) and variable
+// systemdReadyWait renders the ready probe as an ExecStartPost= command
+// that waits until it passes (systemd counts the unit started only then),
+// with the probe's timeout as TimeoutStartSec=. A log probe has no such
+// form: ok is false.
+func systemdReadyWait(p *Process) (cmd, timeout string, ok bool) {
+	r := p.Ready
+	if r == nil {
+		return "", "", false
+	}
+	sleep := strconv.FormatFloat(r.Interval.Seconds(), 'f', -1, 64)
+	var shell, check string
+	switch {
+	case r.TCP != "":
+		host, port, _ := net.SplitHostPort(r.TCP)
+		shell, check = "/bin/bash", fmt.Sprintf("(exec 3<>/dev/tcp/%s/%s) 2>/dev/null", host, port)
+	case r.HTTP != "":
+		shell, check = "/bin/sh", "curl -fsS -o /dev/null "+shellQuote(r.HTTP)
+	case r.Exec != "":
+		shell, check = "/bin/sh", r.Exec
+	default:
+		return "", "", false
+	}
+	script := fmt.Sprintf("until %s; do sleep %s; done", check, sleep)
+	return shell + " -c " + systemdQuote(script), systemdSeconds(r.Timeout.Seconds()), true
+}
+
+// shellQuote quotes s for sh as one word.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// systemdEnvQuote quotes one NAME=value assignment for Environment=. There,
+// unlike in Exec lines, "$" has no special meaning (systemd.exec(5)), so it
+// is left alone and reaches the process as itself; specifiers (%) are
+// escaped, and the assignment is double-quoted with C-style escapes.
+func systemdEnvQuote(s string) string {
+	s = strings.ReplaceAll(s, "%", "%%")
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// systemdQuote quotes a word for an Exec line: specifiers (%) and variable
 // expansions ($) are escaped so the value reaches the process verbatim.
 func systemdQuote(s string) string {
 	s = strings.ReplaceAll(s, "%", "%%")

@@ -20,23 +20,59 @@ import (
 )
 
 // scan is one pass over the process table, shared by everything one
-// operation asks (status of fifty processes reads /proc once).
+// operation asks (status of fifty processes reads /proc at most once). The
+// common case needs no pass at all: while the monitor lives, every
+// descendant is in its tree, walked through the kernel's children lists.
 type scan struct {
+	// preferTable makes even the common case read the whole table once:
+	// cheaper than a walk per record when many records are asked about.
+	preferTable bool
+
 	table proc.Table
-	boot  string
 	err   error
 	done  bool
+	// Indexes over table, built with it.
+	children         map[int][]proc.Info
+	bySession, group map[int][]proc.Info
 }
 
 func (sc *scan) get() (proc.Table, error) {
 	if !sc.done {
 		sc.done = true
 		sc.table, sc.err = proc.Snapshot()
-		if sc.err == nil {
-			sc.boot, sc.err = proc.BootID()
+		sc.children = map[int][]proc.Info{}
+		sc.bySession = map[int][]proc.Info{}
+		sc.group = map[int][]proc.Info{}
+		for _, p := range sc.table {
+			if p.PPID != p.PID {
+				sc.children[p.PPID] = append(sc.children[p.PPID], p)
+			}
+			sc.bySession[p.Session] = append(sc.bySession[p.Session], p)
+			if p.PGID != p.Session {
+				sc.group[p.PGID] = append(sc.group[p.PGID], p)
+			}
 		}
 	}
 	return sc.table, sc.err
+}
+
+// descendants walks the indexed table below root.
+func (sc *scan) descendants(root int) []proc.Info {
+	var out []proc.Info
+	seen := map[int]bool{root: true}
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range sc.children[pid] {
+			if !seen[c.PID] {
+				seen[c.PID] = true
+				out = append(out, c)
+				queue = append(queue, c.PID)
+			}
+		}
+	}
+	return out
 }
 
 // ownedTree is what of a record is alive now.
@@ -49,20 +85,39 @@ type ownedTree struct {
 
 // treeOf finds what of rec is alive, from one snapshot.
 func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
-	t, err := sc.get()
+	boot, err := proc.BootID()
 	if err != nil {
 		return ownedTree{}, err
 	}
-	if rec.Process.BootID != "" && rec.Process.BootID != sc.boot {
+	if rec.Process.BootID != "" && rec.Process.BootID != boot {
 		return ownedTree{otherBoot: true}, nil
 	}
 	var tr ownedTree
-	tr.leaderAlive = t.Alive(rec.Process)
-	tr.monitorAlive = rec.Monitor != nil && rec.Monitor.PID > 0 && t.Alive(*rec.Monitor)
+	_, lerr := proc.Verify(rec.Process)
+	tr.leaderAlive = lerr == nil
+	if rec.Monitor != nil && rec.Monitor.PID > 0 {
+		_, merr := proc.Verify(*rec.Monitor)
+		tr.monitorAlive = merr == nil
+	}
 	leader := rec.Process.PID
 	monitor := 0
 	if rec.Monitor != nil {
 		monitor = rec.Monitor.PID
+	}
+	if tr.monitorAlive && proc.CanTrackDescendants && !sc.preferTable {
+		// A subreaper's tree holds every descendant: nothing else to find.
+		if desc, err := proc.DescendantsOf(monitor); err == nil {
+			for _, p := range desc {
+				if p.PID != leader {
+					tr.members = append(tr.members, p)
+				}
+			}
+			return tr, nil
+		}
+	}
+	t, err := sc.get()
+	if err != nil {
+		return ownedTree{}, err
 	}
 	ours := map[int]bool{leader: true, monitor: true}
 	add := func(p proc.Info) {
@@ -72,12 +127,12 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 		}
 	}
 	if tr.monitorAlive {
-		for _, p := range t.Descendants(monitor) {
+		for _, p := range sc.descendants(monitor) {
 			add(p)
 		}
 	}
 	if tr.leaderAlive {
-		for _, p := range t.Descendants(leader) {
+		for _, p := range sc.descendants(leader) {
 			add(p)
 		}
 	}
@@ -85,17 +140,28 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 	if rec.Token != "" {
 		token = state.TokenEnv + "=" + rec.Token
 	}
-	for _, p := range t {
+	consider := func(p proc.Info, inSession bool) {
 		if ours[p.PID] || !proc.StartedNotBefore(p.Identity, rec.Process) {
-			continue
+			return
 		}
-		inSession := p.Session == leader || p.PGID == leader
 		switch {
 		case inSession && tr.leaderAlive:
 			add(p)
-		case (inSession || !tr.monitorAlive) && token != "" && proc.HasEnv(p.PID, token):
+		case token != "" && proc.HasEnv(p.PID, token):
 			add(p)
 		}
+	}
+	if tr.monitorAlive {
+		// Only the session and group can hold something outside the
+		// monitor's tree (where there is no subreaper).
+		for _, p := range append(sc.bySession[leader], sc.group[leader]...) {
+			consider(p, true)
+		}
+		return tr, nil
+	}
+	// No monitor: a daemon that left the session is found by its token.
+	for _, p := range t {
+		consider(p, p.Session == leader || p.PGID == leader)
 	}
 	return tr, nil
 }

@@ -12,50 +12,92 @@ import (
 // FollowInterval is how often Follow looks for new data.
 const FollowInterval = 100 * time.Millisecond
 
+// rotatedQuiet is how long a rotated-away file must stay unchanged before
+// Follow stops reading it: a process that cannot reopen its log keeps
+// writing to the renamed file, and that output is still shown.
+const rotatedQuiet = 10 * time.Second
+
 // Follow copies what is appended to path to w, starting at offset, until
-// ctx ends. A file that shrinks (truncated) is read again from its start; a
-// file replaced by another (rotated) is drained and the new one followed
-// from its start; a path that disappears is waited for.
+// ctx ends. A file that shrinks (truncated) is read again from its start.
+// A file renamed away and replaced by a new one (logrotate's default,
+// rename-and-create) is followed on both sides: the new file from its start,
+// and the old one for as long as something still writes to it. A path that
+// disappears is waited for; so is one that does not exist yet when
+// offset is negative.
 func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer func() { f.Close() }()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return err
-	}
-	pos := offset
 	t := time.NewTicker(FollowInterval)
 	defer t.Stop()
+	var cur *os.File
+	for cur == nil {
+		f, err := os.Open(path)
+		switch {
+		case err == nil:
+			cur = f
+		case offset >= 0 || !errors.Is(err, fs.ErrNotExist):
+			return err
+		default:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+		}
+	}
+	pos := max(offset, 0)
+	if _, err := cur.Seek(pos, io.SeekStart); err != nil {
+		cur.Close()
+		return err
+	}
+	type rotated struct {
+		f       *os.File
+		quietAt time.Time
+	}
+	var old []rotated
+	defer func() {
+		cur.Close()
+		for _, o := range old {
+			o.f.Close()
+		}
+	}()
 	for {
-		n, err := io.Copy(w, f)
+		// What is still written to rotated-away files first: it is older.
+		kept := old[:0]
+		for _, o := range old {
+			n, err := io.Copy(w, o.f)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				o.quietAt = time.Now()
+			}
+			if time.Since(o.quietAt) < rotatedQuiet {
+				kept = append(kept, o)
+			} else {
+				o.f.Close()
+			}
+		}
+		old = kept
+		n, err := io.Copy(w, cur)
 		pos += n
 		if err != nil {
 			return err
 		}
-		fi, err := f.Stat()
+		fi, err := cur.Stat()
 		if err != nil {
 			return err
 		}
 		if fi.Size() < pos { // truncated in place
-			if _, err := f.Seek(0, io.SeekStart); err != nil {
+			if _, err := cur.Seek(0, io.SeekStart); err != nil {
 				return err
 			}
 			pos = 0
 			continue
 		}
-		if cur, err := os.Stat(path); err == nil && !os.SameFile(fi, cur) { // rotated
-			if n, err := io.Copy(w, f); err != nil || n > 0 {
-				if err != nil {
-					return err
-				}
-				continue // drain fully before switching
-			}
+		if now, err := os.Stat(path); err == nil && !os.SameFile(fi, now) { // rotated
 			next, err := os.Open(path)
 			if err == nil {
-				f.Close()
-				f, pos = next, 0
+				old = append(old, rotated{f: cur, quietAt: time.Now()})
+				cur, pos = next, 0
 				continue
 			}
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -156,3 +156,36 @@ func TestFollow_AcrossTruncationAndRotation(t *testing.T) {
 		t.Fatalf("follow output = %q", got)
 	}
 }
+
+func TestFollow_RenameAndCreateKeepsBothSides(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.log")
+	writer, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, &out, path, 0) }()
+	writer.WriteString("before\n")
+	for !strings.Contains(out.String(), "before") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	os.Rename(path, path+".1") // logrotate's default: rename, then create
+	os.WriteFile(path, []byte("new file\n"), 0o600)
+	time.Sleep(3 * FollowInterval)
+	// The process cannot reopen its log: it still writes to the old file.
+	writer.WriteString("still to the renamed file\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), "still to the renamed file") || !strings.Contains(out.String(), "new file") {
+		if time.Now().After(deadline) {
+			t.Fatalf("follow output = %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -105,8 +105,19 @@ func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	lineStart := true
+	checked := now()
 	for {
 		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 && lineStart && now().Sub(checked) >= time.Second {
+			// Renamed away by an external logrotate: write to the new file.
+			checked = now()
+			if moved(f, path) {
+				if nf, oerr := OpenAppend(path, ledger); oerr == nil {
+					f.Close()
+					f, size = nf, 0
+				}
+			}
+		}
 		if len(chunk) > 0 {
 			if lineStart && maxSize > 0 && size > maxSize {
 				if _, rerr := RotateIfOver(path, maxSize, backups, ledger); rerr == nil {
@@ -139,4 +150,14 @@ func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger
 			return err
 		}
 	}
+}
+
+// moved reports whether path no longer names the open file f.
+func moved(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err != nil || !os.SameFile(a, b)
 }

@@ -2,10 +2,13 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 )
 
 // Lookup reads /proc/<pid>/stat. Start times on Linux are clock ticks since
@@ -13,7 +16,8 @@ import (
 func Lookup(pid int) (Info, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		if os.IsNotExist(err) {
+		// ESRCH: the process exited between open and read; gone all the same.
+		if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
 			return Info{}, ErrNotFound
 		}
 		return Info{}, fmt.Errorf("proc: read stat of %d: %w", pid, err)
@@ -60,10 +64,14 @@ func parseStat(pid int, data []byte) (Info, string, error) {
 }
 
 // BootID returns the kernel's id for the current boot.
-func BootID() (string, error) {
+func BootID() (string, error) { return bootID() }
+
+// bootID reads the boot id once per process: it cannot change while we
+// run, and every identity check needs it (a computed constant, not state).
+var bootID = sync.OnceValues(func() (string, error) {
 	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "", fmt.Errorf("proc: read boot id: %w", err)
 	}
 	return strings.TrimSpace(string(data)), nil
-}
+})

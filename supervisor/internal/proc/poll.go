@@ -25,3 +25,23 @@ func pollUntilGone(ctx context.Context, id Identity) error {
 		}
 	}
 }
+
+// PollUntil checks cond every pollInterval until it holds (nil), within
+// passes or ctx ends (an error). It is the one poll loop of the supervisor
+// for what the kernel cannot notify.
+func PollUntil(ctx context.Context, within time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

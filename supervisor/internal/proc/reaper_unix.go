@@ -3,7 +3,10 @@
 package proc
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -85,4 +88,43 @@ func statusOf(ws unix.WaitStatus) ExitStatus {
 		return ExitStatus{Code: -1, Signal: ws.Signal()}
 	}
 	return ExitStatus{Code: ws.ExitStatus()}
+}
+
+// Run starts cmd through the reaper and returns its combined output once
+// it exits; when ctx ends first the command is killed.
+func (r *Reaper) Run(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	exited, err := r.Start(cmd)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, err
+	}
+	outc := make(chan []byte, 1)
+	go func() {
+		defer pr.Close()
+		data, _ := io.ReadAll(io.LimitReader(pr, 64<<10)) // diagnostics only
+		outc <- data
+	}()
+	var st ExitStatus
+	select {
+	case st = <-exited:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill() // it may have exited just now: nothing to do then
+		st = <-exited
+	}
+	out := <-outc
+	switch {
+	case ctx.Err() != nil:
+		return out, ctx.Err()
+	case st.Signal != 0:
+		return out, fmt.Errorf("killed by %s", SignalName(st.Signal))
+	case st.Code != 0:
+		return out, fmt.Errorf("exit status %d", st.Code)
+	}
+	return out, nil
 }

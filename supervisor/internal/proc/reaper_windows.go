@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"os/exec"
 )
@@ -31,4 +32,20 @@ func (r *Reaper) Start(cmd *exec.Cmd) (<-chan ExitStatus, error) {
 		}
 	}()
 	return ch, nil
+}
+
+// Run runs cmd and returns its combined output.
+func (r *Reaper) Run(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			if cmd.Process != nil {
+				_ = cmd.Process.Kill() // best effort: the wait below ends either way
+			}
+		case <-done:
+		}
+	}()
+	return cmd.CombinedOutput()
 }

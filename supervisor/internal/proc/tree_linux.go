@@ -2,8 +2,13 @@ package proc
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
+	"strings"
+	"syscall"
 )
 
 // Snapshot reads every /proc/<pid>/stat once. A process that exits while
@@ -56,4 +61,70 @@ func HasEnv(pid int, kv string) bool {
 		}
 	}
 	return false
+}
+
+// DescendantsOf walks the tree below root through the kernel's
+// /proc/<pid>/task/<tid>/children lists: a few small reads for a process's
+// own tree instead of a scan of every process. It fails with
+// errors.ErrUnsupported where the kernel lacks those lists
+// (CONFIG_PROC_CHILDREN), and with ErrNotFound when root is gone.
+func DescendantsOf(root int) ([]Info, error) {
+	var out []Info
+	queue := []int{root}
+	seen := map[int]bool{root: true}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		kids, err := childrenOf(pid)
+		if err != nil {
+			if pid == root || errors.Is(err, errors.ErrUnsupported) {
+				return nil, err
+			}
+			continue // it exited meanwhile: its children moved to a subreaper we walk too
+		}
+		for _, k := range kids {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			info, err := Lookup(k)
+			if err != nil {
+				continue // gone, or a zombie
+			}
+			out = append(out, info)
+			queue = append(queue, k)
+		}
+	}
+	return out, nil
+}
+
+// childrenOf lists the children of every thread of pid.
+func childrenOf(pid int) ([]int, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	var kids []int
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(dir + "/" + t.Name() + "/stat"); serr == nil {
+				return nil, fmt.Errorf("proc: %s/children: %w", t.Name(), errors.ErrUnsupported)
+			}
+			continue // the thread ended meanwhile
+		}
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if k, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids, nil
 }

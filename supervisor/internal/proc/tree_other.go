@@ -15,3 +15,6 @@ func Snapshot() (Table, error) {
 
 // HasEnv is not implemented on this system.
 func HasEnv(pid int, kv string) bool { return false }
+
+// DescendantsOf is not implemented on this system.
+func DescendantsOf(root int) ([]Info, error) { return nil, errors.ErrUnsupported }

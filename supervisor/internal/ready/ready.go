@@ -75,6 +75,10 @@ type Exec struct {
 	Command string
 	Dir     string
 	Env     []string
+	// Run, when set, runs the command and returns its combined output (a
+	// process that reaps its children itself — a monitor — cannot let
+	// exec.Cmd wait); nil means cmd.CombinedOutput.
+	Run func(ctx context.Context, cmd *exec.Cmd) ([]byte, error)
 }
 
 // Check runs the command once.
@@ -85,9 +89,18 @@ func (p Exec) Check(ctx context.Context) error {
 	if runtime.GOOS == "windows" {
 		shell, flag = "cmd", "/C"
 	}
-	cmd := exec.CommandContext(ctx, shell, flag, p.Command)
-	cmd.Dir, cmd.Env = p.Dir, p.Env
-	if out, err := cmd.CombinedOutput(); err != nil {
+	var out []byte
+	var err error
+	if p.Run != nil {
+		cmd := exec.Command(shell, flag, p.Command)
+		cmd.Dir, cmd.Env = p.Dir, p.Env
+		out, err = p.Run(ctx, cmd)
+	} else {
+		cmd := exec.CommandContext(ctx, shell, flag, p.Command)
+		cmd.Dir, cmd.Env = p.Dir, p.Env
+		out, err = cmd.CombinedOutput()
+	}
+	if err != nil {
 		return fmt.Errorf("%q: %w: %s", p.Command, err, trim(out))
 	}
 	return nil

@@ -149,6 +149,44 @@ type ExitRecord struct {
 	GaveUp   bool      `json:"gave_up,omitempty"` // restart policy exhausted
 }
 
+// HealthRecord is what the monitor's periodic health check found for the
+// process PID.
+type HealthRecord struct {
+	PID       int       `json:"pid"`
+	Healthy   bool      `json:"healthy"`
+	Failures  int       `json:"failures"` // consecutive
+	LastError string    `json:"last_error,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// HealthPath is where the monitor keeps name's health.
+func (l Layout) HealthPath(name string) string {
+	return filepath.Join(l.Root, "exits", name+".health")
+}
+
+// WriteHealth stores h for name atomically.
+func (l Layout) WriteHealth(name string, h *HealthRecord) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return atomicfile.WriteJSON(l.HealthPath(name), h)
+}
+
+// ReadHealth returns name's health, or nil.
+func (l Layout) ReadHealth(name string) (*HealthRecord, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	var h HealthRecord
+	if err := atomicfile.ReadJSON(l.HealthPath(name), &h); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return &h, nil
+}
+
 // ReadRecord returns the record of name, or nil when there is none.
 func (l Layout) ReadRecord(name string) (*ProcessRecord, error) {
 	if err := ValidName(name); err != nil {

@@ -2,6 +2,7 @@ package sup
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,15 +15,20 @@ import (
 
 // ExportOptions are the inputs of `devkit sup export systemd`.
 type ExportOptions struct {
-	IO     *cmdutil.IOStreams
-	Sup    Factory
-	OutDir string
+	IO      *cmdutil.IOStreams
+	Sup     Factory
+	OutDir  string
+	OutFile string
+	Job     string
 }
 
 func newExportCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	export := &cobra.Command{
 		Use:   "export",
-		Short: "Export the YAML to another supervisor's format",
+		Short: "Export the YAML to another supervisor's format (systemd, Nomad)",
+		Long: `Export the YAML for a supervisor that outgrows devkit sup: systemd user units
+for boot persistence on one machine, or a HashiCorp Nomad job to run the
+stack on a cluster. See docs/supervisor.md for when to move.`,
 	}
 	opts := &ExportOptions{IO: ios, Sup: sup}
 	systemd := &cobra.Command{
@@ -30,17 +36,58 @@ func newExportCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 		Example: `  devkit sup export systemd
   devkit sup export systemd --out ~/.config/systemd/user && systemctl --user daemon-reload`,
 		Short: "Write systemd user units (devkit-<name>.service) for boot persistence",
-		Long: `Render one systemd user unit per process: ExecStart, Environment,
-WorkingDirectory, KillMode=control-group, After/Requires from depends_on and
-Restart from the restart policy. Without --out the units are printed; with
+		Long: `Render one systemd user unit per process: ExecStart, Environment (a "$" in
+a value stays a literal "$": systemd does not expand it there; "%" is
+doubled), WorkingDirectory, KillMode=control-group, After/Requires from
+depends_on, Restart from the restart policy, and the ready probe as an
+ExecStartPost= wait (tcp through bash's /dev/tcp, http through curl, exec as
+is; a log probe has no counterpart) bounded by TimeoutStartSec=. Without --out the units are printed; with
 --out DIR they are written there (for example ~/.config/systemd/user), then
 run 'systemctl --user daemon-reload'.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runExportSystemd(opts) },
 	}
 	systemd.Flags().StringVar(&opts.OutDir, "out", "", "directory to write the unit files to")
-	export.AddCommand(systemd)
+	nomad := &cobra.Command{
+		Use: "nomad [--out FILE] [--job NAME]",
+		Example: `  devkit sup export nomad > stack.nomad.hcl && nomad job run stack.nomad.hcl
+  devkit sup export nomad --job shop --out shop.nomad.hcl`,
+		Short: "Write a HashiCorp Nomad job (HCL): one group, raw_exec tasks",
+		Long: `Render the YAML as one Nomad job: one group, one raw_exec task per process
+with its command, args, env, kill signal and timeout and a restart block
+from the restart policy; ready probes become service checks (tcp and http,
+on static ports of the group's network; exec as a Consul script check);
+oneshot processes become prestart tasks. depends_on between long-running
+processes has no Nomad counterpart and is kept as a comment. The job is
+named after the project unless --job is given.`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runExportNomad(opts) },
+	}
+	nomad.Flags().StringVar(&opts.OutFile, "out", "", "file to write the job to (default: stdout)")
+	nomad.Flags().StringVar(&opts.Job, "job", "", "job name (default: the project key)")
+	export.AddCommand(systemd, nomad)
 	return export
+}
+
+func runExportNomad(opts *ExportOptions) error {
+	sup, err := opts.Sup(true)
+	if err != nil {
+		return err
+	}
+	job := opts.Job
+	if job == "" {
+		job = sup.Project()
+	}
+	hcl := sup.Config().NomadJob(job)
+	if opts.OutFile == "" {
+		_, err := io.WriteString(opts.IO.Out, hcl)
+		return err
+	}
+	if err := os.WriteFile(opts.OutFile, []byte(hcl), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.IO.Out, opts.OutFile)
+	return nil
 }
 
 func runExportSystemd(opts *ExportOptions) error {

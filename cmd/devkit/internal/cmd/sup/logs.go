@@ -15,7 +15,7 @@ import (
 type LogsOptions struct {
 	IO     *cmdutil.IOStreams
 	Sup    Factory
-	Name   string
+	Names  []string
 	Lines  int
 	Follow bool
 }
@@ -23,18 +23,23 @@ type LogsOptions struct {
 func newLogsCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	opts := &LogsOptions{IO: ios, Sup: sup}
 	cmd := &cobra.Command{
-		Use: "logs NAME [-n N] [-f]",
+		Use: "logs [NAME...] [-n N] [-f]",
 		Example: `  devkit sup logs api
   devkit sup logs api -n 100
-  devkit sup logs api -f          # Ctrl-C to stop`,
-		Short: "Print the end of a process's log; -f keeps following it",
+  devkit sup logs -f              # the whole stack, each line prefixed with its name (Ctrl-C to stop)
+  devkit sup logs api worker -f`,
+		Short: "Print the end of processes' logs; -f keeps following them",
 		Long: `Print the last N lines of a process's log, reading from the end of the
-file. With --follow, keep printing what is appended, across truncation and
-rotation, until interrupted (SIGINT or SIGTERM end it cleanly, exit 0).`,
-		Args:              cmdutil.ExactArgs(1),
+file. With no name, or several, the logs of the project's processes are
+merged: the last N lines of each (one after the other), every line
+prefixed with "name | ". With --follow, keep printing what is appended
+(merged logs interleave as lines arrive), across truncation and rotation —
+copy-truncate, and rename-and-create (logrotate's default), where the
+renamed file is still read while it is written to — until interrupted
+(SIGINT or SIGTERM end it cleanly, exit 0).`,
 		ValidArgsFunction: completeNames(sup),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name = args[0]
+			opts.Names = args
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			return runLogs(ctx, opts)
@@ -46,7 +51,7 @@ rotation, until interrupted (SIGINT or SIGTERM end it cleanly, exit 0).`,
 }
 
 func runLogs(ctx context.Context, opts *LogsOptions) error {
-	if err := checkNames([]string{opts.Name}); err != nil {
+	if err := checkNames(opts.Names); err != nil {
 		return err
 	}
 	if opts.Lines < 0 {
@@ -56,13 +61,17 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 	if err != nil {
 		return err
 	}
+	if len(opts.Names) != 1 {
+		return exitFor(sup.MergedLogs(ctx, opts.Names, opts.Lines, opts.Follow, opts.IO.Out))
+	}
+	name := opts.Names[0]
 	if opts.Follow {
-		err = sup.FollowLog(ctx, opts.Name, opts.Lines, opts.IO.Out)
+		err = sup.FollowLog(ctx, name, opts.Lines, opts.IO.Out)
 	} else {
-		err = sup.TailLog(opts.Name, opts.Lines, opts.IO.Out)
+		err = sup.TailLog(name, opts.Lines, opts.IO.Out)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return cmdutil.Negative(fmt.Errorf("%s has no log yet: %w", opts.Name, err))
+		return cmdutil.Negative(fmt.Errorf("%s has no log yet: %w", name, err))
 	}
 	return exitFor(err)
 }

@@ -46,7 +46,7 @@ processes:
 		Sup: func(need bool) (*supervisor.Supervisor, error) {
 			return newSupervisor(cmdutil.System(), e.config(), "", need)
 		},
-		Name:   "ticker",
+		Names:  []string{"ticker"},
 		Lines:  1,
 		Follow: true,
 	}
@@ -98,5 +98,53 @@ func TestConfigFromEnvironment(t *testing.T) {
 	err := cmd.Execute()
 	if cmdutil.ExitCode(err) != cmdutil.ExitNegative || !strings.Contains(out.String(), `"name": "api"`) {
 		t.Fatalf("status with %s set: %v\n%s", configEnv, err, out.String())
+	}
+}
+
+func TestSupLogs_MergesTheStackWithNamePrefixesAndFollowsIt(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  web:
+    command: sh
+    args: ["-c", "echo web up; exec sleep 300"]
+    ready: {log: "web up", timeout: 5s}
+  worker:
+    command: sh
+    args: ["-c", "echo worker up; while :; do sleep 0.1; echo worker tick; done"]
+    ready: {log: "worker up", timeout: 5s}
+`)
+	e.must(0, "start", "--all")
+	out, _ := e.must(0, "logs", "-n", "1")
+	if !strings.Contains(out, "web    | web up\n") || !strings.Contains(out, "worker | worker") {
+		t.Fatalf("merged logs:\n%s", out)
+	}
+	var buf lockedBuffer
+	opts := &LogsOptions{
+		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &buf, ErrOut: &buf},
+		Sup: func(need bool) (*supervisor.Supervisor, error) {
+			return newSupervisor(cmdutil.System(), e.config(), "", need)
+		},
+		Names:  []string{"worker", "web"},
+		Lines:  0,
+		Follow: true,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runLogs(ctx, opts) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), "worker | worker tick\n") {
+		if time.Now().After(deadline) {
+			t.Fatalf("logs -f of two processes printed %q", buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		if !strings.HasPrefix(line, "worker | ") && !strings.HasPrefix(line, "web    | ") {
+			t.Fatalf("line without a name prefix: %q", line)
+		}
 	}
 }

@@ -28,12 +28,16 @@ func newStatusCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
   devkit sup status api db && echo both running
   devkit sup status --json | jq '.processes[] | {name, state}'`,
 		Short: "Show processes: state, PID, uptime, drift from the YAML, log file",
-		Long: `Show each process (or the named ones): its state (running, stopped,
-exited with code and time, restarting, stale, orphaned, unsupervised — it
-runs but its monitor is gone —, corrupt — its record cannot be read), PID,
+		Long: `Show the project and each process (or the named ones): its state, PID,
 uptime, restart count, live descendants, whether the running spec differs
-from the YAML (drift) and its log.
-Exit 0 when every process asked about runs supervised, 3 otherwise.
+from the YAML (drift) and its log. States: running; stopped; exited (with
+code and time); restarting (in its backoff); completed (a oneshot, or a
+restart: never process, that exited 0); unhealthy (it runs but failed its
+health check); unsupervised (it runs but its monitor is gone — run
+'devkit sup restart NAME'); orphaned (the leader is gone, descendants live
+on); stale (the record names no process of ours; cleaned); corrupt (the
+record cannot be read).
+Exit 0 when every process asked about is running or completed, 3 otherwise.
 --json prints the versioned document described in docs/supervisor.md
 (schema "` + supervisor.StatusSchema + `").`,
 		ValidArgsFunction: completeNames(sup),

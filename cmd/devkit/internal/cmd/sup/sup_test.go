@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -148,7 +149,8 @@ func TestSup_StartStatusStopAndExitCodes(t *testing.T) {
 	e.must(0, "stop", "api")    // stopping a stopped process is fine
 	e.must(2, "start")          // neither names nor --all
 	e.must(2, "start", "api", "--all")
-	e.must(2, "logs")
+	e.must(0, "logs") // the whole stack, merged
+	e.must(2, "logs", "-n", "-1")
 	e.must(2, "status", "--bogus")
 	e.must(3, "logs", "nope")
 	e.must(2, "stop", "api", "--timeout", "soon")
@@ -305,11 +307,13 @@ processes:
     command: /usr/bin/postgres
     args: ["-D", "/var/lib/my data"]
     restart: on-failure
+    ready: {tcp: "127.0.0.1:5432", timeout: 20s, interval: 200ms}
   api:
     command: ./api
-    env: {PRICE: "5$"}
+    env: {PRICE: "5$", QUOTE: 'say "hi" \ 100%'}
     cwd: /srv/api
     depends_on: [db]
+    ready: {http: "http://127.0.0.1:8080/healthz"}
 `)
 	dir := t.TempDir()
 	out, _ := e.must(0, "export", "systemd", "--out", dir)
@@ -318,14 +322,32 @@ processes:
 	}
 	api, _ := os.ReadFile(filepath.Join(dir, "devkit-api.service"))
 	db, _ := os.ReadFile(filepath.Join(dir, "devkit-db.service"))
-	for _, want := range []string{"After=devkit-db.service", "Requires=devkit-db.service", "Environment=PRICE=5$$", "WorkingDirectory=/srv/api", "KillMode=control-group", "Restart=no", "ExecStart=/srv/api/api"} {
+	// In Environment= "$" has no special meaning (systemd.exec(5)): it stays
+	// as is; "%" is a specifier and is doubled.
+	for _, want := range []string{"After=devkit-db.service", "Requires=devkit-db.service", `Environment="PRICE=5$"` + "\n", `Environment="QUOTE=say \"hi\" \\ 100%%"`, "WorkingDirectory=/srv/api", "KillMode=control-group", "Restart=no", "ExecStart=/srv/api/api",
+		`ExecStartPost=/bin/sh -c "until curl -fsS -o /dev/null 'http://127.0.0.1:8080/healthz'; do sleep 0.05; done"`, "TimeoutStartSec=30s"} {
 		if !strings.Contains(string(api), want) {
 			t.Errorf("devkit-api.service lacks %q:\n%s", want, api)
 		}
 	}
-	for _, want := range []string{`ExecStart=/usr/bin/postgres -D "/var/lib/my data"`, "Restart=on-failure", "TimeoutStopSec=10s"} {
+	for _, want := range []string{`ExecStart=/usr/bin/postgres -D "/var/lib/my data"`, "Restart=on-failure", "TimeoutStopSec=10s",
+		`ExecStartPost=/bin/bash -c "until (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; do sleep 0.2; done"`, "TimeoutStartSec=20s"} {
 		if !strings.Contains(string(db), want) {
 			t.Errorf("devkit-db.service lacks %q:\n%s", want, db)
+		}
+	}
+	// systemd's own parser accepts every line.
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("systemd-analyze not found (CI installs the systemd package)")
+		}
+		t.Skip("systemd-analyze not found: install systemd to check the units with systemd's parser")
+	}
+	outb, _ := exec.Command(analyze, "verify", "--man=no", filepath.Join(dir, "devkit-api.service"), filepath.Join(dir, "devkit-db.service")).CombinedOutput()
+	for _, line := range strings.Split(string(outb), "\n") {
+		if strings.Contains(line, dir) && (strings.Contains(line, "Invalid") || strings.Contains(line, "ignoring") || strings.Contains(line, "Unknown")) {
+			t.Errorf("systemd-analyze: %s", line)
 		}
 	}
 }
@@ -431,5 +453,21 @@ processes:
 	want := fmt.Sprintf("slow: waiting for the lock held by PID %d", os.Getpid())
 	if !strings.Contains(errOut, want) {
 		t.Fatalf("stderr %q does not say %q", errOut, want)
+	}
+}
+
+func TestSup_ExportNomad(t *testing.T) {
+	e := newEnv(t, twoProcs)
+	out, _ := e.must(0, "export", "nomad", "--job", "stack")
+	for _, want := range []string{`job "stack" {`, `task "db" {`, `task "api" {`, `driver = "raw_exec"`, `"GREETING" = "hello"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("export nomad lacks %q:\n%s", want, out)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "job.hcl")
+	e.must(0, "export", "nomad", "--out", file)
+	data, _ := os.ReadFile(file)
+	if !strings.Contains(string(data), `job "`+supervisor.ProjectKey(e.config())+`" {`) {
+		t.Fatalf("job file not named after the project:\n%s", data)
 	}
 }
