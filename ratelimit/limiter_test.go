@@ -133,15 +133,24 @@ func TestStats_PrometheusText(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		l.Check(context.Background(), ratelimit.Request{Key: "k", Rule: "api", Limits: []ratelimit.Limit{ratelimit.PerMinute(2)}})
 	}
+	daily := ratelimit.Limit{Name: "daily", Rate: 1, Period: 24 * time.Hour}
+	for i := 0; i < 2; i++ {
+		l.Check(context.Background(), ratelimit.Request{Key: "k2", Rule: "api", Limits: []ratelimit.Limit{ratelimit.PerMinute(100), daily}})
+	}
 	var b strings.Builder
 	if err := l.Stats().WritePrometheus(&b); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`ratelimit_allowed_total{rule="api"} 2`,
-		`ratelimit_denied_total{rule="api"} 1`,
-		`ratelimit_decision_seconds_bucket{rule="api",le="+Inf"} 3`,
-		`ratelimit_decision_seconds_count{rule="api"} 3`,
+		`ratelimit_allowed_total{rule="api"} 3`,
+		`ratelimit_denied_total{rule="api"} 2`,
+		`ratelimit_decision_seconds_bucket{rule="api",le="+Inf"} 5`,
+		`ratelimit_decision_seconds_count{rule="api"} 5`,
+		// Per limit: the one that bound each decision.
+		`ratelimit_limit_decisions_total{rule="api",limit="fixed-window-2-per-1m0s",decision="allowed"} 2`,
+		`ratelimit_limit_decisions_total{rule="api",limit="fixed-window-2-per-1m0s",decision="denied"} 1`,
+		`ratelimit_limit_decisions_total{rule="api",limit="daily",decision="allowed"} 1`,
+		`ratelimit_limit_decisions_total{rule="api",limit="daily",decision="denied"} 1`,
 		"# TYPE ratelimit_decision_seconds histogram",
 	} {
 		if !strings.Contains(b.String(), want) {
