@@ -39,7 +39,7 @@ func TestUnderLoad_OneSlowAnswerDecidesOnlyItsOwnChecks(t *testing.T) {
 		t.Cleanup(func() { client.Close() })
 		limiters = append(limiters, ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{}))
 	}
-	var admitted, failOpen, circuit atomic.Int64
+	var admitted, failOpen, circuit, total atomic.Int64
 	deadline := time.Now().Add(runFor)
 	var wg sync.WaitGroup
 	for _, l := range limiters {
@@ -53,6 +53,7 @@ func TestUnderLoad_OneSlowAnswerDecidesOnlyItsOwnChecks(t *testing.T) {
 						t.Error(err)
 						return
 					}
+					total.Add(1)
 					if r.Allowed {
 						admitted.Add(1)
 					}
@@ -72,13 +73,16 @@ func TestUnderLoad_OneSlowAnswerDecidesOnlyItsOwnChecks(t *testing.T) {
 	}
 	wg.Wait()
 	// A client can time out at most ceil(120ms/50ms) = 3 times while Redis
-	// stalls; every other check is the store's.
-	const maxTimedOut = proxies * clients * 3
+	// stalls; on a loaded machine a few more checks run out of their budget
+	// (each decided alone, by design: up to 10% with a concurrent go build -a
+	// on 2 cores), but never the flood a gate opened
+	// for everyone lets through (99.7% of all checks before the fix).
+	maxTimedOut := max(proxies*clients*3, total.Load()/8)
 	if circuit.Load() != 0 || failOpen.Load() > maxTimedOut || admitted.Load() > limit+failOpen.Load() {
-		t.Fatalf("admitted %d of a limit of %d: %d by fail-open (%d by an open breaker); want at most %d timed-out checks and no breaker",
-			admitted.Load(), limit, failOpen.Load(), circuit.Load(), maxTimedOut)
+		t.Fatalf("admitted %d of a limit of %d in %d checks: %d by fail-open (%d by an open breaker); want at most %d timed-out checks and no breaker",
+			admitted.Load(), limit, total.Load(), failOpen.Load(), circuit.Load(), maxTimedOut)
 	}
-	t.Logf("admitted %d of %d; %d timed-out checks decided by fail-open", admitted.Load(), limit, failOpen.Load())
+	t.Logf("admitted %d of %d in %d checks; %d timed-out checks decided by fail-open", admitted.Load(), limit, total.Load(), failOpen.Load())
 }
 
 // One master of three is killed: identities on the two healthy masters are
