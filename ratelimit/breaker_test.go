@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,7 +167,7 @@ func TestCluster_OneMasterDown_IdentitiesOnHealthyMastersServed(t *testing.T) {
 // flakyStore fails, hangs or answers on demand.
 type flakyStore struct {
 	ratelimit.Store
-	mode  atomic.Int32 // 0 answer, 1 fail, 2 hang until ctx ends
+	mode  atomic.Int32 // 0 answer, 1 fail, 2 hang until ctx ends, 3 socket timeout
 	calls atomic.Int64
 }
 
@@ -178,6 +179,8 @@ func (s *flakyStore) Check(ctx context.Context, req ratelimit.CheckRequest, out 
 	case 2:
 		<-ctx.Done()
 		return ctx.Err()
+	case 3:
+		return fmt.Errorf("redis: read: %w", os.ErrDeadlineExceeded) // an i/o timeout, not the context's
 	}
 	for i := range out {
 		out[i] = ratelimit.LimitResult{Limit: req.Limits[i], Allowed: true, Remaining: 1}
@@ -235,6 +238,21 @@ func TestBreaker_SlowAnswersBetweenSuccessesNeverOpenIt(t *testing.T) {
 		r, _ := l.Allow(ctx, "k", ratelimit.PerSecond(10))
 		if errors.Is(r.Err, ratelimit.ErrCircuitOpen) {
 			t.Fatalf("check %d decided by an open breaker after timeouts between successes", i)
+		}
+	}
+}
+
+// A socket timeout is a timeout too (go-redis reports a read past the
+// deadline as "i/o timeout", not as the context's error): a burst of them
+// within a moment does not open the breaker. The load test caught the
+// breaker opening on those as errors.
+func TestBreaker_SocketTimeoutsAreTimeoutsNotErrors(t *testing.T) {
+	store := &flakyStore{}
+	store.mode.Store(3)
+	l := ratelimit.New(store, ratelimit.Options{BreakerFailures: 2})
+	for i := 0; i < 20; i++ {
+		if r, _ := l.Allow(context.Background(), "k", ratelimit.PerSecond(10)); errors.Is(r.Err, ratelimit.ErrCircuitOpen) {
+			t.Fatalf("breaker open after %d socket timeouts within a moment", i)
 		}
 	}
 }
