@@ -320,3 +320,31 @@ func TestBlockedCache_AnswersWithTheBlockingLimitLikeTheStore(t *testing.T) {
 		t.Fatalf("cached denial %+v does not describe the blocking limit like %+v", cached, fromStore)
 	}
 }
+
+// What the docs say: the sliding window's weighting lets about 2× Rate
+// through within one rolling period when the previous window's requests
+// came at its end; the sliding log never lets more than Rate through.
+func TestSlidingWindowAllowsAbout2xInARollingPeriod_SlidingLogExactly1x(t *testing.T) {
+	for _, c := range []struct {
+		alg      ratelimit.Algorithm
+		min, max int
+	}{{ratelimit.SlidingWindow, 18, 20}, {ratelimit.SlidingLog, 10, 10}} {
+		clock := storetest.NewClock()
+		l := ratelimit.New(memory.New(memory.Options{Now: clock.Now}), ratelimit.Options{})
+		lim := ratelimit.Limit{Algorithm: c.alg, Rate: 10, Period: time.Minute}
+		clock.Advance(59 * time.Second) // the end of a window
+		passed := 0
+		// One request a second for a rolling minute, from 59s to 118s.
+		for i := 0; i < 60; i++ {
+			for j := 0; j < 10; j++ {
+				if r, _ := l.Allow(context.Background(), "k", lim); r.Allowed {
+					passed++
+				}
+			}
+			clock.Advance(time.Second)
+		}
+		if passed < c.min || passed > c.max {
+			t.Errorf("%s: %d passed in one rolling minute at 10 per minute, want %d to %d", c.alg, passed, c.min, c.max)
+		}
+	}
+}

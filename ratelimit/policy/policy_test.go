@@ -120,7 +120,7 @@ func TestTiersExample_TokenBucketPerTier(t *testing.T) {
 		t.Errorf("cost not capped by max_cost: %d", d.Request.Cost)
 	}
 	d, _ = decide(t, p, "POST", "/auth/reset-password", "127.0.0.1:1", nil)
-	if d.Request.Limits[0].Algorithm != ratelimit.SlidingWindow {
+	if d.Request.Limits[0].Algorithm != ratelimit.SlidingLog {
 		t.Errorf("password reset: %+v", d.Request.Limits)
 	}
 }

@@ -181,6 +181,41 @@ func (b *batcher) send(batch []*pendingCheck) {
 		}
 		calls = append(calls, c)
 	}
+	if !b.cluster || len(calls) == 1 {
+		b.exec(ctx, calls)
+		return
+	}
+	// One pipeline per master, each delivered as soon as it is answered: a
+	// dead or slow master (and go-redis's retries towards it) never holds
+	// back the answers of the healthy ones.
+	byNode := map[string][]*call{}
+	var nodes []string
+	for _, c := range calls {
+		node := s.nodeOf(ctx, c.keys[0])
+		if _, ok := byNode[node]; !ok {
+			nodes = append(nodes, node)
+		}
+		byNode[node] = append(byNode[node], c)
+	}
+	if len(nodes) == 1 {
+		b.exec(ctx, calls)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, node := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.exec(ctx, byNode[node])
+		}()
+	}
+	wg.Wait()
+}
+
+// exec sends calls in one round trip (a pipeline when several) and
+// delivers their replies.
+func (b *batcher) exec(ctx context.Context, calls []*call) {
+	s := b.store
 	cmds := make([]*redis.Cmd, len(calls))
 	if len(calls) == 1 {
 		cmds[0] = s.client.EvalSha(ctx, s.check.Hash(), calls[0].keys, calls[0].args...)

@@ -42,13 +42,15 @@ var (
 	tokenBucketLua string
 	//go:embed lua/gcra.lua
 	gcraLua string
+	//go:embed lua/sliding_log.lua
+	slidingLogLua string
 	//go:embed lua/check.lua
 	checkLua string
 )
 
 // CheckScriptSource is the full source of the check script.
 func CheckScriptSource() string {
-	return strings.Join([]string{preludeLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, checkLua}, "\n")
+	return strings.Join([]string{preludeLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, slidingLogLua, checkLua}, "\n")
 }
 
 // DefaultPrefix starts every key the store writes.
@@ -114,11 +116,14 @@ func (s *Store) Close() error { return nil }
 // Node implements ratelimit.Partitioned: in cluster mode, the address of the
 // master that holds key's slot, so that the limiter keeps one circuit
 // breaker per master; "" for a single node or sentinel.
-func (s *Store) Node(ctx context.Context, key string) string {
+func (s *Store) Node(ctx context.Context, key string) string { return s.nodeOf(ctx, s.Key(key)) }
+
+// nodeOf is the master of a Redis key's slot.
+func (s *Store) nodeOf(ctx context.Context, redisKey string) string {
 	if s.cluster == nil {
 		return ""
 	}
-	m, err := s.cluster.MasterForKey(ctx, s.Key(key))
+	m, err := s.cluster.MasterForKey(ctx, redisKey)
 	if err != nil {
 		return ""
 	}

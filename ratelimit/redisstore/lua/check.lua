@@ -22,6 +22,7 @@ local function run(algorithm, rate, period, capacity, a, b, c, now, cost)
   if algorithm == 0 then return fixed_window(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 1 then return sliding_window(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 2 then return token_bucket(rate, period, capacity, a, b, c, now, cost) end
+  if algorithm == 4 then return sliding_log(rate, period, capacity, a, b, c, now, cost) end
   return gcra(rate, period, capacity, a, b, c, now, cost)
 end
 

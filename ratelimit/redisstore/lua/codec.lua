@@ -94,15 +94,40 @@ local function encode_state(hits, segs, exps, order, count, now)
   return table.concat(parts, '', 1, n)
 end
 
--- decode_limit returns one limit's a, b, c, x (see ratelimit/internal/algo).
+-- A sliding log's first field is its times, space separated: the first
+-- minus EPOCH, each next one as the difference to the one before.
+local function decode_log(f)
+  local log, prev = {}, EPOCH
+  for d in string.gmatch(f, '%S+') do
+    prev = prev + tonumber(d)
+    log[#log + 1] = prev
+  end
+  return log
+end
+
+local function encode_log(log)
+  local out, prev = {}, EPOCH
+  for i = 1, #log do
+    out[i] = fmt('%.17g', log[i] - prev)
+    prev = log[i]
+  end
+  return table.concat(out, ' ')
+end
+
+-- decode_limit returns one limit's a, b, c, x (see ratelimit/internal/algo);
+-- for a sliding log, a is its array of times.
 local function decode_limit(algorithm, period, s)
-  if s == nil or s == '' then return 0, 0, 0, 0 end
+  if s == nil or s == '' then
+    if algorithm == 4 then return {}, 0, 0, 0 end
+    return 0, 0, 0, 0
+  end
   if algorithm == 3 and not find(s, ',', 1, true) then return dec_time(s), 0, 0, 0 end
   local f1, f2, f3, f4 = match(s, '^([^,]*),?([^,]*),?([^,]*),?([^,]*)$')
   local x = dec_time(f4)
   if algorithm == 0 then return dec_num(f1), dec_time(f2), 0, x end
   if algorithm == 1 then return dec_num(f1), dec_num(f2), dec_num(f3) * period, x end
   if algorithm == 2 then return dec_num(f1) / 1024, dec_time(f2), 0, x end
+  if algorithm == 4 then return decode_log(f1), 0, 0, x end
   return dec_time(f1), 0, 0, x
 end
 
@@ -114,6 +139,8 @@ local function encode_limit(algorithm, period, a, b, c, x)
     s1, s2, s3 = enc_num(a), enc_num(b), enc_num(c / period)
   elseif algorithm == 2 then
     s1, s2 = enc_num(a * 1024), enc_time(b)
+  elseif algorithm == 4 then
+    s1 = encode_log(a)
   else
     s1 = enc_time(a)
   end

@@ -69,7 +69,7 @@ no store and a missing flag), 1 store error.`,
 	f := cmd.Flags()
 	f.Int64Var(&opts.Limit, "limit", 0, "requests allowed per window (token bucket: refill per window)")
 	f.Var(durationValue{&opts.Window}, "window", "window length: 90s, 15m, 1h or seconds")
-	f.StringVar(&opts.Algorithm, "algorithm", "fixed-window", "fixed-window, sliding-window, token-bucket or gcra")
+	f.StringVar(&opts.Algorithm, "algorithm", "fixed-window", "fixed-window, sliding-window, sliding-log, token-bucket or gcra")
 	f.Int64Var(&opts.Burst, "burst", 0, "bucket capacity for token-bucket and gcra (default: --limit)")
 	f.Var(durationValue{&opts.Block}, "block", "penalty block once denied (default: none)")
 	f.Int64Var(&opts.Cost, "cost", 1, "what this request spends")
