@@ -171,7 +171,7 @@ var (
 	ErrTooManyLimits = errors.New("ratelimit: too many limits in one check")
 	// ErrStoreUnavailable wraps the store error behind a failure-policy decision.
 	ErrStoreUnavailable = errors.New("ratelimit: store unavailable")
-	// ErrLimited is what Result.Err returns for a denied request.
+	// ErrLimited is what Result.Denial wraps for a denied request.
 	ErrLimited = errors.New("ratelimit: rate limited")
 )
 

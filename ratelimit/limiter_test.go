@@ -348,3 +348,16 @@ func TestSlidingWindowAllowsAbout2xInARollingPeriod_SlidingLogExactly1x(t *testi
 		}
 	}
 }
+
+func TestDenial_WrapsErrLimited(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	lim := ratelimit.Limit{Name: "login", Rate: 1, Period: time.Minute}
+	r, _ := l.Allow(context.Background(), "k", lim)
+	if err := r.Denial(); err != nil {
+		t.Fatalf("allowed, yet Denial() = %v", err)
+	}
+	r, _ = l.Allow(context.Background(), "k", lim)
+	if err := r.Denial(); !errors.Is(err, ratelimit.ErrLimited) || !strings.Contains(err.Error(), "login") {
+		t.Fatalf("denied: Denial() = %v, want ErrLimited naming the limit", err)
+	}
+}

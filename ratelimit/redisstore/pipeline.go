@@ -9,7 +9,6 @@ package redisstore
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -228,7 +227,7 @@ func (b *batcher) exec(ctx context.Context, calls []*call) {
 	}
 	for i, c := range calls {
 		cmd := cmds[i]
-		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			// The server does not know the script yet: EVAL loads it.
 			cmd = s.check.Eval(ctx, s.client, c.keys, c.args...)
 		}

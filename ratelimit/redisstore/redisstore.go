@@ -48,8 +48,8 @@ var (
 	checkLua string
 )
 
-// CheckScriptSource is the full source of the check script.
-func CheckScriptSource() string {
+// checkScriptSource is the full source of the check script.
+func checkScriptSource() string {
 	return strings.Join([]string{preludeLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, slidingLogLua, checkLua}, "\n")
 }
 
@@ -92,7 +92,7 @@ var (
 
 // New returns a store over client.
 func New(client redis.UniversalClient, opts Options) *Store {
-	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(CheckScriptSource())}
+	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(checkScriptSource())}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
@@ -129,9 +129,6 @@ func (s *Store) nodeOf(ctx context.Context, redisKey string) string {
 	}
 	return m.Options().Addr
 }
-
-// Client returns the store's client.
-func (s *Store) Client() redis.UniversalClient { return s.client }
 
 // Key is the Redis key holding key's state. The braces are a hash tag: all
 // of one identity's limits share one slot.
@@ -262,7 +259,7 @@ func (s *Store) Info(ctx context.Context, key string) (ratelimit.KeyInfo, error)
 // isWrongType reports a WRONGTYPE error: a key of the prefix that holds
 // something else (such as the hash of an older version), read as no state.
 func isWrongType(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE")
+	return redis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
 // Ping implements ratelimit.Store. In cluster mode every master must answer.
