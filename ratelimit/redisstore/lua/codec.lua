@@ -38,14 +38,26 @@ local function enc_time(v)
   return fmt('%.17g', v - EPOCH)
 end
 
--- A limit's segment ends with "~" and the whole second (minus EPOCH_S)
--- after which its state is back to fresh: a segment past it is dropped when
--- the value is written, so a limit that no policy names any more (an edited
--- policy) leaves no data behind once its window has passed.
-local EPOCH_S = EPOCH / 1000000
+-- A limit's segment ends with "~" and the minute (since EPOCH_M, in base
+-- 36: four characters) after which its state is back to fresh: a segment
+-- past it is dropped when the value is written, so a limit that no policy
+-- names any more (an edited policy) leaves no data behind once its window
+-- has passed. Minutes, not seconds, keep the value within Redis's smallest
+-- allocation for one limit.
+local EPOCH_M = math.floor(EPOCH / 60000000)
+local B36 = '0123456789abcdefghijklmnopqrstuvwxyz'
+local function enc36(n)
+  local s = ''
+  repeat
+    local d = n % 36
+    s = sub(B36, d + 1, d + 1) .. s
+    n = (n - d) / 36
+  until n == 0
+  return s
+end
 
 -- decode_state reads a stored value into segs (fields by limit id), exps
--- (expiry second by limit id) and order (the ids in stored order, kept when
+-- (expiry minute by limit id) and order (the ids in stored order, kept when
 -- the value is written back), all emptied first (they are reused across the
 -- checks of a batch), and returns the hits and the number of ids.
 local function decode_state(raw, segs, exps, order, count)
@@ -60,7 +72,7 @@ local function decode_state(raw, segs, exps, order, count)
     local seg = sub(raw, p + 6, (q or 0) - 1)
     local t = find(seg, '~', 1, true)
     if t then
-      exps[id] = tonumber(sub(seg, t + 1))
+      exps[id] = tonumber(sub(seg, t + 1), 36)
       seg = sub(seg, 1, t - 1)
     end
     segs[id] = seg
@@ -71,9 +83,9 @@ local function decode_state(raw, segs, exps, order, count)
   return hits, k
 end
 
--- expiry_of is the expiry second of a state kept for ttl µs from now.
+-- expiry_of is the expiry minute of a state kept for ttl µs from now.
 local function expiry_of(now, ttl)
-  return ceil((now + ttl) / 1000000) - EPOCH_S
+  return ceil((now + ttl) / 60000000) - EPOCH_M
 end
 
 local parts = {}
@@ -86,9 +98,9 @@ local function encode_state(hits, segs, exps, order, count, now)
     if e == nil then
       n = n + 1
       parts[n] = '|' .. id .. segs[id]
-    elseif (e + EPOCH_S) * 1000000 > now then
+    elseif (e + EPOCH_M) * 60000000 > now then
       n = n + 1
-      parts[n] = '|' .. id .. segs[id] .. '~' .. fmt('%d', e)
+      parts[n] = '|' .. id .. segs[id] .. '~' .. enc36(e)
     end
   end
   return table.concat(parts, '', 1, n)
