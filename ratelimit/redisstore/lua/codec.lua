@@ -89,21 +89,38 @@ local function expiry_of(now, ttl)
 end
 
 local parts = {}
-local function encode_state(hits, segs, exps, order, count, now)
-  parts[1] = fmt('%.17g', hits)
-  local n = 1
+-- encode_state writes the value back, dropping stale segments. A value of
+-- one segment needs no expiry (the key's TTL covers it); in a value of
+-- several, a segment that has none (written while it was alone) gets the
+-- key's current expiry, key_exp (a minute, or nil when unknown), which its
+-- own can only precede.
+local live = {}
+local function encode_state(hits, segs, exps, order, count, now, key_exp)
+  local m = 0
   for i = 1, count do
     local id = order[i]
     local e = exps[id]
-    if e == nil then
-      n = n + 1
-      parts[n] = '|' .. id .. segs[id]
-    elseif (e + EPOCH_M) * 60000000 > now then
-      n = n + 1
-      parts[n] = '|' .. id .. segs[id] .. '~' .. enc36(e)
+    if e == nil or (e + EPOCH_M) * 60000000 > now then
+      m = m + 1
+      live[m] = id
     end
   end
-  return table.concat(parts, '', 1, n)
+  parts[1] = fmt('%.17g', hits)
+  for i = 1, m do
+    local id = live[i]
+    local e = exps[id]
+    if m == 1 then
+      parts[i + 1] = '|' .. id .. segs[id]
+    else
+      if e == nil then e = key_exp end
+      if e == nil then
+        parts[i + 1] = '|' .. id .. segs[id]
+      else
+        parts[i + 1] = '|' .. id .. segs[id] .. '~' .. enc36(e)
+      end
+    end
+  end
+  return table.concat(parts, '', 1, m + 1)
 end
 
 -- A sliding log's first field is its times, space separated: the first
