@@ -63,17 +63,19 @@ var replyChans = sync.Pool{New: func() any { return make(chan checkReply, 1) }}
 // do sends one check, alone or in a batch, and waits for its reply or the
 // end of ctx.
 func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([]int64, error) {
-	p := &pendingCheck{ctx: ctx, key: key, args: args, limits: limits, done: replyChans.Get().(chan checkReply)}
 	b.mu.Lock()
 	if b.senders < b.inflight {
+		// Fewer batches than allowed are on the wire: this check goes alone,
+		// now, under its caller's context, as an unbatched store would.
 		b.senders++
 		b.mu.Unlock()
-		b.send([]*pendingCheck{p})
+		values, err := b.sendOne(ctx, key, args)
 		b.next()
-	} else {
-		b.queue = append(b.queue, p)
-		b.mu.Unlock()
+		return values, err
 	}
+	p := &pendingCheck{ctx: ctx, key: key, args: args, limits: limits, done: replyChans.Get().(chan checkReply)}
+	b.queue = append(b.queue, p)
+	b.mu.Unlock()
 	select {
 	case r := <-p.done:
 		replyChans.Put(p.done)
@@ -82,6 +84,15 @@ func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([
 		// The channel may still receive the reply: it is not reused.
 		return nil, ctx.Err()
 	}
+}
+
+// sendOne runs one check in its own script call.
+func (b *batcher) sendOne(ctx context.Context, key string, args []any) ([]int64, error) {
+	s := b.store
+	full := make([]any, 0, 2+len(args))
+	full = append(full, s.nowArg(), 1)
+	full = append(full, args...)
+	return s.check.Run(ctx, s.client, []string{key}, full...).Int64Slice()
 }
 
 // next hands the queue, if any, to a new sender; otherwise this sender ends.
