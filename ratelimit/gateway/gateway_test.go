@@ -284,6 +284,7 @@ func TestGateway_UpstreamConnectionsAreReused(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	client.CloseIdleConnections() // or Shutdown waits for the ones dialed but never used
 	if n := opened.Load(); n > 64 {
 		t.Fatalf("%d upstream connections for 1600 requests from 32 clients: the pool does not keep them", n)
 	}
