@@ -146,6 +146,23 @@ func TestLint(t *testing.T) {
 	if _, _, code := run(t, nil, "lint"); code == 0 {
 		t.Fatal("lint without --policy succeeded")
 	}
+	// Valid but unsafe: warned about on stderr, exit 0.
+	unsafe := filepath.Join(t.TempDir(), "unsafe.yaml")
+	os.WriteFile(unsafe, []byte(`identity: {plan_header: X-Plan}
+defaults: {plan: free}
+rules:
+  - name: api
+    paths: [/]
+    key: [path]
+    plans:
+      free: {GET: [{limit: 5, window: 1m}]}
+`), 0o644)
+	_, stderr, code = run(t, nil, "lint", "--policy", unsafe)
+	for _, want := range []string{"keys on the raw path", "no limits for POST, PUT, PATCH, DELETE, OPTIONS", "never believed"} {
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("lint unsafe: exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
 }
 
 const proxyPolicy = `
