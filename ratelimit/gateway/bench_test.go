@@ -191,7 +191,7 @@ func compare(b *testing.B, peerName, ours, peer string, want int) {
 	b.StopTimer()
 	b.ReportMetric(median(oursRPS), "gateway-req/s")
 	b.ReportMetric(median(peerRPS), peerName+"-req/s")
-	b.ReportMetric(median(ratios), "ratio")
+	b.ReportMetric(median(ratios), "gateway/"+peerName)
 }
 
 // BenchmarkGateway_PassThrough: every request allowed and forwarded, the
