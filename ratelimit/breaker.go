@@ -11,6 +11,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,14 +57,17 @@ const (
 )
 
 // classify tells a store error apart: parent is the caller's context (its
-// end is a cancellation, not a store failure), err the store's error.
-func classify(parent context.Context, err error) outcome {
+// end is a cancellation, not a store failure), budget the call's (its end
+// is a timeout, whatever error the client made of it: a deadline, an i/o
+// timeout on the socket), err the store's error.
+func classify(parent, budget context.Context, err error) outcome {
+	var ne net.Error
 	switch {
 	case err == nil:
 		return outcomeSuccess
 	case parent.Err() != nil:
 		return outcomeCanceled
-	case errors.Is(err, context.DeadlineExceeded):
+	case budget.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return outcomeTimeout
 	case errors.Is(err, context.Canceled):
 		return outcomeCanceled

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,7 +40,7 @@ func TestUnderLoad_OneSlowAnswerDecidesOnlyItsOwnChecks(t *testing.T) {
 		t.Cleanup(func() { client.Close() })
 		limiters = append(limiters, ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{}))
 	}
-	var admitted, failOpen, circuit atomic.Int64
+	var admitted, failOpen, circuit, total atomic.Int64
 	deadline := time.Now().Add(runFor)
 	var wg sync.WaitGroup
 	for _, l := range limiters {
@@ -53,6 +54,7 @@ func TestUnderLoad_OneSlowAnswerDecidesOnlyItsOwnChecks(t *testing.T) {
 						t.Error(err)
 						return
 					}
+					total.Add(1)
 					if r.Allowed {
 						admitted.Add(1)
 					}
@@ -72,13 +74,16 @@ func TestUnderLoad_OneSlowAnswerDecidesOnlyItsOwnChecks(t *testing.T) {
 	}
 	wg.Wait()
 	// A client can time out at most ceil(120ms/50ms) = 3 times while Redis
-	// stalls; every other check is the store's.
-	const maxTimedOut = proxies * clients * 3
+	// stalls; on a loaded machine a few more checks run out of their budget
+	// (each decided alone, by design: up to 10% with a concurrent go build -a
+	// on 2 cores), but never the flood a gate opened
+	// for everyone lets through (99.7% of all checks before the fix).
+	maxTimedOut := max(proxies*clients*3, total.Load()/8)
 	if circuit.Load() != 0 || failOpen.Load() > maxTimedOut || admitted.Load() > limit+failOpen.Load() {
-		t.Fatalf("admitted %d of a limit of %d: %d by fail-open (%d by an open breaker); want at most %d timed-out checks and no breaker",
-			admitted.Load(), limit, failOpen.Load(), circuit.Load(), maxTimedOut)
+		t.Fatalf("admitted %d of a limit of %d in %d checks: %d by fail-open (%d by an open breaker); want at most %d timed-out checks and no breaker",
+			admitted.Load(), limit, total.Load(), failOpen.Load(), circuit.Load(), maxTimedOut)
 	}
-	t.Logf("admitted %d of %d; %d timed-out checks decided by fail-open", admitted.Load(), limit, failOpen.Load())
+	t.Logf("admitted %d of %d in %d checks; %d timed-out checks decided by fail-open", admitted.Load(), limit, total.Load(), failOpen.Load())
 }
 
 // One master of three is killed: identities on the two healthy masters are
@@ -162,7 +167,7 @@ func TestCluster_OneMasterDown_IdentitiesOnHealthyMastersServed(t *testing.T) {
 // flakyStore fails, hangs or answers on demand.
 type flakyStore struct {
 	ratelimit.Store
-	mode  atomic.Int32 // 0 answer, 1 fail, 2 hang until ctx ends
+	mode  atomic.Int32 // 0 answer, 1 fail, 2 hang until ctx ends, 3 socket timeout
 	calls atomic.Int64
 }
 
@@ -174,6 +179,8 @@ func (s *flakyStore) Check(ctx context.Context, req ratelimit.CheckRequest, out 
 	case 2:
 		<-ctx.Done()
 		return ctx.Err()
+	case 3:
+		return fmt.Errorf("redis: read: %w", os.ErrDeadlineExceeded) // an i/o timeout, not the context's
 	}
 	for i := range out {
 		out[i] = ratelimit.LimitResult{Limit: req.Limits[i], Allowed: true, Remaining: 1}
@@ -231,6 +238,21 @@ func TestBreaker_SlowAnswersBetweenSuccessesNeverOpenIt(t *testing.T) {
 		r, _ := l.Allow(ctx, "k", ratelimit.PerSecond(10))
 		if errors.Is(r.Err, ratelimit.ErrCircuitOpen) {
 			t.Fatalf("check %d decided by an open breaker after timeouts between successes", i)
+		}
+	}
+}
+
+// A socket timeout is a timeout too (go-redis reports a read past the
+// deadline as "i/o timeout", not as the context's error): a burst of them
+// within a moment does not open the breaker. The load test caught the
+// breaker opening on those as errors.
+func TestBreaker_SocketTimeoutsAreTimeoutsNotErrors(t *testing.T) {
+	store := &flakyStore{}
+	store.mode.Store(3)
+	l := ratelimit.New(store, ratelimit.Options{BreakerFailures: 2})
+	for i := 0; i < 20; i++ {
+		if r, _ := l.Allow(context.Background(), "k", ratelimit.PerSecond(10)); errors.Is(r.Err, ratelimit.ErrCircuitOpen) {
+			t.Fatalf("breaker open after %d socket timeouts within a moment", i)
 		}
 	}
 }

@@ -15,8 +15,13 @@
 //
 //   - FixedWindow: Rate per Period from the first request; cheapest. Pair it
 //     with Block for brute-force protection (login: 5 per 15m, block 1h).
-//   - SlidingWindow: weighted previous + current window; no edge bursts. For
-//     fairness and security flows (password reset).
+//   - SlidingWindow: weighted previous + current window, two counters of
+//     state. At most Rate per aligned window and a smooth refill, but not an
+//     exact rolling window: about 2×Rate can pass within one rolling Period
+//     when the previous window's requests came at its end.
+//   - SlidingLog: the time of every request of the window; exact (never more
+//     than Rate in any rolling Period), state bounded by Rate (at most
+//     MaxSlidingLogRate). For low limits that must hold: logins, resets.
 //   - TokenBucket: Burst capacity refilled at Rate per Period. For write APIs
 //     used in batches: quiet clients save up.
 //   - GCRA: requests spaced Period/Rate apart with a tolerance of Burst; one

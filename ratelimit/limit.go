@@ -19,9 +19,14 @@ const (
 	// for brute-force protection (login, registration). It can let up to
 	// 2×Rate through around a window edge.
 	FixedWindow Algorithm = iota
-	// SlidingWindow approximates a true rolling window by weighting the
-	// previous fixed window's count by how much of it still overlaps. No
-	// edge bursts: the choice for fairness and security flows.
+	// SlidingWindow approximates a rolling window by weighting the previous
+	// fixed window's count by how much of it still overlaps, with two
+	// counters of state. What it guarantees: at most Rate per fixed window
+	// (aligned to multiples of Period), and a smooth refill between them.
+	// What it does not: an exact rolling window. It assumes the previous
+	// window's requests were spread evenly; when they came at its end,
+	// about 2×Rate can pass within one rolling Period around the boundary.
+	// Use SlidingLog where that matters (logins, password resets).
 	SlidingWindow
 	// TokenBucket holds up to Burst tokens and refills Rate tokens per
 	// Period. Quiet clients save up for a burst: the choice for write APIs
@@ -32,9 +37,18 @@ const (
 	// with a single timestamp of state: the choice for smooth, steady
 	// per-client pacing.
 	GCRA
+	// SlidingLog keeps the time of every request of the last Period: exact,
+	// never more than Rate in any rolling Period, at the cost of state that
+	// grows with Rate (at most MaxSlidingLogRate entries). The choice for
+	// low limits that must hold exactly, such as logins.
+	SlidingLog
 )
 
-var algorithmNames = [...]string{"fixed-window", "sliding-window", "token-bucket", "gcra"}
+// MaxSlidingLogRate bounds the Rate of a SlidingLog limit: its state holds
+// one timestamp per request of the window.
+const MaxSlidingLogRate = 1000
+
+var algorithmNames = [...]string{"fixed-window", "sliding-window", "token-bucket", "gcra", "sliding-log"}
 
 // String returns the algorithm's name as written in policies and flags.
 func (a Algorithm) String() string {
@@ -100,7 +114,7 @@ func PerHour(rate int64) Limit { return Limit{Rate: rate, Period: time.Hour} }
 // Validate reports whether the limit can be enforced.
 func (l Limit) Validate() error {
 	switch {
-	case l.Algorithm > GCRA:
+	case l.Algorithm > SlidingLog:
 		return fmt.Errorf("ratelimit: limit %s: unknown algorithm %d", l.DisplayName(), l.Algorithm)
 	case l.Rate <= 0:
 		return fmt.Errorf("ratelimit: limit %s: rate must be positive, got %d", l.DisplayName(), l.Rate)
@@ -110,6 +124,9 @@ func (l Limit) Validate() error {
 		return fmt.Errorf("ratelimit: limit %s: burst must not be negative", l.DisplayName())
 	case l.Block < 0:
 		return fmt.Errorf("ratelimit: limit %s: block must not be negative", l.DisplayName())
+	case l.Algorithm == SlidingLog && l.Rate > MaxSlidingLogRate:
+		return fmt.Errorf("ratelimit: limit %s: sliding-log keeps one timestamp per request, so its rate is at most %d, got %d (use sliding-window or gcra for higher rates)",
+			l.DisplayName(), MaxSlidingLogRate, l.Rate)
 	}
 	return nil
 }
@@ -154,7 +171,7 @@ var (
 	ErrTooManyLimits = errors.New("ratelimit: too many limits in one check")
 	// ErrStoreUnavailable wraps the store error behind a failure-policy decision.
 	ErrStoreUnavailable = errors.New("ratelimit: store unavailable")
-	// ErrLimited is what Result.Err returns for a denied request.
+	// ErrLimited is what Result.Denial wraps for a denied request.
 	ErrLimited = errors.New("ratelimit: rate limited")
 )
 

@@ -310,7 +310,7 @@ func (l *Limiter) checkRemote(ctx context.Context, req *Request, check CheckRequ
 		return ErrCircuitOpen
 	}
 	err := l.store.Check(tctx, check, res.Limits)
-	b.record(l.breakers, node, now, probe, classify(ctx, err), err)
+	b.record(l.breakers, node, now, probe, classify(ctx, tctx, err), err)
 	return err
 }
 

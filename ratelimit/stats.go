@@ -30,7 +30,12 @@ type ruleStats struct {
 	failOpen, failClosed, blockedCache         atomic.Int64
 	latencyCount                               [len(latencyBuckets) + 1]atomic.Int64
 	latencySumNanos                            atomic.Int64
+	// limits counts the decisions of the store and blocked cache by the
+	// limit that bound them: name → *limitCounters.
+	limits sync.Map
 }
+
+type limitCounters struct{ allowed, denied, shadowDenied atomic.Int64 }
 
 func newStats() *Stats { return &Stats{} }
 
@@ -62,6 +67,25 @@ func (rs *ruleStats) record(res *Result, took time.Duration) {
 	case FromBlockedCache:
 		rs.blockedCache.Add(1)
 	}
+	if res.Source == FromStore || res.Source == FromBlockedCache {
+		name := res.Limit.Name
+		if name == "" {
+			name = res.Limit.DisplayName()
+		}
+		lc, ok := rs.limits.Load(name)
+		if !ok {
+			lc, _ = rs.limits.LoadOrStore(name, &limitCounters{})
+		}
+		c := lc.(*limitCounters)
+		switch {
+		case res.Shadowed:
+			c.shadowDenied.Add(1)
+		case res.Allowed:
+			c.allowed.Add(1)
+		default:
+			c.denied.Add(1)
+		}
+	}
 	i, _ := slices.BinarySearch(latencyBuckets[:], took)
 	rs.latencyCount[i].Add(1)
 	rs.latencySumNanos.Add(int64(took))
@@ -88,6 +112,16 @@ type RuleCounters struct {
 	LatencyBuckets []int64         `json:"latency_buckets"`
 	LatencyBounds  []time.Duration `json:"latency_bounds"`
 	LatencySum     time.Duration   `json:"latency_sum"`
+	// Limits are the decisions per binding limit, sorted by name.
+	Limits []LimitCounters `json:"limits,omitempty"`
+}
+
+// LimitCounters are the decisions one limit bound.
+type LimitCounters struct {
+	Limit        string `json:"limit"`
+	Allowed      int64  `json:"allowed"`
+	Denied       int64  `json:"denied"`
+	ShadowDenied int64  `json:"shadow_denied"`
 }
 
 // Decisions is the number of decisions counted.
@@ -107,6 +141,12 @@ func (s *Stats) Snapshot() []RuleCounters {
 		for i := range rs.latencyCount {
 			c.LatencyBuckets = append(c.LatencyBuckets, rs.latencyCount[i].Load())
 		}
+		rs.limits.Range(func(k, v any) bool {
+			lc := v.(*limitCounters)
+			c.Limits = append(c.Limits, LimitCounters{Limit: k.(string), Allowed: lc.allowed.Load(), Denied: lc.denied.Load(), ShadowDenied: lc.shadowDenied.Load()})
+			return true
+		})
+		slices.SortFunc(c.Limits, func(a, b LimitCounters) int { return strings.Compare(a.Limit, b.Limit) })
 		out = append(out, c)
 		return true
 	})
@@ -134,6 +174,18 @@ func (s *Stats) WritePrometheus(w io.Writer) error {
 	counter("ratelimit_fail_open_total", "Requests let through by the fail-open policy.", func(c RuleCounters) int64 { return c.FailOpen })
 	counter("ratelimit_fail_closed_total", "Requests refused by the fail-closed policy.", func(c RuleCounters) int64 { return c.FailClosed })
 	counter("ratelimit_blocked_cache_total", "Requests denied from the in-process blocked cache.", func(c RuleCounters) int64 { return c.BlockedCache })
+	const d = "ratelimit_limit_decisions_total"
+	fmt.Fprintf(&b, "# HELP %s Decisions of the store and blocked cache by the limit that bound them.\n# TYPE %s counter\n", d, d)
+	for _, c := range snap {
+		for _, lc := range c.Limits {
+			for _, v := range [...]struct {
+				decision string
+				n        int64
+			}{{"allowed", lc.Allowed}, {"denied", lc.Denied}, {"shadow_denied", lc.ShadowDenied}} {
+				fmt.Fprintf(&b, "%s{rule=%s,limit=%s,decision=%q} %d\n", d, strconv.Quote(c.Rule), strconv.Quote(lc.Limit), v.decision, v.n)
+			}
+		}
+	}
 	const h = "ratelimit_decision_seconds"
 	fmt.Fprintf(&b, "# HELP %s Time to decide a request, store included.\n# TYPE %s histogram\n", h, h)
 	for _, c := range snap {

@@ -3,7 +3,9 @@ package benchcmp
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,9 +26,10 @@ const keyCount = 10_000
 type allowFunc func(ctx context.Context, key string) (bool, error)
 
 func libraries(b *testing.B, client *redis.Client) map[string]allowFunc {
+	// The default store (redisstore.Options{}) batches concurrent checks;
+	// "unbatched" is the option that sends each check alone.
 	devkit := redisstore.New(client, redisstore.Options{Prefix: "dk:"})
-	pipelined := redisstore.New(client, redisstore.Options{Prefix: "dkp:", Pipeline: 2})
-	b.Cleanup(func() { pipelined.Close() })
+	unbatched := redisstore.New(client, redisstore.Options{Prefix: "dku:", Pipeline: -1})
 	gcra := []ratelimit.Limit{{Name: "api", Algorithm: ratelimit.GCRA, Rate: 1 << 30, Period: time.Minute}}
 	fixed := []ratelimit.Limit{{Name: "api", Algorithm: ratelimit.FixedWindow, Rate: 1 << 30, Period: time.Minute}}
 	devkitAllow := func(store *redisstore.Store, limits []ratelimit.Limit) allowFunc {
@@ -45,9 +48,9 @@ func libraries(b *testing.B, client *redis.Client) map[string]allowFunc {
 	ul := limiter.New(store, limiter.Rate{Period: time.Minute, Limit: 1 << 30})
 	return map[string]allowFunc{
 		"devkit-gcra":                   devkitAllow(devkit, gcra),
-		"devkit-gcra-pipelined":         devkitAllow(pipelined, gcra),
+		"devkit-gcra-unbatched":         devkitAllow(unbatched, gcra),
 		"devkit-fixed-window":           devkitAllow(devkit, fixed),
-		"devkit-fixed-window-pipelined": devkitAllow(pipelined, fixed),
+		"devkit-fixed-window-unbatched": devkitAllow(unbatched, fixed),
 		"redis_rate-gcra": func(ctx context.Context, key string) (bool, error) {
 			res, err := rr.Allow(ctx, key, rrLimit)
 			if err != nil {
@@ -62,7 +65,7 @@ func libraries(b *testing.B, client *redis.Client) map[string]allowFunc {
 	}
 }
 
-var order = []string{"devkit-gcra", "devkit-gcra-pipelined", "devkit-fixed-window", "devkit-fixed-window-pipelined", "redis_rate-gcra", "ulule-fixed-window"}
+var order = []string{"devkit-gcra", "redis_rate-gcra", "devkit-fixed-window", "ulule-fixed-window", "devkit-gcra-unbatched", "devkit-fixed-window-unbatched"}
 
 func benchCompare(b *testing.B, goroutines int) {
 	srv := redistest.StartRedis(b)
@@ -154,5 +157,70 @@ func BenchmarkCompareInterleaved(b *testing.B) {
 	for _, name := range order {
 		b.ReportMetric(float64(counts[name])/total.Seconds(), name+"/s")
 		b.ReportMetric(float64(counts[name])/base, name+"/redis_rate")
+	}
+	b.ReportMetric(float64(counts["devkit-fixed-window"])/float64(counts["ulule-fixed-window"]), "devkit-fixed-window/ulule")
+}
+
+// BenchmarkCompareMedians takes turns like BenchmarkCompareInterleaved
+// and reports, per library, the median over the rounds of its throughput
+// relative to its peer in the same round (devkit-gcra to redis_rate,
+// devkit-fixed-window to ulule), at 50 goroutines and at 1 (low load: the
+// batching default must not cost latency there).
+//
+//	go test -run '^$' -bench Medians -benchtime=9x
+func BenchmarkCompareMedians(b *testing.B) {
+	for _, goroutines := range []int{50, 1} {
+		b.Run(strconv.Itoa(goroutines)+"goroutines", func(b *testing.B) {
+			srv := redistest.StartRedis(b)
+			client := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+			defer client.Close()
+			keys := make([]string, keyCount)
+			for i := range keys {
+				keys[i] = "user:" + strconv.Itoa(i)
+			}
+			libs := libraries(b, client)
+			ctx := context.Background()
+			run := func(name string, slice time.Duration) float64 {
+				allow := libs[name]
+				var done, next atomic.Int64
+				deadline := time.Now().Add(slice)
+				var wg sync.WaitGroup
+				for g := 0; g < goroutines; g++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for time.Now().Before(deadline) {
+							if _, err := allow(ctx, keys[next.Add(1)%keyCount]); err != nil {
+								b.Error(err)
+								return
+							}
+							done.Add(1)
+						}
+					}()
+				}
+				wg.Wait()
+				return float64(done.Load()) / slice.Seconds()
+			}
+			pairs := [][2]string{{"devkit-gcra", "redis_rate-gcra"}, {"devkit-fixed-window", "ulule-fixed-window"},
+				{"devkit-gcra-unbatched", "redis_rate-gcra"}, {"devkit-gcra", "devkit-gcra-unbatched"}}
+			ratios := make([][]float64, len(pairs))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j, p := range pairs {
+					var ours, peer float64
+					if i%2 == 0 {
+						ours, peer = run(p[0], 200*time.Millisecond), run(p[1], 200*time.Millisecond)
+					} else {
+						peer, ours = run(p[1], 200*time.Millisecond), run(p[0], 200*time.Millisecond)
+					}
+					ratios[j] = append(ratios[j], ours/peer)
+				}
+			}
+			b.StopTimer()
+			for j, p := range pairs {
+				slices.Sort(ratios[j])
+				b.ReportMetric(ratios[j][len(ratios[j])/2], p[0]+"/"+p[1])
+			}
+		})
 	}
 }

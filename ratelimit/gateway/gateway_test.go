@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,3 +216,76 @@ func TestGateway_UpstreamTimeoutIs504(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// The whole path through the gateway: 200 spellings of POST /auth/login
+// (case, //, /./, ;params, %-escapes) sent raw over real sockets to the
+// gateway in front of an app that routes case-insensitively like Express;
+// the policy allows 5 then blocks for an hour, so at most 5 reach the app.
+func TestGateway_LoginSpellingsReachTheAppAtMost5Times(t *testing.T) {
+	var logins atomic.Int64
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && strings.EqualFold(path.Clean(strings.Split(r.URL.EscapedPath(), ";")[0]), "/auth/login") {
+			logins.Add(1)
+		}
+	}))
+	defer app.Close()
+	srv := startGateway(t, app.URL, `
+rules:
+  - name: login
+    paths: [/auth/login]
+    key: [ip]
+    limits: [{limit: 5, window: 15m, block: 1h}]
+`, gateway.Config{})
+	spellings := []string{"/auth/login", "/AUTH/LOGIN", "/Auth//Login", "/auth/./login", "/x/../auth/login", "/auth/login/",
+		"/auth/login;jsessionid=1", "/auth/%6Cogin", "/%61uth/LOGIN", "/aUtH/lOgIn?x=1"}
+	for i := 0; i < 200; i++ {
+		conn, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", spellings[i%len(spellings)])
+		io.Copy(io.Discard, conn)
+		conn.Close()
+	}
+	if n := logins.Load(); n > 5 {
+		t.Fatalf("%d logins reached the app through a limit of 5", n)
+	}
+}
+
+// 32 clients × 50 requests reuse a pool of upstream connections instead of
+// opening one per request. With the old transport (MaxIdleConnsPerHost: 2)
+// this test counted 725 upstream connections.
+func TestGateway_UpstreamConnectionsAreReused(t *testing.T) {
+	var opened atomic.Int64
+	upstream := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	upstream.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	upstream.Start()
+	defer upstream.Close()
+	srv := startGateway(t, upstream.URL, "rules:\n  - {name: r, paths: [/], limits: [{limit: 1000000, window: 1m}]}\n", gateway.Config{})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				resp, err := client.Get("http://" + srv.Addr() + "/x")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	client.CloseIdleConnections() // or Shutdown waits for the ones dialed but never used
+	if n := opened.Load(); n > 64 {
+		t.Fatalf("%d upstream connections for 1600 requests from 32 clients: the pool does not keep them", n)
+	}
+}

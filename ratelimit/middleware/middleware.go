@@ -35,9 +35,9 @@ type Middleware struct {
 	// describes (fingerprinted by the limits' values).
 	policyValues sync.Map
 	limiter      *ratelimit.Limiter
-	policy   atomic.Pointer[policy.Policy]
-	identify func(*http.Request, *policy.Policy) policy.Identity
-	log      *slog.Logger
+	policy       atomic.Pointer[policy.Policy]
+	identify     func(*http.Request, *policy.Policy) policy.Identity
+	log          *slog.Logger
 }
 
 // New returns a middleware limiting by p through l.

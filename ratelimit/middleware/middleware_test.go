@@ -300,7 +300,13 @@ func TestAdmin_MetricsHealthTopInfoReset(t *testing.T) {
 	if code, body := get("GET", "/metrics"); code != 200 || !strings.Contains(body, `ratelimit_denied_total{rule="login"} 2`) {
 		t.Fatalf("metrics %d:\n%s", code, body)
 	}
-	if code, body := get("GET", "/health"); code != 200 || !strings.Contains(body, `"ok": true`) {
+	if code, body := get("GET", "/metrics"); code != 200 || !strings.Contains(body, `ratelimit_limit_decisions_total{rule="login",limit="login",decision="denied"} 2`) {
+		t.Fatalf("per-limit metrics %d:\n%s", code, body)
+	}
+	if code, body := get("GET", "/info?key=login|ip=203.0.113.9"); code != 200 || !strings.Contains(body, `"ttl_seconds": `) || !strings.Contains(body, `"blocked_for_seconds": 3599.9`) {
+		t.Fatalf("info durations in seconds %d %s", code, body)
+	}
+	if code, body := get("GET", "/health"); code != 200 || !strings.Contains(body, `"ok": true`) || !strings.Contains(body, `"latency_seconds"`) {
 		t.Fatalf("health %d %s", code, body)
 	}
 	if code, body := get("GET", "/top?n=1"); code != 200 || !strings.Contains(body, `"key": "login|ip=203.0.113.9"`) || !strings.Contains(body, `"hits": 7`) {

@@ -733,6 +733,12 @@ func (p *Policy) Describe() string {
 	} else {
 		b.WriteString("trusted proxies: none (X-Forwarded-For ignored; the peer address is the client)\n")
 	}
+	if p.CaseSensitive {
+		b.WriteString("paths: normalized (%-escapes, //, dot segments, ;params, trailing /), case-sensitive\n")
+	} else {
+		b.WriteString("paths: normalized (%-escapes, //, dot segments, ;params, trailing /), case-insensitive\n")
+	}
+	b.WriteString("methods: HEAD is charged as GET; a method a plan does not list falls back to \"*\", else to the plan's strictest\n")
 	for _, r := range p.Rules {
 		methods := "any method"
 		if len(r.Methods) > 0 {
@@ -750,6 +756,9 @@ func (p *Policy) Describe() string {
 		fmt.Fprintf(&b, "  scope %s, key %s", r.Scope, strings.Join(keys, "+"))
 		if r.Shadow {
 			b.WriteString(", shadow (never denies)")
+		}
+		if len(r.SkipMethods) > 0 {
+			fmt.Fprintf(&b, ", not limited: %s", strings.Join(r.SkipMethods, ","))
 		}
 		if r.Fail != ratelimit.FailDefault {
 			fmt.Fprintf(&b, ", fail %s", r.Fail)

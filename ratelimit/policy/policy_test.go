@@ -120,7 +120,7 @@ func TestTiersExample_TokenBucketPerTier(t *testing.T) {
 		t.Errorf("cost not capped by max_cost: %d", d.Request.Cost)
 	}
 	d, _ = decide(t, p, "POST", "/auth/reset-password", "127.0.0.1:1", nil)
-	if d.Request.Limits[0].Algorithm != ratelimit.SlidingWindow {
+	if d.Request.Limits[0].Algorithm != ratelimit.SlidingLog {
 		t.Errorf("password reset: %+v", d.Request.Limits)
 	}
 }
@@ -220,6 +220,35 @@ rules:
 		}
 		if got != c.want {
 			t.Errorf("%s %s matched %q, want %q", c.method, c.path, got, c.want)
+		}
+	}
+}
+
+// Forwarded (RFC 7239) for= values, quoted, with ports and IPv6 brackets,
+// read from the right like X-Forwarded-For; an obfuscated or unknown hop
+// stops the walk.
+func TestClientAddr_ForwardedHeader(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte(`
+identity: {trusted_proxies: [10.0.0.0/8], client_header: Forwarded, ipv6_prefix: 128}
+rules:
+  - {name: r, paths: [/], key: [ip], limits: [{limit: 1, window: 1s}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ peer, fwd, want string }{
+		{"10.0.0.1:1", `for=198.51.100.7;proto=https`, "198.51.100.7"},
+		{"10.0.0.1:1", `for=6.6.6.6, for="[2001:db8::17]:4711", for=10.0.0.9:8080`, "2001:db8::17"},
+		{"10.0.0.1:1", `for=6.6.6.6, for=unknown, for=10.0.0.9`, "10.0.0.9"},
+		{"10.0.0.1:1", `For="_hidden"`, "10.0.0.1"},
+		{"203.0.113.5:1", `for=1.1.1.1`, "203.0.113.5"},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = c.peer
+		r.Header.Set("Forwarded", c.fwd)
+		r.Header.Set("X-Forwarded-For", "9.9.9.9") // not the configured header: ignored
+		if got := p.Identity.Identify(r).IP; got != c.want {
+			t.Errorf("peer %s Forwarded %q: client %s, want %s", c.peer, c.fwd, got, c.want)
 		}
 	}
 }

@@ -158,3 +158,9 @@ func BenchmarkRedis_50Goroutines_PipelineWorkers(b *testing.B) {
 		b.Run(fmt.Sprint(w), func(b *testing.B) { benchChecksWith(b, 50, oneLimit, redisstore.Options{Pipeline: w}) })
 	}
 }
+
+// BenchmarkRedis_1Goroutine_Unbatched is BenchmarkRedis_1Goroutine with
+// batching off (Pipeline: -1): what batching costs at low load.
+func BenchmarkRedis_1Goroutine_Unbatched(b *testing.B) {
+	benchChecksWith(b, 1, oneLimit, redisstore.Options{Pipeline: -1})
+}

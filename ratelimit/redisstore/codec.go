@@ -11,7 +11,7 @@ import (
 //
 // A limit's fields are comma separated, trailing empty ones left out; the
 // fourth is the end of a penalty block, in microseconds minus stateEpoch.
-// A segment ends with "~" and the second after which it is stale.
+// A segment ends with "~" and the minute (base 36) after which it is stale.
 
 // stateEpoch is subtracted from the times stored (µs; 2025-06-15 UTC).
 const stateEpoch = 1750000000000000
@@ -53,7 +53,7 @@ func decodeState(raw string) (st decodedState, ok bool) {
 		if len(seg) < limitIDLen {
 			return st, false
 		}
-		body, _, _ := strings.Cut(seg[limitIDLen:], "~") // "~<expiry second>" ends a segment
+		body, _, _ := strings.Cut(seg[limitIDLen:], "~") // "~<expiry minute>" ends a segment
 		fields := strings.Split(body, ",")
 		if len(fields) < 4 || fields[3] == "" {
 			continue

@@ -9,7 +9,6 @@ package redisstore
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -64,17 +63,19 @@ var replyChans = sync.Pool{New: func() any { return make(chan checkReply, 1) }}
 // do sends one check, alone or in a batch, and waits for its reply or the
 // end of ctx.
 func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([]int64, error) {
-	p := &pendingCheck{ctx: ctx, key: key, args: args, limits: limits, done: replyChans.Get().(chan checkReply)}
 	b.mu.Lock()
 	if b.senders < b.inflight {
+		// Fewer batches than allowed are on the wire: this check goes alone,
+		// now, under its caller's context, as an unbatched store would.
 		b.senders++
 		b.mu.Unlock()
-		b.send([]*pendingCheck{p})
+		values, err := b.sendOne(ctx, key, args)
 		b.next()
-	} else {
-		b.queue = append(b.queue, p)
-		b.mu.Unlock()
+		return values, err
 	}
+	p := &pendingCheck{ctx: ctx, key: key, args: args, limits: limits, done: replyChans.Get().(chan checkReply)}
+	b.queue = append(b.queue, p)
+	b.mu.Unlock()
 	select {
 	case r := <-p.done:
 		replyChans.Put(p.done)
@@ -83,6 +84,15 @@ func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([
 		// The channel may still receive the reply: it is not reused.
 		return nil, ctx.Err()
 	}
+}
+
+// sendOne runs one check in its own script call.
+func (b *batcher) sendOne(ctx context.Context, key string, args []any) ([]int64, error) {
+	s := b.store
+	full := make([]any, 0, 2+len(args))
+	full = append(full, s.nowArg(), 1)
+	full = append(full, args...)
+	return s.check.Run(ctx, s.client, []string{key}, full...).Int64Slice()
 }
 
 // next hands the queue, if any, to a new sender; otherwise this sender ends.
@@ -181,6 +191,41 @@ func (b *batcher) send(batch []*pendingCheck) {
 		}
 		calls = append(calls, c)
 	}
+	if !b.cluster || len(calls) == 1 {
+		b.exec(ctx, calls)
+		return
+	}
+	// One pipeline per master, each delivered as soon as it is answered: a
+	// dead or slow master (and go-redis's retries towards it) never holds
+	// back the answers of the healthy ones.
+	byNode := map[string][]*call{}
+	var nodes []string
+	for _, c := range calls {
+		node := s.nodeOf(ctx, c.keys[0])
+		if _, ok := byNode[node]; !ok {
+			nodes = append(nodes, node)
+		}
+		byNode[node] = append(byNode[node], c)
+	}
+	if len(nodes) == 1 {
+		b.exec(ctx, calls)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, node := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.exec(ctx, byNode[node])
+		}()
+	}
+	wg.Wait()
+}
+
+// exec sends calls in one round trip (a pipeline when several) and
+// delivers their replies.
+func (b *batcher) exec(ctx context.Context, calls []*call) {
+	s := b.store
 	cmds := make([]*redis.Cmd, len(calls))
 	if len(calls) == 1 {
 		cmds[0] = s.client.EvalSha(ctx, s.check.Hash(), calls[0].keys, calls[0].args...)
@@ -193,7 +238,7 @@ func (b *batcher) send(batch []*pendingCheck) {
 	}
 	for i, c := range calls {
 		cmd := cmds[i]
-		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			// The server does not know the script yet: EVAL loads it.
 			cmd = s.check.Eval(ctx, s.client, c.keys, c.args...)
 		}

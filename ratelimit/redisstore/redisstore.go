@@ -42,13 +42,15 @@ var (
 	tokenBucketLua string
 	//go:embed lua/gcra.lua
 	gcraLua string
+	//go:embed lua/sliding_log.lua
+	slidingLogLua string
 	//go:embed lua/check.lua
 	checkLua string
 )
 
-// CheckScriptSource is the full source of the check script.
-func CheckScriptSource() string {
-	return strings.Join([]string{preludeLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, checkLua}, "\n")
+// checkScriptSource is the full source of the check script.
+func checkScriptSource() string {
+	return strings.Join([]string{preludeLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, slidingLogLua, checkLua}, "\n")
 }
 
 // DefaultPrefix starts every key the store writes.
@@ -90,7 +92,7 @@ var (
 
 // New returns a store over client.
 func New(client redis.UniversalClient, opts Options) *Store {
-	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(CheckScriptSource())}
+	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(checkScriptSource())}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
@@ -114,19 +116,19 @@ func (s *Store) Close() error { return nil }
 // Node implements ratelimit.Partitioned: in cluster mode, the address of the
 // master that holds key's slot, so that the limiter keeps one circuit
 // breaker per master; "" for a single node or sentinel.
-func (s *Store) Node(ctx context.Context, key string) string {
+func (s *Store) Node(ctx context.Context, key string) string { return s.nodeOf(ctx, s.Key(key)) }
+
+// nodeOf is the master of a Redis key's slot.
+func (s *Store) nodeOf(ctx context.Context, redisKey string) string {
 	if s.cluster == nil {
 		return ""
 	}
-	m, err := s.cluster.MasterForKey(ctx, s.Key(key))
+	m, err := s.cluster.MasterForKey(ctx, redisKey)
 	if err != nil {
 		return ""
 	}
 	return m.Options().Addr
 }
-
-// Client returns the store's client.
-func (s *Store) Client() redis.UniversalClient { return s.client }
 
 // Key is the Redis key holding key's state. The braces are a hash tag: all
 // of one identity's limits share one slot.
@@ -257,7 +259,7 @@ func (s *Store) Info(ctx context.Context, key string) (ratelimit.KeyInfo, error)
 // isWrongType reports a WRONGTYPE error: a key of the prefix that holds
 // something else (such as the hash of an older version), read as no state.
 func isWrongType(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE")
+	return redis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
 // Ping implements ratelimit.Store. In cluster mode every master must answer.

@@ -13,6 +13,7 @@ const (
 	SlidingWindow = 1
 	TokenBucket   = 2
 	GCRA          = 3
+	SlidingLog    = 4
 )
 
 // Params are one limit's parameters in the units of the algorithms.
@@ -32,8 +33,13 @@ type Params struct {
 //	token bucket    A tokens         B last refill
 //	GCRA            A theoretical arrival time
 //
-// X is the end of a penalty block.
-type State struct{ A, B, C, X float64 }
+// X is the end of a penalty block. Log holds, for the sliding log, the
+// times of the requests in the window, oldest first (one per cost unit; at
+// most Rate); it is never modified in place, only replaced.
+type State struct {
+	A, B, C, X float64
+	Log        []float64
+}
 
 // Outcome is the result of evaluating one limit.
 type Outcome struct {
@@ -72,6 +78,8 @@ func EvalInto(o *Outcome, p *Params, s State, now, cost float64) {
 		slidingWindow(o, p, s, now, cost)
 	case TokenBucket:
 		tokenBucket(o, p, s, now, cost)
+	case SlidingLog:
+		slidingLog(o, p, s, now, cost)
 	default:
 		gcra(o, p, s, now, cost)
 	}
@@ -172,6 +180,41 @@ func tokenBucket(o *Outcome, p *Params, s State, now, cost float64) {
 		}
 	}
 	o.Next = State{A: tokens, B: now}
+	o.TTL = o.ResetAfter
+}
+
+// slidingLog allows cost if the requests of the last Period plus cost fit
+// in Rate; the log keeps the times of the requests in the window.
+func slidingLog(o *Outcome, p *Params, s State, now, cost float64) {
+	first := 0
+	for first < len(s.Log) && s.Log[first]+p.Period <= now {
+		first++
+	}
+	live := s.Log[first:]
+	n := float64(len(live))
+	o.Allowed = n+cost <= p.Rate
+	next := live
+	if o.Allowed && cost > 0 {
+		next = make([]float64, len(live), len(live)+int(cost))
+		copy(next, live)
+		for i := 0; i < int(cost); i++ {
+			next = append(next, now)
+		}
+	}
+	o.Remaining = int64(math.Max(0, p.Rate-float64(len(next))))
+	if len(next) > 0 {
+		o.ResetAfter = next[len(next)-1] + p.Period - now
+	}
+	if !o.Allowed {
+		if cost > p.Rate {
+			o.RetryAfter = -1
+		} else {
+			// The oldest n+cost-Rate requests must leave the window.
+			k := int(n + cost - p.Rate)
+			o.RetryAfter = live[k-1] + p.Period - now
+		}
+	}
+	o.Next = State{Log: next}
 	o.TTL = o.ResetAfter
 }
 

@@ -21,6 +21,8 @@ var palette = []ratelimit.Limit{
 	{Name: "tbb", Algorithm: ratelimit.TokenBucket, Rate: 1, Period: 700 * time.Millisecond, Burst: 2, Block: 3 * time.Second},
 	{Name: "gc", Algorithm: ratelimit.GCRA, Rate: 7, Period: 3 * time.Second, Burst: 3},
 	{Name: "gcb", Algorithm: ratelimit.GCRA, Rate: 2, Period: time.Second, Block: 1300 * time.Millisecond},
+	{Name: "sl", Algorithm: ratelimit.SlidingLog, Rate: 5, Period: 2300 * time.Millisecond},
+	{Name: "slb", Algorithm: ratelimit.SlidingLog, Rate: 3, Period: 1700 * time.Millisecond, Block: 2 * time.Second},
 }
 
 // RunDifferential replays seeded random sequences of checks (several keys,

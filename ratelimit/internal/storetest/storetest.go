@@ -87,6 +87,29 @@ func Run(t *testing.T, newStore Factory) {
 				{cost: 1, reset: 90 * time.Second, retry: 15 * time.Second},
 				{advance: 15 * time.Second, cost: 1, allowed: true, remaining: 0, reset: 75 * time.Second},
 			}},
+		// The sliding log is exact: 3 in any rolling minute, whatever the
+		// window edges (the sliding window would let 2×Rate through here).
+		{"SlidingLog_ExactInEveryRollingWindow",
+			ratelimit.Limit{Algorithm: ratelimit.SlidingLog, Rate: 3, Period: time.Minute},
+			[]step{
+				{cost: 1, allowed: true, remaining: 2, reset: time.Minute},
+				{advance: 50 * time.Second, cost: 2, allowed: true, remaining: 0, reset: time.Minute},
+				{advance: 5 * time.Second, cost: 1, reset: 55 * time.Second, retry: 5 * time.Second},
+				{cost: 4, reset: 55 * time.Second, retry: -1},
+				// 60s: the first request has left the window; one free.
+				{advance: 5 * time.Second, cost: 1, allowed: true, remaining: 0, reset: time.Minute},
+				{cost: 1, reset: time.Minute, retry: 50 * time.Second},
+				{cost: 0, allowed: true, remaining: 0, reset: time.Minute},
+				{advance: time.Hour, cost: 2, allowed: true, remaining: 1, reset: time.Minute},
+			}},
+		{"SlidingLog_Block",
+			ratelimit.Limit{Algorithm: ratelimit.SlidingLog, Rate: 2, Period: 15 * time.Minute, Block: time.Hour},
+			[]step{
+				{cost: 2, allowed: true, remaining: 0, reset: 15 * time.Minute},
+				{cost: 1, reset: time.Hour, retry: time.Hour, blocked: true},
+				{advance: 30 * time.Minute, cost: 1, reset: 30 * time.Minute, retry: 30 * time.Minute, blocked: true},
+				{advance: 30 * time.Minute, cost: 1, allowed: true, remaining: 1, reset: 15 * time.Minute},
+			}},
 		{"TokenBucket_BurstThenRefill",
 			ratelimit.Limit{Algorithm: ratelimit.TokenBucket, Rate: 1, Period: time.Second, Burst: 5},
 			[]step{
@@ -126,7 +149,7 @@ func Run(t *testing.T, newStore Factory) {
 	}
 
 	t.Run("MultiLimit_DenialConsumesNothing", func(t *testing.T) {
-		for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindow, ratelimit.TokenBucket, ratelimit.GCRA} {
+		for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindow, ratelimit.TokenBucket, ratelimit.GCRA, ratelimit.SlidingLog} {
 			t.Run(alg.String(), func(t *testing.T) {
 				clock := NewClock()
 				store := newStore(t, clock)
@@ -238,7 +261,7 @@ func check(t *testing.T, store ratelimit.Store, key string, cost int64, limits .
 // consumed nothing. The stores use the backend's real clock.
 func RunAccuracy(t *testing.T, instances, goroutines int, newStore func(t *testing.T) ratelimit.Store) {
 	const limit = 100
-	for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindow, ratelimit.TokenBucket, ratelimit.GCRA} {
+	for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindow, ratelimit.TokenBucket, ratelimit.GCRA, ratelimit.SlidingLog} {
 		t.Run(alg.String(), func(t *testing.T) {
 			// An hour-long period: refill during the test is far below one request.
 			lim := ratelimit.Limit{Name: "acc", Algorithm: alg, Rate: limit, Period: time.Hour}

@@ -22,6 +22,7 @@ local function run(algorithm, rate, period, capacity, a, b, c, now, cost)
   if algorithm == 0 then return fixed_window(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 1 then return sliding_window(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 2 then return token_bucket(rate, period, capacity, a, b, c, now, cost) end
+  if algorithm == 4 then return sliding_log(rate, period, capacity, a, b, c, now, cost) end
   return gcra(rate, period, capacity, a, b, c, now, cost)
 end
 
@@ -121,10 +122,12 @@ for k = 1, checks do
         if r[i * 6 + 6] > keep then keep = r[i * 6 + 6] end
       end
     end
-    local value = encode_state(hits + cost, segs, exps, order, count, now)
     -- The TTL only grows, in whole seconds plus one: most checks keep it.
     local ttl = -2
     if raw then ttl = redis.call('PTTL', key) end
+    local key_exp = nil
+    if ttl >= 0 then key_exp = expiry_of(now, ttl * 1000) end
+    local value = encode_state(hits + cost, segs, exps, order, count, now, key_exp)
     if ttl >= 0 and ttl * 1000 >= keep then
       redis.call('SET', key, value, 'KEEPTTL')
     else

@@ -69,7 +69,7 @@ no store and a missing flag), 1 store error.`,
 	f := cmd.Flags()
 	f.Int64Var(&opts.Limit, "limit", 0, "requests allowed per window (token bucket: refill per window)")
 	f.Var(cmdutil.DurationFlag{D: &opts.Window}, "window", "window length: 90s, 15m, 1h or seconds")
-	f.StringVar(&opts.Algorithm, "algorithm", "fixed-window", "fixed-window, sliding-window, token-bucket or gcra")
+	f.StringVar(&opts.Algorithm, "algorithm", "fixed-window", "fixed-window, sliding-window, sliding-log, token-bucket or gcra")
 	f.Int64Var(&opts.Burst, "burst", 0, "bucket capacity for token-bucket and gcra (default: --limit)")
 	f.Var(cmdutil.DurationFlag{D: &opts.Block}, "block", "penalty block once denied (default: none)")
 	f.Int64Var(&opts.Cost, "cost", 1, "what this request spends")
@@ -80,16 +80,16 @@ no store and a missing flag), 1 store error.`,
 
 // CheckResult is the JSON output of check.
 type CheckResult struct {
-	Key         string  `json:"key"`
-	Allowed     bool    `json:"allowed"`
-	Algorithm   string  `json:"algorithm"`
-	Limit       int64   `json:"limit"`
-	Remaining   int64   `json:"remaining"`
-	ResetAfter  float64 `json:"reset_after_seconds"`
-	RetryAfter  float64 `json:"retry_after_seconds"`
-	Blocked     bool    `json:"blocked"`
-	Cost        int64   `json:"cost"`
-	StoreMillis float64 `json:"store_ms"`
+	Key          string  `json:"key"`
+	Allowed      bool    `json:"allowed"`
+	Algorithm    string  `json:"algorithm"`
+	Limit        int64   `json:"limit"`
+	Remaining    int64   `json:"remaining"`
+	ResetAfter   float64 `json:"reset_after_seconds"`
+	RetryAfter   float64 `json:"retry_after_seconds"`
+	Blocked      bool    `json:"blocked"`
+	Cost         int64   `json:"cost"`
+	StoreSeconds float64 `json:"store_seconds"`
 	// Rule and Limits are set for a request checked against a policy.
 	Rule   string        `json:"rule,omitempty"`
 	Plan   string        `json:"plan,omitempty"`
@@ -146,7 +146,7 @@ func runCheckRequest(opts *CheckOptions) error {
 	}
 	if opts.JSON {
 		cr := CheckResult{Key: d.Request.Key, Allowed: allowed, Cost: cost, Rule: d.Rule.Name, Plan: d.Plan,
-			StoreMillis: float64(took.Microseconds()) / 1000}
+			StoreSeconds: took.Seconds()}
 		for i, r := range out {
 			lim := d.Request.Limits[i]
 			cr.Limits = append(cr.Limits, LimitResult{Name: lim.DisplayName(), Allowed: r.Allowed, Limit: lim.Capacity(),
@@ -219,7 +219,7 @@ func runCheck(opts *CheckOptions) error {
 		err = cmdutil.WriteJSON(opts.IO.Out, CheckResult{
 			Key: opts.Key, Allowed: r.Allowed, Algorithm: lim.Algorithm.String(), Limit: lim.Capacity(),
 			Remaining: r.Remaining, ResetAfter: secs(r.ResetAfter), RetryAfter: secs(r.RetryAfter),
-			Blocked: r.Blocked, Cost: opts.Cost, StoreMillis: float64(took.Microseconds()) / 1000,
+			Blocked: r.Blocked, Cost: opts.Cost, StoreSeconds: took.Seconds(),
 		})
 	} else if r.Allowed {
 		_, err = fmt.Fprintf(opts.IO.Out, "allowed: %s has %d of %d left; full again in %s\n",

@@ -36,9 +36,9 @@ func newHealthCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
 
 // HealthResult is the JSON output of health.
 type HealthResult struct {
-	OK        bool    `json:"ok"`
-	LatencyMs float64 `json:"latency_ms"`
-	Error     string  `json:"error,omitempty"`
+	OK             bool    `json:"ok"`
+	LatencySeconds float64 `json:"latency_seconds"`
+	Error          string  `json:"error,omitempty"`
 }
 
 func runHealth(opts *HealthOptions) error {
@@ -49,7 +49,7 @@ func runHealth(opts *HealthOptions) error {
 	defer done()
 	start := time.Now()
 	pingErr := store.Ping(ctx)
-	res := HealthResult{OK: pingErr == nil, LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
+	res := HealthResult{OK: pingErr == nil, LatencySeconds: time.Since(start).Seconds()}
 	if pingErr != nil {
 		res.Error = pingErr.Error()
 	}
@@ -57,7 +57,7 @@ func runHealth(opts *HealthOptions) error {
 	case opts.JSON:
 		err = cmdutil.WriteJSON(opts.IO.Out, res)
 	case res.OK:
-		_, err = fmt.Fprintf(opts.IO.Out, "ok: store answered in %.3f ms\n", res.LatencyMs)
+		_, err = fmt.Fprintf(opts.IO.Out, "ok: store answered in %.3f ms\n", res.LatencySeconds*1000)
 	default:
 		_, err = fmt.Fprintf(opts.IO.Out, "unreachable: %s\n", res.Error)
 	}

@@ -146,6 +146,23 @@ func TestLint(t *testing.T) {
 	if _, _, code := run(t, nil, "lint"); code == 0 {
 		t.Fatal("lint without --policy succeeded")
 	}
+	// Valid but unsafe: warned about on stderr, exit 0.
+	unsafe := filepath.Join(t.TempDir(), "unsafe.yaml")
+	os.WriteFile(unsafe, []byte(`identity: {plan_header: X-Plan}
+defaults: {plan: free}
+rules:
+  - name: api
+    paths: [/]
+    key: [path]
+    plans:
+      free: {GET: [{limit: 5, window: 1m}]}
+`), 0o644)
+	_, stderr, code = run(t, nil, "lint", "--policy", unsafe)
+	for _, want := range []string{"keys on the raw path", "no limits for POST, PUT, PATCH, DELETE, OPTIONS", "never believed"} {
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("lint unsafe: exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
 }
 
 const proxyPolicy = `
@@ -377,5 +394,38 @@ func TestCheckAndInfo_WithPolicyAndARequest(t *testing.T) {
 	}
 	if _, stderr, code := run(t, env, "check", "--policy", pol, "--path", "/x", "--header", "no-colon"); code != cmdutil.ExitUsage {
 		t.Fatalf("bad --header: exit %d %s", code, stderr)
+	}
+}
+
+// The admin API binds loopback for a port alone and, with a token from
+// $DEVKIT_RATELIMIT_ADMIN_TOKEN, answers nothing without it.
+func TestProxy_AdminLoopbackAndTokenFromEnv(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer upstream.Close()
+	policyPath := filepath.Join(t.TempDir(), "policy.yaml")
+	writePolicy(t, policyPath, "2")
+	env := map[string]string{AdminTokenEnv: "s3cret"}
+	_, admin := startProxy(t, &ProxyOptions{Store: &StoreOptions{Getenv: func(k string) string { return env[k] }},
+		Listen: "127.0.0.1:0", Upstream: upstream.URL, Policy: policyPath, Admin: ":0",
+		WatchInterval: time.Hour, Reload: make(chan struct{})})
+	if !strings.HasPrefix(admin, "127.0.0.1:") {
+		t.Fatalf("--admin :0 bound %s, want 127.0.0.1", admin)
+	}
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer s3cret", 200}} {
+		req, _ := http.NewRequest("GET", "http://"+admin+"/metrics", nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("admin with Authorization %q: %d, want %d", c.auth, resp.StatusCode, c.want)
+		}
 	}
 }
