@@ -390,3 +390,56 @@ func segmentsOf2(b *testing.B, dir string) []string {
 	}
 	return m
 }
+
+// BenchmarkOpen1M_SnapshotVsLog opens the same 1M keys of 100 bytes twice
+// per round, alternating: from the log alone, and from a snapshot that
+// replaces that log; it reports both times and their ratio (snapshot/log,
+// below 1 when loading the snapshot is faster than replaying the log).
+func BenchmarkOpen1M_SnapshotVsLog(b *testing.B) {
+	logDir, err := replayDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	snapDir := b.TempDir()
+	db := benchOpen(b, snapDir, Options{Sync: SyncNone, CompactionThreshold: -1})
+	var batch Batch
+	for i := 0; i < replayRecords; i++ {
+		batch.Set(benchKey(i), benchValue)
+		if batch.Len() == 1000 {
+			if err := db.Write(&batch); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+	if _, err := db.Snapshot(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	db.Close()
+	open := func(dir string) time.Duration {
+		start := time.Now()
+		db := benchOpen(b, dir, Options{CompactionThreshold: -1})
+		d := time.Since(start)
+		if db.Len() != replayRecords {
+			b.Fatalf("%s: %d keys", dir, db.Len())
+		}
+		db.Close()
+		return d
+	}
+	var fromLog, fromSnap []float64
+	b.ResetTimer()
+	for range b.N {
+		fromLog = append(fromLog, open(logDir).Seconds())
+		fromSnap = append(fromSnap, open(snapDir).Seconds())
+	}
+	l, s := medianOf(fromLog), medianOf(fromSnap)
+	b.ReportMetric(l*1e3, "log-ms")
+	b.ReportMetric(s*1e3, "snapshot-ms")
+	b.ReportMetric(s/l, "snapshot/log")
+}
+
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -112,7 +112,7 @@ func (tx *Tx) lookup(key []byte) view {
 	if tx.p.flushSeq != 0 {
 		return view{seq: tx.p.flushSeq}
 	}
-	e, ok := tx.db.mem.get(key)
+	e, ok := tx.db.mem.get(nil, key)
 	if !ok {
 		return view{seq: tx.db.mem.version(key)}
 	}
