@@ -154,21 +154,26 @@ func (a *arena) bytes(r ref, n int) []byte {
 	return c[off : off+n : off+n]
 }
 
+// at is the chunk from r's record on.
+func (a *arena) at(r ref) []byte {
+	return (*a.chunks.Load())[r>>chunkBits][r&(chunkSize-1):]
+}
+
 // record returns the parts of the record at r; key and value alias the arena.
 func (a *arena) record(r ref) (key, value []byte, expireAt int64, seq uint64) {
-	h := a.bytes(r, recordHead)
-	seq = binary.LittleEndian.Uint64(h[0:])
-	expireAt = int64(binary.LittleEndian.Uint64(h[8:]))
-	klen := int(binary.LittleEndian.Uint32(h[16:]))
-	vlen := int(binary.LittleEndian.Uint32(h[20:]))
-	b := a.bytes(r, recordHead+klen+vlen)
-	return b[recordHead : recordHead+klen], b[recordHead+klen:], expireAt, seq
+	b := a.at(r)
+	seq = binary.LittleEndian.Uint64(b[0:])
+	expireAt = int64(binary.LittleEndian.Uint64(b[8:]))
+	klen := int(binary.LittleEndian.Uint32(b[16:]))
+	vlen := int(binary.LittleEndian.Uint32(b[20:]))
+	end := recordHead + klen + vlen
+	return b[recordHead : recordHead+klen : recordHead+klen], b[recordHead+klen : end : end], expireAt, seq
 }
 
 func (a *arena) key(r ref) []byte {
-	h := a.bytes(r, recordHead)
-	klen := int(binary.LittleEndian.Uint32(h[16:]))
-	return a.bytes(r, recordHead+klen)[recordHead:]
+	b := a.at(r)
+	end := recordHead + int(binary.LittleEndian.Uint32(b[16:]))
+	return b[recordHead:end:end]
 }
 
 // release frees the slot at r, or defers it while a hold exists. Leader only.

@@ -170,6 +170,28 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
+// BenchmarkGetAppend is Get into a reused buffer, as a server's reply path
+// reads: no allocation.
+func BenchmarkGetAppend(b *testing.B) {
+	db := benchOpen(b, b.TempDir(), Options{Sync: SyncNone})
+	defer db.Close()
+	preload(b, db, getKeys)
+	keys := make([][]byte, 4096)
+	for i := range keys {
+		keys[i] = benchKey(rand.IntN(getKeys))
+	}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v, err := db.GetAppend(buf[:0], keys[i%len(keys)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf = v
+	}
+}
+
 // BenchmarkGetBaseline is the floor under Get on this machine: the same
 // lookups in one bare Go map behind one sync.RWMutex, nothing else.
 func BenchmarkGetBaseline(b *testing.B) {

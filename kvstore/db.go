@@ -125,12 +125,12 @@ func (db *DB) lookupAppend(dst, key []byte) (entry, error) {
 	if db.closed.Load() {
 		return entry{}, ErrClosed
 	}
-	e, ok := db.mem.get(dst, key)
+	e, ok, s := db.mem.getIn(dst, key)
 	if ok && e.expireAt != 0 && e.expired(db.opts.now().UnixNano()) {
 		db.noteExpired(key)
 		ok = false
 	}
-	db.mem.countRead(key, ok)
+	s.countRead(ok)
 	if !ok {
 		return entry{}, ErrNotFound
 	}

@@ -191,18 +191,24 @@ func (m *memtable) rehash(s *shard, n int) {
 
 // get copies key's entry (expired or not), appending its value to dst.
 func (m *memtable) get(dst, key []byte) (entry, bool) {
+	e, ok, _ := m.getIn(dst, key)
+	return e, ok
+}
+
+// getIn is get that also returns the key's shard.
+func (m *memtable) getIn(dst, key []byte) (entry, bool, *shard) {
 	h := m.hash(key)
 	s := m.shardOf(h)
 	s.mu.RLock()
 	i := m.find(s, h, key)
 	if i < 0 {
 		s.mu.RUnlock()
-		return entry{}, false
+		return entry{}, false, s
 	}
 	_, v, exp, seq := m.arena.record(ref(s.slots[i] & refMask))
 	e := entry{value: append(dst, v...), expireAt: exp, seq: seq}
 	s.mu.RUnlock()
-	return e, true
+	return e, true, s
 }
 
 // meta is key's entry without its value.
@@ -219,9 +225,8 @@ func (m *memtable) meta(key []byte) (entry, bool) {
 	return entry{expireAt: exp, seq: seq}, true
 }
 
-// countRead records a hit or a miss of a point read.
-func (m *memtable) countRead(key []byte, hit bool) {
-	s := m.shardOf(m.hash(key))
+// countRead records a hit or a miss of a point read in s.
+func (s *shard) countRead(hit bool) {
 	if hit {
 		s.hits.Add(1)
 	} else {
