@@ -137,6 +137,12 @@ func (m *memtable) put(s *shard, h uint64, key []byte, r ref) (old ref) {
 		s.slots[i] = tagOf(h)<<refBits | uint64(r)
 		return old
 	}
+	m.insertNew(s, h, r)
+	return 0
+}
+
+// insertNew adds an entry for a key not in s; s.mu held.
+func (m *memtable) insertNew(s *shard, h uint64, r ref) {
 	if (s.used+s.tombs+1)*5 > len(s.slots)*4 {
 		m.rehash(s, s.used+1)
 	}
@@ -150,7 +156,6 @@ func (m *memtable) put(s *shard, h uint64, key []byte, r ref) (old ref) {
 	}
 	s.slots[i] = tagOf(h)<<refBits | uint64(r)
 	s.used++
-	return 0
 }
 
 // remove drops key and returns its record; s.mu held.
@@ -295,7 +300,11 @@ func (m *memtable) applyToTree(t *btree.BTreeG[ref], op *treeOp) {
 
 // applyToMap stores a set's record and points its shard at it, or removes
 // a deleted key, and says what the tree must do; no lock held by the caller.
-func (m *memtable) applyToMap(mu *mutation) treeOp {
+func (m *memtable) applyToMap(mu *mutation) treeOp { return m.applyToMapNew(mu, false) }
+
+// applyToMapNew is applyToMap; isNew says the key is known to be absent (a
+// snapshot's keys are unique), which spares the lookup.
+func (m *memtable) applyToMapNew(mu *mutation, isNew bool) treeOp {
 	if mu.flush {
 		return treeOp{flush: true, freed: m.clearMaps(mu.seq)}
 	}
@@ -307,9 +316,12 @@ func (m *memtable) applyToMap(mu *mutation) treeOp {
 	}
 	s.mu.Lock()
 	var oldValueLen int
-	if mu.del {
+	switch {
+	case mu.del:
 		op.old = m.remove(s, h, mu.key)
-	} else {
+	case isNew:
+		m.insertNew(s, h, op.put)
+	default:
 		op.old = m.put(s, h, mu.key, op.put)
 	}
 	if op.old != 0 {
@@ -435,8 +447,11 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 }
 
 // add applies one loaded mutation; key and value are copied.
-func (l *loader) add(mu mutation) {
-	op := l.m.applyToMap(&mu)
+func (l *loader) add(mu mutation) { l.addNew(mu, false) }
+
+// addNew is add for a key known to be absent when isNew.
+func (l *loader) addNew(mu mutation, isNew bool) {
+	op := l.m.applyToMapNew(&mu, isNew)
 	if op.old != 0 {
 		l.m.arena.release(op.old) // deferred: the tree may not have seen it yet
 	}

@@ -411,7 +411,9 @@ func (rc *recovery) loadSnapshot(segs []wal.SegmentInfo) (*loader, uint64, error
 			if expireAt != 0 && expireAt <= rc.now {
 				return // expired: not loaded at all
 			}
-			ld.add(mutation{key: key, value: value, expireAt: expireAt, seq: snaps[i].seq})
+			// The snapshot is read first, into an empty memtable, and its
+			// keys are unique (snapshot.Read checks their order).
+			ld.addNew(mutation{key: key, value: value, expireAt: expireAt, seq: snaps[i].seq}, true)
 		})
 		rc.progress.report(snaps[i].size)
 		if err == nil && h.Seq != snaps[i].seq {
