@@ -407,17 +407,24 @@ func (m *memtable) expiredKeys(now int64, perShard, limit int) []string {
 // hash tables on the caller's goroutine, the B-tree on a second one fed
 // with the same operations in log order, so both indexes are built at once.
 // The arena is held meanwhile: a record the tables already dropped may
-// still be waiting in the tree builder's queue.
+// still be waiting in the tree builder's queue. Every loadBarrier chunks the
+// loader waits for the builder to catch up and lets the held frees go, so a
+// log that overwrites its keys many times does not hold every version.
 type loader struct {
 	m      *memtable
 	unhold func()
 	chunk  []treeOp
-	feed   chan []treeOp
+	sent   int
+	feed   chan []treeOp // a nil chunk asks the builder to report on caught
+	caught chan struct{}
 	free   chan []treeOp // chunks the tree builder is done with
 	done   chan *btree.BTreeG[ref]
 }
 
-const loadChunk = 4096
+const (
+	loadChunk   = 4096
+	loadBarrier = 16
+)
 
 // startLoad starts filling an empty memtable; sizeHint is the expected
 // number of keys, used to size the tables once instead of growing them.
@@ -428,10 +435,14 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 		}
 	}
 	l := &loader{m: m, unhold: m.arena.hold(), chunk: make([]treeOp, 0, loadChunk), feed: make(chan []treeOp, 8),
-		free: make(chan []treeOp, 8), done: make(chan *btree.BTreeG[ref], 1)}
+		caught: make(chan struct{}), free: make(chan []treeOp, 8), done: make(chan *btree.BTreeG[ref], 1)}
 	go func() {
 		t := btree.NewG(32, m.less)
 		for chunk := range l.feed {
+			if chunk == nil {
+				l.caught <- struct{}{}
+				continue
+			}
 			for i := range chunk {
 				m.applyToTree(t, &chunk[i])
 			}
@@ -466,6 +477,12 @@ func (l *loader) addNew(mu mutation, isNew bool) {
 		case l.chunk = <-l.free:
 		default:
 			l.chunk = make([]treeOp, 0, loadChunk)
+		}
+		if l.sent++; l.sent%loadBarrier == 0 {
+			l.feed <- nil
+			<-l.caught // the tree has seen every op so far: its frees may go
+			l.unhold()
+			l.unhold = l.m.arena.hold()
 		}
 	}
 }

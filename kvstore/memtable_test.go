@@ -157,3 +157,29 @@ func TestMemtable_OverwritesReuseTheirSlots(t *testing.T) {
 		t.Fatalf("slots freed while a snapshot held them were not reused after it: %d chunks, then %d", grown, c)
 	}
 }
+
+func TestLoader_OverwritingLogDoesNotHoldEveryVersion(t *testing.T) {
+	m := newMemtable()
+	ld := m.startLoad(0)
+	val := bytes.Repeat([]byte("v"), 100)
+	const keys, rounds = 20000, 30
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < keys; i++ {
+			ld.add(mutation{key: fmt.Appendf(nil, "key:%012d", i), value: val, seq: uint64(r*keys + i + 1)})
+		}
+	}
+	ld.finish(rounds * keys)
+	// One version of every key is 20000 x 144 bytes, under one 4 MiB chunk;
+	// the loader holds at most loadBarrier*loadChunk records more (~2.3
+	// chunks); holding all 30 versions would take 21 chunks.
+	if c := len(*m.arena.chunks.Load()); c > 6 {
+		t.Fatalf("loading %d overwrites of %d keys used %d arena chunks: every version was held", rounds, keys, c)
+	}
+	if m.keys.Load() != keys {
+		t.Fatalf("%d keys, want %d", m.keys.Load(), keys)
+	}
+	page, _ := m.scan(nil, nil, keys+1, 0)
+	if len(page) != keys {
+		t.Fatalf("tree holds %d keys, want %d", len(page), keys)
+	}
+}
