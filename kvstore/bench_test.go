@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -531,7 +532,7 @@ func BenchmarkUpdateIncrVsSetConcurrent(b *testing.B) {
 	incr := func(key []byte) error {
 		return db.Update(func(tx *Tx) error {
 			v, err := tx.Get(key)
-			if err != nil && err != ErrNotFound {
+			if err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
 			return tx.Set(key, append(v, '1')[:min(len(v)+1, 64)])

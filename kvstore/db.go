@@ -191,6 +191,30 @@ func unixNanos(t time.Time) int64 {
 	return max(t.UnixNano(), 1)
 }
 
+// ApplySet is Set (with a TTL when expireAt is not zero) under write
+// options: with NoSyncWait it returns once the write has its place in the
+// log order, and wait returns once it is acknowledged. It copies key and
+// value once, into the log record, where a one-key Batch copies them twice.
+func (db *DB) ApplySet(key, value []byte, expireAt time.Time, o WriteOptions) (wait func() error, err error) {
+	if err := db.checkSizes(key, value); err != nil {
+		return noWait, err
+	}
+	at := unixNanos(expireAt)
+	g, err := db.pipe.enqueue(func(g *group, seq uint64) error {
+		g.addSet(seq, key, value, at)
+		return nil
+	})
+	if err != nil {
+		return noWait, err
+	}
+	db.stats.sets.Add(1)
+	wait = func() error { return db.pipe.wait(g) }
+	if o.NoSyncWait {
+		return wait, nil
+	}
+	return noWait, wait()
+}
+
 // Delete removes key. Deleting a missing key is not an error; to learn
 // whether the key existed, delete it in Update (Tx.Delete).
 func (db *DB) Delete(key []byte) error {

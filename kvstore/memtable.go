@@ -230,6 +230,18 @@ func (m *memtable) meta(key []byte) (entry, bool) {
 	return entry{expireAt: exp, seq: seq}, true
 }
 
+// keysWithTTL counts the keys that have a TTL (expired ones not yet swept included).
+func (m *memtable) keysWithTTL() int64 {
+	var n int64
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.RLock()
+		n += int64(len(s.ttl))
+		s.mu.RUnlock()
+	}
+	return n
+}
+
 // memoryBytes estimates the memory the memtable holds: arena chunks, hash
 // slots, and 8 bytes per B-tree item (node overhead aside).
 func (m *memtable) memoryBytes() int64 {

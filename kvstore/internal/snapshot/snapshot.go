@@ -152,8 +152,11 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expire
 		}
 		var expireAt uint64
 		if v >= 2 {
-			if expireAt, err = binary.ReadUvarint(br); err != nil || expireAt > 1<<63-1 {
-				return h, fmt.Errorf("%w: entry %d: expiry: %v", ErrCorrupt, i, err)
+			if expireAt, err = binary.ReadUvarint(br); err != nil {
+				return h, fmt.Errorf("%w: entry %d: expiry: %w", ErrCorrupt, i, err)
+			}
+			if expireAt > 1<<63-1 {
+				return h, fmt.Errorf("%w: entry %d: expiry %d out of range", ErrCorrupt, i, expireAt)
 			}
 		}
 		if left := remaining(); klen > uint64(lim.MaxKey) || vlen > uint64(lim.MaxValue) || klen+vlen > uint64(left) {
@@ -185,7 +188,9 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expire
 			return h, err
 		}
 		if need <= br.Size() {
-			br.Discard(need)
+			if _, err := br.Discard(need); err != nil { // Peek returned them: cannot fail
+				return h, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, i, err)
+			}
 		}
 	}
 	if n := remaining(); n != 0 {
