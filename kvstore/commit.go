@@ -22,8 +22,8 @@ import (
 // disk stays busy without waking another goroutine). Every
 // other waiter sleeps on the group's done channel. A lone writer never waits
 // for anyone, so grouping costs it nothing; a writer that enqueues without
-// waiting (WriteOptions.NoSyncWait) leaves its group to the next waiter,
-// which writes every older group first.
+// waiting (WriteOptions.NoSyncWait) leaves its group open: later records
+// join it until some writer waits for it and seals it.
 //
 // The pipeline also keeps the overlay: the newest enqueued but not yet
 // applied write of each key, so a transaction (Update) sees every write
@@ -62,6 +62,27 @@ type group struct {
 // bufRef locates a mutation's key and value in the group buffer.
 type bufRef struct{ keyOff, keyLen, valOff, valLen int }
 
+// groupBuf are a finished group's buffers, reused by a later group: the
+// memtable copies what it keeps, and the overlay forgets a group before it
+// finishes, so nothing points into them once the group is finished.
+type groupBuf struct {
+	buf  []byte
+	muts []mutation
+	refs []bufRef
+}
+
+// maxPooledBuf bounds the buffers kept for reuse (a huge batch's are not).
+const maxPooledBuf = 1 << 20
+
+// recycle hands a finished group's buffers to the pool; called with mu held.
+func (p *commitPipeline) recycle(g *group) {
+	if cap(g.buf) <= maxPooledBuf {
+		clear(g.muts)
+		p.buffers.Put(&groupBuf{buf: g.buf[:0], muts: g.muts[:0], refs: g.refs[:0]})
+	}
+	g.buf, g.muts, g.refs = nil, nil, nil
+}
+
 // maxExtraGroups is how many groups after its own a leader writes.
 const maxExtraGroups = 2
 
@@ -92,6 +113,8 @@ type commitPipeline struct {
 	nextSeq          uint64
 	failed           error // sticky: the first write or sync error
 
+	buffers sync.Pool // of *groupBuf
+
 	overlay map[string]pendingWrite
 	// flushSeq is the sequence number of the newest enqueued flush that is
 	// not yet applied (0: none): below the overlay, keys read as missing.
@@ -121,6 +144,9 @@ func (p *commitPipeline) enqueue(encode func(g *group, seq uint64) error) (*grou
 	fresh := g == nil
 	if fresh {
 		g = &group{}
+		if b, ok := p.buffers.Get().(*groupBuf); ok {
+			g.buf, g.muts, g.refs = b.buf[:0], b.muts[:0], b.refs[:0]
+		}
 	}
 	seq := p.nextSeq
 	before := len(g.muts)
@@ -154,6 +180,9 @@ func (p *commitPipeline) addOverlay(g *group, from int, seq uint64) {
 		if !mu.del {
 			w.value = g.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
 		}
+		// Replace the map's key too: the old one may point into an
+		// earlier group's buffer, which is reused once that group finishes.
+		delete(p.overlay, key)
 		p.overlay[key] = w
 	}
 }
@@ -254,6 +283,7 @@ func (p *commitPipeline) writeQueued(enough func() bool) {
 		}
 		g.finished, g.err = true, err
 		p.writing = nil
+		p.recycle(g)
 		if g.done != nil {
 			close(g.done)
 		}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/devkit-go/devkit/kvstore/internal/snapshot"
 	"github.com/devkit-go/devkit/kvstore/internal/vfs"
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
@@ -107,6 +105,7 @@ func (db *DB) snapshot(ctx context.Context) (SnapshotInfo, error) {
 		db.stats.compactionFails.Add(1)
 		return SnapshotInfo{}, err
 	}
+	defer view.release()
 	if last := db.stats.lastSnapshot.Load(); last != nil && last.Seq == view.seq {
 		return *last, nil // nothing written since the last snapshot
 	}
@@ -165,13 +164,7 @@ func writeSnapshotTo(ctx context.Context, fs vfs.FS, dir string, view frozen, lo
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot: %w", err)
 	}
-	pull, stop := iter.Pull(func(yield func(item) bool) { view.tree.Ascend(yield) })
-	next := func() (snapshot.Entry, bool) {
-		it, ok := pull()
-		return snapshot.Entry{Key: it.key, Value: it.value, ExpireAt: it.expireAt}, ok
-	}
-	n, err := snapshot.Write(ctx, &syncEvery{f: f, every: snapshotSyncBytes}, snapshot.Header{Seq: view.seq, Count: uint64(view.count)}, next)
-	stop()
+	n, err := writeFrozen(ctx, &syncEvery{f: f, every: snapshotSyncBytes}, view)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -283,31 +276,14 @@ func (db *DB) Checkpoint(ctx context.Context, dst string) (SnapshotInfo, error) 
 	if err := fs.MkdirAll(dst, 0o755); err != nil {
 		return SnapshotInfo{}, fmt.Errorf("kvstore: checkpoint: %w", err)
 	}
-	db.mu.Lock()
-	if db.closing {
-		db.mu.Unlock()
-		return SnapshotInfo{}, ErrClosed
-	}
-	db.bg.Add(1) // Close waits for us and cancels our context
-	db.mu.Unlock()
-	defer db.bg.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(db.bgCtx, cancel)
-	defer stop()
-
 	start := time.Now()
-	var view frozen
-	err := db.pipe.exclusive(func() error {
-		if err := db.failure(); err != nil {
-			return err
-		}
-		view = db.mem.freeze()
-		return nil
-	})
+	ctx, cancel := db.untilClose(ctx)
+	defer cancel()
+	view, release, err := db.freezeForCheckpoint(ctx)
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
+	defer release()
 	info, err := writeSnapshotTo(ctx, fs, dst, view, db.opts.Logger)
 	if err != nil {
 		return info, fmt.Errorf("kvstore: checkpoint: %w", err)

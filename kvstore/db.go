@@ -87,8 +87,7 @@ func openLocked(dir string, o Options, lock *dirlock.Lock, act recoveryActions) 
 	return db, nil
 }
 
-// Get returns the value of key, or ErrNotFound. The returned slice is shared
-// with the engine and must not be modified; it stays valid after later writes.
+// Get returns a copy of the value of key, or ErrNotFound.
 // Get never waits for disk I/O.
 // A key past its TTL reads as missing.
 func (db *DB) Get(key []byte) ([]byte, error) {
@@ -108,15 +107,30 @@ func (db *DB) ExpiresAt(key []byte) (t time.Time, ok bool) {
 
 // lookup reads key's live entry, counting the hit or miss.
 func (db *DB) lookup(key []byte) (entry, error) {
+	return db.lookupAppend(nil, key)
+}
+
+// GetAppend appends key's value to dst and returns the result, or
+// ErrNotFound: a read that allocates nothing when dst has room (for
+// servers that reuse a reply buffer).
+func (db *DB) GetAppend(dst, key []byte) ([]byte, error) {
+	e, err := db.lookupAppend(dst, key)
+	if err != nil {
+		return dst, err
+	}
+	return e.value, nil
+}
+
+func (db *DB) lookupAppend(dst, key []byte) (entry, error) {
 	if db.closed.Load() {
 		return entry{}, ErrClosed
 	}
-	e, ok := db.mem.get(key)
+	e, ok, s := db.mem.getIn(dst, key)
 	if ok && e.expireAt != 0 && e.expired(db.opts.now().UnixNano()) {
 		db.noteExpired(key)
 		ok = false
 	}
-	db.mem.countRead(key, ok)
+	s.countRead(ok)
 	if !ok {
 		return entry{}, ErrNotFound
 	}
@@ -175,6 +189,30 @@ func unixNanos(t time.Time) int64 {
 		return 0
 	}
 	return max(t.UnixNano(), 1)
+}
+
+// ApplySet is Set (with a TTL when expireAt is not zero) under write
+// options: with NoSyncWait it returns once the write has its place in the
+// log order, and wait returns once it is acknowledged. It copies key and
+// value once, into the log record, where a one-key Batch copies them twice.
+func (db *DB) ApplySet(key, value []byte, expireAt time.Time, o WriteOptions) (wait func() error, err error) {
+	if err := db.checkSizes(key, value); err != nil {
+		return noWait, err
+	}
+	at := unixNanos(expireAt)
+	g, err := db.pipe.enqueue(func(g *group, seq uint64) error {
+		g.addSet(seq, key, value, at)
+		return nil
+	})
+	if err != nil {
+		return noWait, err
+	}
+	db.stats.sets.Add(1)
+	wait = func() error { return db.pipe.wait(g) }
+	if o.NoSyncWait {
+		return wait, nil
+	}
+	return noWait, wait()
 }
 
 // Delete removes key. Deleting a missing key is not an error; to learn
@@ -301,11 +339,11 @@ func (db *DB) fail(cause error) error {
 	if db.failed.CompareAndSwap(nil, &err) {
 		db.opts.Logger.Error("kvstore: write failed, the engine is read-only until reopened", "dir", db.dir, "err", cause)
 	}
-	err = *db.failed.Load()
+	sticky := *db.failed.Load()
 	if db.pipe != nil {
-		db.pipe.setFailed(err)
+		db.pipe.setFailed(sticky)
 	}
-	return err
+	return sticky
 }
 
 // syncPeriodically fsyncs the current segment every SyncInterval.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // incr adds one to the decimal counter under key, in one transaction.
@@ -285,5 +286,37 @@ func TestApply_NoSyncWaitBurstRecoversAsAPrefixInCallOrder(t *testing.T) {
 		db := openT(t, dir, Options{Sync: SyncNone})
 		wantPrefix(t, db, n+1, total)
 		db.Close()
+	}
+}
+
+func TestApplySet_NoSyncWaitKeepsCallOrderWithBatchesAndCountsTTLKeys(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir, Options{})
+	var wait func() error
+	for i := 0; i < 100; i++ {
+		var err error
+		at := time.Time{}
+		if i%2 == 0 {
+			at = time.Now().Add(time.Hour)
+		}
+		if wait, err = db.ApplySet([]byte(fmt.Sprintf("k%03d", i)), []byte(fmt.Sprintf("value-%03d", i)), at, WriteOptions{NoSyncWait: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.KeysWithTTL != 50 || st.Keys != 100 {
+		t.Fatalf("Keys %d, KeysWithTTL %d; want 100 and 50", st.Keys, st.KeysWithTTL)
+	}
+	if _, err := db.ApplySet(nil, []byte("v"), time.Time{}, WriteOptions{}); !errors.Is(err, ErrEmptyKey) {
+		t.Fatalf("ApplySet with an empty key: %v", err)
+	}
+	db.Close()
+	db = openT(t, dir, Options{})
+	defer db.Close()
+	wantPrefix(t, db, 100, 100)
+	if _, ok := db.ExpiresAt([]byte("k000")); !ok {
+		t.Fatal("the TTL of an ApplySet was lost across reopen")
 	}
 }
