@@ -34,6 +34,8 @@ type Store interface {
 	// Checkpoint writes a consistent copy of the store into dst.
 	Checkpoint(ctx context.Context, dst string) (kvstore.SnapshotInfo, error)
 	Limits() kvstore.Limits
+	// Dir is the data directory.
+	Dir() string
 	SyncPolicy() kvstore.SyncPolicy
 	Scan(opts kvstore.ScanOptions) (kvstore.ScanPage, error)
 	Len() int

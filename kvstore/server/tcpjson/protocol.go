@@ -16,6 +16,7 @@
 //	{"op":"stats"}                                     {"ok":true,"stats":{...}}
 //	{"op":"get"}                                       {"ok":false,"error":"...","code":"empty_key"}
 //	{"op":"auth","password":"..."}                     {"ok":true}  (when the server has a password)
+//	{"op":"backup"}                                    {"ok":true,"files":[{"name":...,"size":N}]} + the files' bytes
 //
 // A value that is not valid UTF-8 travels base64-encoded as value_b64 (in
 // both directions); keys likewise as key_b64, and listed keys as keys_b64.
@@ -41,6 +42,9 @@ const (
 	OpStats  = "stats"
 	// OpAuth authenticates the connection when the server has a password.
 	OpAuth = "auth"
+	// OpBackup streams a checkpoint of the store: the reply lists its files,
+	// and their bytes follow the reply line, in that order.
+	OpBackup = "backup"
 )
 
 // Error codes of the protocol, beyond the engine's (see package backend).
@@ -96,9 +100,17 @@ type Response struct {
 	Next    *string        `json:"next,omitempty"`
 	NextB64 []byte         `json:"next_b64,omitempty"`
 	Stats   *kvstore.Stats `json:"stats,omitempty"`
+	// Files are the files of a backup, whose bytes follow the reply.
+	Files []BackupFile `json:"files,omitempty"`
 	// Error and Code describe a failure (OK is false).
 	Error string `json:"error,omitempty"`
 	Code  string `json:"code,omitempty"`
+}
+
+// BackupFile is one file of a streamed checkpoint.
+type BackupFile struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
 }
 
 // pick returns the bytes of a field sent as text or base64.
