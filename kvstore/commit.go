@@ -84,9 +84,13 @@ type commitPipeline struct {
 	open    *group
 	writing *group // taken by the leader, not yet finished
 	leading bool
-	closed  bool
-	nextSeq uint64
-	failed  error // sticky: the first write or sync error
+	// exclusiveWaiting counts exclusive() callers waiting for the lead:
+	// they go before the next group, or a stream of writers would starve
+	// them (a snapshot waiting seconds to rotate the log).
+	exclusiveWaiting int
+	closed           bool
+	nextSeq          uint64
+	failed           error // sticky: the first write or sync error
 
 	overlay map[string]pendingWrite
 	// flushSeq is the sequence number of the newest enqueued flush that is
@@ -194,7 +198,7 @@ func (p *commitPipeline) wait(g *group) error {
 			p.mu.Unlock()
 			return err
 		}
-		if !p.leading {
+		if !p.leading && p.exclusiveWaiting == 0 {
 			break
 		}
 		if g.candidate || g.taken {
@@ -227,7 +231,7 @@ func (p *commitPipeline) writeQueued(enough func() bool) {
 	extra := 0
 	for p.open != nil {
 		if enough() {
-			if extra == maxExtraGroups {
+			if extra == maxExtraGroups || p.exclusiveWaiting > 0 {
 				return
 			}
 			extra++
@@ -276,9 +280,11 @@ func (p *commitPipeline) commitGroup(g *group) error {
 // being enqueued meanwhile.
 func (p *commitPipeline) exclusive(fn func() error) error {
 	p.mu.Lock()
+	p.exclusiveWaiting++
 	for p.leading {
 		p.cond.Wait()
 	}
+	p.exclusiveWaiting--
 	p.leading = true
 	p.mu.Unlock()
 	err := fn()

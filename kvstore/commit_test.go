@@ -23,6 +23,7 @@ type fakeLog struct {
 	failSyncAt               uint64        // sync of the group holding this seq fails
 	syncGate                 chan struct{} // when set, each sync waits for a value
 	takeLeadAfterCommit      bool
+	whileExclusiveWaits      int // groups written while an exclusive() caller waited
 	pipe                     *commitPipeline
 }
 
@@ -32,6 +33,13 @@ func (f *fakeLog) write(g *group) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.pipe != nil {
+		f.pipe.mu.Lock()
+		if f.pipe.exclusiveWaiting > 0 {
+			f.whileExclusiveWaits++
+		}
+		f.pipe.mu.Unlock()
+	}
 	first := g.muts[0].seq
 	if first != f.written+1 {
 		f.t.Errorf("group starting at seq %d written after seq %d: out of log order", first, f.written)
@@ -44,6 +52,8 @@ func (f *fakeLog) write(g *group) error {
 func (f *fakeLog) sync(g *group) error {
 	if f.syncGate != nil {
 		<-f.syncGate
+	} else {
+		time.Sleep(50 * time.Microsecond) // an fsync takes time: writers gather meanwhile
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -290,5 +300,50 @@ func TestCommitPipeline_CloseWritesWhatWasEnqueuedAndRefusesMore(t *testing.T) {
 	}
 	if _, _, err := put(p, "k", "v"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after close: %v, want ErrClosed", err)
+	}
+}
+
+func TestCommitPipeline_ExclusiveGoesBeforeTheNextGroupUnderAStreamOfWriters(t *testing.T) {
+	p, f := newFakePipeline(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				g, _, err := put(p, "k", "v")
+				if err == nil {
+					err = p.wait(g)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	groups := func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.groups }
+	for groups() < 100 {
+		time.Sleep(time.Millisecond)
+	}
+	const calls = 50
+	for i := 0; i < calls; i++ {
+		_ = p.exclusive(func() error { return nil })
+	}
+	close(stop)
+	wg.Wait()
+	// Each call waits for the group being written when it arrives, and at
+	// most the leader's own group after it, never for a stream of groups.
+	f.mu.Lock()
+	n := f.whileExclusiveWaits
+	f.mu.Unlock()
+	if n > 2*calls {
+		t.Fatalf("%d groups were written while %d exclusive calls waited: writers starve it", n, calls)
 	}
 }

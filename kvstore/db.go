@@ -61,9 +61,15 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: open %s: %w", dir, err)
 	}
+	return openLocked(dir, o, lock, diskActions{fs: o.fs, dir: dir, logger: o.Logger})
+}
+
+// openLocked opens the engine in dir, whose lock the caller holds (and
+// which is released when the open fails), recovering with act.
+func openLocked(dir string, o Options, lock *dirlock.Lock, act recoveryActions) (*DB, error) {
 	db := &DB{dir: dir, opts: o, lock: lock, expiredSeen: make(chan string, expiredSeenQueue)}
 	db.bgCtx, db.bgCancel = context.WithCancel(context.Background())
-	if err := db.recoverForOpen(); err != nil {
+	if err := db.recoverForOpen(act); err != nil {
 		if lerr := lock.Release(); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("kvstore: release lock: %w", lerr))
 		}

@@ -46,7 +46,7 @@ type CorruptionError struct {
 func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("kvstore: corrupt data in %s at offset %d: %v; "+
 		"to keep the records before this offset, stop the server and run: %s "+
-		"(it saves a backup of the directory first)", e.File, e.Offset, e.Err, RepairCommand(filepath.Dir(e.File)))
+		"(it saves a copy of each file it changes first)", e.File, e.Offset, e.Err, RepairCommand(filepath.Dir(e.File)))
 }
 
 // Is makes errors.Is(err, ErrCorrupt) true.

@@ -129,7 +129,6 @@ type recovery struct {
 	next      uint64       // the sequence number of the next record
 	segs      []wal.SegmentInfo
 	snapshots []snapshotFile
-	good      map[string]bool // snapshots that passed their checksum
 	report    RecoveryReport
 	started   time.Time
 }
@@ -141,8 +140,8 @@ func newRecovery(dir string, o Options, act recoveryActions) *recovery {
 
 // recoverForOpen recovers db's directory with real disk actions and opens
 // the log for append.
-func (db *DB) recoverForOpen() error {
-	rc := newRecovery(db.dir, db.opts, diskActions{fs: db.opts.fs, dir: db.dir, logger: db.opts.Logger})
+func (db *DB) recoverForOpen(act recoveryActions) error {
+	rc := newRecovery(db.dir, db.opts, act)
 	err := rc.run()
 	db.recovery = rc.report
 	if err != nil {
@@ -220,15 +219,17 @@ func (rc *recovery) run() error {
 			return err
 		}
 		rc.progress.report(int64(len(rp.buf)))
-		if removed {
-			segs = segs[:i]
-			break
-		}
 		if stop {
 			if err := rc.dropSegments(segs[i+1:]); err != nil {
 				ld.abort()
 				return err
 			}
+		}
+		if removed {
+			segs = segs[:i]
+			break
+		}
+		if stop {
 			segs = segs[:i+1]
 			break
 		}
@@ -295,8 +296,9 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 		return stop, stop && rp.tail == nil, err
 	}
 	if seg.FirstSeq > rp.next {
-		return false, false, &CorruptionError{File: seg.Path, Offset: 0,
-			Err: fmt.Errorf("records %d..%d are missing from the log", rp.next, seg.FirstSeq-1)}
+		// A hole: nothing from here on can be replayed in order.
+		stop, err := rp.damaged(seg, buf, 0, fmt.Errorf("records %d..%d are missing from the log", rp.next, seg.FirstSeq-1))
+		return stop, stop && rp.tail == nil, err
 	}
 	off := wal.HeaderSize
 	for off < len(buf) {
@@ -394,7 +396,6 @@ func (rc *recovery) loadSnapshot(segs []wal.SegmentInfo) (*loader, uint64, error
 		return nil, 0, err
 	}
 	rc.snapshots = snaps
-	rc.good = make(map[string]bool)
 	total := segmentBytes(segs)
 	if len(snaps) > 0 {
 		total += snaps[len(snaps)-1].size
@@ -418,7 +419,6 @@ func (rc *recovery) loadSnapshot(segs []wal.SegmentInfo) (*loader, uint64, error
 		}
 		if err == nil {
 			rc.mem = mem
-			rc.good[snaps[i].path] = true
 			rc.report.Snapshot = snaps[i].path
 			return ld, h.Seq, nil
 		}

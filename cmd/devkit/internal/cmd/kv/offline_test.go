@@ -154,4 +154,81 @@ func TestServe_CorruptLogFailsNonZeroNamingTheFile(t *testing.T) {
 	if !errors.Is(err, kvstore.ErrCorrupt) || cmdutil.ExitCode(err) == 0 || !strings.Contains(err.Error(), damaged) {
 		t.Fatalf("serve on a corrupt log = %v (exit %d)", err, cmdutil.ExitCode(err))
 	}
+	if !strings.Contains(err.Error(), "devkit kv repair --data "+dir) || strings.Contains(err.Error(), "RecoverTruncate") {
+		t.Fatalf("serve's corruption error should name `devkit kv repair --data %s`, not a Go option: %v", dir, err)
+	}
+}
+
+// snapshotStore makes a closed store of 120 keys with two snapshots and
+// returns it with its snapshot files, oldest first.
+func snapshotStore(t *testing.T) (string, []string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	db, err := kvstore.Open(dir, kvstore.Options{SegmentSize: 1 << 10, CompactionThreshold: -1, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 120 {
+		if err := db.Set(fmt.Appendf(nil, "key:%04d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if i%40 == 39 {
+			if _, err := db.Snapshot(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snaps, _ := filepath.Glob(filepath.Join(dir, "snap-*.snap"))
+	return dir, snaps
+}
+
+func flipByte(t *testing.T, path string, off int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyRepair_AgreeOnADamagedSnapshot(t *testing.T) {
+	dir, snaps := snapshotStore(t)
+	newest := snaps[len(snaps)-1]
+	flipByte(t, newest, 40)
+	out, _, code := run(t, nil, "", "verify", "--data", dir)
+	if code != cmdutil.ExitNegative || !strings.Contains(out, newest) || !strings.Contains(out, "devkit kv repair --data "+dir) {
+		t.Fatalf("verify of a damaged snapshot: exit %d\n%s", code, out)
+	}
+	out, errOut, code := run(t, nil, "", "repair", "--data", dir)
+	if code != 0 || !strings.Contains(out, "repaired") || !strings.Contains(out, newest+".damaged") {
+		t.Fatalf("repair of what verify called damaged: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, _, code := run(t, nil, "", "verify", "--data", dir); code != 0 || !strings.Contains(out, "120 keys") {
+		t.Fatalf("verify after repair: exit %d\n%s", code, out)
+	}
+}
+
+func TestRepair_UnrepairableStoreExits1SayingWhyAndChangesNothing(t *testing.T) {
+	dir, snaps := snapshotStore(t)
+	for _, s := range snaps {
+		flipByte(t, s, 40)
+	}
+	out, _, code := run(t, nil, "", "verify", "--data", dir)
+	if code != cmdutil.ExitNegative || !strings.Contains(out, "restore") {
+		t.Fatalf("verify: exit %d\n%s", code, out)
+	}
+	before, _ := os.ReadDir(dir)
+	_, errOut, code := run(t, nil, "", "repair", "--data", dir)
+	if code != cmdutil.ExitFailure || !strings.Contains(errOut, "cannot be repaired") || !strings.Contains(errOut, "restore") {
+		t.Fatalf("repair: exit %d %q", code, errOut)
+	}
+	if after, _ := os.ReadDir(dir); len(after) != len(before) {
+		t.Fatal("an impossible repair changed the directory")
+	}
 }

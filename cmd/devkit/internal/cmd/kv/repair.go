@@ -27,11 +27,16 @@ func newRepairCmd(ios *cmdutil.IOStreams) *cobra.Command {
 	opts := &RepairOptions{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "repair",
-		Short: "Cut a damaged log at its first bad record, keeping a backup",
-		Long: `Repair a data directory that no server holds. A clean store is left as it is.
-A damaged one is first copied to DIR.bak-<time>, then the log is cut at the first bad
-record: every record from there on is dropped, and the command says how many and
-how many keys remain.`,
+		Short: "Repair what verify calls damaged, keeping a copy of every file it changes",
+		Long: `Repair a data directory that no server holds: what "devkit kv verify" calls damaged
+is repaired, or the command says exactly why not. A clean store is left as it is (a
+torn tail is cut, as every open does). A damaged snapshot is moved aside
+(renamed *.snap.damaged) and recovery uses the previous one and the log. A log damaged
+mid-way is cut at its first bad record: every file the cut shortens or removes is
+first copied to DIR.bak-<time>, every record from the damage on is dropped, and the
+command says how many bytes and how many keys remain. When every snapshot is damaged
+and the log no longer starts at the first record, nothing can rebuild the keys: the
+command changes nothing, exits 1 and says to restore from a backup.`,
 		Example: `  devkit kv repair --data ./data`,
 		Args:    cmdutil.NoArgs,
 		RunE:    func(cmd *cobra.Command, args []string) error { return runRepair(opts) },
@@ -51,9 +56,11 @@ type RepairReport struct {
 	DroppedBytes int64 `json:"dropped_bytes"`
 	// Cuts are the files the repair shortened or removed, from the backup's
 	// sizes to the repaired ones: exactly what was dropped.
-	Cuts          []FileCut `json:"cuts,omitempty"`
-	TornTailBytes int64     `json:"torn_tail_bytes"`
-	Keys          int64     `json:"keys"`
+	Cuts []FileCut `json:"cuts,omitempty"`
+	// MovedAside are damaged snapshots renamed to *.damaged (kept, never read again).
+	MovedAside    []string `json:"moved_aside,omitempty"`
+	TornTailBytes int64    `json:"torn_tail_bytes"`
+	Keys          int64    `json:"keys"`
 }
 
 // FileCut is one file the repair shortened (ToBytes 0 and Removed: deleted).
@@ -95,50 +102,34 @@ func runRepair(opts *RepairOptions) error {
 		return fmt.Errorf("repair: %w", err)
 	}
 	quiet := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rep := RepairReport{Dir: opts.DataDir}
-
-	// A store that opens strictly needs nothing beyond the torn-tail cut
-	// every open makes.
-	db, err := kvstore.Open(opts.DataDir, kvstore.Options{Sync: kvstore.SyncAlways, CompactionThreshold: -1, Logger: quiet})
-	switch {
-	case err == nil:
-		st := db.Stats()
-		rep.Keys, rep.TornTailBytes = st.Keys, st.TornTailBytes
-		if err := db.Close(); err != nil {
-			return fmt.Errorf("repair: %w", err)
-		}
-		return reportRepair(opts, rep)
-	case errors.Is(err, kvstore.ErrLocked):
-		return fmt.Errorf("repair: a server holds %s; stop it first: %w", opts.DataDir, err)
-	case !errors.Is(err, kvstore.ErrCorrupt):
-		return fmt.Errorf("repair: %w", err)
-	}
-	rep.Damage = err.Error()
-	var ce *kvstore.CorruptionError
-	if errors.As(err, &ce) {
-		rep.Damage = fmt.Sprintf("%s at offset %d: %v", ce.File, ce.Offset, ce.Err)
-	}
-
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
 	}
-	rep.Backup = filepath.Clean(opts.DataDir) + ".bak-" + now().UTC().Format("20060102T150405Z")
-	if err := copyDir(opts.DataDir, rep.Backup, nil); err != nil {
-		return fmt.Errorf("repair: back up to %s (nothing was changed): %w", rep.Backup, err)
+	backup := filepath.Clean(opts.DataDir) + ".bak-" + now().UTC().Format("20060102T150405Z")
+	// The engine decides and acts (kvstore.Repair: what Verify calls damaged
+	// it repairs, after copying each file it changes into backup); this
+	// command only prints.
+	res, err := kvstore.Repair(opts.DataDir, kvstore.RepairOptions{
+		Engine: kvstore.Options{Logger: quiet}, BackupDir: backup})
+	var ue *kvstore.UnrecoverableError
+	switch {
+	case errors.Is(err, kvstore.ErrLocked):
+		return fmt.Errorf("repair: a server holds %s; stop it first: %w", opts.DataDir, err)
+	case errors.As(err, &ue):
+		return fmt.Errorf("repair: %s cannot be repaired, nothing was changed: %w", opts.DataDir, err)
+	case err != nil:
+		return fmt.Errorf("repair: %w", err)
 	}
-	db, err = kvstore.Open(opts.DataDir, kvstore.Options{Sync: kvstore.SyncAlways, CompactionThreshold: -1,
-		Recovery: kvstore.RecoverTruncate, Logger: quiet})
-	if err != nil {
-		return fmt.Errorf("repair: %w (the backup is in %s)", err, rep.Backup)
+	rep := RepairReport{Dir: opts.DataDir, Repaired: res.Repaired, Damage: res.Damage, Backup: res.Backup,
+		DroppedBytes: res.DroppedBytes, TornTailBytes: res.TornTailBytes, Keys: res.Keys, MovedAside: res.MovedAside}
+	if res.Repaired && res.Backup != "" {
+		if rep.Cuts, err = diffSizes(res.Backup, opts.DataDir); err != nil {
+			return fmt.Errorf("repair: compare with the backup: %w", err)
+		}
 	}
-	st := db.Stats()
-	rep.Repaired, rep.DroppedBytes, rep.TornTailBytes, rep.Keys = true, st.DroppedBytes, st.TornTailBytes, st.Keys
-	if err := db.Close(); err != nil {
-		return fmt.Errorf("repair: %w (the backup is in %s)", err, rep.Backup)
-	}
-	if rep.Cuts, err = diffSizes(rep.Backup, opts.DataDir); err != nil {
-		return fmt.Errorf("repair: compare with the backup: %w", err)
+	if !res.Repaired {
+		rep.Backup = ""
 	}
 	return reportRepair(opts, rep)
 }
@@ -158,6 +149,9 @@ func reportRepair(opts *RepairOptions, rep RepairReport) error {
 	fmt.Fprintf(w, "%s: repaired\n", rep.Dir)
 	fmt.Fprintf(w, "  damage   %s\n", rep.Damage)
 	fmt.Fprintf(w, "  backup   %s\n", rep.Backup)
+	for _, m := range rep.MovedAside {
+		fmt.Fprintf(w, "  moved    a damaged snapshot aside to %s\n", m)
+	}
 	for _, c := range rep.Cuts {
 		if c.Removed {
 			fmt.Fprintf(w, "  removed  %s (%d bytes)\n", c.File, c.FromBytes)

@@ -53,6 +53,10 @@ type VerifyReport struct {
 	CorruptFile      string `json:"corrupt_file,omitempty"`
 	CorruptOffset    int64  `json:"corrupt_offset,omitempty"`
 	Problem          string `json:"problem,omitempty"`
+	// Unrepairable: repair cannot rebuild the store (restore a backup).
+	Unrepairable bool `json:"unrepairable,omitempty"`
+	// Snapshot is the snapshot recovery would start from.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 func runVerify(opts *VerifyOptions) error {
@@ -76,17 +80,24 @@ func runVerify(opts *VerifyOptions) error {
 	rep := VerifyReport{Dir: opts.DataDir, Keys: found.Keys, Records: found.Records,
 		TornTailBytes: found.TornTailBytes, SnapshotsSkipped: found.SnapshotsSkipped}
 	var ce *kvstore.CorruptionError
+	var ue *kvstore.UnrecoverableError
 	switch {
 	case errors.As(err, &ce):
 		rep.CorruptFile, rep.CorruptOffset = ce.File, ce.Offset
 		rep.Problem = fmt.Sprintf("corrupt data in %s at offset %d: %v", ce.File, ce.Offset, ce.Err)
+	case errors.As(err, &ue):
+		rep.Problem, rep.Unrepairable = err.Error(), true
 	case errors.Is(err, kvstore.ErrCorrupt):
 		rep.Problem = err.Error()
 	case err != nil:
 		return fmt.Errorf("verify: %w", err)
 	case found.SnapshotsSkipped > 0:
-		rep.Problem = fmt.Sprintf("%d damaged snapshot(s) skipped; the log still held what they covered", found.SnapshotsSkipped)
+		d := found.DamagedSnapshots[0]
+		rep.CorruptFile = d.Path
+		rep.Problem = fmt.Sprintf("%d damaged snapshot(s), first %s: %s; the log still holds what they covered",
+			found.SnapshotsSkipped, d.Path, d.Err)
 	}
+	rep.Snapshot = found.Snapshot
 	rep.Clean = rep.Problem == ""
 	if opts.JSON {
 		if err := cmdutil.WriteJSON(opts.IO.Out, rep); err != nil {
@@ -110,7 +121,12 @@ func writeVerifyReport(w io.Writer, rep VerifyReport) {
 		if rep.CorruptFile != "" {
 			fmt.Fprintf(w, "  file    %s\n  offset  %d\n", rep.CorruptFile, rep.CorruptOffset)
 		}
-		fmt.Fprintln(w, "  repair with: devkit kv repair --data "+rep.Dir)
+		if rep.Unrepairable {
+			fmt.Fprintln(w, "  "+rep.Problem)
+			return
+		}
+		fmt.Fprintln(w, "  problem "+rep.Problem)
+		fmt.Fprintln(w, "  repair with: "+kvstore.RepairCommand(rep.Dir))
 		return
 	}
 	fmt.Fprintf(w, "%s: clean, %d keys, %d log records replayed\n", rep.Dir, rep.Keys, rep.Records)

@@ -1,0 +1,191 @@
+package kvstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// snapshotsIn lists dir's snapshot files, oldest first.
+func snapshotsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	snaps, err := filepath.Glob(filepath.Join(dir, "snap-*.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snaps
+}
+
+func setRange(t *testing.T, db *DB, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		mustSet(t, db, fmt.Sprintf("k%03d", i), fmt.Sprintf("value-%03d", i))
+	}
+}
+
+func TestCompaction_NeverKeepsADamagedSnapshotAsTheFallback(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{SegmentSize: 1 << 10, CompactionThreshold: -1}
+	ctx := context.Background()
+	db := openT(t, dir, o)
+	setRange(t, db, 0, 20)
+	if _, err := db.Snapshot(ctx); err != nil { // A
+		t.Fatal(err)
+	}
+	setRange(t, db, 20, 40)
+	if _, err := db.Snapshot(ctx); err != nil { // B
+		t.Fatal(err)
+	}
+	db.Close()
+	snaps := snapshotsIn(t, dir)
+	flipBit(t, snaps[len(snaps)-1], 40) // B is damaged on disk
+
+	db = openT(t, dir, o)
+	if rep := db.Recovery(); rep.Snapshot != snaps[0] || len(rep.DamagedSnapshots) != 1 || rep.DamagedSnapshots[0].Path != snaps[1] {
+		t.Fatalf("recovery report: used %q, damaged %+v; want %s used and %s damaged", rep.Snapshot, rep.DamagedSnapshots, snaps[0], snaps[1])
+	}
+	if st := db.Stats(); st.Snapshot != snaps[0] {
+		t.Fatalf("Stats().Snapshot = %q, want %q", st.Snapshot, snaps[0])
+	}
+	setRange(t, db, 40, 60)
+	info, err := db.Snapshot(ctx) // C: one compaction
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, s := range snapshotsIn(t, dir) {
+		if s == snaps[1] {
+			t.Fatalf("the compaction kept the damaged snapshot %s (snapshots now %v)", s, snapshotsIn(t, dir))
+		}
+	}
+	// Now the newest snapshot fails too: the store must still open, from
+	// the good fallback and the log it kept.
+	flipBit(t, info.Path, 40)
+	db = openT(t, dir, o)
+	defer db.Close()
+	wantPrefix(t, db, 60, 60)
+	if rep := db.Recovery(); rep.Snapshot != snaps[0] {
+		t.Fatalf("opened from %q, want the good fallback %s", rep.Snapshot, snaps[0])
+	}
+}
+
+func TestOpen_EverySnapshotDamagedFailsNamingWhyRepairCannotHelp(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{SegmentSize: 1 << 10, CompactionThreshold: -1}
+	ctx := context.Background()
+	db := openT(t, dir, o)
+	for round := 0; round < 3; round++ {
+		setRange(t, db, round*20, round*20+20)
+		if _, err := db.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	for _, s := range snapshotsIn(t, dir) {
+		flipBit(t, s, 40)
+	}
+	_, err := Open(dir, Options{Logger: quietLogger()})
+	var ue *UnrecoverableError
+	if !errors.As(err, &ue) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "restore") {
+		t.Fatalf("Open = %v, want an UnrecoverableError saying to restore", err)
+	}
+}
+
+func TestCompaction_StartsWhenTheLogOutgrowsTheLastSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	// A 4 KiB floor; 400 keys of ~110 bytes make a ~45 KiB snapshot, so the
+	// next compaction waits for ~45 KiB of log, not 4 KiB.
+	db := openT(t, dir, Options{CompactionThreshold: 4 << 10, Sync: SyncNone})
+	defer db.Close()
+	val := strings.Repeat("v", 100)
+	for i := 0; i < 400; i++ {
+		mustSet(t, db, fmt.Sprintf("key%05d", i), val)
+	}
+	waitCompactions(t, db, 1)
+	for db.compacting.Load() { // let a background compaction finish
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := db.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snapBytes := db.stats.lastSnapshotBytes.Load()
+	if snapBytes < 40<<10 {
+		t.Fatalf("snapshot of %d bytes; the test needs one well above the floor", snapBytes)
+	}
+	before := db.Stats().Compactions
+	// Overwrite a few keys, well past the floor but below the snapshot size.
+	for written := int64(0); written < snapBytes/2; written += int64(len(val) + 30) {
+		mustSet(t, db, "key00001", val)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if c := db.Stats().Compactions; c != before {
+		t.Fatalf("compacted at half the last snapshot's size (%d bytes): %d compactions", snapBytes, c)
+	}
+	for written := int64(0); written < snapBytes; written += int64(len(val) + 30) {
+		mustSet(t, db, "key00001", val)
+	}
+	waitCompactions(t, db, before+1)
+}
+
+func waitCompactions(t *testing.T, db *DB, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for db.Stats().Compactions < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d compactions after 10s, want %d", db.Stats().Compactions, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestCheckpoint_IsAConsistentCopyWhileWritersGoOn(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{Sync: SyncNone})
+	setRange(t, db, 0, 100)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := db.Set([]byte(fmt.Sprintf("w%06d", i)), []byte("x")); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	dst := filepath.Join(t.TempDir(), "copy")
+	info, err := db.Checkpoint(context.Background(), dst)
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Verify(dst, Options{}); err != nil {
+		t.Fatalf("Verify(checkpoint) = %v", err)
+	}
+	cp := openT(t, dst, Options{})
+	defer cp.Close()
+	wantPrefix(t, cp, 100, 100)
+	// Consistent: the writer's keys form a prefix w000000..w(n-1), n = the
+	// keys the checkpoint says it holds minus the 100 set before.
+	n := info.Keys - 100
+	for i := 0; i < n+5; i++ {
+		_, err := cp.Get([]byte(fmt.Sprintf("w%06d", i)))
+		if (i < n) != (err == nil) {
+			t.Fatalf("checkpoint of %d keys: w%06d present=%v", info.Keys, i, err == nil)
+		}
+	}
+	if _, err := db.Checkpoint(context.Background(), dst); err == nil {
+		t.Fatal("a checkpoint into a non-empty directory was accepted")
+	}
+}

@@ -1,0 +1,225 @@
+package kvstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a movable clock for expiry.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_800_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func ttlOptions(c *fakeClock) Options {
+	return Options{clock: c.Now, ExpirySweepInterval: -1, CompactionThreshold: -1}
+}
+
+func wantMissing(t *testing.T, db *DB, k string) {
+	t.Helper()
+	if v, err := db.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(%q) = %q, %v; want ErrNotFound (expired)", k, v, err)
+	}
+}
+
+func TestTTL_ExpiresAtItsAbsoluteTimeAcrossRestartAndSnapshot(t *testing.T) {
+	for _, via := range []string{"log", "snapshot"} {
+		t.Run(via, func(t *testing.T) {
+			clock := newFakeClock()
+			dir := t.TempDir()
+			db := openT(t, dir, ttlOptions(clock))
+			at := clock.Now().Add(10 * time.Second)
+			if err := db.SetWithTTL([]byte("t"), []byte("1"), at); err != nil {
+				t.Fatal(err)
+			}
+			var b Batch
+			b.SetWithTTL([]byte("bt"), []byte("2"), at)
+			b.Set([]byte("plain"), []byte("3"))
+			if err := db.Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			if via == "snapshot" {
+				if _, err := db.Snapshot(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+
+			clock.Advance(5 * time.Second)
+			db = openT(t, dir, ttlOptions(clock))
+			wantValue(t, db, "t", "1")
+			wantValue(t, db, "bt", "2")
+			if got, ok := db.ExpiresAt([]byte("t")); !ok || !got.Equal(at) {
+				t.Fatalf("ExpiresAt after reopen = %v, %v; want %v", got, ok, at)
+			}
+			if via == "snapshot" && db.Recovery().Snapshot == "" {
+				t.Fatal("reopen did not use the snapshot")
+			}
+			clock.Advance(5 * time.Second) // exactly at the expiry: gone
+			wantMissing(t, db, "t")
+			wantMissing(t, db, "bt")
+			wantValue(t, db, "plain", "3")
+			page, _ := db.Scan(ScanOptions{})
+			if len(page.Entries) != 1 || string(page.Entries[0].Key) != "plain" {
+				t.Fatalf("Scan returned %d entries, want only the key without TTL", len(page.Entries))
+			}
+			db.Close()
+			db = openT(t, dir, ttlOptions(clock)) // expired in the log: not loaded
+			defer db.Close()
+			wantMissing(t, db, "t")
+			if n := db.Len(); n != 1 {
+				t.Fatalf("Len after reopening past the expiry = %d, want 1", n)
+			}
+		})
+	}
+}
+
+func TestTTL_SetClearsItAndTxMethodsFollowRedis(t *testing.T) {
+	clock := newFakeClock()
+	db := openT(t, t.TempDir(), ttlOptions(clock))
+	defer db.Close()
+	k := []byte("k")
+	in := clock.Now().Add(time.Minute)
+	if err := db.SetWithTTL(k, []byte("v"), in); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Update(func(tx *Tx) error {
+		if err := tx.SetKeepTTL(k, []byte("v2")); err != nil {
+			return err
+		}
+		if at, ok := tx.ExpiresAt(k); !ok || !at.Equal(in) {
+			t.Errorf("SetKeepTTL lost the TTL: %v %v", at, ok)
+		}
+		if had, _ := tx.Persist(k); !had {
+			t.Error("Persist reported no TTL")
+		}
+		if _, ok := tx.ExpiresAt(k); ok {
+			t.Error("Persist kept the TTL")
+		}
+		if existed, _ := tx.Expire(k, in); !existed {
+			t.Error("Expire of an existing key reported missing")
+		}
+		if existed, _ := tx.Expire([]byte("nope"), in); existed {
+			t.Error("Expire of a missing key reported existing")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantValue(t, db, "k", "v2")
+	if at, ok := db.ExpiresAt(k); !ok || !at.Equal(in) {
+		t.Fatalf("after the transaction ExpiresAt = %v, %v", at, ok)
+	}
+	mustSet(t, db, "k", "v3") // plain Set clears the TTL, as Redis SET
+	if _, ok := db.ExpiresAt(k); ok {
+		t.Fatal("Set kept the TTL")
+	}
+	err = db.Update(func(tx *Tx) error {
+		existed, err := tx.Expire(k, clock.Now().Add(-time.Second)) // in the past: deletes
+		if !existed {
+			t.Error("Expire in the past reported missing")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMissing(t, db, "k")
+}
+
+func TestTTL_SweepDeletesExpiredKeysWithLoggedDeletes(t *testing.T) {
+	clock := newFakeClock()
+	dir := t.TempDir()
+	o := ttlOptions(clock)
+	db := openT(t, dir, o)
+	const n = 1000
+	var b Batch
+	for i := 0; i < n; i++ {
+		b.SetWithTTL([]byte(fmt.Sprintf("e%04d", i)), []byte("x"), clock.Now().Add(time.Second))
+	}
+	b.Set([]byte("keep"), []byte("y"))
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	for i := 0; db.Len() > 1; i++ {
+		found := db.sweepOnce()
+		if found == 0 || found > sweepMaxKeys {
+			t.Fatalf("sweep round %d found %d keys with %d left (bound %d)", i, found, db.Len()-1, sweepMaxKeys)
+		}
+	}
+	if st := db.Stats(); st.ExpiredKeys != n {
+		t.Fatalf("ExpiredKeys = %d, want %d", st.ExpiredKeys, n)
+	}
+	db.Close()
+	// The deletes are in the log: even with the clock back before the
+	// expiry, the keys stay gone.
+	back := newFakeClock()
+	db = openT(t, dir, ttlOptions(back))
+	defer db.Close()
+	if db.Len() != 1 {
+		t.Fatalf("Len after reopen = %d, want 1: the sweep's deletes were not logged", db.Len())
+	}
+}
+
+func TestTTL_SweepNeverDeletesAKeyRewrittenWithoutTTL(t *testing.T) {
+	clock := newFakeClock()
+	db := openT(t, t.TempDir(), ttlOptions(clock))
+	defer db.Close()
+	if err := db.SetWithTTL([]byte("k"), []byte("old"), clock.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	wantMissing(t, db, "k") // the reader hands it to the sweeper
+	mustSet(t, db, "k", "new")
+	db.sweepOnce()
+	wantValue(t, db, "k", "new")
+}
+
+func TestTTL_BackgroundSweepRuns(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{ExpirySweepInterval: 5 * time.Millisecond})
+	defer db.Close()
+	if err := db.SetWithTTL([]byte("k"), []byte("v"), time.Now().Add(20*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for db.Len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the background sweep did not delete an expired key in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestFlushAll_RemovesEveryKeyWithOneRecordAndSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir, Options{})
+	setRange(t, db, 0, 50)
+	before := db.Stats().Seq
+	if err := db.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.Keys != 0 || st.Seq != before+1 {
+		t.Fatalf("after FlushAll: %d keys, seq %d (want 0 keys, seq %d: one record)", st.Keys, st.Seq, before+1)
+	}
+	mustSet(t, db, "after", "1")
+	db.Close()
+	db = openT(t, dir, Options{})
+	defer db.Close()
+	wantPrefix(t, db, 0, 50)
+	wantValue(t, db, "after", "1")
+	if db.Len() != 1 {
+		t.Fatalf("Len = %d, want 1", db.Len())
+	}
+}
