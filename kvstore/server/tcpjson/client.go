@@ -268,6 +268,32 @@ func (c *Client) Keys(ctx context.Context, opts kvstore.ScanOptions) (KeysPage, 
 	return KeysPage{Keys: keys, Next: next}, nil
 }
 
+// Entries returns a page of entries (key, value, expiry) in byte order, as
+// Keys pages keys: pass the returned next as opts.After for the next page.
+func (c *Client) Entries(ctx context.Context, opts kvstore.ScanOptions) (entries []kvstore.Entry, next []byte, err error) {
+	req := Request{Op: OpKeys, Limit: opts.Limit, Values: true}
+	if isText(opts.Prefix) {
+		req.Prefix = string(opts.Prefix)
+	} else {
+		req.PrefixB64 = opts.Prefix
+	}
+	if isText(opts.After) {
+		req.After = string(opts.After)
+	} else {
+		req.AfterB64 = opts.After
+	}
+	resp, err := c.call(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, next = resp.keys()
+	entries = make([]kvstore.Entry, len(resp.Entries))
+	for i, e := range resp.Entries {
+		entries[i] = e.Entry()
+	}
+	return entries, next, nil
+}
+
 // Backup streams a consistent checkpoint of the server's store into dir
 // (created; it must be empty or not exist): a data directory that
 // kvstore.Open and kvstore.Verify accept. The server's writers keep going.

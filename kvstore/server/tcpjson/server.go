@@ -375,6 +375,12 @@ func (s *Server) keys(req *Request) Response {
 	}
 	resp := Response{OK: true}
 	resp.setKeys(page.Entries, page.Next)
+	if req.Values {
+		resp.Entries = make([]EntryJSON, len(page.Entries))
+		for i, e := range page.Entries {
+			resp.Entries[i] = entryJSON(e)
+		}
+	}
 	return resp
 }
 

@@ -52,6 +52,7 @@ A key that does not exist makes get and del exit with code 3.`,
 		newStatsCmd(client, nil),
 		newBenchCmd(client, nil),
 		newBackupCmd(client, nil),
+		newMigrateCmd(client, nil),
 		newVerifyCmd(ios),
 		newRepairCmd(ios),
 	)
