@@ -475,3 +475,43 @@ func TestAuth_RequirePass(t *testing.T) {
 		}
 	}
 }
+
+func TestMGet_NeverSeesHalfAnMSet(t *testing.T) {
+	db := servertest.OpenDB(t)
+	addr := start(t, db, resp.Options{})
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w := redis.NewClient(&redis.Options{Addr: addr})
+		defer w.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := strconv.Itoa(i)
+			if err := w.MSet(ctx, "x", v, "y", v, "z", v).Err(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	r := goRedis(t, addr)
+	for range 2000 {
+		got, err := r.MGet(ctx, "x", "y", "z").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != got[1] || got[1] != got[2] {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("MGET saw half an MSET: %v", got)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}

@@ -4,6 +4,7 @@ package resp
 // update (see exec.go); a plain SET goes straight to the engine.
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -174,12 +175,39 @@ func getAndWrite(c *call, key, value []byte, del bool) {
 func cmdGetSet(c *call) { getAndWrite(c, c.args[1], c.args[2], false) }
 func cmdGetDel(c *call) { getAndWrite(c, c.args[1], nil, true) }
 
+// cmdMGet reads the keys in one transaction when there are several, so
+// that it never sees half of a concurrent MSET (Redis's MGET is atomic).
 func cmdMGet(c *call) {
-	c.w.array(len(c.args) - 1)
-	for _, key := range c.args[1:] {
-		// Like Redis, a key that cannot hold a value reads as nil.
-		if v, err := c.get(key); err == nil {
-			c.w.bulk(v)
+	keys := c.args[1:]
+	if c.tx != nil || len(keys) == 1 {
+		c.w.array(len(keys))
+		for _, key := range keys {
+			// Like Redis, a key that cannot hold a value reads as nil.
+			if v, err := c.get(key); err == nil {
+				c.w.bulk(v)
+			} else {
+				c.w.null()
+			}
+		}
+		return
+	}
+	values := make([][]byte, len(keys))
+	found := make([]bool, len(keys))
+	err := c.update(func(tx txn) error {
+		for i, key := range keys {
+			v, err := tx.Get(key)
+			values[i], found[i] = bytes.Clone(v), err == nil
+		}
+		return nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.array(len(keys))
+	for i := range keys {
+		if found[i] {
+			c.w.bulk(values[i])
 		} else {
 			c.w.null()
 		}
