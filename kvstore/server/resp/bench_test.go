@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,19 +127,56 @@ func BenchmarkRedisBenchmarkSET(b *testing.B) {
 
 			// Alternate the two servers and keep the medians, so that load
 			// from elsewhere on the machine hits both alike.
+			// CPU time per request, ours (this process) and Redis's (its
+			// /proc stat), is reported too: unlike throughput it hardly
+			// depends on what else runs on the machine.
 			const rounds = 3
-			var ours, theirs []float64
+			var ours, theirs, oursCPU, theirsCPU []float64
 			for range rounds {
+				c0 := selfCPU()
 				ours = append(ours, measure(b, benchTool, oursAddr, tc.test, requests, tc.extra))
+				oursCPU = append(oursCPU, float64(selfCPU()-c0)/float64(requests))
+				r0 := procCPU(srv.Process.Pid)
 				theirs = append(theirs, measure(b, benchTool, redisAddr, tc.test, requests, tc.extra))
+				theirsCPU = append(theirsCPU, float64(procCPU(srv.Process.Pid)-r0)/float64(requests))
 			}
 			o, r := median(ours), median(theirs)
 			b.Logf("%s: ours %v, redis %v (requests/s)", tc.name, ours, theirs)
 			b.ReportMetric(o, "ours-ops/s")
 			b.ReportMetric(r, "redis-ops/s")
 			b.ReportMetric(o/r, "ours/redis")
+			b.ReportMetric(median(oursCPU), "ours-cpu-ns/op")
+			b.ReportMetric(median(theirsCPU), "redis-cpu-ns/op")
 		})
 	}
+}
+
+// selfCPU is this process's user+system CPU time, in nanoseconds.
+func selfCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// procCPU is another process's user+system CPU time in nanoseconds, from
+// /proc/PID/stat (0 where there is no /proc).
+func procCPU(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which is in parentheses): utime is
+	// the 14th field of the line, stime the 15th, in clock ticks (100/s).
+	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return (ut + st) * int64(10*time.Millisecond)
 }
 
 func median(xs []float64) float64 {

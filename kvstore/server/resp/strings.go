@@ -70,16 +70,9 @@ func parseSetOptions(args [][]byte) (setOptions, error) {
 func cmdSet(c *call) {
 	key, value := c.args[1], c.args[2]
 	if len(c.args) == 3 && c.tx == nil {
-		// The common case needs no read: a one-write batch in the
-		// connection's order.
-		b := &c.cl.batch
-		b.Reset()
-		b.Set(key, value)
-		if err := c.apply(b); err != nil {
-			c.fail(err)
-			return
-		}
-		c.w.ok()
+		// The common case needs no read: it joins the connection's run of
+		// SETs, one engine record per burst.
+		c.openSet(key, value)
 		return
 	}
 	o, err := parseSetOptions(c.args[3:])
@@ -231,7 +224,7 @@ func cmdMSet(c *call) {
 		c.w.ok()
 		return
 	}
-	b := &c.cl.batch
+	b := &c.cl.msetBatch
 	b.Reset()
 	for i := 1; i < len(c.args); i += 2 {
 		b.Set(c.args[i], c.args[i+1])
