@@ -38,4 +38,3 @@ func procCPU(pid int) int64 {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return (ut + st) * int64(10*time.Millisecond)
 }
-
