@@ -170,6 +170,28 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
+// BenchmarkGetAppend is Get into a reused buffer, as a server's reply path
+// reads: no allocation.
+func BenchmarkGetAppend(b *testing.B) {
+	db := benchOpen(b, b.TempDir(), Options{Sync: SyncNone})
+	defer db.Close()
+	preload(b, db, getKeys)
+	keys := make([][]byte, 4096)
+	for i := range keys {
+		keys[i] = benchKey(rand.IntN(getKeys))
+	}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v, err := db.GetAppend(buf[:0], keys[i%len(keys)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf = v
+	}
+}
+
 // BenchmarkGetBaseline is the floor under Get on this machine: the same
 // lookups in one bare Go map behind one sync.RWMutex, nothing else.
 func BenchmarkGetBaseline(b *testing.B) {
@@ -389,4 +411,141 @@ func segmentsOf2(b *testing.B, dir string) []string {
 		b.Fatal(err)
 	}
 	return m
+}
+
+// BenchmarkOpen1M_SnapshotVsLog opens the same 1M keys of 100 bytes twice
+// per round, alternating: from the log alone, and from a snapshot that
+// replaces that log; it reports both times and their ratio (snapshot/log,
+// below 1 when loading the snapshot is faster than replaying the log). The
+// log is written in key order (the best case for replay) or in random key
+// order (as traffic writes it); the snapshot is in key order either way.
+func BenchmarkOpen1M_SnapshotVsLog(b *testing.B) {
+	for _, order := range []string{"sequential", "random"} {
+		b.Run("log="+order, func(b *testing.B) {
+			keys := make([]int, replayRecords)
+			for i := range keys {
+				keys[i] = i
+			}
+			if order == "random" {
+				rand.New(rand.NewPCG(7, 7)).Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+			}
+			logDir := b.TempDir()
+			db := benchOpen(b, logDir, Options{Sync: SyncNone, CompactionThreshold: -1})
+			var batch Batch
+			for n, i := range keys {
+				batch.Set(benchKey(i), benchValue)
+				if batch.Len() == 1000 || n == len(keys)-1 {
+					if err := db.Write(&batch); err != nil {
+						b.Fatal(err)
+					}
+					batch.Reset()
+				}
+			}
+			db.Close()
+			snapDir := b.TempDir()
+			for _, s := range segmentsOfB(b, logDir) {
+				copyFileB(b, s, filepath.Join(snapDir, filepath.Base(s)))
+			}
+			db = benchOpen(b, snapDir, Options{CompactionThreshold: -1})
+			if _, err := db.Snapshot(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+			open := func(dir string, wantReplayed bool) time.Duration {
+				start := time.Now()
+				db := benchOpen(b, dir, Options{CompactionThreshold: -1})
+				d := time.Since(start)
+				if db.Len() != replayRecords || (db.Recovery().Records > 0) != wantReplayed {
+					b.Fatalf("%s: %d keys, %d records replayed", dir, db.Len(), db.Recovery().Records)
+				}
+				db.Close()
+				return d
+			}
+			var fromLog, fromSnap []float64
+			b.ResetTimer()
+			for range b.N {
+				fromLog = append(fromLog, open(logDir, true).Seconds())
+				fromSnap = append(fromSnap, open(snapDir, false).Seconds())
+			}
+			l, s := medianOf(fromLog), medianOf(fromSnap)
+			b.ReportMetric(l*1e3, "log-ms")
+			b.ReportMetric(s*1e3, "snapshot-ms")
+			b.ReportMetric(s/l, "snapshot/log")
+		})
+	}
+}
+
+func segmentsOfB(b *testing.B, dir string) []string {
+	b.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.wal"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return paths
+}
+
+func copyFileB(b *testing.B, src, dst string) {
+	b.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkUpdateIncrVsSetConcurrent runs 50 goroutines under SyncAlways
+// doing INCR-style transactions on 100 counters, then plain Sets of the same
+// keys, alternating, and reports both rates and their ratio: transactions
+// share group commits like plain writes (a ratio near 1), they do not queue
+// behind each other's fsyncs.
+func BenchmarkUpdateIncrVsSetConcurrent(b *testing.B) {
+	db := benchOpen(b, b.TempDir(), Options{CompactionThreshold: -1})
+	defer db.Close()
+	const workers, perRound = 50, 4000
+	run := func(op func(key []byte) error) float64 {
+		var wg sync.WaitGroup
+		start := time.Now()
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perRound/workers; i++ {
+					if err := op(benchKey((w*31 + i) % 100)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return perRound / time.Since(start).Seconds()
+	}
+	incr := func(key []byte) error {
+		return db.Update(func(tx *Tx) error {
+			v, err := tx.Get(key)
+			if err != nil && err != ErrNotFound {
+				return err
+			}
+			return tx.Set(key, append(v, '1')[:min(len(v)+1, 64)])
+		})
+	}
+	set := func(key []byte) error { return db.Set(key, benchValue) }
+	var ups, sets []float64
+	b.ResetTimer()
+	for range max(b.N, 3) {
+		ups = append(ups, run(incr))
+		sets = append(sets, run(set))
+	}
+	u, s := medianOf(ups), medianOf(sets)
+	b.ReportMetric(u, "update-ops/s")
+	b.ReportMetric(s, "set-ops/s")
+	b.ReportMetric(u/s, "update/set")
 }

@@ -62,6 +62,29 @@ type group struct {
 // bufRef locates a mutation's key and value in the group buffer.
 type bufRef struct{ keyOff, keyLen, valOff, valLen int }
 
+// groupBuf are a finished group's buffers, reused by a later group: the
+// memtable copies what it keeps, and the overlay forgets a group before it
+// finishes, so nothing points into them once the group is finished.
+type groupBuf struct {
+	buf  []byte
+	muts []mutation
+	refs []bufRef
+}
+
+var groupBuffers sync.Pool
+
+// maxPooledBuf bounds the buffers kept for reuse (a huge batch's are not).
+const maxPooledBuf = 1 << 20
+
+// recycle hands a finished group's buffers to the pool; called with mu held.
+func recycle(g *group) {
+	if cap(g.buf) <= maxPooledBuf {
+		clear(g.muts)
+		groupBuffers.Put(&groupBuf{buf: g.buf[:0], muts: g.muts[:0], refs: g.refs[:0]})
+	}
+	g.buf, g.muts, g.refs = nil, nil, nil
+}
+
 // maxExtraGroups is how many groups after its own a leader writes.
 const maxExtraGroups = 2
 
@@ -121,6 +144,9 @@ func (p *commitPipeline) enqueue(encode func(g *group, seq uint64) error) (*grou
 	fresh := g == nil
 	if fresh {
 		g = &group{}
+		if b, ok := groupBuffers.Get().(*groupBuf); ok {
+			g.buf, g.muts, g.refs = b.buf[:0], b.muts[:0], b.refs[:0]
+		}
 	}
 	seq := p.nextSeq
 	before := len(g.muts)
@@ -154,6 +180,9 @@ func (p *commitPipeline) addOverlay(g *group, from int, seq uint64) {
 		if !mu.del {
 			w.value = g.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
 		}
+		// Replace the map's key too: the old one may point into an
+		// earlier group's buffer, which is reused once that group finishes.
+		delete(p.overlay, key)
 		p.overlay[key] = w
 	}
 }
@@ -254,6 +283,7 @@ func (p *commitPipeline) writeQueued(enough func() bool) {
 		}
 		g.finished, g.err = true, err
 		p.writing = nil
+		recycle(g)
 		if g.done != nil {
 			close(g.done)
 		}

@@ -107,6 +107,7 @@ func (db *DB) snapshot(ctx context.Context) (SnapshotInfo, error) {
 		db.stats.compactionFails.Add(1)
 		return SnapshotInfo{}, err
 	}
+	defer view.release()
 	if last := db.stats.lastSnapshot.Load(); last != nil && last.Seq == view.seq {
 		return *last, nil // nothing written since the last snapshot
 	}
@@ -165,11 +166,12 @@ func writeSnapshotTo(ctx context.Context, fs vfs.FS, dir string, view frozen, lo
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot: %w", err)
 	}
-	pull, stop := iter.Pull(func(yield func(item) bool) { view.tree.Ascend(yield) })
-	next := func() (snapshot.Entry, bool) {
-		it, ok := pull()
-		return snapshot.Entry{Key: it.key, Value: it.value, ExpireAt: it.expireAt}, ok
-	}
+	pull, stop := iter.Pull(func(yield func(snapshot.Entry) bool) {
+		view.each(func(key string, value []byte, expireAt int64) bool {
+			return yield(snapshot.Entry{Key: key, Value: value, ExpireAt: expireAt})
+		})
+	})
+	next := func() (snapshot.Entry, bool) { return pull() }
 	n, err := snapshot.Write(ctx, &syncEvery{f: f, every: snapshotSyncBytes}, snapshot.Header{Seq: view.seq, Count: uint64(view.count)}, next)
 	stop()
 	if err == nil {
@@ -308,6 +310,7 @@ func (db *DB) Checkpoint(ctx context.Context, dst string) (SnapshotInfo, error) 
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
+	defer view.release()
 	info, err := writeSnapshotTo(ctx, fs, dst, view, db.opts.Logger)
 	if err != nil {
 		return info, fmt.Errorf("kvstore: checkpoint: %w", err)

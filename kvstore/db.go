@@ -87,8 +87,7 @@ func openLocked(dir string, o Options, lock *dirlock.Lock, act recoveryActions) 
 	return db, nil
 }
 
-// Get returns the value of key, or ErrNotFound. The returned slice is shared
-// with the engine and must not be modified; it stays valid after later writes.
+// Get returns a copy of the value of key, or ErrNotFound.
 // Get never waits for disk I/O.
 // A key past its TTL reads as missing.
 func (db *DB) Get(key []byte) ([]byte, error) {
@@ -108,15 +107,30 @@ func (db *DB) ExpiresAt(key []byte) (t time.Time, ok bool) {
 
 // lookup reads key's live entry, counting the hit or miss.
 func (db *DB) lookup(key []byte) (entry, error) {
+	return db.lookupAppend(nil, key)
+}
+
+// GetAppend appends key's value to dst and returns the result, or
+// ErrNotFound: a read that allocates nothing when dst has room (for
+// servers that reuse a reply buffer).
+func (db *DB) GetAppend(dst, key []byte) ([]byte, error) {
+	e, err := db.lookupAppend(dst, key)
+	if err != nil {
+		return dst, err
+	}
+	return e.value, nil
+}
+
+func (db *DB) lookupAppend(dst, key []byte) (entry, error) {
 	if db.closed.Load() {
 		return entry{}, ErrClosed
 	}
-	e, ok := db.mem.get(key)
+	e, ok, s := db.mem.getIn(dst, key)
 	if ok && e.expireAt != 0 && e.expired(db.opts.now().UnixNano()) {
 		db.noteExpired(key)
 		ok = false
 	}
-	db.mem.countRead(key, ok)
+	s.countRead(ok)
 	if !ok {
 		return entry{}, ErrNotFound
 	}
@@ -301,11 +315,11 @@ func (db *DB) fail(cause error) error {
 	if db.failed.CompareAndSwap(nil, &err) {
 		db.opts.Logger.Error("kvstore: write failed, the engine is read-only until reopened", "dir", db.dir, "err", cause)
 	}
-	err = *db.failed.Load()
+	sticky := *db.failed.Load()
 	if db.pipe != nil {
-		db.pipe.setFailed(err)
+		db.pipe.setFailed(sticky)
 	}
-	return err
+	return sticky
 }
 
 // syncPeriodically fsyncs the current segment every SyncInterval.

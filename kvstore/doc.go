@@ -6,7 +6,12 @@
 //
 // Under SyncAlways (the default) Set and Delete return only after the log
 // record holding the write is fdatasynced; concurrent writers share fsyncs
-// (group commit), and a lone writer never waits for batching. Under
+// (group commit, see commitPipeline), and a lone writer never waits for
+// batching. Apply with WriteOptions{NoSyncWait: true} returns once a batch
+// has its place in the log order and lets the caller wait once for a burst.
+// Update runs a read-modify-write transaction atomically against every
+// other write without serialising on the disk. Keys may carry a TTL
+// (SetWithTTL), logged as an absolute time. Under
 // SyncPeriodic and SyncNone a write is acknowledged once it is handed to the
 // OS with a write system call — there is no buffering in the process, so a
 // crash of the process loses nothing; a power loss can lose the last
@@ -15,11 +20,13 @@
 // # Recovery
 //
 // Open loads the newest snapshot that passes its checksum (falling back to
-// the previous one), then replays the log after it. A torn tail — a partial
+// an older one; a damaged snapshot is never used or kept as the fallback),
+// then replays the log after it; Recovery reports which snapshot it used. A torn tail — a partial
 // or damaged record with nothing valid after it, a zero-filled tail included —
 // is cut off the newest segment before anything is appended. Damage followed
 // by valid records is mid-log corruption: Open fails with a *CorruptionError
-// naming the file and offset, unless Options.Recovery is RecoverTruncate.
+// naming the file and offset and the command that repairs it (Repair, or
+// `devkit kv repair`).
 //
 // # Concurrency
 //

@@ -56,8 +56,8 @@ func (e logEnv) sync(g *group) error {
 	return nil
 }
 
-// apply points the mutations at the sealed group buffer (never written
-// again: the memtable keeps its values there) and applies them.
+// apply points the mutations at the sealed group buffer and applies them
+// (the memtable copies keys and values into its arena).
 func (e logEnv) apply(g *group) {
 	for i := range g.muts {
 		r := g.refs[i]
@@ -65,9 +65,9 @@ func (e logEnv) apply(g *group) {
 		if mu.flush {
 			continue
 		}
-		mu.key = string(g.buf[r.keyOff : r.keyOff+r.keyLen])
+		mu.key = g.buf[r.keyOff : r.keyOff+r.keyLen]
 		if !mu.del {
-			mu.value = g.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
+			mu.value = g.buf[r.valOff : r.valOff+r.valLen]
 		}
 	}
 	e.db.mem.apply(g.muts, g.last)

@@ -1,8 +1,8 @@
 package kvstore
 
 import (
+	"bytes"
 	"hash/maphash"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,19 +11,42 @@ import (
 	"github.com/google/btree"
 )
 
-// The memtable holds every live key twice over the same bytes: sharded hash
-// maps for point reads and a copy-on-write B-tree for ordered scans and
-// snapshots. Keys with a TTL are also in their shard's ttl map, which the
-// expiry sweep samples.
+// The memtable holds every live key once, as a record in the arena (see
+// arena.go), indexed twice by 8-byte references: sharded open-addressing
+// hash tables for point reads and a copy-on-write B-tree for ordered scans
+// and snapshots. Keys with a TTL are also in their shard's ttl map, which
+// the expiry sweep samples.
 //
 // Invariant: only the commit leader mutates it, after the batch is in the
-// log (and durable under SyncAlways); readers take short read locks on
-// in-memory structures only, never across disk I/O. An expired entry stays
-// until a logged delete removes it; readers treat it as missing.
+// log (and durable under SyncAlways); a replaced or deleted record is freed
+// only after both indexes stopped pointing to it. Readers copy what they
+// return while holding the lock of the index they read, never across disk
+// I/O. An expired entry stays until a logged delete removes it; readers
+// treat it as missing.
 
 const numShards = 64
 
-// entry is a key's value in the hash maps.
+const (
+	emptySlot = 0
+	tombSlot  = 1 // a deleted entry: probing goes on past it
+	// probeRef stands in the tree's comparisons for the key a scan seeks.
+	probeRef ref = refMask
+)
+
+// shard is one open-addressing hash table of tag<<48|ref slots, probed
+// linearly; the tag (16 bits of the hash) spares most key comparisons.
+type shard struct {
+	mu     sync.RWMutex
+	slots  []uint64
+	used   int              // live entries
+	tombs  int              // tombstones
+	ttl    map[string]int64 // keys with a TTL, and when they expire
+	hits   atomic.Uint64
+	misses atomic.Uint64
+	_      [64]byte // keep neighbouring shards' locks off one cache line
+}
+
+// entry is a key's state as a reader copies it out.
 type entry struct {
 	value    []byte
 	expireAt int64  // unix nanoseconds; 0: no TTL
@@ -33,23 +56,6 @@ type entry struct {
 // expired reports whether the entry is past its TTL at now (unix nanoseconds).
 func (e entry) expired(now int64) bool { return e.expireAt != 0 && e.expireAt <= now }
 
-type shard struct {
-	mu     sync.RWMutex
-	m      map[string]entry
-	ttl    map[string]int64 // keys with a TTL, and when they expire
-	hits   atomic.Uint64
-	misses atomic.Uint64
-	_      [64]byte // keep neighbouring shards' locks off one cache line
-}
-
-type item struct {
-	key      string
-	value    []byte
-	expireAt int64
-}
-
-func itemLess(a, b item) bool { return a.key < b.key }
-
 // versionBuckets spread the versions of deleted keys: a missing key's
 // version is the newest delete among the keys of its bucket, so a delete
 // always changes the version a WATCH saw (rarely, a delete of another key
@@ -58,6 +64,7 @@ const versionBuckets = 4096
 
 type memtable struct {
 	seed   maphash.Seed
+	arena  *arena
 	shards [numShards]shard
 	keys   atomic.Int64
 	bytes  atomic.Int64 // sum of key and value lengths
@@ -66,35 +73,165 @@ type memtable struct {
 	flushSeq atomic.Uint64 // the last flush: every key changed then
 
 	treeMu sync.RWMutex
-	tree   *btree.BTreeG[item]
+	tree   *btree.BTreeG[ref]
 	seq    uint64 // last sequence number applied; guarded by treeMu
+
+	probeMu sync.Mutex // one scan seeks at a time
+	probe   []byte
+
+	scratch []treeOp // apply's, reused
+}
+
+// treeOp is what a mutation does to the tree, and which record it frees.
+type treeOp struct {
+	put   ref // the new record (0: none)
+	old   ref // the record it replaces or deletes (0: none)
+	flush bool
+	freed []ref // a flush frees every record
 }
 
 func newMemtable() *memtable {
-	m := &memtable{seed: maphash.MakeSeed(), tree: btree.NewG(32, itemLess)}
+	m := &memtable{seed: maphash.MakeSeed(), arena: newArena()}
+	m.tree = btree.NewG(32, m.less)
 	for i := range m.shards {
-		m.shards[i].m = make(map[string]entry)
+		m.shards[i].slots = make([]uint64, 8)
 		m.shards[i].ttl = make(map[string]int64)
 	}
 	return m
 }
 
-func (m *memtable) shardFor(key []byte) *shard {
-	return &m.shards[maphash.Bytes(m.seed, key)%numShards]
+func (m *memtable) keyOf(r ref) []byte {
+	if r == probeRef {
+		return m.probe
+	}
+	return m.arena.key(r)
 }
 
-// get returns the entry of key, expired or not. Its value is shared and immutable.
-func (m *memtable) get(key []byte) (entry, bool) {
-	s := m.shardFor(key)
-	s.mu.RLock()
-	e, ok := s.m[string(key)]
-	s.mu.RUnlock()
+func (m *memtable) less(a, b ref) bool { return bytes.Compare(m.keyOf(a), m.keyOf(b)) < 0 }
+
+func (m *memtable) hash(key []byte) uint64 { return maphash.Bytes(m.seed, key) }
+
+func (m *memtable) shardOf(h uint64) *shard { return &m.shards[h>>58] }
+
+func tagOf(h uint64) uint64 { return (h >> 32) & 0xffff }
+
+// find returns the slot index holding key, or -1; called with s.mu held.
+func (m *memtable) find(s *shard, h uint64, key []byte) int {
+	mask := uint64(len(s.slots) - 1)
+	tag := tagOf(h)
+	for i := h & mask; ; i = (i + 1) & mask {
+		v := s.slots[i]
+		switch {
+		case v == emptySlot:
+			return -1
+		case v != tombSlot && v>>refBits == tag && bytes.Equal(m.arena.key(ref(v&refMask)), key):
+			return int(i)
+		}
+	}
+}
+
+// put points key at r and returns the record it replaced; s.mu held.
+func (m *memtable) put(s *shard, h uint64, key []byte, r ref) (old ref) {
+	if i := m.find(s, h, key); i >= 0 {
+		old = ref(s.slots[i] & refMask)
+		s.slots[i] = tagOf(h)<<refBits | uint64(r)
+		return old
+	}
+	m.insertNew(s, h, r)
+	return 0
+}
+
+// insertNew adds an entry for a key not in s; s.mu held.
+func (m *memtable) insertNew(s *shard, h uint64, r ref) {
+	if (s.used+s.tombs+1)*5 > len(s.slots)*4 {
+		m.rehash(s, s.used+1)
+	}
+	mask := uint64(len(s.slots) - 1)
+	i := h & mask
+	for s.slots[i] != emptySlot && s.slots[i] != tombSlot {
+		i = (i + 1) & mask
+	}
+	if s.slots[i] == tombSlot {
+		s.tombs--
+	}
+	s.slots[i] = tagOf(h)<<refBits | uint64(r)
+	s.used++
+}
+
+// remove drops key and returns its record; s.mu held.
+func (m *memtable) remove(s *shard, h uint64, key []byte) (old ref) {
+	i := m.find(s, h, key)
+	if i < 0 {
+		return 0
+	}
+	old = ref(s.slots[i] & refMask)
+	s.slots[i] = tombSlot
+	s.used--
+	s.tombs++
+	return old
+}
+
+// rehash resizes s for n live entries (at most 5/8 full) and drops the
+// tombstones; s.mu held.
+func (m *memtable) rehash(s *shard, n int) {
+	size := 8
+	for size*5 < n*8 {
+		size *= 2
+	}
+	slots := make([]uint64, size)
+	mask := uint64(size - 1)
+	for _, v := range s.slots {
+		if v == emptySlot || v == tombSlot {
+			continue
+		}
+		h := m.hash(m.arena.key(ref(v & refMask)))
+		i := h & mask
+		for slots[i] != emptySlot {
+			i = (i + 1) & mask
+		}
+		slots[i] = v
+	}
+	s.slots, s.tombs = slots, 0
+}
+
+// get copies key's entry (expired or not), appending its value to dst.
+func (m *memtable) get(dst, key []byte) (entry, bool) {
+	e, ok, _ := m.getIn(dst, key)
 	return e, ok
 }
 
-// countRead records a hit or a miss of a point read.
-func (m *memtable) countRead(key []byte, hit bool) {
-	s := m.shardFor(key)
+// getIn is get that also returns the key's shard.
+func (m *memtable) getIn(dst, key []byte) (entry, bool, *shard) {
+	h := m.hash(key)
+	s := m.shardOf(h)
+	s.mu.RLock()
+	i := m.find(s, h, key)
+	if i < 0 {
+		s.mu.RUnlock()
+		return entry{}, false, s
+	}
+	_, v, exp, seq := m.arena.record(ref(s.slots[i] & refMask))
+	e := entry{value: append(dst, v...), expireAt: exp, seq: seq}
+	s.mu.RUnlock()
+	return e, true, s
+}
+
+// meta is key's entry without its value.
+func (m *memtable) meta(key []byte) (entry, bool) {
+	h := m.hash(key)
+	s := m.shardOf(h)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i := m.find(s, h, key)
+	if i < 0 {
+		return entry{}, false
+	}
+	_, _, exp, seq := m.arena.record(ref(s.slots[i] & refMask))
+	return entry{expireAt: exp, seq: seq}, true
+}
+
+// countRead records a hit or a miss of a point read in s.
+func (s *shard) countRead(hit bool) {
 	if hit {
 		s.hits.Add(1)
 	} else {
@@ -105,16 +242,16 @@ func (m *memtable) countRead(key []byte, hit bool) {
 // version is the key's version: the sequence number of its last write, or
 // for a missing key one that every delete of it moves.
 func (m *memtable) version(key []byte) uint64 {
-	if e, ok := m.get(key); ok {
+	if e, ok := m.meta(key); ok {
 		return e.seq
 	}
-	return max(m.delSeq[maphash.Bytes(m.seed, key)%versionBuckets].Load(), m.flushSeq.Load())
+	return max(m.delSeq[m.hash(key)%versionBuckets].Load(), m.flushSeq.Load())
 }
 
-// mutation is one applied change: a set, a delete (del) or, with flush,
-// the removal of every key.
+// mutation is one change to apply: a set, a delete (del) or, with flush,
+// the removal of every key. Key and value are copied into the arena.
 type mutation struct {
-	key      string
+	key      []byte
 	value    []byte
 	expireAt int64
 	seq      uint64
@@ -122,92 +259,118 @@ type mutation struct {
 	flush    bool
 }
 
-// ownedMutation copies key and value into one allocation that the key
-// string and the value share: recovery makes one object per record instead
-// of two, which halves its allocation and GC work. The bytes are never
-// written again, so the string's immutability holds.
-func ownedMutation(key, value []byte, expireAt int64, seq uint64) mutation {
-	buf := make([]byte, len(key)+len(value))
-	copy(buf, key)
-	copy(buf[len(key):], value)
-	return mutation{key: unsafe.String(unsafe.SliceData(buf), len(key)), value: buf[len(key):len(buf):len(buf)],
-		expireAt: expireAt, seq: seq}
-}
-
 // apply makes a committed batch visible, in log order, and records seq.
 func (m *memtable) apply(muts []mutation, seq uint64) {
+	ops := m.scratch[:0]
 	for i := range muts {
-		mu := &muts[i]
-		if mu.flush {
-			m.clearMaps(mu.seq)
-			continue
-		}
-		m.applyToMap(mu)
+		ops = append(ops, m.applyToMap(&muts[i]))
 	}
 	m.treeMu.Lock()
-	for i := range muts {
-		applyToTree(m.tree, &muts[i])
+	for i := range ops {
+		m.applyToTree(m.tree, &ops[i])
 	}
 	m.seq = seq
 	m.treeMu.Unlock()
+	m.releaseAll(ops)
+	clear(ops)
+	m.scratch = ops[:0]
 }
 
-func applyToTree(t *btree.BTreeG[item], mu *mutation) {
-	switch {
-	case mu.flush:
-		t.Clear(false)
-	case mu.del:
-		t.Delete(item{key: mu.key})
-	default:
-		t.ReplaceOrInsert(item{key: mu.key, value: mu.value, expireAt: mu.expireAt})
+func (m *memtable) releaseAll(ops []treeOp) {
+	for i := range ops {
+		if ops[i].old != 0 {
+			m.arena.release(ops[i].old)
+		}
+		for _, r := range ops[i].freed {
+			m.arena.release(r)
+		}
 	}
 }
 
-// applyToMap applies a set or delete to its shard; the caller holds no shard lock.
-func (m *memtable) applyToMap(mu *mutation) {
-	h := maphash.String(m.seed, mu.key)
-	s := &m.shards[h%numShards]
+func (m *memtable) applyToTree(t *btree.BTreeG[ref], op *treeOp) {
+	switch {
+	case op.flush:
+		t.Clear(false)
+	case op.put != 0:
+		t.ReplaceOrInsert(op.put)
+	case op.old != 0:
+		t.Delete(op.old)
+	}
+}
+
+// applyToMap stores a set's record and points its shard at it, or removes
+// a deleted key, and says what the tree must do; no lock held by the caller.
+func (m *memtable) applyToMap(mu *mutation) treeOp { return m.applyToMapNew(mu, false) }
+
+// applyToMapNew is applyToMap; isNew says the key is known to be absent (a
+// snapshot's keys are unique), which spares the lookup.
+func (m *memtable) applyToMapNew(mu *mutation, isNew bool) treeOp {
+	if mu.flush {
+		return treeOp{flush: true, freed: m.clearMaps(mu.seq)}
+	}
+	h := m.hash(mu.key)
+	s := m.shardOf(h)
+	var op treeOp
+	if !mu.del {
+		op.put = m.arena.alloc(mu.key, mu.value, mu.expireAt, mu.seq)
+	}
 	s.mu.Lock()
-	old, had := s.m[mu.key]
-	if mu.del {
-		delete(s.m, mu.key)
-	} else {
-		s.m[mu.key] = entry{value: mu.value, expireAt: mu.expireAt, seq: mu.seq}
+	var oldValueLen int
+	switch {
+	case mu.del:
+		op.old = m.remove(s, h, mu.key)
+	case isNew:
+		m.insertNew(s, h, op.put)
+	default:
+		op.old = m.put(s, h, mu.key, op.put)
+	}
+	if op.old != 0 {
+		_, v, _, _ := m.arena.record(op.old)
+		oldValueLen = len(v)
 	}
 	switch {
 	case mu.expireAt != 0 && !mu.del:
-		s.ttl[mu.key] = mu.expireAt
-	case old.expireAt != 0:
-		delete(s.ttl, mu.key)
+		s.ttl[string(mu.key)] = mu.expireAt
+	case len(s.ttl) > 0:
+		delete(s.ttl, string(mu.key))
 	}
 	s.mu.Unlock()
-	if mu.del && had {
+	if mu.del && op.old != 0 {
 		m.delSeq[h%versionBuckets].Store(mu.seq)
 	}
-	m.account(mu, old.value, had)
+	m.account(mu, oldValueLen, op.old != 0)
+	return op
 }
 
-// clearMaps empties every shard (a flush at seq).
-func (m *memtable) clearMaps(seq uint64) {
+// clearMaps empties every shard (a flush at seq) and returns the records
+// they held.
+func (m *memtable) clearMaps(seq uint64) []ref {
+	var freed []ref
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		s.m = make(map[string]entry)
+		for _, v := range s.slots {
+			if v != emptySlot && v != tombSlot {
+				freed = append(freed, ref(v&refMask))
+			}
+		}
+		s.slots, s.used, s.tombs = make([]uint64, 8), 0, 0
 		s.ttl = make(map[string]int64)
 		s.mu.Unlock()
 	}
 	m.keys.Store(0)
 	m.bytes.Store(0)
 	m.flushSeq.Store(seq)
+	return freed
 }
 
-func (m *memtable) account(mu *mutation, old []byte, had bool) {
+func (m *memtable) account(mu *mutation, oldLen int, had bool) {
 	switch {
 	case mu.del && had:
 		m.keys.Add(-1)
-		m.bytes.Add(-int64(len(mu.key) + len(old)))
+		m.bytes.Add(-int64(len(mu.key) + oldLen))
 	case !mu.del && had:
-		m.bytes.Add(int64(len(mu.value) - len(old)))
+		m.bytes.Add(int64(len(mu.value) - oldLen))
 	case !mu.del:
 		m.keys.Add(1)
 		m.bytes.Add(int64(len(mu.key) + len(mu.value)))
@@ -241,33 +404,47 @@ func (m *memtable) expiredKeys(now int64, perShard, limit int) []string {
 }
 
 // loader fills a memtable during recovery, before any reader exists: the
-// maps on the caller's goroutine, the B-tree on a second one fed with the
-// same mutations in log order, so both indexes are built at once.
+// hash tables on the caller's goroutine, the B-tree on a second one fed
+// with the same operations in log order, so both indexes are built at once.
+// The arena is held meanwhile: a record the tables already dropped may
+// still be waiting in the tree builder's queue. Every loadBarrier chunks the
+// loader waits for the builder to catch up and lets the held frees go, so a
+// log that overwrites its keys many times does not hold every version.
 type loader struct {
-	m     *memtable
-	chunk []mutation
-	feed  chan []mutation
-	free  chan []mutation // chunks the tree builder is done with
-	done  chan *btree.BTreeG[item]
+	m      *memtable
+	unhold func()
+	chunk  []treeOp
+	sent   int
+	feed   chan []treeOp // a nil chunk asks the builder to report on caught
+	caught chan struct{}
+	free   chan []treeOp // chunks the tree builder is done with
+	done   chan *btree.BTreeG[ref]
 }
 
-const loadChunk = 4096
+const (
+	loadChunk   = 4096
+	loadBarrier = 16
+)
 
 // startLoad starts filling an empty memtable; sizeHint is the expected
-// number of keys, used to size the maps once instead of growing them.
+// number of keys, used to size the tables once instead of growing them.
 func (m *memtable) startLoad(sizeHint int) *loader {
 	if per := sizeHint / numShards; per > 0 {
 		for i := range m.shards {
-			m.shards[i].m = make(map[string]entry, per)
+			m.rehash(&m.shards[i], per)
 		}
 	}
-	l := &loader{m: m, chunk: make([]mutation, 0, loadChunk), feed: make(chan []mutation, 8),
-		free: make(chan []mutation, 8), done: make(chan *btree.BTreeG[item], 1)}
+	l := &loader{m: m, unhold: m.arena.hold(), chunk: make([]treeOp, 0, loadChunk), feed: make(chan []treeOp, 8),
+		caught: make(chan struct{}), free: make(chan []treeOp, 8), done: make(chan *btree.BTreeG[ref], 1)}
 	go func() {
-		t := btree.NewG(32, itemLess)
+		t := btree.NewG(32, m.less)
 		for chunk := range l.feed {
+			if chunk == nil {
+				l.caught <- struct{}{}
+				continue
+			}
 			for i := range chunk {
-				applyToTree(t, &chunk[i])
+				m.applyToTree(t, &chunk[i])
 			}
 			clear(chunk)
 			select {
@@ -280,19 +457,32 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 	return l
 }
 
-func (l *loader) add(mu mutation) {
-	if mu.flush {
-		l.m.clearMaps(mu.seq)
-	} else {
-		l.m.applyToMap(&mu)
+// add applies one loaded mutation; key and value are copied.
+func (l *loader) add(mu mutation) { l.addNew(mu, false) }
+
+// addNew is add for a key known to be absent when isNew.
+func (l *loader) addNew(mu mutation, isNew bool) {
+	op := l.m.applyToMapNew(&mu, isNew)
+	if op.old != 0 {
+		l.m.arena.release(op.old) // deferred: the tree may not have seen it yet
 	}
-	l.chunk = append(l.chunk, mu)
+	for _, r := range op.freed {
+		l.m.arena.release(r)
+	}
+	op.freed = nil
+	l.chunk = append(l.chunk, op)
 	if len(l.chunk) == loadChunk {
 		l.feed <- l.chunk
 		select {
 		case l.chunk = <-l.free:
 		default:
-			l.chunk = make([]mutation, 0, loadChunk)
+			l.chunk = make([]treeOp, 0, loadChunk)
+		}
+		if l.sent++; l.sent%loadBarrier == 0 {
+			l.feed <- nil
+			<-l.caught // the tree has seen every op so far: its frees may go
+			l.unhold()
+			l.unhold = l.m.arena.hold()
 		}
 	}
 }
@@ -306,59 +496,77 @@ func (l *loader) finish(seq uint64) {
 	l.m.tree = t
 	l.m.seq = seq
 	l.m.treeMu.Unlock()
+	l.unhold()
 }
 
 // abort stops the tree builder of a load that failed.
 func (l *loader) abort() {
 	close(l.feed)
 	<-l.done
+	l.unhold()
 }
 
-// frozen is a point-in-time view of the memtable for a snapshot.
+// frozen is a point-in-time view of the memtable for a snapshot. Its
+// records stay readable until release is called.
 type frozen struct {
-	tree  *btree.BTreeG[item]
-	seq   uint64
-	count int
+	tree    *btree.BTreeG[ref]
+	arena   *arena
+	seq     uint64
+	count   int
+	release func()
 }
 
 // freeze clones the ordered index in O(1); later writes copy the nodes they
-// touch, so the snapshot writer reads a stable tree without blocking them.
+// touch, and the arena reuses no slot until release, so the snapshot writer
+// reads a stable view without blocking them.
 func (m *memtable) freeze() frozen {
 	m.treeMu.Lock()
 	defer m.treeMu.Unlock()
-	return frozen{tree: m.tree.Clone(), seq: m.seq, count: m.tree.Len()}
+	return frozen{tree: m.tree.Clone(), arena: m.arena, seq: m.seq, count: m.tree.Len(), release: m.arena.hold()}
 }
 
 // scan returns up to limit entries whose keys start with prefix and sort
 // after the after key, in order, and whether more follow. Entries expired
-// at now are skipped.
+// at now are skipped. Keys and values are copies.
 func (m *memtable) scan(prefix, after []byte, limit int, now int64) ([]Entry, bool) {
-	start := string(prefix)
-	if after != nil && string(after) >= start {
-		start = string(after) + "\x00" // the smallest key greater than after
+	start := prefix
+	if after != nil && bytes.Compare(after, start) >= 0 {
+		start = append(append([]byte(nil), after...), 0) // the smallest key greater than after
 	}
-	p := string(prefix)
 	var out []Entry
 	more := false
+	m.probeMu.Lock()
+	defer m.probeMu.Unlock()
+	m.probe = start
 	m.treeMu.RLock()
-	m.tree.AscendGreaterOrEqual(item{key: start}, func(it item) bool {
-		if !strings.HasPrefix(it.key, p) {
+	defer m.treeMu.RUnlock()
+	m.tree.AscendGreaterOrEqual(probeRef, func(r ref) bool {
+		k, v, exp, _ := m.arena.record(r)
+		if !bytes.HasPrefix(k, prefix) {
 			return false
 		}
-		if it.expireAt != 0 && it.expireAt <= now {
+		if exp != 0 && exp <= now {
 			return true
 		}
 		if len(out) == limit {
 			more = true
 			return false
 		}
-		e := Entry{Key: []byte(it.key), Value: it.value}
-		if it.expireAt != 0 {
-			e.ExpiresAt = time.Unix(0, it.expireAt)
+		e := Entry{Key: bytes.Clone(k), Value: append([]byte{}, v...)}
+		if exp != 0 {
+			e.ExpiresAt = time.Unix(0, exp)
 		}
 		out = append(out, e)
 		return true
 	})
-	m.treeMu.RUnlock()
 	return out, more
+}
+
+// each calls fn for every record of a frozen view in key order; key and
+// value alias the arena and are valid until the view is released.
+func (f frozen) each(fn func(key string, value []byte, expireAt int64) bool) {
+	f.tree.Ascend(func(r ref) bool {
+		k, v, exp, _ := f.arena.record(r)
+		return fn(unsafe.String(unsafe.SliceData(k), len(k)), v, exp)
+	})
 }

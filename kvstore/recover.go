@@ -345,9 +345,9 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 // loadOp loads one set or delete; a set already expired loads as a delete.
 func (rp *replay) loadOp(op wal.Op, seq uint64) {
 	if op.Type == wal.TypeDelete || (op.ExpireAt != 0 && op.ExpireAt <= rp.rc.now) {
-		rp.load.add(mutation{key: string(op.Key), del: true, seq: seq})
+		rp.load.add(mutation{key: op.Key, del: true, seq: seq})
 	} else {
-		rp.load.add(ownedMutation(op.Key, op.Value, op.ExpireAt, seq))
+		rp.load.add(mutation{key: op.Key, value: op.Value, expireAt: op.ExpireAt, seq: seq})
 	}
 }
 
@@ -411,7 +411,9 @@ func (rc *recovery) loadSnapshot(segs []wal.SegmentInfo) (*loader, uint64, error
 			if expireAt != 0 && expireAt <= rc.now {
 				return // expired: not loaded at all
 			}
-			ld.add(ownedMutation(key, value, expireAt, snaps[i].seq))
+			// The snapshot is read first, into an empty memtable, and its
+			// keys are unique (snapshot.Read checks their order).
+			ld.addNew(mutation{key: key, value: value, expireAt: expireAt, seq: snaps[i].seq}, true)
 		})
 		rc.progress.report(snaps[i].size)
 		if err == nil && h.Seq != snaps[i].seq {

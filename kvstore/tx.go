@@ -100,7 +100,8 @@ type view struct {
 func (v view) live(now int64) bool { return v.ok && (v.expireAt == 0 || v.expireAt > now) }
 
 // lookup reads key through the transaction's own writes, the overlay and
-// the memtable, expired entries included.
+// the memtable, expired entries included. The value may alias a group
+// buffer: valid only while fn runs (no group finishes meanwhile).
 func (tx *Tx) lookup(key []byte) view {
 	if i, ok := tx.own[string(key)]; ok {
 		op := tx.ops[i]
@@ -112,21 +113,21 @@ func (tx *Tx) lookup(key []byte) view {
 	if tx.p.flushSeq != 0 {
 		return view{seq: tx.p.flushSeq}
 	}
-	e, ok := tx.db.mem.get(key)
+	e, ok := tx.db.mem.get(nil, key)
 	if !ok {
 		return view{seq: tx.db.mem.version(key)}
 	}
 	return view{value: e.value, expireAt: e.expireAt, seq: e.seq, ok: true}
 }
 
-// Get returns key's value as of the transaction, or ErrNotFound when it is
-// missing or expired. The slice must not be modified.
+// Get returns a copy of key's value as of the transaction, or ErrNotFound
+// when it is missing or expired.
 func (tx *Tx) Get(key []byte) ([]byte, error) {
 	v := tx.lookup(key)
 	if !v.live(tx.now) {
 		return nil, ErrNotFound
 	}
-	return v.value, nil
+	return append([]byte{}, v.value...), nil
 }
 
 // ExpiresAt returns when key expires; ok is false when it has no TTL or is missing.

@@ -15,6 +15,7 @@ package snapshot
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -109,17 +110,22 @@ type Limits struct {
 }
 
 // Read decodes a snapshot of size bytes from r, calling fn for each entry
-// in order. Key and value passed to fn are only valid during the call. The
+// in order; keys that are not strictly ascending are corruption, so every
+// key fn sees is new. Key and value passed to fn are only valid during the call. The
 // caller must discard what fn built if Read returns an error: the checksum
 // is only known at the end.
 func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expireAt int64) error) (Header, error) {
 	if size < headerSize+4 {
 		return Header{}, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
 	}
+	// The checksum is taken over the body as it is read from the file, in
+	// large blocks; entries are parsed from the buffer above it.
 	crc := crc32.New(castagnoli)
-	cr := &countingReader{r: bufio.NewReaderSize(r, 1<<20), crc: crc, left: size - 4}
+	body := &bodyReader{r: r, crc: crc, left: size - 4}
+	br := bufio.NewReaderSize(body, 1<<20)
+	remaining := func() int64 { return body.left + int64(br.Buffered()) }
 	var hdr [headerSize]byte
-	if _, err := io.ReadFull(cr, hdr[:]); err != nil {
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
 		return Header{}, fmt.Errorf("%w: header: %w", ErrCorrupt, err)
 	}
 	if string(hdr[:8]) != magic {
@@ -131,47 +137,63 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expire
 	}
 	h := Header{Seq: binary.LittleEndian.Uint64(hdr[12:]), Count: binary.LittleEndian.Uint64(hdr[20:])}
 	// Every entry takes at least two bytes: a count above that is a lie.
-	if h.Count > uint64(cr.left)/2 {
-		return Header{}, fmt.Errorf("%w: %d entries cannot fit in %d bytes", ErrCorrupt, h.Count, cr.left)
+	if h.Count > uint64(remaining())/2 {
+		return Header{}, fmt.Errorf("%w: %d entries cannot fit in %d bytes", ErrCorrupt, h.Count, remaining())
 	}
-	var buf []byte
+	var buf, prev []byte
 	for i := uint64(0); i < h.Count; i++ {
-		klen, err := binary.ReadUvarint(cr)
+		klen, err := binary.ReadUvarint(br)
 		if err != nil {
 			return h, fmt.Errorf("%w: entry %d: key length: %w", ErrCorrupt, i, err)
 		}
-		vlen, err := binary.ReadUvarint(cr)
+		vlen, err := binary.ReadUvarint(br)
 		if err != nil {
 			return h, fmt.Errorf("%w: entry %d: value length: %w", ErrCorrupt, i, err)
 		}
 		var expireAt uint64
 		if v >= 2 {
-			if expireAt, err = binary.ReadUvarint(cr); err != nil || expireAt > 1<<63-1 {
+			if expireAt, err = binary.ReadUvarint(br); err != nil || expireAt > 1<<63-1 {
 				return h, fmt.Errorf("%w: entry %d: expiry: %v", ErrCorrupt, i, err)
 			}
 		}
-		if klen > uint64(lim.MaxKey) || vlen > uint64(lim.MaxValue) || klen+vlen > uint64(cr.left) {
+		if left := remaining(); klen > uint64(lim.MaxKey) || vlen > uint64(lim.MaxValue) || klen+vlen > uint64(left) {
 			return h, fmt.Errorf("%w: entry %d: key %d and value %d bytes exceed the bounds or the %d bytes left",
-				ErrCorrupt, i, klen, vlen, cr.left)
+				ErrCorrupt, i, klen, vlen, left)
 		}
 		need := int(klen + vlen)
-		if cap(buf) < need {
-			buf = make([]byte, need)
+		var kv []byte
+		if need <= br.Size() {
+			// In the buffer: no copy. Valid until the next read, after fn.
+			if kv, err = br.Peek(need); err != nil {
+				return h, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, i, err)
+			}
+		} else {
+			if cap(buf) < need {
+				buf = make([]byte, need)
+			}
+			kv = buf[:need]
+			if _, err := io.ReadFull(br, kv); err != nil {
+				return h, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, i, err)
+			}
 		}
-		buf = buf[:need]
-		if _, err := io.ReadFull(cr, buf); err != nil {
-			return h, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, i, err)
+		// Keys are unique and in order: readers may insert without lookups.
+		if i > 0 && bytes.Compare(prev, kv[:klen]) >= 0 {
+			return h, fmt.Errorf("%w: entry %d is not after the one before it", ErrCorrupt, i)
 		}
-		if err := fn(buf[:klen], buf[klen:], int64(expireAt)); err != nil {
+		prev = append(prev[:0], kv[:klen]...)
+		if err := fn(kv[:klen:klen], kv[klen:], int64(expireAt)); err != nil {
 			return h, err
 		}
+		if need <= br.Size() {
+			br.Discard(need)
+		}
 	}
-	if cr.left != 0 {
-		return h, fmt.Errorf("%w: %d unexpected bytes after the last entry", ErrCorrupt, cr.left)
+	if n := remaining(); n != 0 {
+		return h, fmt.Errorf("%w: %d unexpected bytes after the last entry", ErrCorrupt, n)
 	}
 	want := crc.Sum32()
 	var sum [4]byte
-	if _, err := io.ReadFull(cr.r, sum[:]); err != nil {
+	if _, err := io.ReadFull(r, sum[:]); err != nil {
 		return h, fmt.Errorf("%w: checksum: %w", ErrCorrupt, err)
 	}
 	if binary.LittleEndian.Uint32(sum[:]) != want {
@@ -180,35 +202,23 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expire
 	return h, nil
 }
 
-// countingReader feeds the checksum and refuses to read past the body.
-type countingReader struct {
-	r    *bufio.Reader
+// bodyReader reads the body (everything before the checksum) from r, no
+// further, feeding the checksum as it goes.
+type bodyReader struct {
+	r    io.Reader
 	crc  hash.Hash32
 	left int64
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		return 0, io.ErrUnexpectedEOF
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
 	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
 	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	c.crc.Write(p[:n])
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	b.crc.Write(p[:n])
 	return n, err
-}
-
-func (c *countingReader) ReadByte() (byte, error) {
-	if c.left <= 0 {
-		return 0, io.ErrUnexpectedEOF
-	}
-	b, err := c.r.ReadByte()
-	if err != nil {
-		return 0, err
-	}
-	c.left--
-	c.crc.Write([]byte{b})
-	return b, nil
 }

@@ -108,3 +108,15 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		}
 	})
 }
+
+func TestSnapshot_KeysOutOfOrderAreCorruptEvenWithAGoodChecksum(t *testing.T) {
+	for _, entries := range [][]Entry{
+		{{Key: "b"}, {Key: "a"}},
+		{{Key: "a"}, {Key: "a"}},
+	} {
+		b := encode(t, 1, entries)
+		if _, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, _ int64) error { return nil }); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("keys %q, %q: err = %v, want ErrCorrupt", entries[0].Key, entries[1].Key, err)
+		}
+	}
+}

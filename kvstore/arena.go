@@ -1,0 +1,225 @@
+package kvstore
+
+import (
+	"encoding/binary"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// The arena holds the memtable's records — key, value, expiry and version —
+// in large pointer-free chunks, addressed by 48-bit references, so a key
+// costs the garbage collector nothing and no allocation of its own.
+// Records live in slots of size classes; a freed slot is reused by the next
+// record of its class, so overwrites do not grow the heap.
+//
+// Invariant: a slot is reused only when nothing can still read it — no
+// index points to it (the leader frees a record after removing it from the
+// hash index and the tree, under their locks, so no reader holds it), and
+// no frozen view (a snapshot being written) or load in progress exists
+// that was taken while it was live: frees during a hold wait in deferred
+// until the last hold is released. Only the leader (or the loader) writes.
+//
+// Record layout: seq u64, expireAt i64, klen u32, vlen u32, key, value.
+
+type ref uint64
+
+const (
+	chunkBits   = 22
+	chunkSize   = 1 << chunkBits // 4 MiB
+	recordHead  = 8 + 8 + 4 + 4
+	refBits     = 48
+	refMask     = 1<<refBits - 1
+	maxClassLen = chunkSize / 4 // larger records get a chunk of their own
+)
+
+// sizeClasses are the slot sizes: every multiple of 8 up to 512 bytes (so
+// records of one size waste nothing), then steps of 1/8 up to maxClassLen.
+var sizeClasses = func() []int {
+	var s []int
+	for n := 8; n <= 512; n += 8 {
+		s = append(s, n)
+	}
+	for n := 512; n < maxClassLen; {
+		n += n / 8
+		n = (n + 7) &^ 7
+		s = append(s, min(n, maxClassLen))
+	}
+	return s
+}()
+
+func classOf(n int) int { return sort.SearchInts(sizeClasses, n) }
+
+type arena struct {
+	// chunks is replaced (copied) when a chunk is added, so readers load it
+	// without a lock.
+	chunks atomic.Pointer[[][]byte]
+
+	mu       sync.Mutex // guards the allocation state below
+	cur      int        // chunk being filled
+	off      int        // next free byte in it
+	free     [][]ref    // per class
+	holds    int
+	deferred []ref
+	// bigFree are chunk indexes of large records, reused for the next one.
+	bigFree []int
+	// slotBytes is the memory held by live slots.
+	slotBytes atomic.Int64
+}
+
+func newArena() *arena {
+	a := &arena{free: make([][]ref, len(sizeClasses)), cur: -1}
+	empty := [][]byte{}
+	a.chunks.Store(&empty)
+	return a
+}
+
+func recordSize(key, value []byte) int { return recordHead + len(key) + len(value) }
+
+// alloc stores a record and returns its reference. Leader only.
+func (a *arena) alloc(key, value []byte, expireAt int64, seq uint64) ref {
+	n := recordSize(key, value)
+	a.mu.Lock()
+	r := a.slot(n)
+	a.mu.Unlock()
+	b := a.bytes(r, n)
+	binary.LittleEndian.PutUint64(b[0:], seq)
+	binary.LittleEndian.PutUint64(b[8:], uint64(expireAt))
+	binary.LittleEndian.PutUint32(b[16:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(b[20:], uint32(len(value)))
+	copy(b[recordHead:], key)
+	copy(b[recordHead+len(key):], value)
+	return r
+}
+
+// slot finds room for n bytes. Called with mu held.
+func (a *arena) slot(n int) ref {
+	if n > maxClassLen {
+		return a.bigSlot(n)
+	}
+	c := classOf(n)
+	size := sizeClasses[c]
+	a.slotBytes.Add(int64(size))
+	if l := a.free[c]; len(l) > 0 {
+		r := l[len(l)-1]
+		a.free[c] = l[:len(l)-1]
+		return r
+	}
+	if a.cur < 0 || a.off+size > chunkSize {
+		a.cur = a.addChunk(make([]byte, chunkSize))
+		a.off = 0
+		if a.cur == 0 {
+			a.off = 8 // ref 0 means "none"
+		}
+	}
+	r := ref(a.cur)<<chunkBits | ref(a.off)
+	a.off += size
+	return r
+}
+
+// bigSlot gives a large record a chunk of its own.
+func (a *arena) bigSlot(n int) ref {
+	a.slotBytes.Add(int64(n))
+	buf := make([]byte, n)
+	if l := len(a.bigFree); l > 0 {
+		i := a.bigFree[l-1]
+		a.bigFree = a.bigFree[:l-1]
+		a.setChunk(i, buf)
+		return ref(i) << chunkBits
+	}
+	return ref(a.addChunk(buf)) << chunkBits
+}
+
+func (a *arena) addChunk(c []byte) int {
+	old := *a.chunks.Load()
+	next := make([][]byte, len(old)+1)
+	copy(next, old)
+	next[len(old)] = c
+	a.chunks.Store(&next)
+	return len(old)
+}
+
+func (a *arena) setChunk(i int, c []byte) {
+	old := *a.chunks.Load()
+	next := make([][]byte, len(old))
+	copy(next, old)
+	next[i] = c
+	a.chunks.Store(&next)
+}
+
+// bytes is the n bytes at r.
+func (a *arena) bytes(r ref, n int) []byte {
+	c := (*a.chunks.Load())[r>>chunkBits]
+	off := int(r & (chunkSize - 1))
+	return c[off : off+n : off+n]
+}
+
+// at is the chunk from r's record on.
+func (a *arena) at(r ref) []byte {
+	return (*a.chunks.Load())[r>>chunkBits][r&(chunkSize-1):]
+}
+
+// record returns the parts of the record at r; key and value alias the arena.
+func (a *arena) record(r ref) (key, value []byte, expireAt int64, seq uint64) {
+	b := a.at(r)
+	seq = binary.LittleEndian.Uint64(b[0:])
+	expireAt = int64(binary.LittleEndian.Uint64(b[8:]))
+	klen := int(binary.LittleEndian.Uint32(b[16:]))
+	vlen := int(binary.LittleEndian.Uint32(b[20:]))
+	end := recordHead + klen + vlen
+	return b[recordHead : recordHead+klen : recordHead+klen], b[recordHead+klen : end : end], expireAt, seq
+}
+
+func (a *arena) key(r ref) []byte {
+	b := a.at(r)
+	end := recordHead + int(binary.LittleEndian.Uint32(b[16:]))
+	return b[recordHead:end:end]
+}
+
+// release frees the slot at r, or defers it while a hold exists. Leader only.
+func (a *arena) release(r ref) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.holds > 0 {
+		a.deferred = append(a.deferred, r)
+		return
+	}
+	a.freeLocked(r)
+}
+
+func (a *arena) freeLocked(r ref) {
+	k, v, _, _ := a.record(r)
+	n := recordHead + len(k) + len(v)
+	if n > maxClassLen {
+		a.slotBytes.Add(-int64(n))
+		i := int(r >> chunkBits)
+		a.setChunk(i, nil) // the garbage collector takes it back
+		a.bigFree = append(a.bigFree, i)
+		return
+	}
+	c := classOf(n)
+	a.slotBytes.Add(-int64(sizeClasses[c]))
+	a.free[c] = append(a.free[c], r)
+}
+
+// hold keeps every slot live now from reuse until the returned function is
+// called (once).
+func (a *arena) hold() (unhold func()) {
+	a.mu.Lock()
+	a.holds++
+	a.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.holds--
+			if a.holds == 0 {
+				for _, r := range a.deferred {
+					a.freeLocked(r)
+				}
+				a.deferred = nil
+			}
+		})
+	}
+}
