@@ -309,7 +309,7 @@ func TestStringCommands_RedisSemantics(t *testing.T) {
 	check("SET XX on a missing key", ok, false, err)
 	old, err := c.SetArgs(ctx, "k", "v3", redis.SetArgs{Get: true}).Result()
 	check("SET GET", old, "v1", err)
-	old, err = c.GetSet(ctx, "k", "v4").Result()
+	old, err = c.Do(ctx, "GETSET", "k", "v4").Text()
 	check("GETSET", old, "v3", err)
 	old, err = c.GetDel(ctx, "k").Result()
 	check("GETDEL", old, "v4", err)

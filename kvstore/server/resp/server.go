@@ -213,7 +213,11 @@ type client struct {
 	batchAt    int // where the run's first reply starts in out.buf
 	batchBytes int
 	msetBatch  kvstore.Batch // reused for MSET
+	scratch    []byte        // reused for GET's value
 }
+
+// keepScratchBytes is the largest GET buffer a connection keeps.
+const keepScratchBytes = 64 << 10
 
 func (s *Server) register(cl *client) {
 	s.clientsMu.Lock()

@@ -14,7 +14,17 @@ import (
 )
 
 func cmdGet(c *call) {
-	v, err := c.get(c.args[1])
+	var v []byte
+	var err error
+	if c.tx != nil {
+		v, err = c.tx.Get(c.args[1])
+	} else {
+		// Into the connection's scratch buffer: no allocation per GET.
+		v, err = c.s.store.GetAppend(c.cl.scratch[:0], c.args[1])
+		if cap(v) <= keepScratchBytes {
+			c.cl.scratch = v[:0]
+		}
+	}
 	switch {
 	case errors.Is(err, kvstore.ErrNotFound):
 		c.w.null()
