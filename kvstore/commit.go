@@ -22,8 +22,8 @@ import (
 // disk stays busy without waking another goroutine). Every
 // other waiter sleeps on the group's done channel. A lone writer never waits
 // for anyone, so grouping costs it nothing; a writer that enqueues without
-// waiting (WriteOptions.NoSyncWait) leaves its group to the next waiter,
-// which writes every older group first.
+// waiting (WriteOptions.NoSyncWait) leaves its group open: later records
+// join it until some writer waits for it and seals it.
 //
 // The pipeline also keeps the overlay: the newest enqueued but not yet
 // applied write of each key, so a transaction (Update) sees every write
@@ -71,16 +71,14 @@ type groupBuf struct {
 	refs []bufRef
 }
 
-var groupBuffers sync.Pool
-
 // maxPooledBuf bounds the buffers kept for reuse (a huge batch's are not).
 const maxPooledBuf = 1 << 20
 
 // recycle hands a finished group's buffers to the pool; called with mu held.
-func recycle(g *group) {
+func (p *commitPipeline) recycle(g *group) {
 	if cap(g.buf) <= maxPooledBuf {
 		clear(g.muts)
-		groupBuffers.Put(&groupBuf{buf: g.buf[:0], muts: g.muts[:0], refs: g.refs[:0]})
+		p.buffers.Put(&groupBuf{buf: g.buf[:0], muts: g.muts[:0], refs: g.refs[:0]})
 	}
 	g.buf, g.muts, g.refs = nil, nil, nil
 }
@@ -115,6 +113,8 @@ type commitPipeline struct {
 	nextSeq          uint64
 	failed           error // sticky: the first write or sync error
 
+	buffers sync.Pool // of *groupBuf
+
 	overlay map[string]pendingWrite
 	// flushSeq is the sequence number of the newest enqueued flush that is
 	// not yet applied (0: none): below the overlay, keys read as missing.
@@ -144,7 +144,7 @@ func (p *commitPipeline) enqueue(encode func(g *group, seq uint64) error) (*grou
 	fresh := g == nil
 	if fresh {
 		g = &group{}
-		if b, ok := groupBuffers.Get().(*groupBuf); ok {
+		if b, ok := p.buffers.Get().(*groupBuf); ok {
 			g.buf, g.muts, g.refs = b.buf[:0], b.muts[:0], b.refs[:0]
 		}
 	}
@@ -283,7 +283,7 @@ func (p *commitPipeline) writeQueued(enough func() bool) {
 		}
 		g.finished, g.err = true, err
 		p.writing = nil
-		recycle(g)
+		p.recycle(g)
 		if g.done != nil {
 			close(g.done)
 		}

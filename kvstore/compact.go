@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/devkit-go/devkit/kvstore/internal/snapshot"
 	"github.com/devkit-go/devkit/kvstore/internal/vfs"
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
@@ -166,14 +164,7 @@ func writeSnapshotTo(ctx context.Context, fs vfs.FS, dir string, view frozen, lo
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot: %w", err)
 	}
-	pull, stop := iter.Pull(func(yield func(snapshot.Entry) bool) {
-		view.each(func(key string, value []byte, expireAt int64) bool {
-			return yield(snapshot.Entry{Key: key, Value: value, ExpireAt: expireAt})
-		})
-	})
-	next := func() (snapshot.Entry, bool) { return pull() }
-	n, err := snapshot.Write(ctx, &syncEvery{f: f, every: snapshotSyncBytes}, snapshot.Header{Seq: view.seq, Count: uint64(view.count)}, next)
-	stop()
+	n, err := writeFrozen(ctx, &syncEvery{f: f, every: snapshotSyncBytes}, view)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -285,32 +276,14 @@ func (db *DB) Checkpoint(ctx context.Context, dst string) (SnapshotInfo, error) 
 	if err := fs.MkdirAll(dst, 0o755); err != nil {
 		return SnapshotInfo{}, fmt.Errorf("kvstore: checkpoint: %w", err)
 	}
-	db.mu.Lock()
-	if db.closing {
-		db.mu.Unlock()
-		return SnapshotInfo{}, ErrClosed
-	}
-	db.bg.Add(1) // Close waits for us and cancels our context
-	db.mu.Unlock()
-	defer db.bg.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(db.bgCtx, cancel)
-	defer stop()
-
 	start := time.Now()
-	var view frozen
-	err := db.pipe.exclusive(func() error {
-		if err := db.failure(); err != nil {
-			return err
-		}
-		view = db.mem.freeze()
-		return nil
-	})
+	ctx, cancel := db.untilClose(ctx)
+	defer cancel()
+	view, release, err := db.freezeForCheckpoint(ctx)
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
-	defer view.release()
+	defer release()
 	info, err := writeSnapshotTo(ctx, fs, dst, view, db.opts.Logger)
 	if err != nil {
 		return info, fmt.Errorf("kvstore: checkpoint: %w", err)

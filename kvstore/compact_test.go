@@ -1,6 +1,7 @@
 package kvstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -188,4 +189,71 @@ func TestCheckpoint_IsAConsistentCopyWhileWritersGoOn(t *testing.T) {
 	if _, err := db.Checkpoint(context.Background(), dst); err == nil {
 		t.Fatal("a checkpoint into a non-empty directory was accepted")
 	}
+}
+
+func TestStreamCheckpoint_RestoresToAStoreThatOpensAndVerifies(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{Sync: SyncNone})
+	setRange(t, db, 0, 100)
+	if err := db.SetWithTTL([]byte("ttl"), []byte("v"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // writers keep going during the stream
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := db.Set([]byte(fmt.Sprintf("w%06d", i)), []byte("x")); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var stream bytes.Buffer
+	info, err := db.StreamCheckpoint(context.Background(), &stream)
+	close(stop)
+	<-done
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A damaged stream is refused and leaves nothing behind.
+	bad := bytes.Clone(stream.Bytes())
+	bad[len(bad)/2] ^= 1
+	badDir := filepath.Join(t.TempDir(), "bad")
+	if _, err := RestoreCheckpoint(bytes.NewReader(bad), badDir); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("restoring a damaged stream: %v, want ErrCorrupt", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(badDir, "*")); len(left) != 0 {
+		t.Fatalf("a refused restore left %v", left)
+	}
+	dir := filepath.Join(t.TempDir(), "restored")
+	got, err := RestoreCheckpoint(&stream, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Seq != info.Seq || got.Keys != info.Keys || filepath.Base(got.Path) != info.Path {
+		t.Fatalf("restored %+v, streamed %+v", got, info)
+	}
+	if _, err := Verify(dir, Options{}); err != nil {
+		t.Fatalf("Verify(restored) = %v", err)
+	}
+	cp := openT(t, dir, Options{})
+	defer cp.Close()
+	wantPrefix(t, cp, 100, 100)
+	if _, ok := cp.ExpiresAt([]byte("ttl")); !ok {
+		t.Fatal("the TTL did not survive the checkpoint")
+	}
+	n := info.Keys - 101
+	for i := 0; i < n+5; i++ {
+		_, err := cp.Get([]byte(fmt.Sprintf("w%06d", i)))
+		if (i < n) != (err == nil) {
+			t.Fatalf("checkpoint of %d keys: w%06d present=%v: not a consistent cut", info.Keys, i, err == nil)
+		}
+	}
+	mustSet(t, cp, "after", "1") // the restored store takes writes
 }

@@ -230,6 +230,25 @@ func (m *memtable) meta(key []byte) (entry, bool) {
 	return entry{expireAt: exp, seq: seq}, true
 }
 
+// memoryBytes estimates the memory the memtable holds: arena chunks, hash
+// slots, and 8 bytes per B-tree item (node overhead aside).
+func (m *memtable) memoryBytes() int64 {
+	var n int64
+	for _, c := range *m.arena.chunks.Load() {
+		n += int64(cap(c))
+	}
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.RLock()
+		n += int64(len(s.slots)) * 8
+		s.mu.RUnlock()
+	}
+	m.treeMu.RLock()
+	n += int64(m.tree.Len()) * 8
+	m.treeMu.RUnlock()
+	return n
+}
+
 // countRead records a hit or a miss of a point read in s.
 func (s *shard) countRead(hit bool) {
 	if hit {

@@ -183,3 +183,19 @@ func TestLoader_OverwritingLogDoesNotHoldEveryVersion(t *testing.T) {
 		t.Fatalf("tree holds %d keys, want %d", len(page), keys)
 	}
 }
+
+func TestStats_MemoryBytesCoversTheData(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{Sync: SyncNone})
+	defer db.Close()
+	var b Batch
+	for i := 0; i < 50000; i++ {
+		b.Set(fmt.Appendf(nil, "key:%012d", i), bytes.Repeat([]byte("v"), 100))
+	}
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	if st.MemoryBytes < st.DataBytes || st.MemoryBytes > 2*st.DataBytes+8<<20 {
+		t.Fatalf("MemoryBytes %d for %d bytes of keys and values", st.MemoryBytes, st.DataBytes)
+	}
+}

@@ -129,6 +129,14 @@ type Options struct {
 	clock func() time.Time
 }
 
+// withDefaultsFS is the file system of the default options.
+func (o Options) withDefaultsFS() vfs.FS {
+	if o.fs == nil {
+		return vfs.OS{}
+	}
+	return o.fs
+}
+
 // now is the time expiry is judged by.
 func (o *Options) now() time.Time {
 	if o.clock != nil {

@@ -27,10 +27,13 @@ type counters struct {
 
 // Stats is a point-in-time view of the engine's counters.
 type Stats struct {
-	Keys       int64  `json:"keys"`
-	DataBytes  int64  `json:"data_bytes"` // sum of key and value lengths
-	Seq        uint64 `json:"seq"`        // last acknowledged sequence number
-	SyncPolicy string `json:"sync_policy"`
+	Keys      int64 `json:"keys"`
+	DataBytes int64 `json:"data_bytes"` // sum of key and value lengths
+	// MemoryBytes is what the memtable holds: its arena chunks, hash slots
+	// and B-tree items (for INFO memory).
+	MemoryBytes int64  `json:"memory_bytes"`
+	Seq         uint64 `json:"seq"` // last acknowledged sequence number
+	SyncPolicy  string `json:"sync_policy"`
 
 	Sets    uint64 `json:"sets"`
 	Deletes uint64 `json:"deletes"`
@@ -70,6 +73,7 @@ func (db *DB) Stats() Stats {
 	s := Stats{
 		Keys:               db.mem.keys.Load(),
 		DataBytes:          db.mem.bytes.Load(),
+		MemoryBytes:        db.mem.memoryBytes(),
 		SyncPolicy:         db.opts.Sync.String(),
 		Sets:               c.sets.Load(),
 		Deletes:            c.deletes.Load(),
