@@ -64,6 +64,10 @@ type Config struct {
 	// on its own). /health stays open for load balancers.
 	Password string
 
+	// Bound, when set, holds the listeners (from Bind) instead of the
+	// addresses above.
+	Bound *Bound
+
 	// ShutdownTimeout bounds the drain of in-flight requests. 10s when zero.
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
@@ -132,8 +136,23 @@ func New(store backend.Store, cfg Config) *Server {
 // Metrics are the counters every listener shares.
 func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
-// Listen binds every configured address; on failure nothing stays bound.
-func (s *Server) Listen(ctx context.Context) error {
+// Bound holds listeners bound before the server exists: `devkit kv serve`
+// binds (and reports a port conflict) before the engine's recovery, which
+// may take seconds.
+type Bound struct{ HTTP, TCP, RESP net.Listener }
+
+// Close closes every listener that is set.
+func (b *Bound) Close() {
+	for _, ln := range []net.Listener{b.HTTP, b.TCP, b.RESP} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// Bind binds cfg's addresses; on failure nothing stays bound. Pass the
+// result as Config.Bound.
+func Bind(ctx context.Context, cfg Config) (*Bound, error) {
 	var lc net.ListenConfig
 	bind := func(name, addr string) (net.Listener, error) {
 		if addr == "" {
@@ -145,20 +164,31 @@ func (s *Server) Listen(ctx context.Context) error {
 		}
 		return ln, nil
 	}
+	b := &Bound{}
 	var err error
-	if s.httpLn, err = bind("http", s.cfg.HTTPAddr); err == nil {
-		if s.tcpLn, err = bind("tcp", s.cfg.TCPAddr); err == nil {
-			s.respLn, err = bind("resp", s.cfg.RESPAddr)
+	if b.HTTP, err = bind("http", cfg.HTTPAddr); err == nil {
+		if b.TCP, err = bind("tcp", cfg.TCPAddr); err == nil {
+			b.RESP, err = bind("resp", cfg.RESPAddr)
 		}
 	}
 	if err != nil {
-		for _, ln := range []net.Listener{s.httpLn, s.tcpLn, s.respLn} {
-			if ln != nil {
-				ln.Close()
-			}
-		}
-		return err
+		b.Close()
+		return nil, err
 	}
+	return b, nil
+}
+
+// Listen binds every configured address (or takes Config.Bound); on
+// failure nothing stays bound.
+func (s *Server) Listen(ctx context.Context) error {
+	b := s.cfg.Bound
+	if b == nil {
+		var err error
+		if b, err = Bind(ctx, s.cfg); err != nil {
+			return err
+		}
+	}
+	s.httpLn, s.tcpLn, s.respLn = b.HTTP, b.TCP, b.RESP
 	if s.httpLn != nil && s.cfg.HTTPMaxConns > 0 {
 		s.httpLn = newLimitListener(s.httpLn, s.cfg.HTTPMaxConns, s.cfg.HTTPMaxConnsPerIP, s.metrics, s.cfg.Logger)
 	}

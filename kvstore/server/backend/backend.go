@@ -15,6 +15,8 @@ import (
 // it; tests wrap a real engine in it to inject faults.
 type Store interface {
 	Get(key []byte) ([]byte, error)
+	// GetAppend appends key's value to dst (no allocation when dst has room).
+	GetAppend(dst, key []byte) ([]byte, error)
 	Has(key []byte) (bool, error)
 	Set(key, value []byte) error
 	Delete(key []byte) error
@@ -34,6 +36,8 @@ type Store interface {
 	// Checkpoint writes a consistent copy of the store into dst.
 	Checkpoint(ctx context.Context, dst string) (kvstore.SnapshotInfo, error)
 	Limits() kvstore.Limits
+	// Dir is the data directory.
+	Dir() string
 	SyncPolicy() kvstore.SyncPolicy
 	Scan(opts kvstore.ScanOptions) (kvstore.ScanPage, error)
 	Len() int

@@ -73,3 +73,64 @@ func BenchmarkFrontLatency(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHTTPGetVsBareHandler compares the p50 latency of GET /keys/{key}
+// (100-byte values) with a bare net/http handler that writes a constant
+// 100-byte body, on loopback with keep-alive, alternating the two servers
+// in rounds so that machine load hits both alike. It reports both p50s and
+// their ratio (ours/bare).
+func BenchmarkHTTPGetVsBareHandler(b *testing.B) {
+	db, err := kvstore.Open(b.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, Logger: servertest.Logger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	value := []byte(strings.Repeat("v", 100))
+	for i := range 1000 {
+		db.Set([]byte("key:"+strconv.Itoa(i)), value)
+	}
+	ours := httptest.NewServer(httpapi.New(db, httpapi.Options{Logger: servertest.Logger(b)}))
+	defer ours.Close()
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(value)
+	}))
+	defer bare.Close()
+	get := func(c *http.Client, url string) error {
+		resp, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+	const rounds = 5
+	per := max(b.N/rounds, 200)
+	var oursLat, bareLat []time.Duration
+	b.ResetTimer()
+	for r := range rounds {
+		for _, side := range []struct {
+			srv *httptest.Server
+			lat *[]time.Duration
+		}{{ours, &oursLat}, {bare, &bareLat}} {
+			c := side.srv.Client()
+			for i := range per {
+				url := side.srv.URL + "/keys/key:" + strconv.Itoa((r*per+i)%1000)
+				t0 := time.Now()
+				if err := get(c, url); err != nil {
+					b.Fatal(err)
+				}
+				*side.lat = append(*side.lat, time.Since(t0))
+			}
+		}
+	}
+	b.StopTimer()
+	p50 := func(l []time.Duration) float64 {
+		slices.Sort(l)
+		return float64(l[len(l)/2].Nanoseconds())
+	}
+	o, bb := p50(oursLat), p50(bareLat)
+	b.ReportMetric(o, "ours-p50-ns")
+	b.ReportMetric(bb, "bare-p50-ns")
+	b.ReportMetric(o/bb, "ours/bare")
+}

@@ -262,7 +262,12 @@ func (h *Handler) serveKey(w http.ResponseWriter, r *http.Request, escaped strin
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, key []byte) {
-	v, err := h.store.Get(key)
+	buf := h.bufs.Get().(*bytes.Buffer)
+	defer h.putBuf(buf)
+	v, err := h.store.GetAppend(buf.AvailableBuffer(), key)
+	if cap(v) > buf.Cap() {
+		*buf = *bytes.NewBuffer(v[:0]) // keep the larger buffer for the next request
+	}
 	if err != nil {
 		writeEngineError(w, err)
 		return

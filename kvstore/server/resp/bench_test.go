@@ -71,45 +71,80 @@ func BenchmarkGoRedis(b *testing.B) {
 	}
 }
 
-// BenchmarkRedisBenchmarkSET runs `redis-benchmark -t set -c 50` against our
-// server and, in the same run, against a real redis-server with the matching
-// durability (appendfsync always / no), and reports both rates and their
-// ratio. It needs redis-benchmark and redis-server; without them it skips.
+// BenchmarkRedisBenchmarkSET runs redis-benchmark (-c 50 -d 100) against
+// our server and, in the same run, against a real redis-server configured
+// for the matching durability, alternating the two 3 times and reporting
+// the medians and their ratio (ours/redis) per case:
+//
+//	SET/sync=always     vs redis appendonly yes, appendfsync always
+//	SET/sync=none       vs redis without persistence (appendonly no, save "")
+//	GET                 vs redis without persistence
+//	SET-P16/sync=always pipelined 16 deep, vs appendfsync always
+//
+// It needs redis-benchmark and redis-server; without them it skips (fails
+// under CI=true).
 func BenchmarkRedisBenchmarkSET(b *testing.B) {
 	benchTool := requireTool(b, "redis-benchmark")
 	redisServer := requireTool(b, "redis-server")
-	for _, mode := range []struct {
-		policy      kvstore.SyncPolicy
-		appendfsync string
-	}{{kvstore.SyncAlways, "always"}, {kvstore.SyncNone, "no"}} {
-		b.Run("sync="+mode.policy.String(), func(b *testing.B) {
+	noPersistence := []string{"--appendonly", "no", "--save", ""}
+	always := []string{"--appendonly", "yes", "--appendfsync", "always", "--save", ""}
+	for _, tc := range []struct {
+		name   string
+		policy kvstore.SyncPolicy
+		redis  []string
+		test   string
+		extra  []string
+	}{
+		{"SET/sync=always", kvstore.SyncAlways, always, "set", nil},
+		{"SET/sync=none", kvstore.SyncNone, noPersistence, "set", nil},
+		{"GET", kvstore.SyncNone, noPersistence, "get", nil},
+		{"SET-P16/sync=always", kvstore.SyncAlways, always, "set", []string{"-P", "16"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
 			requests := max(b.N, 20000)
-			db := openBenchDB(b, mode.policy)
+			if len(tc.extra) > 0 {
+				requests *= 4 // pipelined: more requests for the same time
+			}
+			db := openBenchDB(b, tc.policy)
 			oursAddr := start(b, db, resp.Options{})
 
 			dir := b.TempDir()
 			port := freePort(b)
-			srv := exec.Command(redisServer, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-				"--appendonly", "yes", "--appendfsync", mode.appendfsync, "--save", "")
+			srv := exec.Command(redisServer, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir}, tc.redis...)...)
 			if err := srv.Start(); err != nil {
 				b.Fatal(err)
 			}
 			defer func() { srv.Process.Kill(); srv.Wait() }()
 			redisAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 			waitListening(b, redisAddr)
+			if tc.test == "get" {
+				// GET reads keys that exist: fill both first.
+				measure(b, benchTool, oursAddr, "set", 100000, nil)
+				measure(b, benchTool, redisAddr, "set", 100000, nil)
+			}
 
 			// Alternate the two servers and keep the medians, so that load
 			// from elsewhere on the machine hits both alike.
+			// CPU time per request, ours (this process) and Redis's (its
+			// /proc stat), is reported too: unlike throughput it hardly
+			// depends on what else runs on the machine.
 			const rounds = 3
-			var ours, theirs []float64
+			var ours, theirs, oursCPU, theirsCPU []float64
 			for range rounds {
-				ours = append(ours, measureSET(b, benchTool, oursAddr, requests))
-				theirs = append(theirs, measureSET(b, benchTool, redisAddr, requests))
+				c0 := selfCPU()
+				ours = append(ours, measure(b, benchTool, oursAddr, tc.test, requests, tc.extra))
+				oursCPU = append(oursCPU, float64(selfCPU()-c0)/float64(requests))
+				r0 := procCPU(srv.Process.Pid)
+				theirs = append(theirs, measure(b, benchTool, redisAddr, tc.test, requests, tc.extra))
+				theirsCPU = append(theirsCPU, float64(procCPU(srv.Process.Pid)-r0)/float64(requests))
 			}
 			o, r := median(ours), median(theirs)
+			b.Logf("%s: ours %v, redis %v (requests/s)", tc.name, ours, theirs)
 			b.ReportMetric(o, "ours-ops/s")
 			b.ReportMetric(r, "redis-ops/s")
 			b.ReportMetric(o/r, "ours/redis")
+			b.ReportMetric(median(oursCPU), "ours-cpu-ns/op")
+			b.ReportMetric(median(theirsCPU), "redis-cpu-ns/op")
 		})
 	}
 }
@@ -120,17 +155,19 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// measureSET runs redis-benchmark -t set -c 50 and returns requests per second.
-func measureSET(b *testing.B, tool, addr string, requests int) float64 {
+// measure runs redis-benchmark -t test -c 50 -d 100 and returns requests per second.
+func measure(b *testing.B, tool, addr, test string, requests int, extra []string) float64 {
 	b.Helper()
 	host, port, _ := net.SplitHostPort(addr)
-	out, err := exec.Command(tool, "-h", host, "-p", port, "-t", "set", "-c", "50", "-n", strconv.Itoa(requests), "-r", "100000", "--csv").CombinedOutput()
+	args := append([]string{"-h", host, "-p", port, "-t", test, "-c", "50", "-d", "100", "-n", strconv.Itoa(requests), "-r", "100000", "--csv"}, extra...)
+	out, err := exec.Command(tool, args...).CombinedOutput()
 	if err != nil {
 		b.Fatalf("redis-benchmark: %v\n%s", err, out)
 	}
 	// "test","rps",...  then  "SET","41152.26",...
+	want := `"` + strings.ToUpper(test) + `"`
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, `"SET"`) {
+		if strings.HasPrefix(line, want) {
 			fields := strings.Split(line, ",")
 			rps, err := strconv.ParseFloat(strings.Trim(fields[1], `"`), 64)
 			if err != nil {
@@ -139,7 +176,7 @@ func measureSET(b *testing.B, tool, addr string, requests int) float64 {
 			return rps
 		}
 	}
-	b.Fatalf("no SET line in redis-benchmark output:\n%s", out)
+	b.Fatalf("no %s line in redis-benchmark output:\n%s", want, out)
 	return 0
 }
 

@@ -309,7 +309,7 @@ func TestStringCommands_RedisSemantics(t *testing.T) {
 	check("SET XX on a missing key", ok, false, err)
 	old, err := c.SetArgs(ctx, "k", "v3", redis.SetArgs{Get: true}).Result()
 	check("SET GET", old, "v1", err)
-	old, err = c.GetSet(ctx, "k", "v4").Result()
+	old, err = c.Do(ctx, "GETSET", "k", "v4").Text()
 	check("GETSET", old, "v3", err)
 	old, err = c.GetDel(ctx, "k").Result()
 	check("GETDEL", old, "v4", err)
@@ -474,4 +474,44 @@ func TestAuth_RequirePass(t *testing.T) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 	}
+}
+
+func TestMGet_NeverSeesHalfAnMSet(t *testing.T) {
+	db := servertest.OpenDB(t)
+	addr := start(t, db, resp.Options{})
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w := redis.NewClient(&redis.Options{Addr: addr})
+		defer w.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := strconv.Itoa(i)
+			if err := w.MSet(ctx, "x", v, "y", v, "z", v).Err(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	r := goRedis(t, addr)
+	for range 2000 {
+		got, err := r.MGet(ctx, "x", "y", "z").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != got[1] || got[1] != got[2] {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("MGET saw half an MSET: %v", got)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }

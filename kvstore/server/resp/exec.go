@@ -112,6 +112,61 @@ func (c *call) apply(b *kvstore.Batch) error {
 	return nil
 }
 
+// Bounds on a run of plain SETs collected into one batch.
+const (
+	maxRunOps   = 1024
+	maxRunBytes = 1 << 20
+)
+
+func isPlainSet(cmd *command, args [][]byte) bool { return cmd.name == "set" && len(args) == 3 }
+
+// openSet adds a plain SET to the connection's run and answers +OK, which
+// leaves only once the run is logged and durable. Sizes are checked here,
+// so that the engine refuses a run only when it cannot write at all.
+func (c *call) openSet(key, value []byte) {
+	cl, lim := c.cl, c.s.limits
+	switch {
+	case len(key) == 0:
+		c.fail(kvstore.ErrEmptyKey)
+		return
+	case len(key) > lim.MaxKeySize:
+		c.fail(fmt.Errorf("%w: %d bytes, the limit is %d", kvstore.ErrKeyTooLarge, len(key), lim.MaxKeySize))
+		return
+	case len(value) > lim.MaxValueSize:
+		c.fail(fmt.Errorf("%w: %d bytes, the limit is %d", kvstore.ErrValueTooLarge, len(value), lim.MaxValueSize))
+		return
+	}
+	if !cl.batchOpen {
+		cl.batch.Reset()
+		cl.batchOpen, cl.batchAt, cl.batchBytes = true, len(c.w.buf), 0
+	}
+	cl.batch.Set(key, value)
+	cl.batchBytes += len(key) + len(value)
+	c.w.ok()
+	if cl.batch.Len() >= maxRunOps || cl.batchBytes >= maxRunBytes {
+		cl.closeBatch()
+	}
+}
+
+// closeBatch hands the run of SETs to the engine as one record, in the
+// connection's order. If the engine refuses it, the run's replies become
+// that error and the connection closes after the flush.
+func (cl *client) closeBatch() bool {
+	if !cl.batchOpen {
+		return !cl.quit
+	}
+	cl.batchOpen = false
+	wait, err := cl.srv.store.Apply(&cl.batch, noSyncWait)
+	if err != nil {
+		cl.out.buf = cl.out.buf[:cl.batchAt]
+		engineError(&cl.out, err)
+		cl.quit = true
+		return false
+	}
+	cl.pend(wait, cl.batchAt)
+	return true
+}
+
 // pendingWrite is a write logged but not yet known durable, and where its
 // reply starts in the reply buffer.
 type pendingWrite struct {
@@ -176,6 +231,9 @@ func (s *Server) execute(cl *client, args [][]byte) {
 		cl.multiDirty = cl.multi
 		return
 	}
+	if cl.quit {
+		return // a write failed: nothing more runs on this connection
+	}
 	if !cl.authed && cmd.flags&flagNoAuth == 0 {
 		cl.out.error("NOAUTH Authentication required.")
 		cl.multiDirty = cl.multi
@@ -184,6 +242,12 @@ func (s *Server) execute(cl *client, args [][]byte) {
 	if cl.multi && cmd.flags&flagNoQueue == 0 {
 		s.queue(cl, cmd, args)
 		return
+	}
+	// A run of plain SETs goes to the engine before anything else runs.
+	if cl.batchOpen && !isPlainSet(cmd, args) {
+		if !cl.closeBatch() {
+			return
+		}
 	}
 	// A write may leave its durability pending; anything else reads what
 	// the connection wrote before, so that must be acknowledged first.

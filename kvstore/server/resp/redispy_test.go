@@ -3,6 +3,7 @@ package resp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -41,7 +42,7 @@ func TestRedisPy_TransactionsTTLsAndCounters(t *testing.T) {
 	out, err := exec.CommandContext(ctx, systemPython, "testdata/redispy_check.py", host, port).Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		t.Fatalf("redis-py script: %v\n%s", err, stderr)

@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -128,6 +129,7 @@ type Server struct {
 	conns   *connserver.Server
 	cursors *cursorTable
 	cmds    *commandSet
+	limits  kvstore.Limits
 	started time.Time
 
 	saving atomic.Bool    // a SAVE or BGSAVE runs
@@ -146,7 +148,7 @@ type Server struct {
 // NewServer returns a server over store.
 func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), cmds: newCommandSet(),
+	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), cmds: newCommandSet(), limits: store.Limits(),
 		started: time.Now(), clients: map[int64]*client{}}
 	s.conns = connserver.New(connserver.Options{
 		MaxConns:         opts.MaxConns,
@@ -187,6 +189,7 @@ func IsClosed(err error) bool { return errors.Is(err, connserver.ErrServerClosed
 // goroutine.
 type client struct {
 	clientState
+	srv         *Server
 	id          int64
 	addr, laddr string
 	created     time.Time
@@ -203,8 +206,19 @@ type client struct {
 	watched           map[string]uint64 // WATCHed key -> version
 
 	pending []pendingWrite // logged, not yet awaited
-	batch   kvstore.Batch  // reused for SET and MSET
+
+	// A run of plain SETs of one burst is collected in batch and handed to
+	// the engine as one record before anything else runs (see openSet).
+	batch      kvstore.Batch
+	batchOpen  bool
+	batchAt    int // where the run's first reply starts in out.buf
+	batchBytes int
+	msetBatch  kvstore.Batch // reused for MSET
+	scratch    []byte        // reused for GET's value
 }
+
+// keepScratchBytes is the largest GET buffer a connection keeps.
+const keepScratchBytes = 64 << 10
 
 func (s *Server) register(cl *client) {
 	s.clientsMu.Lock()
@@ -243,6 +257,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 	defer s.open.Add(-1)
 	now := time.Now()
 	cl := &client{
+		srv:     s,
 		id:      s.nextClientID.Add(1),
 		addr:    c.RemoteAddr().String(),
 		laddr:   c.LocalAddr().String(),
@@ -263,7 +278,12 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		maxRequest: s.opts.MaxRequestBytes,
 	}
 	flush := func() bool {
+		cl.closeBatch()
 		if len(cl.pending) > 0 {
+			// Let the other connections that have a request in hand log it
+			// first: the write then leads a larger group (one log write and
+			// fsync for many connections instead of one each).
+			runtime.Gosched()
 			cl.settle()
 		}
 		if len(cl.out.buf) == 0 {

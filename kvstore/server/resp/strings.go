@@ -4,6 +4,7 @@ package resp
 // update (see exec.go); a plain SET goes straight to the engine.
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -13,7 +14,17 @@ import (
 )
 
 func cmdGet(c *call) {
-	v, err := c.get(c.args[1])
+	var v []byte
+	var err error
+	if c.tx != nil {
+		v, err = c.tx.Get(c.args[1])
+	} else {
+		// Into the connection's scratch buffer: no allocation per GET.
+		v, err = c.s.store.GetAppend(c.cl.scratch[:0], c.args[1])
+		if cap(v) <= keepScratchBytes {
+			c.cl.scratch = v[:0]
+		}
+	}
 	switch {
 	case errors.Is(err, kvstore.ErrNotFound):
 		c.w.null()
@@ -69,16 +80,9 @@ func parseSetOptions(args [][]byte) (setOptions, error) {
 func cmdSet(c *call) {
 	key, value := c.args[1], c.args[2]
 	if len(c.args) == 3 && c.tx == nil {
-		// The common case needs no read: a one-write batch in the
-		// connection's order.
-		b := &c.cl.batch
-		b.Reset()
-		b.Set(key, value)
-		if err := c.apply(b); err != nil {
-			c.fail(err)
-			return
-		}
-		c.w.ok()
+		// The common case needs no read: it joins the connection's run of
+		// SETs, one engine record per burst.
+		c.openSet(key, value)
 		return
 	}
 	o, err := parseSetOptions(c.args[3:])
@@ -174,12 +178,39 @@ func getAndWrite(c *call, key, value []byte, del bool) {
 func cmdGetSet(c *call) { getAndWrite(c, c.args[1], c.args[2], false) }
 func cmdGetDel(c *call) { getAndWrite(c, c.args[1], nil, true) }
 
+// cmdMGet reads the keys in one transaction when there are several, so
+// that it never sees half of a concurrent MSET (Redis's MGET is atomic).
 func cmdMGet(c *call) {
-	c.w.array(len(c.args) - 1)
-	for _, key := range c.args[1:] {
-		// Like Redis, a key that cannot hold a value reads as nil.
-		if v, err := c.get(key); err == nil {
-			c.w.bulk(v)
+	keys := c.args[1:]
+	if c.tx != nil || len(keys) == 1 {
+		c.w.array(len(keys))
+		for _, key := range keys {
+			// Like Redis, a key that cannot hold a value reads as nil.
+			if v, err := c.get(key); err == nil {
+				c.w.bulk(v)
+			} else {
+				c.w.null()
+			}
+		}
+		return
+	}
+	values := make([][]byte, len(keys))
+	found := make([]bool, len(keys))
+	err := c.update(func(tx txn) error {
+		for i, key := range keys {
+			v, err := tx.Get(key)
+			values[i], found[i] = bytes.Clone(v), err == nil
+		}
+		return nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.array(len(keys))
+	for i := range keys {
+		if found[i] {
+			c.w.bulk(values[i])
 		} else {
 			c.w.null()
 		}
@@ -203,7 +234,7 @@ func cmdMSet(c *call) {
 		c.w.ok()
 		return
 	}
-	b := &c.cl.batch
+	b := &c.cl.msetBatch
 	b.Reset()
 	for i := 1; i < len(c.args); i += 2 {
 		b.Set(c.args[i], c.args[i+1])

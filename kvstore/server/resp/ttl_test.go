@@ -102,7 +102,7 @@ func TestGoRedis_TTLs(t *testing.T) {
 		t.Fatalf("TTL after GETEX PERSIST = %v", ttl)
 	}
 	// SETEX, PSETEX; RENAME moves the TTL.
-	c.SetEx(ctx, "se", "v", time.Hour)
+	c.Do(ctx, "SETEX", "se", 3600, "v")
 	c.Rename(ctx, "se", "se2")
 	if ttl, _ := c.TTL(ctx, "se2").Result(); ttl < 59*time.Minute {
 		t.Fatalf("RENAME lost the TTL: %v", ttl)

@@ -7,7 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -262,4 +266,122 @@ func (c *Client) Keys(ctx context.Context, opts kvstore.ScanOptions) (KeysPage, 
 	}
 	keys, next := resp.keys()
 	return KeysPage{Keys: keys, Next: next}, nil
+}
+
+// Entries returns a page of entries (key, value, expiry) in byte order, as
+// Keys pages keys: pass the returned next as opts.After for the next page.
+func (c *Client) Entries(ctx context.Context, opts kvstore.ScanOptions) (entries []kvstore.Entry, next []byte, err error) {
+	req := Request{Op: OpKeys, Limit: opts.Limit, Values: true}
+	if isText(opts.Prefix) {
+		req.Prefix = string(opts.Prefix)
+	} else {
+		req.PrefixB64 = opts.Prefix
+	}
+	if isText(opts.After) {
+		req.After = string(opts.After)
+	} else {
+		req.AfterB64 = opts.After
+	}
+	resp, err := c.call(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, next = resp.keys()
+	entries = make([]kvstore.Entry, len(resp.Entries))
+	for i, e := range resp.Entries {
+		entries[i] = e.Entry()
+	}
+	return entries, next, nil
+}
+
+// Backup streams a consistent checkpoint of the server's store into dir
+// (created; it must be empty or not exist): a data directory that
+// kvstore.Open and kvstore.Verify accept. The server's writers keep going.
+// It returns the files written.
+func (c *Client) Backup(ctx context.Context, dir string) ([]BackupFile, error) {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("tcpjson: backup: %s is not empty", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("tcpjson: backup: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return nil, c.err
+	}
+	files, err := c.backup(ctx, dir)
+	var se *Error
+	if err != nil && !errors.As(err, &se) {
+		c.err = fmt.Errorf("tcpjson: %w", err)
+		c.conn.Close()
+	}
+	return files, err
+}
+
+func (c *Client) backup(ctx context.Context, dir string) ([]BackupFile, error) {
+	deadline, _ := ctx.Deadline()
+	c.conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := c.enc.Encode(Request{Op: OpBackup}); err != nil {
+		return nil, err
+	}
+	if err := c.w.Flush(); err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, fmt.Errorf("bad reply: %w", err)
+	}
+	if !resp.OK {
+		return nil, &Error{Code: resp.Code, Message: resp.Error}
+	}
+	for _, f := range resp.Files {
+		if f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." || f.Size < 0 {
+			return nil, fmt.Errorf("bad file in the backup reply: %q", f.Name)
+		}
+		if err := receiveFile(filepath.Join(dir, f.Name), c.r, f.Size); err != nil {
+			return nil, ctxErr(ctx, err)
+		}
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, err
+	}
+	return resp.Files, nil
+}
+
+// receiveFile writes size bytes from r into path and syncs it.
+func receiveFile(path string, r io.Reader, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(f, r, size); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir makes the new files' directory entries durable (a no-op where
+// directories cannot be synced).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && runtime.GOOS != "windows" {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
 }

@@ -16,6 +16,7 @@
 //	{"op":"stats"}                                     {"ok":true,"stats":{...}}
 //	{"op":"get"}                                       {"ok":false,"error":"...","code":"empty_key"}
 //	{"op":"auth","password":"..."}                     {"ok":true}  (when the server has a password)
+//	{"op":"backup"}                                    {"ok":true,"files":[{"name":...,"size":N}]} + the files' bytes
 //
 // A value that is not valid UTF-8 travels base64-encoded as value_b64 (in
 // both directions); keys likewise as key_b64, and listed keys as keys_b64.
@@ -26,6 +27,7 @@ package tcpjson
 
 import (
 	"encoding/json"
+	"time"
 	"unicode/utf8"
 
 	"github.com/devkit-go/devkit/kvstore"
@@ -41,6 +43,9 @@ const (
 	OpStats  = "stats"
 	// OpAuth authenticates the connection when the server has a password.
 	OpAuth = "auth"
+	// OpBackup streams a checkpoint of the store: the reply lists its files,
+	// and their bytes follow the reply line, in that order.
+	OpBackup = "backup"
 )
 
 // Error codes of the protocol, beyond the engine's (see package backend).
@@ -76,6 +81,8 @@ type Request struct {
 	After     string `json:"after,omitempty"`
 	AfterB64  []byte `json:"after_b64,omitempty"`
 	Limit     int    `json:"limit,omitempty"`
+	// Values asks keys for the values and expiries too (entries).
+	Values bool `json:"values,omitempty"`
 	// Password authenticates the connection (auth only).
 	Password string `json:"password,omitempty"`
 }
@@ -96,9 +103,59 @@ type Response struct {
 	Next    *string        `json:"next,omitempty"`
 	NextB64 []byte         `json:"next_b64,omitempty"`
 	Stats   *kvstore.Stats `json:"stats,omitempty"`
+	// Entries answer keys with values: each key with its value and expiry.
+	Entries []EntryJSON `json:"entries,omitzero"`
+	// Files are the files of a backup, whose bytes follow the reply.
+	Files []BackupFile `json:"files,omitempty"`
 	// Error and Code describe a failure (OK is false).
 	Error string `json:"error,omitempty"`
 	Code  string `json:"code,omitempty"`
+}
+
+// EntryJSON is a key, its value and its expiry (unix milliseconds, 0 for
+// none); key and value as text when valid UTF-8, else base64.
+type EntryJSON struct {
+	Key        string `json:"key,omitempty"`
+	KeyB64     []byte `json:"key_b64,omitempty"`
+	Value      string `json:"value,omitempty"`
+	ValueB64   []byte `json:"value_b64,omitempty"`
+	ExpireAtMs int64  `json:"expire_at_ms,omitempty"`
+}
+
+func entryJSON(e kvstore.Entry) EntryJSON {
+	var j EntryJSON
+	if isText(e.Key) {
+		j.Key = string(e.Key)
+	} else {
+		j.KeyB64 = e.Key
+	}
+	if isText(e.Value) {
+		j.Value = string(e.Value)
+	} else {
+		j.ValueB64 = e.Value
+		if j.ValueB64 == nil {
+			j.ValueB64 = []byte{}
+		}
+	}
+	if !e.ExpiresAt.IsZero() {
+		j.ExpireAtMs = max(e.ExpiresAt.UnixMilli(), 1)
+	}
+	return j
+}
+
+// Entry returns the engine entry the JSON carries.
+func (j EntryJSON) Entry() kvstore.Entry {
+	e := kvstore.Entry{Key: pick(j.Key, j.KeyB64), Value: pick(j.Value, j.ValueB64)}
+	if j.ExpireAtMs > 0 {
+		e.ExpiresAt = time.UnixMilli(j.ExpireAtMs)
+	}
+	return e
+}
+
+// BackupFile is one file of a streamed checkpoint.
+type BackupFile struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
 }
 
 // pick returns the bytes of a field sent as text or base64.

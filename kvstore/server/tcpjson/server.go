@@ -15,6 +15,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 	"unicode/utf8"
 
@@ -172,6 +174,15 @@ func (s *Server) serveConn(c *connserver.Conn) {
 			continue
 		}
 		resp := s.handleLine(line, log, &authed)
+		if resp.OK && resp.Files != nil {
+			// A backup: the reply line, then the checkpoint's bytes.
+			err := s.streamBackup(c, w, enc, resp)
+			if err != nil {
+				log.Warn("backup stream failed", "err", err)
+				return
+			}
+			continue
+		}
 		if err := s.reply(c, w, enc, r, resp); err != nil {
 			log.Debug("write failed", "err", err)
 			return
@@ -281,10 +292,12 @@ func (s *Server) handle(req *Request) (metrics.Op, Response) {
 	case OpStats:
 		st := s.store.Stats()
 		return metrics.OpStats, Response{OK: true, Stats: &st}
+	case OpBackup:
+		return metrics.OpOther, s.checkpoint()
 	case "":
 		return metrics.OpOther, Response{Error: `missing "op"`, Code: CodeBadRequest}
 	default:
-		return metrics.OpOther, Response{Error: fmt.Sprintf("unknown op %q (want set, get, delete, ping, keys or stats)", req.Op), Code: CodeUnknownOp}
+		return metrics.OpOther, Response{Error: fmt.Sprintf("unknown op %q (want set, get, delete, ping, keys, stats, auth or backup)", req.Op), Code: CodeUnknownOp}
 	}
 }
 
@@ -362,6 +375,12 @@ func (s *Server) keys(req *Request) Response {
 	}
 	resp := Response{OK: true}
 	resp.setKeys(page.Entries, page.Next)
+	if req.Values {
+		resp.Entries = make([]EntryJSON, len(page.Entries))
+		for i, e := range page.Entries {
+			resp.Entries[i] = entryJSON(e)
+		}
+	}
 	return resp
 }
 
@@ -423,4 +442,71 @@ func hex4(b []byte, i int) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+// checkpoint writes a checkpoint of the store next to its data directory
+// (the same file system) and describes its files; streamBackup sends them
+// and removes the directory.
+func (s *Server) checkpoint() Response {
+	dir, err := os.MkdirTemp(filepath.Dir(filepath.Clean(s.store.Dir())), ".devkit-kv-backup-*")
+	if err != nil {
+		return Response{Error: "backup: " + err.Error(), Code: backend.CodeInternal}
+	}
+	if _, err := s.store.Checkpoint(context.Background(), dir); err != nil {
+		os.RemoveAll(dir)
+		return engineError(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return Response{Error: "backup: " + err.Error(), Code: backend.CodeInternal}
+	}
+	files := []BackupFile{}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !e.Type().IsRegular() {
+			continue
+		}
+		files = append(files, BackupFile{Name: e.Name(), Size: info.Size()})
+	}
+	v := dir
+	return Response{OK: true, Files: files, Value: &v}
+}
+
+// streamBackup writes the reply line and then each file's bytes, and
+// removes the checkpoint. The directory travels in Value only inside the
+// server; the client sees the file list.
+func (s *Server) streamBackup(c *connserver.Conn, w *bufio.Writer, enc *json.Encoder, resp Response) error {
+	dir := *resp.Value
+	defer os.RemoveAll(dir)
+	resp.Value = nil
+	if err := enc.Encode(resp); err != nil {
+		return err
+	}
+	for _, f := range resp.Files {
+		file, err := os.Open(filepath.Join(dir, f.Name))
+		if err != nil {
+			return err
+		}
+		// Each chunk gets its own write deadline: a large store streams
+		// for as long as it takes, a stalled reader is cut off.
+		_, err = io.CopyN(deadlineWriter{c: c, w: w}, file, f.Size)
+		file.Close()
+		if err != nil {
+			return err
+		}
+	}
+	c.ArmWrite()
+	return w.Flush()
+}
+
+// deadlineWriter arms the write deadline before each write.
+type deadlineWriter struct {
+	c *connserver.Conn
+	w *bufio.Writer
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	d.c.ArmWrite()
+	return d.w.Write(p)
 }

@@ -264,59 +264,97 @@ type Conn struct {
 	idleSince atomic.Int64
 	served    bool // a first request was read (owned by the handler)
 
-	mu       sync.Mutex
-	draining bool
+	// The deadlines are re-armed lazily: a timer update per request is a
+	// measurable share of a small request's cost, so a deadline is moved
+	// only once an eighth of its timeout has passed since it was set (a
+	// connection is closed after 7/8 to 8/8 of the timeout).
+	readArmed  int64 // unix nanos the read deadline was last set; 0: not set for the idle timeout
+	writeArmed int64
+
+	mu       sync.Mutex // orders drain against re-arming the read deadline
+	draining atomic.Bool
 }
 
 // Draining reports whether the server is shutting down: the handler must
 // not start another request.
-func (c *Conn) Draining() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.draining
-}
+func (c *Conn) Draining() bool { return c.draining.Load() }
 
 // AwaitRequest arms the idle deadline before a read that waits for the next
 // request. It returns false when the server is draining.
 func (c *Conn) AwaitRequest() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.draining {
+	if c.draining.Load() {
 		return false
 	}
 	now := time.Now()
-	c.idleSince.Store(now.UnixNano())
-	var deadline time.Time
-	if d := c.srv.opts.IdleTimeout; d > 0 {
-		deadline = now.Add(d)
+	nanos := now.UnixNano()
+	c.idleSince.Store(nanos)
+	opts := &c.srv.opts
+	if !c.served && opts.HandshakeTimeout > 0 {
+		return c.armRead(c.accepted.Add(opts.HandshakeTimeout), 0, now)
 	}
-	if d := c.srv.opts.HandshakeTimeout; d > 0 && !c.served {
-		if first := c.accepted.Add(d); deadline.IsZero() || first.Before(deadline) {
-			deadline = first
+	if opts.IdleTimeout <= 0 {
+		if c.readArmed != -1 {
+			return c.armRead(time.Time{}, -1, now)
 		}
+		return true
+	}
+	if c.readArmed > 0 && nanos-c.readArmed < int64(opts.IdleTimeout/8) {
+		return true // the deadline set a moment ago still holds
+	}
+	return c.armRead(now.Add(opts.IdleTimeout), nanos, now)
+}
+
+// armRead sets the read deadline unless the server began draining (whose
+// deadline in the past must not be overwritten).
+func (c *Conn) armRead(deadline time.Time, armed int64, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining.Load() {
+		return false
+	}
+	if d := c.srv.opts.IdleTimeout; d > 0 && !deadline.IsZero() && armed == 0 {
+		// The handshake bound: never later than the idle timeout either.
+		deadline = minTime(deadline, now.Add(d))
 	}
 	c.Conn.SetReadDeadline(deadline)
+	c.readArmed = armed
 	return true
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // RequestRead marks the connection busy: a whole request was read and is
 // being served, so the connection limit does not close it.
 func (c *Conn) RequestRead() {
-	c.served = true
+	if !c.served {
+		c.served = true
+		c.readArmed = 0 // the handshake deadline gives way to the idle timeout
+	}
 	c.idleSince.Store(0)
 }
 
 // ArmWrite sets the write deadline before a flush.
 func (c *Conn) ArmWrite() {
-	if d := c.srv.opts.WriteTimeout; d > 0 {
-		c.Conn.SetWriteDeadline(time.Now().Add(d))
+	d := c.srv.opts.WriteTimeout
+	if d <= 0 {
+		return
+	}
+	now := time.Now()
+	if nanos := now.UnixNano(); c.writeArmed == 0 || nanos-c.writeArmed >= int64(d/8) {
+		c.Conn.SetWriteDeadline(now.Add(d))
+		c.writeArmed = nanos
 	}
 }
 
 // drain marks the connection and wakes a read blocked waiting for a request.
 func (c *Conn) drain() {
 	c.mu.Lock()
-	c.draining = true
+	c.draining.Store(true)
 	c.Conn.SetReadDeadline(time.Now())
 	c.mu.Unlock()
 }

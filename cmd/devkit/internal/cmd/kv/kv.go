@@ -51,6 +51,8 @@ A key that does not exist makes get and del exit with code 3.`,
 		newPingCmd(client, nil),
 		newStatsCmd(client, nil),
 		newBenchCmd(client, nil),
+		newBackupCmd(client, nil),
+		newMigrateCmd(client, nil),
 		newVerifyCmd(ios),
 		newRepairCmd(ios),
 	)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -291,5 +292,28 @@ func TestBench_ValueTooLargeCountsErrorsAndFailsWhenAllFail(t *testing.T) {
 	_, errOut, code := run(t, nil, "", "bench", "--addr", addr, "--clients", "1", "--duration", "200ms", "--write-percent", "100", "--value-size", "1025")
 	if code != cmdutil.ExitFailure || !strings.Contains(errOut, "every request failed") || !strings.Contains(errOut, "value too large") {
 		t.Fatalf("%d %q", code, errOut)
+	}
+}
+
+func TestServe_APortConflictIsReportedBeforeTheEngineOpens(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := t.TempDir()
+	holder, err := kvstore.Open(dir, kvstore.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	ios, _, _ := streams("")
+	opts := serveDefaults(ios, dir)
+	opts.TCPAddr = busy.Addr().String()
+	// The directory is locked too: the port must be what is reported,
+	// because it is checked first.
+	err = runServe(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), "listen tcp on "+busy.Addr().String()) || errors.Is(err, kvstore.ErrLocked) {
+		t.Fatalf("serve on a busy port = %v, want the listen error before the engine opens", err)
 	}
 }

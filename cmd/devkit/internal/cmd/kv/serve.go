@@ -164,6 +164,21 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 	// instead of waiting for the drain.
 	context.AfterFunc(ctx, stop)
 
+	// Bind first: a port conflict is reported at once, not after the
+	// engine's recovery.
+	cfg := serverConfig(opts, log)
+	if opts.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	bound, err := server.Bind(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	cfg.Bound = bound
 	db, err := kvstore.Open(opts.DataDir, kvstore.Options{
 		Sync:                policy,
 		SyncInterval:        opts.SyncInterval,
@@ -174,20 +189,12 @@ func runServe(ctx context.Context, opts *ServeOptions) error {
 		Logger:              log,
 	})
 	if err != nil {
+		bound.Close()
 		return fmt.Errorf("cannot open the engine: %w", err)
 	}
 	log.Info("engine open", "dir", opts.DataDir, "keys", db.Len(), "sync", policy.String(),
 		"replayed_records", db.Stats().ReplayedRecords, "torn_tail_bytes", db.Stats().TornTailBytes)
 
-	cfg := serverConfig(opts, log)
-	if opts.TLSCert != "" {
-		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
-		if err != nil {
-			db.Close()
-			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
-		}
-		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-	}
 	srv := server.New(db, cfg)
 	if err := srv.Listen(ctx); err != nil {
 		db.Close()
