@@ -272,7 +272,7 @@ http {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	b.Cleanup(func() { stopNginx(cmd) })
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		if c, err := net.Dial("tcp", addr); err == nil {
@@ -285,6 +285,22 @@ http {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return "http://" + addr
+}
+
+// stopNginx asks the master for a fast shutdown (SIGINT), which stops its
+// workers too; a SIGKILL of the master alone would leave them running.
+func stopNginx(cmd *exec.Cmd) {
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	if err := cmd.Process.Signal(os.Interrupt); err == nil {
+		select {
+		case <-done:
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+	cmd.Process.Kill()
+	<-done
 }
 
 // BenchmarkGateway_AddedLatency sends requests one at a time, in turns

@@ -25,6 +25,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/devkit-go/devkit/ratelimit"
@@ -92,6 +93,11 @@ type Server struct {
 
 	clientSrv, adminSrv *http.Server
 	ln, adminLn         net.Listener
+	// active counts client connections with a request in progress, so a
+	// drain that runs out of time tells cut-off requests from silent
+	// connections (connected, nothing sent), which are not worth an error.
+	active     atomic.Int64
+	activeConn sync.Map // net.Conn → struct{}: the connections counted in active
 
 	stopOnce sync.Once
 }
@@ -128,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		ConnState:         s.trackConn,
 	}
 	if cfg.Admin != "" {
 		s.adminSrv = &http.Server{
@@ -337,16 +344,37 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
+func (s *Server) trackConn(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateActive:
+		if _, loaded := s.activeConn.LoadOrStore(c, struct{}{}); !loaded {
+			s.active.Add(1)
+		}
+	case http.StateIdle, http.StateHijacked, http.StateClosed:
+		// Closed straight from active: Connection: close, or the client left.
+		if _, was := s.activeConn.LoadAndDelete(c); was {
+			s.active.Add(-1)
+		}
+	}
+}
+
 // Shutdown stops the listeners and drains in-flight requests, bounded by
-// ShutdownTimeout and ctx.
+// ShutdownTimeout and ctx. Connections that never sent a request do not
+// hold it up past the timeout, nor make it an error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
 	defer cancel()
 	var err error
 	s.stopOnce.Do(func() {
 		err = s.clientSrv.Shutdown(ctx)
+		if err != nil && s.active.Load() <= 0 {
+			// Only silent connections were left: close them, no request was cut.
+			err = s.clientSrv.Close()
+		}
 		if s.adminSrv != nil {
-			err = errors.Join(err, s.adminSrv.Shutdown(ctx))
+			if aerr := s.adminSrv.Shutdown(ctx); aerr != nil {
+				err = errors.Join(err, s.adminSrv.Close())
+			}
 		}
 		if err != nil {
 			err = fmt.Errorf("gateway: requests still in flight after %v were cut off: %w", s.cfg.ShutdownTimeout, err)

@@ -289,3 +289,54 @@ func TestGateway_UpstreamConnectionsAreReused(t *testing.T) {
 		t.Fatalf("%d upstream connections for 1600 requests from 32 clients: the pool does not keep them", n)
 	}
 }
+
+// A client that connects and sends nothing does not make a stop an error
+// (nor hold it past the drain timeout); a request really in flight does.
+func TestGateway_ShutdownIgnoresSilentConnectionsNotRequests(t *testing.T) {
+	release := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-release
+		}
+	}))
+	defer upstream.Close()
+	defer close(release)
+	p, err := policy.Parse("p.yaml", []byte("rules:\n  - {name: r, paths: [/], limits: [{limit: 100, window: 1m}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		slow    bool
+		wantErr bool
+	}{{"silent connection", false, false}, {"request in flight", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: upstream.URL, Policy: p,
+				Limiter: ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{}), ShutdownTimeout: 300 * time.Millisecond,
+				Logger: discardLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := srv.Listen(ctx); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ctx) }()
+			conn, err := net.Dial("tcp", srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if c.slow {
+				fmt.Fprint(conn, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+			}
+			time.Sleep(100 * time.Millisecond)
+			cancel()
+			err = <-done
+			if (err != nil) != c.wantErr {
+				t.Fatalf("Serve after stop: %v, want an error: %v", err, c.wantErr)
+			}
+		})
+	}
+}
