@@ -17,8 +17,7 @@ func Main(ios *cmdutil.IOStreams, args []string) int {
 	if err == nil {
 		return cmdutil.ExitOK
 	}
-	// cobra reports an unknown subcommand as a plain error; it is a usage error.
-	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown shorthand flag") {
+	if isCobraUsageMistake(err) {
 		err = cmdutil.UsageError(err)
 	}
 	var ee *cmdutil.ExitError
@@ -26,4 +25,16 @@ func Main(ios *cmdutil.IOStreams, args []string) int {
 		fmt.Fprintf(ios.ErrOut, "devkit: %v\n", err)
 	}
 	return cmdutil.ExitCode(err)
+}
+
+// isCobraUsageMistake reports the mistakes cobra returns as plain errors (an
+// unknown subcommand, an unknown shorthand, a missing required flag): they
+// are usage errors, exit 2, like every other flag mistake.
+func isCobraUsageMistake(err error) bool {
+	for _, prefix := range []string{"unknown command", "unknown shorthand flag", "required flag(s)"} {
+		if strings.HasPrefix(err.Error(), prefix) {
+			return true
+		}
+	}
+	return false
 }
