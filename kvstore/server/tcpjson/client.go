@@ -344,8 +344,12 @@ func (c *Client) backup(ctx context.Context, dir string) ([]BackupFile, error) {
 	info, rerr := kvstore.RestoreCheckpoint(chunks, dir)
 	if rerr == nil {
 		// The stream must end where the checkpoint does.
-		if n, err := io.Copy(io.Discard, chunks); err != nil || n != 0 {
-			return nil, fmt.Errorf("backup stream: %d bytes after the checkpoint: %w", n, err)
+		n, err := io.Copy(io.Discard, chunks)
+		if err != nil {
+			return nil, fmt.Errorf("backup stream: %w", err)
+		}
+		if n != 0 {
+			return nil, fmt.Errorf("backup stream: %d bytes after the checkpoint", n)
 		}
 	} else if chunks.err != nil || !chunks.done {
 		return nil, ctxErr(ctx, errors.Join(rerr, chunks.err))
