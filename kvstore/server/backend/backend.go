@@ -6,6 +6,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/devkit-go/devkit/kvstore"
@@ -35,6 +36,8 @@ type Store interface {
 	FlushAll() error
 	// Checkpoint writes a consistent copy of the store into dst.
 	Checkpoint(ctx context.Context, dst string) (kvstore.SnapshotInfo, error)
+	// StreamCheckpoint writes a consistent copy of the store to w.
+	StreamCheckpoint(ctx context.Context, w io.Writer) (kvstore.SnapshotInfo, error)
 	Limits() kvstore.Limits
 	// Dir is the data directory.
 	Dir() string

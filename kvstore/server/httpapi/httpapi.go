@@ -24,6 +24,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -165,8 +166,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := metrics.OpOther
 	defer func() {
 		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				panic(p)
+			if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(p) // net/http's way to abort a response: not ours to turn into a 500
 			}
 			h.opts.Logger.Error("request panicked", "transport", "http", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
 			if !rec.wrote {

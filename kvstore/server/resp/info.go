@@ -61,8 +61,11 @@ func (s *Server) info(sections [][]byte) string {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		section("Memory")
-		line("used_memory", ms.HeapAlloc)
-		line("used_memory_human", humanBytes(ms.HeapAlloc))
+		// used_memory is the data's memory (the engine's memtable), as in
+		// Redis; the Go heap and the process's are reported beside it.
+		line("used_memory", st.MemoryBytes)
+		line("used_memory_human", humanBytes(uint64(st.MemoryBytes)))
+		line("used_memory_heap", ms.HeapAlloc)
 		line("used_memory_rss", ms.Sys-ms.HeapReleased)
 		line("used_memory_rss_human", humanBytes(ms.Sys-ms.HeapReleased))
 		line("used_memory_dataset", st.DataBytes)

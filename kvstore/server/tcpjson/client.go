@@ -10,8 +10,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
-	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -296,14 +296,12 @@ func (c *Client) Entries(ctx context.Context, opts kvstore.ScanOptions) (entries
 
 // Backup streams a consistent checkpoint of the server's store into dir
 // (created; it must be empty or not exist): a data directory that
-// kvstore.Open and kvstore.Verify accept. The server's writers keep going.
-// It returns the files written.
+// kvstore.Open and kvstore.Verify accept, stored only after its checksum
+// passed (kvstore.RestoreCheckpoint). The server's writers keep going.
+// It returns the file written.
 func (c *Client) Backup(ctx context.Context, dir string) ([]BackupFile, error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("tcpjson: backup: %s is not empty", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("tcpjson: backup: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -330,58 +328,108 @@ func (c *Client) backup(ctx context.Context, dir string) ([]BackupFile, error) {
 	if err := c.w.Flush(); err != nil {
 		return nil, ctxErr(ctx, err)
 	}
-	line, err := c.r.ReadBytes('\n')
+	resp, err := c.readResponse()
 	if err != nil {
 		return nil, ctxErr(ctx, err)
-	}
-	var resp Response
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return nil, fmt.Errorf("bad reply: %w", err)
 	}
 	if !resp.OK {
 		return nil, &Error{Code: resp.Code, Message: resp.Error}
 	}
-	for _, f := range resp.Files {
-		if f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." || f.Size < 0 {
-			return nil, fmt.Errorf("bad file in the backup reply: %q", f.Name)
-		}
-		if err := receiveFile(filepath.Join(dir, f.Name), c.r, f.Size); err != nil {
-			return nil, ctxErr(ctx, err)
-		}
+	if resp.Stream != "chunked" {
+		return nil, fmt.Errorf("bad backup reply: no stream")
 	}
-	if err := syncDir(dir); err != nil {
-		return nil, err
+	// The chunks feed RestoreCheckpoint, which checks the checksum before
+	// it keeps anything.
+	chunks := &chunkReader{r: c.r}
+	info, rerr := kvstore.RestoreCheckpoint(chunks, dir)
+	if rerr == nil {
+		// The stream must end where the checkpoint does.
+		n, err := io.Copy(io.Discard, chunks)
+		if err != nil {
+			return nil, fmt.Errorf("backup stream: %w", err)
+		}
+		if n != 0 {
+			return nil, fmt.Errorf("backup stream: %d bytes after the checkpoint", n)
+		}
+	} else if chunks.err != nil || !chunks.done {
+		return nil, ctxErr(ctx, errors.Join(rerr, chunks.err))
 	}
-	return resp.Files, nil
+	trailer, err := c.readResponse()
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	if !trailer.OK {
+		return nil, &Error{Code: trailer.Code, Message: trailer.Error}
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	files := trailer.Files
+	if len(files) == 1 {
+		files[0].Name = info.Path
+	}
+	return files, nil
 }
 
-// receiveFile writes size bytes from r into path and syncs it.
-func receiveFile(path string, r io.Reader, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+func (c *Client) readResponse() (Response, error) {
+	line, err := c.r.ReadBytes('\n')
 	if err != nil {
-		return err
+		return Response{}, err
 	}
-	if _, err := io.CopyN(f, r, size); err != nil {
-		f.Close()
-		return err
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return Response{}, fmt.Errorf("bad reply: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return resp, nil
 }
 
-// syncDir makes the new files' directory entries durable (a no-op where
-// directories cannot be synced).
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// chunkReader reads "<n>\n" + n bytes frames up to the "0\n" frame.
+type chunkReader struct {
+	r    *bufio.Reader
+	left int64
+	done bool
+	err  error
+}
+
+// maxChunk bounds one frame, so a broken server cannot make the client
+// wait for an absurd length.
+const maxChunk = 64 << 20
+
+func (cr *chunkReader) Read(p []byte) (int, error) {
+	for cr.left == 0 {
+		if cr.done {
+			return 0, io.EOF
+		}
+		if cr.err != nil {
+			return 0, cr.err
+		}
+		line, err := cr.r.ReadString('\n')
+		if err != nil {
+			cr.err = err
+			return 0, err
+		}
+		n, err := strconv.ParseInt(strings.TrimSuffix(line, "\n"), 10, 64)
+		if err != nil || n < 0 || n > maxChunk {
+			cr.err = fmt.Errorf("bad backup chunk header %q", line)
+			return 0, cr.err
+		}
+		if n == 0 {
+			cr.done = true
+			return 0, io.EOF
+		}
+		cr.left = n
+	}
+	if int64(len(p)) > cr.left {
+		p = p[:cr.left]
+	}
+	n, err := cr.r.Read(p)
+	cr.left -= int64(n)
 	if err != nil {
-		return err
+		cr.err = err
+		if errors.Is(err, io.EOF) {
+			cr.err = io.ErrUnexpectedEOF
+		}
+		return n, cr.err
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && runtime.GOOS != "windows" {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return n, nil
 }

@@ -16,7 +16,7 @@
 //	{"op":"stats"}                                     {"ok":true,"stats":{...}}
 //	{"op":"get"}                                       {"ok":false,"error":"...","code":"empty_key"}
 //	{"op":"auth","password":"..."}                     {"ok":true}  (when the server has a password)
-//	{"op":"backup"}                                    {"ok":true,"files":[{"name":...,"size":N}]} + the files' bytes
+//	{"op":"backup"}                                    {"ok":true,"stream":"chunked"} chunks {"ok":true,"files":[...]}
 //
 // A value that is not valid UTF-8 travels base64-encoded as value_b64 (in
 // both directions); keys likewise as key_b64, and listed keys as keys_b64.
@@ -43,8 +43,9 @@ const (
 	OpStats  = "stats"
 	// OpAuth authenticates the connection when the server has a password.
 	OpAuth = "auth"
-	// OpBackup streams a checkpoint of the store: the reply lists its files,
-	// and their bytes follow the reply line, in that order.
+	// OpBackup streams a checkpoint of the store: the reply line, then the
+	// checkpoint in chunks ("<n>\n" and n bytes, "0\n" at the end), then a
+	// trailer line with its file (or the error that cut it short).
 	OpBackup = "backup"
 )
 
@@ -105,7 +106,9 @@ type Response struct {
 	Stats   *kvstore.Stats `json:"stats,omitempty"`
 	// Entries answer keys with values: each key with its value and expiry.
 	Entries []EntryJSON `json:"entries,omitzero"`
-	// Files are the files of a backup, whose bytes follow the reply.
+	// Stream is "chunked" on the reply that starts a backup stream.
+	Stream string `json:"stream,omitempty"`
+	// Files are the files of a backup (its trailer).
 	Files []BackupFile `json:"files,omitempty"`
 	// Error and Code describe a failure (OK is false).
 	Error string `json:"error,omitempty"`

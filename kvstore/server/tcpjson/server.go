@@ -15,8 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -174,8 +173,8 @@ func (s *Server) serveConn(c *connserver.Conn) {
 			continue
 		}
 		resp := s.handleLine(line, log, &authed)
-		if resp.OK && resp.Files != nil {
-			// A backup: the reply line, then the checkpoint's bytes.
+		if resp.OK && resp.Stream != "" {
+			// A backup: the reply line, the checkpoint's chunks, the trailer.
 			err := s.streamBackup(c, w, enc, resp)
 			if err != nil {
 				log.Warn("backup stream failed", "err", err)
@@ -293,7 +292,7 @@ func (s *Server) handle(req *Request) (metrics.Op, Response) {
 		st := s.store.Stats()
 		return metrics.OpStats, Response{OK: true, Stats: &st}
 	case OpBackup:
-		return metrics.OpOther, s.checkpoint()
+		return metrics.OpOther, Response{OK: true, Stream: "chunked"}
 	case "":
 		return metrics.OpOther, Response{Error: `missing "op"`, Code: CodeBadRequest}
 	default:
@@ -444,60 +443,56 @@ func hex4(b []byte, i int) (rune, bool) {
 	return r, true
 }
 
-// checkpoint writes a checkpoint of the store next to its data directory
-// (the same file system) and describes its files; streamBackup sends them
-// and removes the directory.
-func (s *Server) checkpoint() Response {
-	dir, err := os.MkdirTemp(filepath.Dir(filepath.Clean(s.store.Dir())), ".devkit-kv-backup-*")
-	if err != nil {
-		return Response{Error: "backup: " + err.Error(), Code: backend.CodeInternal}
-	}
-	if _, err := s.store.Checkpoint(context.Background(), dir); err != nil {
-		os.RemoveAll(dir)
-		return engineError(err)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		return Response{Error: "backup: " + err.Error(), Code: backend.CodeInternal}
-	}
-	files := []BackupFile{}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil || !e.Type().IsRegular() {
-			continue
-		}
-		files = append(files, BackupFile{Name: e.Name(), Size: info.Size()})
-	}
-	v := dir
-	return Response{OK: true, Files: files, Value: &v}
-}
-
-// streamBackup writes the reply line and then each file's bytes, and
-// removes the checkpoint. The directory travels in Value only inside the
-// server; the client sees the file list.
+// streamBackup writes the reply line, then a checkpoint of the store in
+// chunks as the engine produces it (nothing is staged on the server's disk;
+// writers keep going), then the trailer naming the checkpoint's file.
 func (s *Server) streamBackup(c *connserver.Conn, w *bufio.Writer, enc *json.Encoder, resp Response) error {
-	dir := *resp.Value
-	defer os.RemoveAll(dir)
-	resp.Value = nil
 	if err := enc.Encode(resp); err != nil {
 		return err
 	}
-	for _, f := range resp.Files {
-		file, err := os.Open(filepath.Join(dir, f.Name))
-		if err != nil {
-			return err
-		}
-		// Each chunk gets its own write deadline: a large store streams
-		// for as long as it takes, a stalled reader is cut off.
-		_, err = io.CopyN(deadlineWriter{c: c, w: w}, file, f.Size)
-		file.Close()
-		if err != nil {
-			return err
-		}
+	cw := &chunkWriter{dw: deadlineWriter{c: c, w: w}}
+	info, err := s.store.StreamCheckpoint(context.Background(), cw)
+	if cw.err != nil {
+		return cw.err // the client is gone: nothing more can be said
+	}
+	if _, werr := w.WriteString("0\n"); werr != nil {
+		return werr
+	}
+	trailer := Response{OK: true, Files: []BackupFile{{Name: info.Path, Size: cw.total}}}
+	if err != nil {
+		trailer = engineError(err)
+	}
+	if err := enc.Encode(trailer); err != nil {
+		return err
 	}
 	c.ArmWrite()
 	return w.Flush()
+}
+
+// chunkWriter frames what it is given as "<n>\n" and n bytes.
+type chunkWriter struct {
+	dw    deadlineWriter
+	total int64
+	err   error
+}
+
+func (cw *chunkWriter) Write(p []byte) (int, error) {
+	if cw.err != nil {
+		return 0, cw.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if _, err := cw.dw.w.WriteString(strconv.Itoa(len(p)) + "\n"); err != nil {
+		cw.err = err
+		return 0, err
+	}
+	n, err := cw.dw.Write(p)
+	cw.total += int64(n)
+	if err != nil {
+		cw.err = err
+	}
+	return n, err
 }
 
 // deadlineWriter arms the write deadline before each write.

@@ -308,7 +308,7 @@ func TestServer_SilentAndHalfDoneClientsDoNotStopOthers(t *testing.T) {
 	silent.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := silent.r.ReadByte(); err == nil {
 		t.Fatal("silent connection got data instead of being closed")
-	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	} else if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 		t.Fatal("silent connection was not closed by the idle timeout")
 	}
 	if _, err := db.Get([]byte("half")); !errors.Is(err, kvstore.ErrNotFound) {

@@ -33,9 +33,10 @@ func newBackupCmd(client ClientOptions, runF func(context.Context, *BackupOption
 		Short: "Copy a running server's store into a new data directory, online",
 		Long: `Ask the server for a checkpoint — a consistent copy of every write acknowledged
 before the request, taken while writers keep going — and stream it into DIR
-(created; it must be empty). DIR is a data directory: devkit kv serve --data DIR
-opens it and devkit kv verify --data DIR passes. To restore, stop the server and
-serve the backup directory (or copy it where the data lives).`,
+(created; it must be empty). It is kept only after its checksum passed. DIR is a
+data directory: devkit kv serve --data DIR opens it and devkit kv verify --data DIR
+passes. To restore, stop the server and serve the backup directory (or copy it
+where the data lives).`,
 		Example: `  devkit kv backup --out /backups/kv-$(date +%F)
   devkit kv serve --data /backups/kv-2026-12-01 --http 127.0.0.1:4001 --tcp 127.0.0.1:5001`,
 		Args: cmdutil.NoArgs,
