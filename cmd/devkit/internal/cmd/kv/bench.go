@@ -66,7 +66,7 @@ A progress bar shows on a terminal; the summary table gives ops/s, p50, p99 and 
 	addClientFlags(cmd, &opts.ClientOptions)
 	f := cmd.Flags()
 	f.IntVar(&opts.Clients, "clients", 50, "concurrent connections")
-	f.DurationVar(&opts.Duration, "duration", 10*time.Second, "how long to run")
+	cmdutil.DurationVar(f, &opts.Duration, "duration", 10*time.Second, "how long to run")
 	f.IntVar(&opts.ValueSize, "value-size", 100, "bytes per value")
 	f.IntVar(&opts.Keys, "keys", 10000, "size of the key space (keys bench:0 .. bench:N-1)")
 	f.IntVar(&opts.WritePercent, "write-percent", 50, "share of sets among requests, in percent")

@@ -110,7 +110,7 @@ func (o *ClientOptions) dialOptions() (tcpjson.DialOptions, error) {
 // addClientFlags registers --addr and --timeout.
 func addClientFlags(cmd *cobra.Command, o *ClientOptions) {
 	cmd.Flags().StringVar(&o.Addr, "addr", server.DefaultTCPAddr, "address of the server's TCP listener (env "+AddrEnv+")")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Second, "give up on the server after this long")
+	cmdutil.DurationVar(cmd.Flags(), &o.Timeout, "timeout", 5*time.Second, "give up on the server after this long")
 	cmd.Flags().StringVar(&o.Password, "password", "", "the server's password (--requirepass; env "+PasswordEnv+")")
 	cmd.Flags().BoolVar(&o.TLS, "tls", false, "connect with TLS, trusting the system's CAs")
 	cmd.Flags().StringVar(&o.TLSCA, "tls-ca", "", "connect with TLS, trusting the CA certificates in `FILE` (PEM)")
