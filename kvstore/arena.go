@@ -176,6 +176,34 @@ func (a *arena) key(r ref) []byte {
 	return b[recordHead:end:end]
 }
 
+// held reports whether a frozen view or a load holds the arena.
+func (a *arena) held() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.holds > 0
+}
+
+// rewrite stores a new version of the record at r in its own slot when the
+// new record falls in the same size class, and reports whether it did;
+// oldValueLen is set to the length of the value it replaced. Leader only,
+// under the locks that keep readers off the slot.
+func (a *arena) rewrite(r ref, key, value []byte, expireAt int64, seq uint64, oldValueLen *int) bool {
+	k, v, _, _ := a.record(r)
+	*oldValueLen = len(v)
+	oldSize, newSize := recordHead+len(k)+len(v), recordSize(key, value)
+	if oldSize > maxClassLen || newSize > maxClassLen || classOf(oldSize) != classOf(newSize) {
+		return false
+	}
+	b := a.bytes(r, newSize)
+	binary.LittleEndian.PutUint64(b[0:], seq)
+	binary.LittleEndian.PutUint64(b[8:], uint64(expireAt))
+	binary.LittleEndian.PutUint32(b[16:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(b[20:], uint32(len(value)))
+	copy(b[recordHead:], key)
+	copy(b[recordHead+len(key):], value)
+	return true
+}
+
 // release frees the slot at r, or defers it while a hold exists. Leader only.
 func (a *arena) release(r ref) {
 	a.mu.Lock()

@@ -130,17 +130,6 @@ func (m *memtable) find(s *shard, h uint64, key []byte) int {
 	}
 }
 
-// put points key at r and returns the record it replaced; s.mu held.
-func (m *memtable) put(s *shard, h uint64, key []byte, r ref) (old ref) {
-	if i := m.find(s, h, key); i >= 0 {
-		old = ref(s.slots[i] & refMask)
-		s.slots[i] = tagOf(h)<<refBits | uint64(r)
-		return old
-	}
-	m.insertNew(s, h, r)
-	return 0
-}
-
 // insertNew adds an entry for a key not in s; s.mu held.
 func (m *memtable) insertNew(s *shard, h uint64, r ref) {
 	if (s.used+s.tombs+1)*5 > len(s.slots)*4 {
@@ -291,12 +280,17 @@ type mutation struct {
 }
 
 // apply makes a committed batch visible, in log order, and records seq.
+//
+// The tree lock is held for the whole group, so that a scan never reads a
+// record that is being rewritten in place, and so that no snapshot can be
+// frozen between the check that none holds the arena and the rewrite.
 func (m *memtable) apply(muts []mutation, seq uint64) {
 	ops := m.scratch[:0]
-	for i := range muts {
-		ops = append(ops, m.applyToMap(&muts[i]))
-	}
 	m.treeMu.Lock()
+	inPlace := !m.arena.held()
+	for i := range muts {
+		ops = append(ops, m.applyToMap(&muts[i], false, inPlace))
+	}
 	for i := range ops {
 		m.applyToTree(m.tree, &ops[i])
 	}
@@ -331,46 +325,65 @@ func (m *memtable) applyToTree(t *btree.BTreeG[ref], op *treeOp) {
 
 // applyToMap stores a set's record and points its shard at it, or removes
 // a deleted key, and says what the tree must do; no lock held by the caller.
-func (m *memtable) applyToMap(mu *mutation) treeOp { return m.applyToMapNew(mu, false) }
-
-// applyToMapNew is applyToMap; isNew says the key is known to be absent (a
-// snapshot's keys are unique), which spares the lookup.
-func (m *memtable) applyToMapNew(mu *mutation, isNew bool) treeOp {
+// isNew says the key is known to be absent (a snapshot's keys are unique),
+// which spares the lookup. inPlace allows an
+// overwrite to rewrite its record's slot when the new record has the same
+// size class: no new slot, no tree operation. The caller guarantees that
+// nothing can read the slot meanwhile but through the shard (held here)
+// or the tree (treeMu held by the caller), and that no frozen view exists.
+func (m *memtable) applyToMap(mu *mutation, isNew, inPlace bool) treeOp {
 	if mu.flush {
 		return treeOp{flush: true, freed: m.clearMaps(mu.seq)}
 	}
 	h := m.hash(mu.key)
 	s := m.shardOf(h)
 	var op treeOp
-	if !mu.del {
-		op.put = m.arena.alloc(mu.key, mu.value, mu.expireAt, mu.seq)
-	}
 	s.mu.Lock()
 	var oldValueLen int
 	switch {
 	case mu.del:
 		op.old = m.remove(s, h, mu.key)
 	case isNew:
+		op.put = m.arena.alloc(mu.key, mu.value, mu.expireAt, mu.seq)
 		m.insertNew(s, h, op.put)
 	default:
-		op.old = m.put(s, h, mu.key, op.put)
+		if i := m.find(s, h, mu.key); i >= 0 {
+			op.old = ref(s.slots[i] & refMask)
+			if inPlace && m.arena.rewrite(op.old, mu.key, mu.value, mu.expireAt, mu.seq, &oldValueLen) {
+				op.old = 0 // same slot: nothing for the tree, nothing to free
+				m.updateTTL(s, mu)
+				s.mu.Unlock()
+				m.account(mu, oldValueLen, true)
+				return op
+			}
+			op.put = m.arena.alloc(mu.key, mu.value, mu.expireAt, mu.seq)
+			s.slots[i] = tagOf(h)<<refBits | uint64(op.put)
+		} else {
+			op.put = m.arena.alloc(mu.key, mu.value, mu.expireAt, mu.seq)
+			m.insertNew(s, h, op.put)
+		}
 	}
 	if op.old != 0 {
 		_, v, _, _ := m.arena.record(op.old)
 		oldValueLen = len(v)
 	}
-	switch {
-	case mu.expireAt != 0 && !mu.del:
-		s.ttl[string(mu.key)] = mu.expireAt
-	case len(s.ttl) > 0:
-		delete(s.ttl, string(mu.key))
-	}
+	m.updateTTL(s, mu)
 	s.mu.Unlock()
 	if mu.del && op.old != 0 {
 		m.delSeq[h%versionBuckets].Store(mu.seq)
 	}
 	m.account(mu, oldValueLen, op.old != 0)
 	return op
+}
+
+// updateTTL keeps s.ttl in step with a set or delete; s.mu held.
+func (m *memtable) updateTTL(s *shard, mu *mutation) {
+	switch {
+	case mu.expireAt != 0 && !mu.del:
+		s.ttl[string(mu.key)] = mu.expireAt
+	case len(s.ttl) > 0:
+		delete(s.ttl, string(mu.key))
+	}
 }
 
 // clearMaps empties every shard (a flush at seq) and returns the records
@@ -493,7 +506,7 @@ func (l *loader) add(mu mutation) { l.addNew(mu, false) }
 
 // addNew is add for a key known to be absent when isNew.
 func (l *loader) addNew(mu mutation, isNew bool) {
-	op := l.m.applyToMapNew(&mu, isNew)
+	op := l.m.applyToMap(&mu, isNew, false)
 	if op.old != 0 {
 		l.m.arena.release(op.old) // deferred: the tree may not have seen it yet
 	}

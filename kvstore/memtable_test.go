@@ -43,6 +43,14 @@ func checkAgainstModel(t *testing.T, m *memtable, model map[string]modelEntry, k
 }
 
 func TestMemtable_MatchesAMapUnderRandomSetsDeletesFlushesAndSnapshots(t *testing.T) {
+	// Views held to the end keep every overwrite out of place; without
+	// them, same-class overwrites rewrite their slot in place.
+	for _, holdViews := range []bool{true, false} {
+		t.Run(fmt.Sprintf("views=%v", holdViews), func(t *testing.T) { testMemtableAgainstModel(t, holdViews) })
+	}
+}
+
+func testMemtableAgainstModel(t *testing.T, holdViews bool) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m := newMemtable()
 	model := map[string]modelEntry{}
@@ -52,6 +60,9 @@ func TestMemtable_MatchesAMapUnderRandomSetsDeletesFlushesAndSnapshots(t *testin
 	}
 	value := func() []byte {
 		n := rng.IntN(700)
+		if rng.IntN(2) == 0 {
+			n = 100 // same-size overwrites: the in-place path
+		}
 		if rng.IntN(500) == 0 {
 			n = maxClassLen + rng.IntN(1000) // a record with a chunk of its own
 		}
@@ -84,7 +95,7 @@ func TestMemtable_MatchesAMapUnderRandomSetsDeletesFlushesAndSnapshots(t *testin
 			}
 		}
 		m.apply(muts, seq)
-		if round%50 == 0 {
+		if round%50 == 0 && holdViews {
 			views = append(views, struct {
 				view frozen
 				want map[string]modelEntry
@@ -197,5 +208,24 @@ func TestStats_MemoryBytesCoversTheData(t *testing.T) {
 	st := db.Stats()
 	if st.MemoryBytes < st.DataBytes || st.MemoryBytes > 2*st.DataBytes+8<<20 {
 		t.Fatalf("MemoryBytes %d for %d bytes of keys and values", st.MemoryBytes, st.DataBytes)
+	}
+}
+
+// BenchmarkMemtableOverwrite applies one-key groups that overwrite random
+// keys of 100k with same-size values: the memtable's share of a SET.
+func BenchmarkMemtableOverwrite(b *testing.B) {
+	m := newMemtable()
+	keys := make([][]byte, 100_000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key:%012d", i)
+		m.apply([]mutation{{key: keys[i], value: benchValue, seq: uint64(i + 1)}}, uint64(i+1))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	muts := make([]mutation, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		muts[0] = mutation{key: keys[rng.IntN(len(keys))], value: benchValue, seq: uint64(len(keys) + i + 1)}
+		m.apply(muts, muts[0].seq)
 	}
 }
