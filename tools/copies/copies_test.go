@@ -21,6 +21,14 @@ var copySets = map[string][]string{
 		"ratelimit/internal/units/units.go",
 		"cmd/devkit/internal/cmdutil/duration.go",
 	},
+	"lock contention (unix)": {
+		"kvstore/internal/dirlock/trylock_unix.go",
+		"supervisor/internal/lockfile/trylock_unix.go",
+	},
+	"lock contention (windows)": {
+		"kvstore/internal/dirlock/trylock_windows.go",
+		"supervisor/internal/lockfile/trylock_windows.go",
+	},
 }
 
 var packageClause = regexp.MustCompile(`(?s)\A.*?\npackage \w+\n`)

@@ -19,29 +19,42 @@ var ErrLocked = errors.New("data directory is locked by another process")
 // Lock is a held directory lock.
 type Lock struct{ f *os.File }
 
-// Acquire takes the lock on dir or fails at once with an error wrapping
-// ErrLocked that names the holder's PID when it is known.
+// Acquire takes the lock on dir or fails at once. Contention (another owner)
+// is an error wrapping ErrLocked that names the holder's PID when it is
+// known; any other failure to lock is returned as itself.
 func Acquire(dir string) (*Lock, error) {
 	path := filepath.Join(dir, "LOCK")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := lockFile(f); err != nil {
+	if err := lockError(path, tryLock(f)); err != nil {
 		f.Close()
-		holder := "unknown PID"
-		if b, rerr := os.ReadFile(path); rerr == nil {
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
-				holder = "PID " + strconv.Itoa(pid)
-			}
-		}
-		return nil, fmt.Errorf("%w: %s is held by %s (%w)", ErrLocked, path, holder, err)
+		return nil, err
 	}
 	// Record who holds it, for the error message of the next would-be owner.
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &Lock{f: f}, nil
+}
+
+// lockError turns tryLock's answer into Acquire's error: ErrLocked, with
+// the holder, only for contention.
+func lockError(path string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, errWouldBlock):
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	holder := "unknown PID"
+	if b, rerr := os.ReadFile(path); rerr == nil {
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+			holder = "PID " + strconv.Itoa(pid)
+		}
+	}
+	return fmt.Errorf("%w: %s is held by %s", ErrLocked, path, holder)
 }
 
 // Release drops the lock.

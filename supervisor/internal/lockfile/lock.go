@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-// errWouldBlock is returned by tryLock when another holder has the lock.
-var errWouldBlock = errors.New("lock held elsewhere")
-
 // retryInterval is how often a waiting Acquire tries again.
 const retryInterval = 10 * time.Millisecond
 

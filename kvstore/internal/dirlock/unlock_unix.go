@@ -1,4 +1,4 @@
-//go:build !windows
+//go:build unix
 
 package dirlock
 
@@ -7,10 +7,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-func lockFile(f *os.File) error {
-	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-}
 
 func unlockFile(f *os.File) error {
 	return unix.Flock(int(f.Fd()), unix.LOCK_UN)

@@ -1,0 +1,12 @@
+package dirlock
+
+import (
+	"os"
+
+	"golang.org/x/sys/windows"
+)
+
+func unlockFile(f *os.File) error {
+	ol := new(windows.Overlapped)
+	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, ol)
+}
