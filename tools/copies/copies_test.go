@@ -21,6 +21,14 @@ var copySets = map[string][]string{
 		"ratelimit/internal/units/units.go",
 		"cmd/devkit/internal/cmdutil/duration.go",
 	},
+	"durable rename (unix)": {
+		"kvstore/internal/vfs/syncdir_unix.go",
+		"supervisor/internal/atomicfile/syncdir_unix.go",
+	},
+	"durable rename (windows)": {
+		"kvstore/internal/vfs/syncdir_windows.go",
+		"supervisor/internal/atomicfile/syncdir_windows.go",
+	},
 	"lock contention (unix)": {
 		"kvstore/internal/dirlock/trylock_unix.go",
 		"supervisor/internal/lockfile/trylock_unix.go",

@@ -1,6 +1,7 @@
 // Package atomicfile writes files so that a reader sees either the old
 // content or the new, never a torn mix: write a temporary file in the same
-// directory, sync it, then rename it over the target.
+// directory, sync it, rename it over the target, then sync the directory so
+// that the new name survives a crash too.
 package atomicfile
 
 import (
@@ -34,6 +35,9 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("sync the directory of %s: %w", path, err)
 	}
 	return nil
 }
