@@ -80,6 +80,9 @@ func TestStaleRecord_MembersOfALeaderlessSessionAreNotOurs(t *testing.T) {
 			}
 			h.sup.home.WriteRecord(rec)
 			h.start("app") // cleans up over the record as stop --force would
+			if _, err := h.sup.Stop(context.Background(), []string{"app"}, StopOptions{}); err != nil {
+				t.Fatal(err)
+			}
 			h.sup.home.WriteRecord(rec)
 			h.sup.Stop(context.Background(), []string{"app"}, StopOptions{Force: true})
 			time.Sleep(50 * time.Millisecond)

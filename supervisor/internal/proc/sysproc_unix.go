@@ -11,3 +11,11 @@ func DetachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: t
 // StopSignalsCatchable reports whether a process can catch (and ignore) a
 // stop signal; where it cannot, every stop is a termination.
 const StopSignalsCatchable = true
+
+// IntoCgroupAttr is DetachedAttr that also starts the process inside the
+// cgroup open as fd (Linux clone3 CLONE_INTO_CGROUP; elsewhere unused).
+func IntoCgroupAttr(fd int) *syscall.SysProcAttr {
+	attr := DetachedAttr()
+	setCgroupFD(attr, fd)
+	return attr
+}
