@@ -19,3 +19,6 @@ func IntoCgroupAttr(fd int) *syscall.SysProcAttr {
 	setCgroupFD(attr, fd)
 	return attr
 }
+
+// ShellCommand returns the system shell invocation that runs a command line.
+func ShellCommand(line string) (name string, args []string) { return "sh", []string{"-c", line} }

@@ -18,3 +18,6 @@ const StopSignalsCatchable = false
 
 // IntoCgroupAttr is DetachedAttr: Windows has no cgroups.
 func IntoCgroupAttr(fd int) *syscall.SysProcAttr { return DetachedAttr() }
+
+// ShellCommand returns the system shell invocation that runs a command line.
+func ShellCommand(line string) (name string, args []string) { return "cmd", []string{"/C", line} }
