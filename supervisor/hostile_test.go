@@ -79,7 +79,10 @@ func TestStaleRecord_MembersOfALeaderlessSessionAreNotOurs(t *testing.T) {
 				t.Fatalf("status = %+v: an unrelated session member shown as ours", st)
 			}
 			h.sup.home.WriteRecord(rec)
-			h.start("app") // cleans up over the record as stop --force would
+			app := h.start("app")[0].PID // cleans up over the record as stop --force would
+			if res, err := h.sup.Stop(context.Background(), []string{"app"}, StopOptions{}); err != nil || res[0].Outcome != StopStopped || alive(app) {
+				t.Fatalf("stop of the app started over the stale record = %+v, %v (alive %v)", res, err, alive(app))
+			}
 			h.sup.home.WriteRecord(rec)
 			h.sup.Stop(context.Background(), []string{"app"}, StopOptions{Force: true})
 			time.Sleep(50 * time.Millisecond)

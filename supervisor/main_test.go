@@ -125,6 +125,9 @@ type harness struct {
 	dir  string
 	home string
 	sup  *Supervisor
+	// started is every process h.start started, so cleanup can end one a
+	// test left untracked (it overwrote the record, say).
+	started []proc.Identity
 }
 
 // newHarness writes yaml (with {{exe}} replaced by the test binary) and
@@ -179,6 +182,13 @@ func (h *harness) cleanup() {
 	for _, n := range names {
 		h.sup.stopOne(ctx, n, StopOptions{Force: true, Timeout: 200 * time.Millisecond})
 	}
+	for _, id := range h.started {
+		if p, err := proc.Open(id); err == nil { // still that very process
+			h.t.Logf("cleanup: pid %d was left running untracked; killing it", id.PID)
+			p.Signal(proc.Kill)
+			p.Close()
+		}
+	}
 	for _, sid := range sessions {
 		members, _ := proc.SessionMembers(sid)
 		if slices.ContainsFunc(members, func(m proc.Info) bool { return m.PID == sid }) {
@@ -196,6 +206,11 @@ func (h *harness) cleanup() {
 func (h *harness) start(names ...string) []StartResult {
 	h.t.Helper()
 	res, err := h.sup.Start(context.Background(), names)
+	for _, r := range res {
+		if info, lerr := proc.Lookup(r.PID); lerr == nil {
+			h.started = append(h.started, info.Identity)
+		}
+	}
 	if err != nil {
 		h.t.Fatalf("start %v: %v", names, err)
 	}

@@ -22,6 +22,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -71,7 +73,38 @@ func RunMonitor(in io.Reader, out io.WriteCloser) int {
 		m.logger.Warn("cannot become a child subreaper; daemons that leave the session are found by token only", "err", err)
 	}
 	m.reaper = proc.NewReaper()
+	m.makeCgroup()
+	defer m.removeCgroup()
 	return m.run(ctx, out)
+}
+
+// makeCgroup gives the process a cgroup v2 of its own under the monitor's
+// cgroup, where that is writable (and not turned off with CgroupEnv).
+func (m *monitor) makeCgroup() {
+	if !proc.CgroupsAvailable || os.Getenv(state.CgroupEnv) == "off" {
+		return
+	}
+	parent, err := proc.OwnCgroupDir()
+	if err != nil {
+		return // no unified hierarchy: the subreaper tracks the tree
+	}
+	dir := filepath.Join(parent, state.CgroupPrefix+m.spec.Name+"-"+strconv.Itoa(os.Getpid()))
+	f, err := proc.MakeCgroup(dir)
+	if err != nil {
+		return // not delegated to us: the subreaper tracks the tree
+	}
+	m.cgroup, m.cgroupDir = f, dir
+}
+
+// removeCgroup removes the process's cgroup once it is empty.
+func (m *monitor) removeCgroup() {
+	if m.cgroup == nil {
+		return
+	}
+	_ = m.cgroup.Close() // a directory opened read-only
+	if err := proc.RemoveCgroup(m.cgroupDir); err != nil {
+		m.logger.Warn("remove cgroup", "dir", m.cgroupDir, "err", err)
+	}
 }
 
 type monitor struct {
@@ -82,6 +115,9 @@ type monitor struct {
 	logger  *slog.Logger
 	reaper  *proc.Reaper
 	ledger  logfile.Ledger
+	// cgroup is open on cgroupDir, the process's own cgroup, when there is one.
+	cgroup    *os.File
+	cgroupDir string
 }
 
 // run starts the process and restarts it as the policy says. ctx ends when
@@ -100,6 +136,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 				Name: m.spec.Name, Process: id, Monitor: &self.Identity, StartedAt: started,
 				Digest: m.digest, LogFile: m.spec.LogFile, StopSignal: m.spec.StopSignal,
 				StopTimeout: m.spec.StopTimeout, Restarts: restarts, Token: token, Project: m.project,
+				Cgroup: m.cgroupDir,
 			}
 			if werr := m.home.WriteRecord(rec); werr != nil {
 				m.logger.Error("write record", "err", werr)
@@ -216,7 +253,22 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 	cmd.Env = append(m.spec.Environ(), state.TokenEnv+"="+token)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = proc.DetachedAttr()
+	if m.cgroup != nil {
+		cmd.SysProcAttr = proc.IntoCgroupAttr(int(m.cgroup.Fd()))
+	}
 	exited, err := m.reaper.Start(cmd)
+	if err != nil && m.cgroup != nil {
+		// The kernel refused the cgroup (no clone3, a controller's rules):
+		// track the tree by subreaper and token instead.
+		m.logger.Warn("start in a cgroup of its own failed; tracking without it", "err", err)
+		m.removeCgroup()
+		m.cgroup, m.cgroupDir = nil, ""
+		cmd = exec.Command(m.spec.Command, m.spec.Args...)
+		cmd.Dir, cmd.Env = m.spec.Cwd, append(m.spec.Environ(), state.TokenEnv+"="+token)
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = proc.DetachedAttr()
+		exited, err = m.reaper.Start(cmd)
+	}
 	if err != nil {
 		if pipeR != nil {
 			pipeR.Close()

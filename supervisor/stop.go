@@ -308,6 +308,12 @@ func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, r
 			monitor.Close()
 		}
 	}
+	if _, err := cgroupMembers(rec); err == nil && rec.Cgroup != "" {
+		// Its monitor removes it on the way out; one that was killed cannot.
+		if err := proc.RemoveCgroup(rec.Cgroup); err != nil && !monitorAlive {
+			s.logger.Warn("remove cgroup", "name", rec.Name, "dir", rec.Cgroup, "err", err)
+		}
+	}
 	if exit, _ := s.home.ReadExit(rec.Name); exit == nil || exit.PID != rec.Process.PID {
 		// No monitor recorded this end (it was killed, or never existed).
 		// Best effort: status then says "stopped" without an exit code.

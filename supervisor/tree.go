@@ -15,6 +15,11 @@ package supervisor
 // since have named an unrelated session.
 
 import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
 	"github.com/devkit-go/devkit/supervisor/internal/proc"
 	"github.com/devkit-go/devkit/supervisor/internal/state"
 )
@@ -104,11 +109,18 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 	if rec.Monitor != nil {
 		monitor = rec.Monitor.PID
 	}
+	cg, err := cgroupMembers(rec)
+	if err != nil {
+		return ownedTree{}, err
+	}
 	if tr.monitorAlive && proc.CanTrackDescendants && !sc.preferTable {
-		// A subreaper's tree holds every descendant: nothing else to find.
+		// A subreaper's tree holds every descendant: nothing else to find
+		// (beyond the cgroup, which holds them all too).
 		if desc, err := proc.DescendantsOf(monitor); err == nil {
-			for _, p := range desc {
-				if p.PID != leader {
+			seen := map[int]bool{leader: true}
+			for _, p := range append(desc, cg...) {
+				if !seen[p.PID] {
+					seen[p.PID] = true
 					tr.members = append(tr.members, p)
 				}
 			}
@@ -125,6 +137,9 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 			ours[p.PID] = true
 			tr.members = append(tr.members, p)
 		}
+	}
+	for _, p := range cg {
+		add(p)
 	}
 	if tr.monitorAlive {
 		for _, p := range sc.descendants(monitor) {
@@ -164,6 +179,21 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 		consider(p, p.Session == leader || p.PGID == leader)
 	}
 	return tr, nil
+}
+
+// cgroupMembers lists the processes of rec's cgroup, which are ours
+// whatever their session or parent: the monitor made the cgroup and put
+// the process into it at spawn. A record naming a cgroup the supervisor
+// would not have made is not followed.
+func cgroupMembers(rec *state.ProcessRecord) ([]proc.Info, error) {
+	if rec.Cgroup == "" {
+		return nil, nil
+	}
+	base := filepath.Base(rec.Cgroup)
+	if !strings.HasPrefix(base, state.CgroupPrefix+rec.Name+"-") || rec.Monitor == nil || base != state.CgroupPrefix+rec.Name+"-"+strconv.Itoa(rec.Monitor.PID) {
+		return nil, fmt.Errorf("%w: %s names cgroup %s, which devkit sup did not make", ErrCorrupt, rec.Name, rec.Cgroup)
+	}
+	return proc.CgroupMembers(rec.Cgroup)
 }
 
 // survivorsOf lists members as SurvivorInfo.

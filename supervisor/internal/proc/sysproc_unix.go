@@ -11,3 +11,14 @@ func DetachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: t
 // StopSignalsCatchable reports whether a process can catch (and ignore) a
 // stop signal; where it cannot, every stop is a termination.
 const StopSignalsCatchable = true
+
+// IntoCgroupAttr is DetachedAttr that also starts the process inside the
+// cgroup open as fd (Linux clone3 CLONE_INTO_CGROUP; elsewhere unused).
+func IntoCgroupAttr(fd int) *syscall.SysProcAttr {
+	attr := DetachedAttr()
+	setCgroupFD(attr, fd)
+	return attr
+}
+
+// ShellCommand returns the system shell invocation that runs a command line.
+func ShellCommand(line string) (name string, args []string) { return "sh", []string{"-c", line} }

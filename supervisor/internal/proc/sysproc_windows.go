@@ -15,3 +15,9 @@ func DetachedAttr() *syscall.SysProcAttr {
 // StopSignalsCatchable reports whether a process can catch (and ignore) a
 // stop signal; where it cannot, every stop is a termination.
 const StopSignalsCatchable = false
+
+// IntoCgroupAttr is DetachedAttr: Windows has no cgroups.
+func IntoCgroupAttr(fd int) *syscall.SysProcAttr { return DetachedAttr() }
+
+// ShellCommand returns the system shell invocation that runs a command line.
+func ShellCommand(line string) (name string, args []string) { return "cmd", []string{"/C", line} }

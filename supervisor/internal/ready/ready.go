@@ -14,8 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"time"
+
+	"github.com/devkit-go/devkit/supervisor/internal/proc"
 )
 
 // attemptTimeout bounds one probe attempt.
@@ -85,18 +86,15 @@ type Exec struct {
 func (p Exec) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	shell, flag := "sh", "-c"
-	if runtime.GOOS == "windows" {
-		shell, flag = "cmd", "/C"
-	}
+	shell, args := proc.ShellCommand(p.Command)
 	var out []byte
 	var err error
 	if p.Run != nil {
-		cmd := exec.Command(shell, flag, p.Command)
+		cmd := exec.Command(shell, args...)
 		cmd.Dir, cmd.Env = p.Dir, p.Env
 		out, err = p.Run(ctx, cmd)
 	} else {
-		cmd := exec.CommandContext(ctx, shell, flag, p.Command)
+		cmd := exec.CommandContext(ctx, shell, args...)
 		cmd.Dir, cmd.Env = p.Dir, p.Env
 		out, err = cmd.CombinedOutput()
 	}

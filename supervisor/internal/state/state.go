@@ -132,7 +132,19 @@ type ProcessRecord struct {
 	Token string `json:"token,omitempty"`
 	// Project is the namespace the record belongs to.
 	Project string `json:"project,omitempty"`
+	// Cgroup is the cgroup v2 directory the monitor made for the process
+	// (Linux, where the caller's cgroup is writable); every descendant is
+	// in it. Its base name is CgroupPrefix + name + "-" + monitor PID.
+	Cgroup string `json:"cgroup,omitempty"`
 }
+
+// CgroupPrefix starts the name of every cgroup the supervisor makes; a
+// record naming any other cgroup is not trusted.
+const CgroupPrefix = "devkit-sup-"
+
+// CgroupEnv, set to "off", makes monitors track descendants without a
+// cgroup (subreaper and token only).
+const CgroupEnv = "DEVKIT_SUP_CGROUP"
 
 // TokenEnv is the environment variable carrying a record's Token.
 const TokenEnv = "DEVKIT_SUP_TOKEN"
