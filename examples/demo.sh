@@ -63,7 +63,7 @@ cleanup() {
 	else
 		rm -rf "$home"
 	fi
-	((rc == 0)) || echo "demo: exit $rc; the logs were under $home/sup/logs (KEEP=1 keeps them)" >&2
+	((rc == 0)) || echo "demo: exit $rc; the logs were under $home/sup/projects/*/logs (KEEP=1 keeps them)" >&2
 	exit "$rc"
 }
 trap cleanup EXIT

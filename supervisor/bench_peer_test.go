@@ -54,7 +54,7 @@ func (p *peerSupervisord) ctl(args ...string) error {
 	}
 	out, err := exec.Command("supervisorctl", append([]string{"-c", p.conf}, args...)...).CombinedOutput()
 	if err != nil && args[0] != "status" { // status exits 3 when something is not running
-		return fmt.Errorf("supervisorctl %v: %v: %s", args, err, out)
+		return fmt.Errorf("supervisorctl %v: %w: %s", args, err, out)
 	}
 	return nil
 }

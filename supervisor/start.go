@@ -132,7 +132,7 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 	if err != nil {
 		return StartResult{}, err
 	}
-	defer lock.Release()
+	defer func() { _ = lock.Release() }() // closing a lock file loses nothing; the kernel drops the lock at exit in any case
 	if rec, err := s.home.ReadRecord(spec.Name); err != nil {
 		return StartResult{}, err
 	} else if rec != nil {

@@ -233,7 +233,7 @@ func (s *Supervisor) cleanRecord(rec *state.ProcessRecord, clean bool) error {
 	if err != nil || !ok {
 		return err
 	}
-	defer l.Release()
+	defer func() { _ = l.Release() }() // closing a lock file loses nothing; the kernel drops the lock at exit in any case
 	return s.home.RemoveRecordIf(rec.Name, rec.Process)
 }
 

@@ -107,7 +107,7 @@ func (s *Supervisor) stopOne(ctx context.Context, name string, opts StopOptions)
 	if err != nil {
 		return StopResult{Name: name, Outcome: StopFailed}, err
 	}
-	defer lock.Release()
+	defer func() { _ = lock.Release() }() // closing a lock file loses nothing; the kernel drops the lock at exit in any case
 	rec, err := s.home.ReadRecord(name)
 	if err != nil {
 		return StopResult{Name: name, Outcome: StopFailed}, fmt.Errorf("%s: %w; check what runs, then remove %s", name, err, s.home.RecordPath(name))

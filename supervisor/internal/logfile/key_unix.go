@@ -11,7 +11,8 @@ import (
 // fileKey identifies a file across renames: its device and inode.
 func fileKey(path string, fi fs.FileInfo) string {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return strconv.FormatUint(uint64(st.Dev), 10) + ":" + strconv.FormatUint(uint64(st.Ino), 10)
+		dev := uint64(st.Dev) //nolint:unconvert // Dev is int32 on darwin, uint64 on linux
+		return strconv.FormatUint(dev, 10) + ":" + strconv.FormatUint(st.Ino, 10)
 	}
 	return "path:" + path
 }

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/devkit-go/devkit/supervisor/internal/atomicfile"
 )
 
 // ledgerCap bounds the entries kept: far more than any backups setting.
@@ -84,11 +86,8 @@ func (l Ledger) add(path string) error {
 	if err := os.MkdirAll(filepath.Dir(l.Path), 0o700); err != nil {
 		return err
 	}
-	tmp := l.Path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, l.Path)
+	// Replaced atomically and durably: a torn ledger would forget files we own.
+	return atomicfile.Write(l.Path, data, 0o600)
 }
 
 // mustOwn fails with ErrNotOurs unless the file at path is ours; a missing

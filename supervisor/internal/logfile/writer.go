@@ -140,11 +140,11 @@ func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger
 			}
 			lineStart = chunk[len(chunk)-1] == '\n'
 		}
-		if err == bufio.ErrBufferFull {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
 		if err != nil {
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			return err

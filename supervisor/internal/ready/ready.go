@@ -142,7 +142,7 @@ func (p *Log) Check(ctx context.Context) error {
 	copy(data, p.carry)
 	data = data[:cap(data)]
 	n, err := f.ReadAt(data[len(p.carry):], p.pos)
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	data = data[:len(p.carry)+n]
@@ -190,7 +190,10 @@ func Wait(parent context.Context, probe Probe, interval, timeout time.Duration, 
 			if err := parent.Err(); err != nil {
 				return fmt.Errorf("interrupted while waiting until ready: %w", err)
 			}
-			return fmt.Errorf("%w (%s): %v", ErrTimeout, timeout, last)
+			if last == nil {
+				return fmt.Errorf("%w (%s)", ErrTimeout, timeout)
+			}
+			return fmt.Errorf("%w (%s): %w", ErrTimeout, timeout, last)
 		case <-t.C:
 		}
 	}

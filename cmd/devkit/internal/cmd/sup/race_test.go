@@ -2,6 +2,7 @@ package sup
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -39,7 +40,7 @@ processes:
 			cmd.Stdout, cmd.Stderr = &buf, &buf
 			err := cmd.Run()
 			outs[i] = buf.String()
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				codes[i] = ee.ExitCode()
 			}
 		}()
