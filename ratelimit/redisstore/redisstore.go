@@ -28,10 +28,13 @@ import (
 )
 
 // The check script is the driver preceded by one function per algorithm,
-// each in its own file, and a prelude of local aliases.
+// each in its own file, a prelude of local aliases, and the fast path for
+// one limit (fast.lua), which answers before any of them is defined.
 var (
 	//go:embed lua/prelude.lua
 	preludeLua string
+	//go:embed lua/fast.lua
+	fastLua string
 	//go:embed lua/codec.lua
 	codecLua string
 	//go:embed lua/fixed_window.lua
@@ -50,7 +53,7 @@ var (
 
 // checkScriptSource is the full source of the check script.
 func checkScriptSource() string {
-	return strings.Join([]string{preludeLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, slidingLogLua, checkLua}, "\n")
+	return strings.Join([]string{preludeLua, fastLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, slidingLogLua, checkLua}, "\n")
 }
 
 // DefaultPrefix starts every key the store writes.
