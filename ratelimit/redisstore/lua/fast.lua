@@ -121,6 +121,17 @@ local function fast()
     return nil -- a fresh key denied: the driver writes the hits alone
   end
   local value = fmt('%.17g|', hits + cost) .. id .. seg
+  -- The key lives at least until the end of the state it holds (every
+  -- write keeps it that long, and its TTL only grows): when the new state
+  -- ends no later, the driver's PTTL would only tell us to keep the TTL.
+  if raw then
+    local old_end
+    if gcra then old_end = max(a, x) else old_end = max(b + period, x) end
+    if now + keep <= old_end then
+      redis.call('SET', key, value, 'KEEPTTL')
+      return {allowed and 1 or 0, remaining, reset, retry, blocked and 1 or 0}
+    end
+  end
   local pttl = -2
   if raw then pttl = redis.call('PTTL', key) end
   if pttl >= 0 and pttl * 1000 >= keep then
