@@ -274,20 +274,7 @@ func BenchmarkGateway_RejectionVsNginxSameResponse(b *testing.B) {
 	gw := benchGateway(b, up.URL, closedPolicy)
 	client := benchClient()
 	target := "http://" + gw.Addr() + "/x"
-	var header http.Header
-	var body []byte
-	for range 2 { // the first is allowed; the second is the 429 to copy
-		resp, err := client.Get(target)
-		if err != nil {
-			b.Fatal(err)
-		}
-		body, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		header = resp.Header
-		if resp.StatusCode == 429 {
-			break
-		}
-	}
+	header, body := gatewayDenial(b, target)
 	nginx, pid := startNginx(b, up.URL, nginxSameResponse(b, header, body))
 	for range 2 { // nginx's one allowed request, then its 429 must be the gateway's
 		resp, err := client.Get(nginx + "/x")
@@ -301,6 +288,49 @@ func BenchmarkGateway_RejectionVsNginxSameResponse(b *testing.B) {
 		}
 	}
 	compare(b, "nginx-same-response", target, nginx+"/x", 429, pid)
+}
+
+// BenchmarkGateway_RejectionVsNetHTTP measures what the platform allows:
+// the gateway's 429 against a bare net/http handler that writes the same
+// status, headers and body (copied from the gateway in the run) with no
+// work at all. The ratio is the gateway's share of a denial on top of
+// net/http; what separates net/http from nginx is not in it.
+func BenchmarkGateway_RejectionVsNetHTTP(b *testing.B) {
+	up := upstreamServer(b)
+	gw := benchGateway(b, up.URL, closedPolicy)
+	target := "http://" + gw.Addr() + "/x"
+	header, body := gatewayDenial(b, target)
+	static := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		for k, v := range header {
+			if k != "Date" {
+				h[k] = v
+			}
+		}
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write(body)
+	}))
+	b.Cleanup(static.Close)
+	compare(b, "nethttp-static", target, static.URL+"/x", 429, 0)
+}
+
+// gatewayDenial spends the one request closedPolicy allows at target and
+// returns the headers and body of the 429 that follows.
+func gatewayDenial(b *testing.B, target string) (http.Header, []byte) {
+	client := benchClient()
+	for range 2 {
+		resp, err := client.Get(target)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			return resp.Header, body
+		}
+	}
+	b.Fatal("no 429 after the one allowed request")
+	return nil, nil
 }
 
 // nginxSameResponse is the nginx configuration that answers limit_req's
