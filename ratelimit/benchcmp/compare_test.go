@@ -28,8 +28,13 @@ type allowFunc func(ctx context.Context, key string) (bool, error)
 func libraries(b *testing.B, client *redis.Client) map[string]allowFunc {
 	// The default store (redisstore.Options{}) batches concurrent checks;
 	// "unbatched" is the option that sends each check alone.
+	// Each library and each algorithm has keys of its own: an identity
+	// that held both a GCRA and a fixed-window limit of the same name would
+	// carry two limits' state (as the peers' keys never do).
 	devkit := redisstore.New(client, redisstore.Options{Prefix: "dk:"})
+	devkitFixed := redisstore.New(client, redisstore.Options{Prefix: "dkf:"})
 	unbatched := redisstore.New(client, redisstore.Options{Prefix: "dku:", Pipeline: -1})
+	unbatchedFixed := redisstore.New(client, redisstore.Options{Prefix: "dkuf:", Pipeline: -1})
 	gcra := []ratelimit.Limit{{Name: "api", Algorithm: ratelimit.GCRA, Rate: 1 << 30, Period: time.Minute}}
 	fixed := []ratelimit.Limit{{Name: "api", Algorithm: ratelimit.FixedWindow, Rate: 1 << 30, Period: time.Minute}}
 	devkitAllow := func(store *redisstore.Store, limits []ratelimit.Limit) allowFunc {
@@ -49,8 +54,8 @@ func libraries(b *testing.B, client *redis.Client) map[string]allowFunc {
 	return map[string]allowFunc{
 		"devkit-gcra":                   devkitAllow(devkit, gcra),
 		"devkit-gcra-unbatched":         devkitAllow(unbatched, gcra),
-		"devkit-fixed-window":           devkitAllow(devkit, fixed),
-		"devkit-fixed-window-unbatched": devkitAllow(unbatched, fixed),
+		"devkit-fixed-window":           devkitAllow(devkitFixed, fixed),
+		"devkit-fixed-window-unbatched": devkitAllow(unbatchedFixed, fixed),
 		"redis_rate-gcra": func(ctx context.Context, key string) (bool, error) {
 			res, err := rr.Allow(ctx, key, rrLimit)
 			if err != nil {

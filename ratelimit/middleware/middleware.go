@@ -66,6 +66,7 @@ func (m *Middleware) limitFields(res *ratelimit.Result) limitFields {
 		return v.(limitFields)
 	}
 	v := limitFields{policy: PolicyValue(res.Limits), window: lim.Period.String()}
+	v.denied = newDeniedParts(lim, v.window)
 	m.policyValues.Store(lim, v)
 	return v
 }
@@ -111,6 +112,13 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			return
 		}
 		fields := m.limitFields(res)
+		if fields.denied != nil && fastDenial(res) {
+			if m.log.Enabled(r.Context(), slog.LevelDebug) {
+				m.log.Debug("ratelimit: denied", "rule", d.Rule.Name, "key", d.Request.Key, "limit", res.Limit.DisplayName())
+			}
+			writeFastDenial(w, r, res, d.Rule.Name, fields.policy, fields.denied)
+			return
+		}
 		setHeaders(w.Header(), res, fields.policy)
 		if !res.Allowed {
 			if m.log.Enabled(r.Context(), slog.LevelDebug) {
@@ -202,4 +210,7 @@ func writeJSON(w http.ResponseWriter, p Problem) { writeProblemBody(w, &p) }
 
 // limitFields are what the headers and problem body of one limit need that
 // depend on the limit only.
-type limitFields struct{ policy, window string }
+type limitFields struct {
+	policy, window string
+	denied         *deniedParts // nil for several limits
+}

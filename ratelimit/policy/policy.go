@@ -667,8 +667,10 @@ func (p *Policy) Decide(r *http.Request, id Identity) (Decision, bool) {
 // key builds the identity key: the rule name then each key part, values
 // escaped so that no header value can forge another identity or a hash tag.
 func (r *Rule) key(method, path, route, plan string, id Identity) string {
-	var b strings.Builder
-	b.WriteString(r.Name)
+	// The escaped values first, so that the key is built in one allocation.
+	var small [8]string
+	vals := small[:0]
+	size := len(r.Name)
 	for _, part := range r.Key {
 		var v string
 		switch part {
@@ -693,10 +695,18 @@ func (r *Rule) key(method, path, route, plan string, id Identity) string {
 		if v == "" {
 			v = "-"
 		}
+		v = url.PathEscape(v)
+		vals = append(vals, v)
+		size += 2 + len(part) + len(v)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(r.Name)
+	for i, part := range r.Key {
 		b.WriteByte('|')
 		b.WriteString(string(part))
 		b.WriteByte('=')
-		b.WriteString(url.PathEscape(v))
+		b.WriteString(vals[i])
 	}
 	return b.String()
 }

@@ -61,7 +61,8 @@ func newBatcher(s *Store, inflight int) *batcher {
 var replyChans = sync.Pool{New: func() any { return make(chan checkReply, 1) }}
 
 // do sends one check, alone or in a batch, and waits for its reply or the
-// end of ctx.
+// end of ctx. args are the whole script call's for this check alone (now,
+// 1, then the check's own); a queued check keeps only its own part.
 func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([]int64, error) {
 	b.mu.Lock()
 	if b.senders < b.inflight {
@@ -69,11 +70,12 @@ func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([
 		// now, under its caller's context, as an unbatched store would.
 		b.senders++
 		b.mu.Unlock()
-		values, err := b.sendOne(ctx, key, args)
+		s := b.store
+		values, err := s.check.Run(ctx, s.client, []string{key}, args...).Int64Slice()
 		b.next()
 		return values, err
 	}
-	p := &pendingCheck{ctx: ctx, key: key, args: args, limits: limits, done: replyChans.Get().(chan checkReply)}
+	p := &pendingCheck{ctx: ctx, key: key, args: args[2:], limits: limits, done: replyChans.Get().(chan checkReply)}
 	b.queue = append(b.queue, p)
 	b.mu.Unlock()
 	select {
@@ -84,15 +86,6 @@ func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([
 		// The channel may still receive the reply: it is not reused.
 		return nil, ctx.Err()
 	}
-}
-
-// sendOne runs one check in its own script call.
-func (b *batcher) sendOne(ctx context.Context, key string, args []any) ([]int64, error) {
-	s := b.store
-	full := make([]any, 0, 2+len(args))
-	full = append(full, s.nowArg(), 1)
-	full = append(full, args...)
-	return s.check.Run(ctx, s.client, []string{key}, full...).Int64Slice()
 }
 
 // next hands the queue, if any, to a new sender; otherwise this sender ends.

@@ -28,10 +28,13 @@ import (
 )
 
 // The check script is the driver preceded by one function per algorithm,
-// each in its own file, and a prelude of local aliases.
+// each in its own file, a prelude of local aliases, and the fast path for
+// one limit (fast.lua), which answers before any of them is defined.
 var (
 	//go:embed lua/prelude.lua
 	preludeLua string
+	//go:embed lua/fast.lua
+	fastLua string
 	//go:embed lua/codec.lua
 	codecLua string
 	//go:embed lua/fixed_window.lua
@@ -50,7 +53,7 @@ var (
 
 // checkScriptSource is the full source of the check script.
 func checkScriptSource() string {
-	return strings.Join([]string{preludeLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, slidingLogLua, checkLua}, "\n")
+	return strings.Join([]string{preludeLua, fastLua, codecLua, fixedWindowLua, slidingWindowLua, tokenBucketLua, gcraLua, slidingLogLua, checkLua}, "\n")
 }
 
 // DefaultPrefix starts every key the store writes.
@@ -82,6 +85,7 @@ type Store struct {
 	// cluster is the client when it is a cluster client, else nil.
 	cluster *redis.ClusterClient
 	batch   *batcher // nil when Options.Pipeline is negative
+	specs   specCache
 }
 
 var (
@@ -137,20 +141,20 @@ func (s *Store) Key(key string) string { return s.prefix + "{" + key + "}" }
 // Check implements ratelimit.Store.
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
 	// The script's arguments: now and the number of checks (1), then this
-	// check's; the batcher sends only the check's part, after its own head.
-	args := make([]any, 2, 4+len(req.Limits))
-	args = append(args, req.Cost, len(req.Limits))
+	// check's; a queued check's batch sends only the check's part, after
+	// its own head.
+	args := make([]any, 4, 4+len(req.Limits))
+	args[0], args[1], args[2], args[3] = s.nowArg(), 1, req.Cost, len(req.Limits)
 	for _, lim := range req.Limits {
-		args = append(args, limitSpec(lim))
+		args = append(args, s.specs.of(lim))
 	}
 	var (
 		raw []int64
 		err error
 	)
 	if s.batch != nil {
-		raw, err = s.batch.do(ctx, s.Key(req.Key), args[2:], len(req.Limits))
+		raw, err = s.batch.do(ctx, s.Key(req.Key), args, len(req.Limits))
 	} else {
-		args[0], args[1] = s.nowArg(), 1
 		raw, err = s.check.Run(ctx, s.client, []string{s.Key(req.Key)}, args...).Int64Slice()
 	}
 	if err != nil {
@@ -165,6 +169,35 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 		algo.Apply(&o, lim, &out[i])
 	}
 	return nil
+}
+
+// maxCachedSpecs bounds the spec cache: limits come from policies, a few
+// per rule, but a library caller may build them from anything.
+const maxCachedSpecs = 4096
+
+// specCache keeps each limit's spec string (limitSpec), so that a check
+// formats and allocates none for the limits it has seen. Past
+// maxCachedSpecs entries it is emptied and starts again.
+type specCache struct {
+	mu    sync.RWMutex
+	specs map[ratelimit.Limit]string
+}
+
+func (c *specCache) of(lim ratelimit.Limit) string {
+	c.mu.RLock()
+	spec, ok := c.specs[lim]
+	c.mu.RUnlock()
+	if ok {
+		return spec
+	}
+	spec = limitSpec(lim)
+	c.mu.Lock()
+	if c.specs == nil || len(c.specs) >= maxCachedSpecs {
+		c.specs = make(map[ratelimit.Limit]string)
+	}
+	c.specs[lim] = spec
+	c.mu.Unlock()
+	return spec
 }
 
 // limitSpec is a limit as the script takes it: "id:algorithm:rate:period

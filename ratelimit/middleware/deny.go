@@ -1,0 +1,137 @@
+package middleware
+
+// The denial of a single-limit check — what a flood is answered with — is
+// written from parts rendered once per limit (deniedParts): the headers'
+// constant values and the problem body around its few variable fields, with
+// one backing array for every header value, small numbers from a table, and
+// the body appended into one buffer. It writes the same bytes as
+// setHeaders + writeDenial (TestDenial_FastPathSameAsGeneral).
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/devkit-go/devkit/ratelimit"
+)
+
+// smallInts spells 0..len-1: header values (seconds up to an hour and more,
+// counts, body lengths) without an allocation. Read only.
+var smallInts = func() (t [4096]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return t
+}()
+
+// itoa is strconv.FormatInt(n, 10), from smallInts when it can.
+func itoa(n int64) string {
+	if n >= 0 && n < int64(len(smallInts)) {
+		return smallInts[n]
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// deniedParts are the pieces of a single-limit denial that depend on the
+// limit only.
+type deniedParts struct {
+	capacity string // X-RateLimit-Limit
+	// rateLimitHead is the RateLimit field up to its remaining count:
+	// `"name";r=`.
+	rateLimitHead string
+	// detailHead is the problem body up to the detail's variable part:
+	// `{"type":…,"detail":"Limit \"name\" (5 per 15m0s)` (JSON-escaped).
+	detailHead []byte
+	// tail is `,"policy":…,"limit":N,"window":"…"`.
+	tail []byte
+}
+
+func newDeniedParts(lim ratelimit.Limit, window string) *deniedParts {
+	name := lim.DisplayName()
+	d := &deniedParts{capacity: strconv.FormatInt(lim.Capacity(), 10)}
+	d.rateLimitHead = string(append(appendSFString(nil, name), ";r="...))
+	head := append([]byte(`{"type":`), appendJSONString(nil, problemTypeLimit)...)
+	head = append(head, `,"title":`...)
+	head = appendJSONString(head, "Too Many Requests")
+	head = append(head, `,"status":429,"detail":`...)
+	detail := append([]byte("Limit "), strconv.Quote(name)...)
+	detail = append(detail, " ("...)
+	detail = strconv.AppendInt(detail, lim.Rate, 10)
+	detail = append(detail, " per "...)
+	detail = append(detail, window...)
+	head = appendJSONString(head, string(detail))
+	d.detailHead = head[:len(head)-1] // the detail goes on
+	tail := append([]byte(`,"policy":`), appendJSONString(nil, name)...)
+	if c := lim.Capacity(); c != 0 {
+		tail = append(tail, `,"limit":`...)
+		tail = strconv.AppendInt(tail, c, 10)
+	}
+	if window != "" {
+		tail = append(tail, `,"window":`...)
+		tail = appendJSONString(tail, window)
+	}
+	d.tail = tail
+	return d
+}
+
+// fastDenial reports whether writeFastDenial can answer res: one limit,
+// binding, denied, with a wait (not "never").
+func fastDenial(res *ratelimit.Result) bool {
+	return len(res.Limits) == 1 && !res.Allowed && res.RetryAfter >= 0 && res.Limit == res.Limits[0].Limit && res.Limit.Name != ""
+}
+
+// writeFastDenial answers a denial that fastDenial accepts: the headers of
+// setHeaders and the body of writeDenial, policyValue being the limit's
+// RateLimit-Policy field.
+func writeFastDenial(w http.ResponseWriter, r *http.Request, res *ratelimit.Result, rule, policyValue string, d *deniedParts) {
+	lr := &res.Limits[0]
+	secs := max(1, seconds(res.RetryAfter))
+	body := make([]byte, 0, len(d.detailHead)+len(d.tail)+len(r.URL.Path)+len(rule)+128)
+	body = append(body, d.detailHead...)
+	if res.Blocked {
+		body = append(body, ") was exceeded; requests are blocked for "...)
+		body = strconv.AppendInt(body, secs, 10)
+		body = append(body, ` more seconds."`...)
+	} else {
+		body = append(body, ") is exhausted; retry in "...)
+		body = strconv.AppendInt(body, secs, 10)
+		body = append(body, ` seconds."`...)
+	}
+	if p := r.URL.Path; p != "" {
+		body = append(body, `,"instance":`...)
+		body = appendJSONString(body, p)
+	}
+	if rule != "" {
+		body = append(body, `,"rule":`...)
+		body = appendJSONString(body, rule)
+	}
+	body = append(body, d.tail...)
+	body = append(body, `,"retry_after":`...)
+	body = strconv.AppendInt(body, secs, 10)
+	if res.Blocked {
+		body = append(body, `,"blocked":true`...)
+	}
+	body = append(body, '}', '\n')
+
+	// The RateLimit field: `"name";r=R;t=T`.
+	rl := make([]byte, 0, len(d.rateLimitHead)+24)
+	rl = append(rl, d.rateLimitHead...)
+	rl = strconv.AppendInt(rl, max(0, lr.Remaining), 10)
+	rl = append(rl, ";t="...)
+	rl = strconv.AppendInt(rl, seconds(lr.ResetAfter), 10)
+
+	vals := make([]string, 8)
+	vals[0] = d.capacity
+	vals[1] = itoa(max(0, res.Remaining))
+	vals[2] = itoa(seconds(res.ResetAfter))
+	vals[3] = policyValue
+	vals[4] = string(rl)
+	vals[5] = itoa(secs)
+	vals[6] = problemJSON
+	vals[7] = itoa(int64(len(body)))
+	h := w.Header()
+	h[keyLimit], h[keyRemaining], h[keyReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
+	h[keyPolicy], h[keyRateLimit], h[keyRetryAfter] = vals[3:4:4], vals[4:5:5], vals[5:6:6]
+	h["Content-Type"], h["Content-Length"] = vals[6:7:7], vals[7:8:8]
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write(body) // the status is sent; a failed write means the client left
+}
