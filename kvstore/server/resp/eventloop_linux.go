@@ -6,7 +6,7 @@ package resp
 //   - replies leave in the order commands arrived, and a write's reply only
 //     once the engine acknowledged it: a connection whose burst left writes
 //     pending is parked — none of its commands run and nothing is written —
-//     until its loop's waiter has awaited them, oldest first;
+//     until the waiter has awaited them, oldest first;
 //   - every limit and error of commandReader holds (bufferParser), and the
 //     handshake, idle and write timeouts close a connection as the deadlines
 //     of a goroutine's connection do (checked every tick of the loop);
@@ -23,6 +23,7 @@ package resp
 import (
 	"errors"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"syscall"
@@ -30,6 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server/internal/connserver"
 )
 
@@ -43,6 +45,15 @@ type eventLoops struct {
 	mu      sync.Mutex // next, stopped
 	stopped bool
 	wg      sync.WaitGroup
+
+	// One waiter serves every loop: while it awaits one engine group, the
+	// writes of all loops' parked connections gather in the next (one log
+	// write and one fsync for them all), where a waiter per loop would
+	// seal a group per loop.
+	waitMu   sync.Mutex
+	waitCond *sync.Cond
+	waitq    []*elConn
+	waitQuit bool
 }
 
 func newEventLoops(s *Server) *eventLoops { return &eventLoops{s: s} }
@@ -64,16 +75,20 @@ type loop struct {
 	kills    []*elConn
 	drain    bool
 	quit     bool
-	waitq    []*elConn // for the waiter
-	waitCond *sync.Cond
 	woken    bool // a wake is pending (so one eventfd write serves many)
+	ended    bool // the loop returned: nothing more is posted
+	tickDue  bool
 
 	tick    time.Duration
 	parking []*elConn // parked in this round, not yet handed to the waiter
+	spare   []*elConn
+	// inlineWaits: the loop awaits writes itself (settleInline).
+	inlineWaits bool
 }
 
 // elConn is a connection served by a loop.
 type elConn struct {
+	l    *loop
 	fd   int
 	cc   *connserver.Conn
 	cl   *client
@@ -101,10 +116,11 @@ func (ls *eventLoops) start() error {
 			}
 			ls.loops = append(ls.loops, l)
 		}
+		ls.waitCond = sync.NewCond(&ls.waitMu)
+		ls.wg.Add(1 + len(ls.loops))
+		go ls.waiter()
 		for _, l := range ls.loops {
-			ls.wg.Add(2)
 			go l.run()
-			go l.waiter()
 		}
 	})
 	return ls.err
@@ -126,8 +142,8 @@ func (ls *eventLoops) newLoop() (*loop, error) {
 		unix.Close(wakefd)
 		return nil, err
 	}
-	l := &loop{ls: ls, s: ls.s, epfd: epfd, wakefd: wakefd, conns: map[int]*elConn{}, tick: tickFor(ls.s.opts)}
-	l.waitCond = sync.NewCond(&l.mu)
+	l := &loop{ls: ls, s: ls.s, epfd: epfd, wakefd: wakefd, conns: map[int]*elConn{}, tick: tickFor(ls.s.opts),
+		inlineWaits: ls.s.store.SyncPolicy() != kvstore.SyncAlways}
 	return l, nil
 }
 
@@ -181,7 +197,7 @@ func (ls *eventLoops) adopt(c *connserver.Conn) bool {
 	// descriptor takes it out of Go's poller, so only the loop sees it.
 	cl := ls.s.newClient(c)
 	c.Conn.Close()
-	ec := &elConn{fd: fd, cc: c, cl: cl, readable: true}
+	ec := &elConn{l: l, fd: fd, cc: c, cl: cl, readable: true}
 	ec.p.cr = ls.s.newCommandReader(nil)
 	c.MarkIdle(time.Now())
 	c.Detach(connserver.Hooks{
@@ -193,8 +209,13 @@ func (ls *eventLoops) adopt(c *connserver.Conn) bool {
 }
 
 // post changes the loop's lists under its mutex and wakes it.
-func (l *loop) post(f func()) {
+// It reports whether the loop has ended (then f did not run).
+func (l *loop) post(f func()) (ended bool) {
 	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return true
+	}
 	f()
 	wake := !l.woken
 	l.woken = true
@@ -203,6 +224,7 @@ func (l *loop) post(f func()) {
 		var one = [8]byte{1}
 		_, _ = unix.Write(l.wakefd, one[:])
 	}
+	return false
 }
 
 // stop ends the loops once every connection is closed (after Shutdown).
@@ -212,48 +234,90 @@ func (ls *eventLoops) stop() {
 	ls.mu.Unlock()
 	for _, l := range ls.loops {
 		l.post(func() { l.quit = true })
-		l.mu.Lock()
-		l.waitCond.Broadcast()
-		l.mu.Unlock()
+	}
+	if ls.waitCond != nil {
+		ls.waitMu.Lock()
+		ls.waitQuit = true
+		ls.waitCond.Broadcast()
+		ls.waitMu.Unlock()
 	}
 	ls.wg.Wait()
 }
 
 // waiter awaits the pending writes of parked connections, in the order
-// they were parked, and hands them back to the loop.
-func (l *loop) waiter() {
-	defer l.ls.wg.Done()
+// they were parked, and hands each back to its loop.
+func (ls *eventLoops) waiter() {
+	defer ls.wg.Done()
+	var batch []*elConn
 	for {
-		l.mu.Lock()
-		for len(l.waitq) == 0 && !l.quit {
-			l.waitCond.Wait()
+		ls.waitMu.Lock()
+		for len(ls.waitq) == 0 && !ls.waitQuit {
+			ls.waitCond.Wait()
 		}
-		if len(l.waitq) == 0 {
-			l.mu.Unlock()
+		if len(ls.waitq) == 0 {
+			ls.waitMu.Unlock()
 			return
 		}
-		c := l.waitq[0]
-		l.waitq[0] = nil
-		l.waitq = l.waitq[1:]
-		l.mu.Unlock()
-		c.cl.settle()
-		l.post(func() { l.settled = append(l.settled, c) })
+		batch, ls.waitq = ls.waitq, batch[:0]
+		ls.waitMu.Unlock()
+		for i, c := range batch {
+			c.cl.settle()
+			l := c.l
+			l.post(func() { l.settled = append(l.settled, c) })
+			batch[i] = nil
+		}
 	}
 }
 
+// run is the loop. It never blocks an OS thread in epoll_wait: the epoll
+// descriptor is itself registered with Go's poller, epoll_wait is called
+// with a zero timeout, and when nothing is ready the goroutine parks until
+// the descriptor turns readable (a socket event or a wake). A thread blocked
+// in a system call would cost a P hand-off to the runtime and a futex wake
+// on every return.
 func (l *loop) run() {
 	defer l.ls.wg.Done()
-	defer func() {
-		unix.Close(l.epfd)
-		unix.Close(l.wakefd)
+	defer unix.Close(l.wakefd)
+	if err := unix.SetNonblock(l.epfd, true); err != nil {
+		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
+	}
+	ep := os.NewFile(uintptr(l.epfd), "epoll")
+	defer ep.Close()
+	rc, err := ep.SyscallConn()
+	if err != nil {
+		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
+		return
+	}
+	ticker := time.NewTicker(l.tick)
+	done := make(chan struct{})
+	defer func() { ticker.Stop(); close(done) }()
+	go func() {
+		// The timeouts are checked on the loop's goroutine, woken by a tick.
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+				if l.post(func() { l.tickDue = true }) {
+					return
+				}
+			}
+		}
 	}()
 	events := make([]unix.EpollEvent, 256)
 	touched := make([]*elConn, 0, 256)
-	lastTick := time.Now()
 	for {
-		n, err := unix.EpollWait(l.epfd, events, int(l.tick/time.Millisecond))
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			l.s.opts.Logger.Error("epoll_wait failed; the event loop stops", "transport", "resp", "err", err)
+		var n int
+		var werr error
+		if err := rc.Read(func(uintptr) bool {
+			n, werr = unix.EpollWait(l.epfd, events, 0)
+			return n > 0 || len(l.parking) > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
+		}); err != nil {
+			werr = err
+		}
+		if werr != nil {
+			l.s.opts.Logger.Error("epoll_wait failed", "transport", "resp", "err", werr)
+			time.Sleep(l.tick)
 			n = 0
 		}
 		touched = touched[:0]
@@ -283,18 +347,49 @@ func (l *loop) run() {
 		for _, c := range touched {
 			l.service(c)
 		}
+		l.settleInline()
 		if len(l.parking) > 0 {
-			l.mu.Lock()
-			l.waitq = append(l.waitq, l.parking...)
-			l.waitCond.Signal()
-			l.mu.Unlock()
+			ls := l.ls
+			ls.waitMu.Lock()
+			ls.waitq = append(ls.waitq, l.parking...)
+			ls.waitCond.Signal()
+			ls.waitMu.Unlock()
 			clear(l.parking)
 			l.parking = l.parking[:0]
 		}
-		if now := time.Now(); now.Sub(lastTick) >= l.tick {
-			lastTick = now
-			l.checkTimeouts(now)
+		if l.tickDue {
+			l.tickDue = false
+			l.checkTimeouts(time.Now())
 		}
+	}
+}
+
+// maxInlinePasses bounds the rounds of awaiting and serving parked
+// connections inline before the loop polls its sockets again (fairness to
+// the connections that have not sent anything yet).
+const maxInlinePasses = 4
+
+// settleInline awaits the round's parked connections on the loop itself
+// when the engine acknowledges a write without waiting for the disk (sync
+// policy none or periodic): the wait is the group's log write, and a
+// hand-off to the waiter and back would cost more than it. Connections
+// still parked after maxInlinePasses stay in parking for the next round.
+func (l *loop) settleInline() {
+	if !l.inlineWaits {
+		return
+	}
+	for pass := 0; len(l.parking) > 0 && pass < maxInlinePasses; pass++ {
+		batch := l.parking
+		l.parking = l.spare[:0]
+		for _, c := range batch {
+			c.cl.settle()
+			c.parked = false
+		}
+		for _, c := range batch {
+			l.service(c)
+		}
+		clear(batch)
+		l.spare = batch[:0]
 	}
 }
 
@@ -305,6 +400,9 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 	l.woken = false
 	incoming, settled, kills, drain, quit := l.incoming, l.settled, l.kills, l.drain, l.quit
 	l.incoming, l.settled, l.kills, l.drain = nil, nil, nil, false
+	if quit {
+		l.ended = true
+	}
 	l.mu.Unlock()
 	for _, c := range incoming {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.fd)}
