@@ -22,6 +22,7 @@ package resp
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"runtime"
@@ -77,7 +78,9 @@ type loop struct {
 	quit     bool
 	woken    bool // a wake is pending (so one eventfd write serves many)
 	ended    bool // the loop returned: nothing more is posted
-	tickDue  bool
+	tickDue  bool // set by the ticker (under mu)
+
+	timeoutsDue bool // the loop's copy of tickDue
 
 	tick    time.Duration
 	parking []*elConn // parked in this round, not yet handed to the waiter
@@ -357,8 +360,8 @@ func (l *loop) run() {
 			clear(l.parking)
 			l.parking = l.parking[:0]
 		}
-		if l.tickDue {
-			l.tickDue = false
+		if l.timeoutsDue {
+			l.timeoutsDue = false
 			l.checkTimeouts(time.Now())
 		}
 	}
@@ -400,6 +403,8 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 	l.woken = false
 	incoming, settled, kills, drain, quit := l.incoming, l.settled, l.kills, l.drain, l.quit
 	l.incoming, l.settled, l.kills, l.drain = nil, nil, nil, false
+	l.timeoutsDue = l.timeoutsDue || l.tickDue
+	l.tickDue = false
 	if quit {
 		l.ended = true
 	}
@@ -440,6 +445,15 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 // service does what a connection can do now: write what waits, run the
 // whole commands it has, read more.
 func (l *loop) service(c *elConn) {
+	defer func() {
+		// A bug here must cost one connection, not the server (a
+		// command's own panic is an error reply already, in execute).
+		if p := recover(); p != nil {
+			c.cl.log.Error("event loop panicked serving a connection; connection closed", "panic", fmt.Sprint(p))
+			c.parked = false
+			l.close(c)
+		}
+	}()
 	for !c.closed && !c.parked {
 		if c.wbuf != nil {
 			if !l.writeOut(c) {
