@@ -265,6 +265,7 @@ func (ls *eventLoops) waiter() {
 		ls.waitMu.Unlock()
 		for i, c := range batch {
 			c.cl.settle()
+			c.writeSettled()
 			l := c.l
 			l.post(func() { l.settled = append(l.settled, c) })
 			batch[i] = nil
@@ -394,6 +395,28 @@ func (l *loop) settleInline() {
 		clear(batch)
 		l.spare = batch[:0]
 	}
+}
+
+// writeSettled sends a parked connection's replies from the waiter, as
+// soon as its writes are acknowledged, instead of after the hand-back to
+// its loop (a wake through the eventfd and Go's poller): the waiter owns the
+// connection until then. What the socket does not take at once is left to
+// the loop (wbuf), as is any error, which the loop's next write meets again.
+func (c *elConn) writeSettled() {
+	buf := c.cl.out.buf
+	if len(buf) == 0 {
+		return
+	}
+	n, err := unix.Write(c.fd, buf)
+	if err == nil && n == len(buf) {
+		c.cl.out.buf = buf[:0]
+		if cap(buf) > keepOutBytes {
+			c.cl.out.buf = nil
+		}
+		c.cc.MarkIdle(time.Now())
+		return
+	}
+	c.wbuf = buf[max(n, 0):]
 }
 
 // takeWork moves what other goroutines posted into the loop; it reports
