@@ -433,6 +433,9 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 	}
 	l.mu.Unlock()
 	for _, c := range incoming {
+		if c.closed {
+			continue // killed (evicted) before it was registered: its fd is closed, maybe reused
+		}
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 			c.cl.log.Warn("epoll_ctl failed; closing the connection", "err", err)
