@@ -72,9 +72,10 @@ func BenchmarkGoRedis(b *testing.B) {
 }
 
 // BenchmarkRedisBenchmarkSET runs redis-benchmark (-c 50 -d 100) against
-// our server and, in the same run, against a real redis-server configured
-// for the matching durability, alternating the two 3 times and reporting
-// the medians and their ratio (ours/redis) per case:
+// our server on both connection paths (a goroutine per connection, and the
+// epoll event loop of Options.EventLoop) and, in the same run, against a
+// real redis-server configured for the matching durability, alternating the
+// three 3 times and reporting the medians and their ratios to Redis per case:
 //
 //	SET/sync=always     vs redis appendonly yes, appendfsync always
 //	SET/sync=none       vs redis without persistence (appendonly no, save "")
@@ -105,8 +106,9 @@ func BenchmarkRedisBenchmarkSET(b *testing.B) {
 			if len(tc.extra) > 0 {
 				requests *= 4 // pipelined: more requests for the same time
 			}
-			db := openBenchDB(b, tc.policy)
-			oursAddr := start(b, db, resp.Options{})
+			// Ours on both connection paths, each over its own engine.
+			goroutineAddr := start(b, openBenchDB(b, tc.policy), resp.Options{EventLoop: false})
+			loopAddr := start(b, openBenchDB(b, tc.policy), resp.Options{EventLoop: true})
 
 			dir := b.TempDir()
 			port := freePort(b)
@@ -117,34 +119,46 @@ func BenchmarkRedisBenchmarkSET(b *testing.B) {
 			defer func() { srv.Process.Kill(); srv.Wait() }()
 			redisAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 			waitListening(b, redisAddr)
+			servers := []struct {
+				name string
+				addr string
+				cpu  func() int64
+			}{
+				{"goroutine", goroutineAddr, selfCPU},
+				{"loop", loopAddr, selfCPU},
+				{"redis", redisAddr, func() int64 { return procCPU(srv.Process.Pid) }},
+			}
 			if tc.test == "get" {
-				// GET reads keys that exist: fill both first.
-				measure(b, benchTool, oursAddr, "set", 100000, nil)
-				measure(b, benchTool, redisAddr, "set", 100000, nil)
+				// GET reads keys that exist: fill each first.
+				for _, sv := range servers {
+					measure(b, benchTool, sv.addr, "set", 100000, nil)
+				}
 			}
 
-			// Alternate the two servers and keep the medians, so that load
-			// from elsewhere on the machine hits both alike.
+			// Alternate the servers and keep the medians, so that load
+			// from elsewhere on the machine hits them alike.
 			// CPU time per request, ours (this process) and Redis's (its
 			// /proc stat), is reported too: unlike throughput it hardly
 			// depends on what else runs on the machine.
 			const rounds = 3
-			var ours, theirs, oursCPU, theirsCPU []float64
+			rps := make([][]float64, len(servers))
+			cpu := make([][]float64, len(servers))
 			for range rounds {
-				c0 := selfCPU()
-				ours = append(ours, measure(b, benchTool, oursAddr, tc.test, requests, tc.extra))
-				oursCPU = append(oursCPU, float64(selfCPU()-c0)/float64(requests))
-				r0 := procCPU(srv.Process.Pid)
-				theirs = append(theirs, measure(b, benchTool, redisAddr, tc.test, requests, tc.extra))
-				theirsCPU = append(theirsCPU, float64(procCPU(srv.Process.Pid)-r0)/float64(requests))
+				for i, sv := range servers {
+					c0 := sv.cpu()
+					rps[i] = append(rps[i], measure(b, benchTool, sv.addr, tc.test, requests, tc.extra))
+					cpu[i] = append(cpu[i], float64(sv.cpu()-c0)/float64(requests))
+				}
 			}
-			o, r := median(ours), median(theirs)
-			b.Logf("%s: ours %v, redis %v (requests/s)", tc.name, ours, theirs)
-			b.ReportMetric(o, "ours-ops/s")
-			b.ReportMetric(r, "redis-ops/s")
-			b.ReportMetric(o/r, "ours/redis")
-			b.ReportMetric(median(oursCPU), "ours-cpu-ns/op")
-			b.ReportMetric(median(theirsCPU), "redis-cpu-ns/op")
+			redisRPS := median(rps[2])
+			for i, sv := range servers {
+				b.Logf("%s %s: %v requests/s, %v CPU ns/request", tc.name, sv.name, rps[i], cpu[i])
+				b.ReportMetric(median(rps[i]), sv.name+"-ops/s")
+				b.ReportMetric(median(cpu[i]), sv.name+"-cpu-ns/op")
+				if i < 2 {
+					b.ReportMetric(median(rps[i])/redisRPS, sv.name+"/redis")
+				}
+			}
 		})
 	}
 }

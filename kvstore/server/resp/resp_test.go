@@ -29,6 +29,9 @@ func start(t testing.TB, store backend.Store, opts resp.Options) string {
 	if opts.Logger == nil {
 		opts.Logger = servertest.Logger(t)
 	}
+	if v, ok := os.LookupEnv(eventLoopEnv); ok {
+		opts.EventLoop = v == "1"
+	}
 	return servertest.Serve(t, resp.NewServer(store, opts))
 }
 

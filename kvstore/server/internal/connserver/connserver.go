@@ -160,7 +160,7 @@ func (s *Server) start(nc net.Conn) {
 			return
 		}
 		s.removeLocked(victim)
-		victim.Conn.Close() // its handler's read fails and it returns
+		victim.forceClose() // its handler's read fails and it returns
 		s.opts.Metrics.ConnEvicted(s.opts.Transport)
 		s.opts.Logger.Info("connection limit reached: closed the connection idle the longest",
 			"transport", s.opts.Transport.String(), "evicted", victim.RemoteAddr().String(),
@@ -173,7 +173,11 @@ func (s *Server) start(nc net.Conn) {
 	s.opts.Metrics.ConnOpened(s.opts.Transport)
 
 	go func() {
-		defer s.finish(c)
+		defer func() {
+			if !c.detached {
+				s.finish(c)
+			}
+		}()
 		defer func() {
 			if p := recover(); p != nil {
 				s.opts.Logger.Error("connection handler panicked; connection closed",
@@ -244,7 +248,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.conns {
-			c.Close()
+			c.forceClose()
 		}
 		s.mu.Unlock()
 		<-done
@@ -273,7 +277,69 @@ type Conn struct {
 
 	mu       sync.Mutex // orders drain against re-arming the read deadline
 	draining atomic.Bool
+
+	// A detached connection is served by an event loop instead of its
+	// handler's goroutine: hooks close and drain it there, and the loop
+	// calls Finish once it has closed it.
+	detached bool
+	hooks    atomic.Pointer[Hooks]
+	finished atomic.Bool
 }
+
+// Hooks are how the Server reaches a detached connection: Close must make
+// it close soon (from any goroutine); Drain tells it the server is draining.
+type Hooks struct {
+	Close func()
+	Drain func()
+}
+
+// Detach hands the connection to an event loop: when the handler returns,
+// the Server neither closes nor forgets the connection; the loop closes it
+// and calls Finish. hooks take over closing (eviction, a Shutdown past its
+// deadline) and waking the connection when the server drains. Call it from
+// the handler, before the handler returns.
+func (c *Conn) Detach(hooks Hooks) {
+	c.detached = true
+	c.hooks.Store(&hooks)
+	if c.draining.Load() && hooks.Drain != nil {
+		hooks.Drain() // drain began before the hooks were in place
+	}
+}
+
+// Finish releases a detached connection's place (its limits, metrics and
+// Shutdown's wait) once the event loop has closed it. Later calls do nothing.
+func (c *Conn) Finish() {
+	if c.finished.CompareAndSwap(false, true) {
+		c.srv.finish(c)
+	}
+}
+
+// forceClose closes the connection now, or has its event loop close it.
+func (c *Conn) forceClose() {
+	if h := c.hooks.Load(); h != nil {
+		h.Close()
+		return
+	}
+	c.Conn.Close()
+}
+
+// MarkIdle records that the connection waits for its next request from now
+// on (the connection limit may close it): the event loop's AwaitRequest.
+func (c *Conn) MarkIdle(now time.Time) { c.idleSince.Store(now.UnixNano()) }
+
+// IdleSince is when the connection began waiting for its next request
+// (unix nanos), 0 while a request is being served.
+func (c *Conn) IdleSince() int64 { return c.idleSince.Load() }
+
+// Served reports whether a whole first request was read.
+func (c *Conn) Served() bool { return c.served }
+
+// Accepted is when the connection was accepted.
+func (c *Conn) Accepted() time.Time { return c.accepted }
+
+// Options are the server's options (the limits and timeouts an event loop
+// enforces itself).
+func (c *Conn) Options() *Options { return &c.srv.opts }
 
 // Draining reports whether the server is shutting down: the handler must
 // not start another request.
@@ -355,8 +421,14 @@ func (c *Conn) ArmWrite() {
 func (c *Conn) drain() {
 	c.mu.Lock()
 	c.draining.Store(true)
-	c.Conn.SetReadDeadline(time.Now())
+	h := c.hooks.Load()
+	if h == nil {
+		c.Conn.SetReadDeadline(time.Now())
+	}
 	c.mu.Unlock()
+	if h != nil && h.Drain != nil {
+		h.Drain()
+	}
 }
 
 // Logger is the server's logger.

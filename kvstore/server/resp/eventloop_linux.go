@@ -1,0 +1,696 @@
+package resp
+
+// The epoll event loops (Options.EventLoop).
+//
+// Invariants, the same as a connection goroutine's:
+//   - replies leave in the order commands arrived, and a write's reply only
+//     once the engine acknowledged it: a connection whose burst left writes
+//     pending is parked — none of its commands run and nothing is written —
+//     until the waiter has awaited them, oldest first;
+//   - every limit and error of commandReader holds (bufferParser), and the
+//     handshake, idle and write timeouts close a connection as the deadlines
+//     of a goroutine's connection do (checked every tick of the loop);
+//   - once the server drains, no connection starts another command: the
+//     replies of those already run are written, then it is closed.
+//
+// A loop owns its connections: only its goroutine reads, writes, runs
+// commands on or closes them. Other goroutines (the waiter, connserver's
+// hooks) hand it work through its mutex-guarded lists and wake it with an
+// eventfd. Sockets are edge-triggered: a read that does not fill the buffer
+// drained the socket, so the next read waits for the next edge and a
+// request costs one read and one write.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/internal/connserver"
+)
+
+// eventLoops are the server's loops, started with its first connection.
+type eventLoops struct {
+	s       *Server
+	once    sync.Once
+	err     error
+	loops   []*loop
+	next    int
+	mu      sync.Mutex // next, stopped
+	stopped bool
+	wg      sync.WaitGroup
+
+	// One waiter serves every loop: while it awaits one engine group, the
+	// writes of all loops' parked connections gather in the next (one log
+	// write and one fsync for them all), where a waiter per loop would
+	// seal a group per loop.
+	waitMu   sync.Mutex
+	waitCond *sync.Cond
+	waitq    []*elConn
+	waitQuit bool
+}
+
+func newEventLoops(s *Server) *eventLoops { return &eventLoops{s: s} }
+
+// readSize is the free buffer space a read asks for at least.
+const readSize = 16 << 10
+
+// loop is one epoll set and the connections in it.
+type loop struct {
+	ls     *eventLoops
+	s      *Server
+	epfd   int
+	wakefd int
+	conns  map[int]*elConn
+
+	mu       sync.Mutex
+	incoming []*elConn
+	settled  []*elConn // back from the waiter
+	kills    []*elConn
+	drain    bool
+	quit     bool
+	woken    bool // a wake is pending (so one eventfd write serves many)
+	ended    bool // the loop returned: nothing more is posted
+	tickDue  bool // set by the ticker (under mu)
+
+	timeoutsDue bool // the loop's copy of tickDue
+
+	tick    time.Duration
+	parking []*elConn // parked in this round, not yet handed to the waiter
+	spare   []*elConn
+	// inlineWaits: the loop awaits writes itself (settleInline).
+	inlineWaits bool
+}
+
+// elConn is a connection served by a loop.
+type elConn struct {
+	l    *loop
+	fd   int
+	cc   *connserver.Conn
+	cl   *client
+	in   []byte // bytes read; in[rpos:] not yet run
+	rpos int
+	p    bufferParser
+
+	readable bool // the socket may hold unread bytes
+	eof      bool // the peer closed its side, or a read failed
+	parked   bool // the waiter holds it
+	wbuf     []byte
+	wblocked int64 // unix nanos a write began waiting for room; 0: none
+	closing  bool  // close once the replies are written
+	closed   bool
+}
+
+func (ls *eventLoops) start() error {
+	ls.once.Do(func() {
+		n := runtime.GOMAXPROCS(0)
+		for range n {
+			l, err := ls.newLoop()
+			if err != nil {
+				ls.err = err
+				return
+			}
+			ls.loops = append(ls.loops, l)
+		}
+		ls.waitCond = sync.NewCond(&ls.waitMu)
+		ls.wg.Add(1 + len(ls.loops))
+		go ls.waiter()
+		for _, l := range ls.loops {
+			go l.run()
+		}
+	})
+	return ls.err
+}
+
+func (ls *eventLoops) newLoop() (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(wakefd)
+		return nil, err
+	}
+	l := &loop{ls: ls, s: ls.s, epfd: epfd, wakefd: wakefd, conns: map[int]*elConn{}, tick: tickFor(ls.s.opts),
+		inlineWaits: ls.s.store.SyncPolicy() != kvstore.SyncAlways}
+	return l, nil
+}
+
+// tickFor is how often a loop checks its timeouts: an eighth of the
+// shortest, as the goroutine path re-arms its deadlines.
+func tickFor(o Options) time.Duration {
+	t := time.Second
+	for _, d := range []time.Duration{o.IdleTimeout, o.HandshakeTimeout, o.WriteTimeout} {
+		if d > 0 {
+			t = min(t, d/8)
+		}
+	}
+	return max(t, 5*time.Millisecond)
+}
+
+// adopt moves a connection to a loop. It returns false when the connection
+// is not a socket a loop can serve (TLS) or the loops failed to start.
+func (ls *eventLoops) adopt(c *connserver.Conn) bool {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	switch c.Conn.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return false
+	}
+	if err := ls.start(); err != nil {
+		c.Logger().Warn("event loop unavailable; serving the connection from a goroutine", "transport", "resp", "err", err)
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	fd := -1
+	var dupErr error
+	if err := raw.Control(func(s uintptr) { fd, dupErr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil || dupErr != nil {
+		return false
+	}
+	ls.mu.Lock()
+	if ls.stopped {
+		ls.mu.Unlock()
+		unix.Close(fd)
+		return false
+	}
+	l := ls.loops[ls.next%len(ls.loops)]
+	ls.next++
+	ls.mu.Unlock()
+	// The duplicate shares the socket (and its O_NONBLOCK); closing Go's
+	// descriptor takes it out of Go's poller, so only the loop sees it.
+	cl := ls.s.newClient(c)
+	c.Conn.Close()
+	ec := &elConn{l: l, fd: fd, cc: c, cl: cl, readable: true}
+	ec.p.cr = ls.s.newCommandReader(nil)
+	c.MarkIdle(time.Now())
+	c.Detach(connserver.Hooks{
+		Close: func() { l.post(func() { l.kills = append(l.kills, ec) }) },
+		Drain: func() { l.post(func() { l.drain = true }) },
+	})
+	l.post(func() { l.incoming = append(l.incoming, ec) })
+	return true
+}
+
+// post changes the loop's lists under its mutex and wakes it.
+// It reports whether the loop has ended (then f did not run).
+func (l *loop) post(f func()) (ended bool) {
+	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return true
+	}
+	f()
+	wake := !l.woken
+	l.woken = true
+	l.mu.Unlock()
+	if wake {
+		var one = [8]byte{1}
+		_, _ = unix.Write(l.wakefd, one[:])
+	}
+	return false
+}
+
+// stop ends the loops once every connection is closed (after Shutdown).
+func (ls *eventLoops) stop() {
+	ls.mu.Lock()
+	ls.stopped = true
+	ls.mu.Unlock()
+	for _, l := range ls.loops {
+		l.post(func() { l.quit = true })
+	}
+	if ls.waitCond != nil {
+		ls.waitMu.Lock()
+		ls.waitQuit = true
+		ls.waitCond.Broadcast()
+		ls.waitMu.Unlock()
+	}
+	ls.wg.Wait()
+}
+
+// waiter awaits the pending writes of parked connections, in the order
+// they were parked, and hands each back to its loop.
+func (ls *eventLoops) waiter() {
+	defer ls.wg.Done()
+	var batch []*elConn
+	for {
+		ls.waitMu.Lock()
+		for len(ls.waitq) == 0 && !ls.waitQuit {
+			ls.waitCond.Wait()
+		}
+		if len(ls.waitq) == 0 {
+			ls.waitMu.Unlock()
+			return
+		}
+		batch, ls.waitq = ls.waitq, batch[:0]
+		ls.waitMu.Unlock()
+		for i, c := range batch {
+			c.cl.settle()
+			c.writeSettled()
+			l := c.l
+			l.post(func() { l.settled = append(l.settled, c) })
+			batch[i] = nil
+		}
+	}
+}
+
+// run is the loop. It never blocks an OS thread in epoll_wait: the epoll
+// descriptor is itself registered with Go's poller, epoll_wait is called
+// with a zero timeout, and when nothing is ready the goroutine parks until
+// the descriptor turns readable (a socket event or a wake). A thread blocked
+// in a system call would cost a P hand-off to the runtime and a futex wake
+// on every return.
+func (l *loop) run() {
+	defer l.ls.wg.Done()
+	defer unix.Close(l.wakefd)
+	if err := unix.SetNonblock(l.epfd, true); err != nil {
+		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
+	}
+	ep := os.NewFile(uintptr(l.epfd), "epoll")
+	defer ep.Close()
+	rc, err := ep.SyscallConn()
+	if err != nil {
+		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
+		return
+	}
+	ticker := time.NewTicker(l.tick)
+	done := make(chan struct{})
+	defer func() { ticker.Stop(); close(done) }()
+	go func() {
+		// The timeouts are checked on the loop's goroutine, woken by a tick.
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+				if l.post(func() { l.tickDue = true }) {
+					return
+				}
+			}
+		}
+	}()
+	events := make([]unix.EpollEvent, 256)
+	touched := make([]*elConn, 0, 256)
+	for {
+		var n int
+		var werr error
+		if err := rc.Read(func(uintptr) bool {
+			n, werr = unix.EpollWait(l.epfd, events, 0)
+			return n > 0 || len(l.parking) > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
+		}); err != nil {
+			werr = err
+		}
+		if werr != nil {
+			l.s.opts.Logger.Error("epoll_wait failed", "transport", "resp", "err", werr)
+			time.Sleep(l.tick)
+			n = 0
+		}
+		touched = touched[:0]
+		woken := false
+		for _, ev := range events[:max(n, 0)] {
+			fd := int(ev.Fd)
+			if fd == l.wakefd {
+				woken = true
+				continue
+			}
+			c := l.conns[fd]
+			if c == nil {
+				continue
+			}
+			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				c.readable = true
+			}
+			touched = append(touched, c)
+		}
+		if woken {
+			var buf [8]byte
+			_, _ = unix.Read(l.wakefd, buf[:])
+			if l.takeWork(&touched) {
+				return
+			}
+		}
+		for _, c := range touched {
+			l.service(c)
+		}
+		l.settleInline()
+		if len(l.parking) > 0 {
+			ls := l.ls
+			ls.waitMu.Lock()
+			ls.waitq = append(ls.waitq, l.parking...)
+			ls.waitCond.Signal()
+			ls.waitMu.Unlock()
+			clear(l.parking)
+			l.parking = l.parking[:0]
+		}
+		if l.timeoutsDue {
+			l.timeoutsDue = false
+			l.checkTimeouts(time.Now())
+		}
+	}
+}
+
+// maxInlinePasses bounds the rounds of awaiting and serving parked
+// connections inline before the loop polls its sockets again (fairness to
+// the connections that have not sent anything yet).
+const maxInlinePasses = 4
+
+// settleInline awaits the round's parked connections on the loop itself
+// when the engine acknowledges a write without waiting for the disk (sync
+// policy none or periodic): the wait is the group's log write, and a
+// hand-off to the waiter and back would cost more than it. Connections
+// still parked after maxInlinePasses stay in parking for the next round.
+func (l *loop) settleInline() {
+	if !l.inlineWaits {
+		return
+	}
+	for pass := 0; len(l.parking) > 0 && pass < maxInlinePasses; pass++ {
+		batch := l.parking
+		l.parking = l.spare[:0]
+		for _, c := range batch {
+			c.cl.settle()
+			c.parked = false
+		}
+		for _, c := range batch {
+			l.service(c)
+		}
+		clear(batch)
+		l.spare = batch[:0]
+	}
+}
+
+// writeSettled sends a parked connection's replies from the waiter, as
+// soon as its writes are acknowledged, instead of after the hand-back to
+// its loop (a wake through the eventfd and Go's poller): the waiter owns the
+// connection until then. What the socket does not take at once is left to
+// the loop (wbuf), as is any error, which the loop's next write meets again.
+func (c *elConn) writeSettled() {
+	buf := c.cl.out.buf
+	if len(buf) == 0 {
+		return
+	}
+	n, err := unix.Write(c.fd, buf)
+	if err == nil && n == len(buf) {
+		c.cl.out.buf = buf[:0]
+		if cap(buf) > keepOutBytes {
+			c.cl.out.buf = nil
+		}
+		c.cc.MarkIdle(time.Now())
+		return
+	}
+	c.wbuf = buf[max(n, 0):]
+}
+
+// takeWork moves what other goroutines posted into the loop; it reports
+// whether the loop must end.
+func (l *loop) takeWork(touched *[]*elConn) bool {
+	l.mu.Lock()
+	l.woken = false
+	incoming, settled, kills, drain, quit := l.incoming, l.settled, l.kills, l.drain, l.quit
+	l.incoming, l.settled, l.kills, l.drain = nil, nil, nil, false
+	l.timeoutsDue = l.timeoutsDue || l.tickDue
+	l.tickDue = false
+	if quit {
+		l.ended = true
+	}
+	l.mu.Unlock()
+	for _, c := range incoming {
+		if c.closed {
+			continue // killed (evicted) before it was registered: its fd is closed, maybe reused
+		}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.fd)}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+			c.cl.log.Warn("epoll_ctl failed; closing the connection", "err", err)
+			l.close(c)
+			continue
+		}
+		l.conns[c.fd] = c
+		*touched = append(*touched, c)
+	}
+	for _, c := range settled {
+		c.parked = false
+		*touched = append(*touched, c)
+	}
+	for _, c := range kills {
+		l.close(c)
+	}
+	if drain {
+		for _, c := range l.conns {
+			if c.cc.Draining() {
+				*touched = append(*touched, c)
+			}
+		}
+	}
+	if quit {
+		for _, c := range l.conns {
+			l.close(c)
+		}
+		return true
+	}
+	return false
+}
+
+// service does what a connection can do now: write what waits, run the
+// whole commands it has, read more.
+func (l *loop) service(c *elConn) {
+	defer func() {
+		// A bug here must cost one connection, not the server (a
+		// command's own panic is an error reply already, in execute).
+		if p := recover(); p != nil {
+			c.cl.log.Error("event loop panicked serving a connection; connection closed", "panic", fmt.Sprint(p))
+			c.parked = false
+			l.close(c)
+		}
+	}()
+	for !c.closed && !c.parked {
+		if c.wbuf != nil {
+			if !l.writeOut(c) {
+				return
+			}
+			continue
+		}
+		if c.closing || c.cc.Draining() {
+			// No command starts; the replies of those run go out first.
+			if len(c.cl.out.buf) > 0 || c.cl.batchOpen || len(c.cl.pending) > 0 {
+				l.endBurst(c)
+				continue
+			}
+			l.close(c)
+			return
+		}
+		if l.runCommands(c) {
+			l.endBurst(c)
+			continue
+		}
+		if c.eof {
+			l.close(c)
+			return
+		}
+		if !c.readable {
+			return
+		}
+		l.read(c)
+	}
+}
+
+// read reads once into the connection's buffer.
+func (l *loop) read(c *elConn) {
+	// The unrun bytes (at most one partial command, whose parse state is
+	// relative to its start) move to the front when room runs short.
+	if c.rpos > 0 && (c.rpos == len(c.in) || cap(c.in)-len(c.in) < readSize) {
+		c.in = c.in[:copy(c.in, c.in[c.rpos:])]
+		c.rpos = 0
+	}
+	if len(c.in) == 0 && cap(c.in) > keepBufBytes {
+		c.in = nil // one large command must not pin its memory
+	}
+	if cap(c.in)-len(c.in) < readSize {
+		grown := make([]byte, len(c.in), max(2*cap(c.in), len(c.in)+readSize))
+		copy(grown, c.in)
+		c.in = grown
+	}
+	free := c.in[len(c.in):cap(c.in)]
+	n, err := unix.Read(c.fd, free)
+	switch {
+	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+		c.readable = errors.Is(err, unix.EINTR)
+	case err != nil:
+		if !errors.Is(err, unix.ECONNRESET) {
+			c.cl.log.Debug("connection closed", "err", err)
+		}
+		c.eof, c.readable = true, false
+	case n == 0:
+		c.eof, c.readable = true, false
+	default:
+		c.in = c.in[:len(c.in)+n]
+		c.readable = n == len(free) // a short read drained the socket
+	}
+}
+
+// runCommands runs the whole commands in the buffer, as a goroutine's burst
+// does, and reports whether there is anything to flush.
+func (l *loop) runCommands(c *elConn) bool {
+	cl := c.cl
+	ran := false
+	for c.rpos < len(c.in) && !cl.quit && len(cl.out.buf) < flushAt {
+		n, args, err := c.p.parse(c.in[c.rpos:])
+		if err != nil {
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				cl.log.Info("protocol error; closing connection", "err", pe.Error())
+				cl.out.error("ERR " + pe.Error())
+			}
+			c.rpos = len(c.in)
+			c.closing = true
+			return true
+		}
+		if n == 0 {
+			break
+		}
+		if len(args) > 0 && l.s.wouldWait(cl, args) {
+			// It reads what earlier writes wrote: park until they are
+			// acknowledged rather than block the loop; it runs after.
+			break
+		}
+		c.rpos += n
+		c.cc.RequestRead()
+		ran = true
+		if len(args) > 0 {
+			l.s.execute(cl, args)
+		}
+		if c.cc.Draining() {
+			break
+		}
+	}
+	if cl.quit {
+		c.closing = true
+	}
+	return ran || len(cl.out.buf) > 0 || len(cl.pending) > 0 || cl.batchOpen || c.closing
+}
+
+// endBurst hands the burst's writes to the engine and parks the connection
+// until they are acknowledged, or writes the replies now.
+func (l *loop) endBurst(c *elConn) {
+	cl := c.cl
+	cl.closeBatch()
+	if cl.quit {
+		c.closing = true
+	}
+	if len(cl.pending) > 0 {
+		// Handed to the waiter at the end of the loop's round, with the
+		// other connections parked in it: the first wait then seals one
+		// engine group (one log write, one fsync) holding all their writes.
+		c.parked = true
+		l.parking = append(l.parking, c)
+		return
+	}
+	l.startWrite(c)
+}
+
+// startWrite begins writing the replies collected; the connection then
+// waits for its next request unless there is more to do.
+func (l *loop) startWrite(c *elConn) {
+	if len(c.cl.out.buf) > 0 {
+		c.wbuf = c.cl.out.buf
+	} else {
+		l.becameIdle(c)
+	}
+}
+
+func (l *loop) becameIdle(c *elConn) { c.cc.MarkIdle(time.Now()) }
+
+// writeOut writes the pending replies; it reports whether they are all out.
+func (l *loop) writeOut(c *elConn) bool {
+	for len(c.wbuf) > 0 {
+		n, err := unix.Write(c.fd, c.wbuf)
+		if n > 0 {
+			c.wbuf = c.wbuf[n:]
+		}
+		if errors.Is(err, unix.EAGAIN) {
+			if c.wblocked == 0 {
+				c.wblocked = time.Now().UnixNano()
+			}
+			return false
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			c.cl.log.Debug("write failed", "err", err)
+			l.close(c)
+			return false
+		}
+	}
+	c.wbuf, c.wblocked = nil, 0
+	cl := c.cl
+	cl.out.buf = cl.out.buf[:0]
+	if cap(cl.out.buf) > keepOutBytes {
+		cl.out.buf = nil
+	}
+	if c.closing {
+		l.close(c)
+		return false
+	}
+	l.becameIdle(c)
+	return true
+}
+
+// checkTimeouts closes the connections past their handshake, idle or
+// write timeout.
+func (l *loop) checkTimeouts(now time.Time) {
+	o := l.s.opts
+	nanos := now.UnixNano()
+	for _, c := range l.conns {
+		switch {
+		case c.parked:
+		case c.wblocked != 0:
+			if o.WriteTimeout > 0 && nanos-c.wblocked > int64(o.WriteTimeout) {
+				c.cl.log.Debug("write timed out; closing the connection")
+				l.close(c)
+			}
+		case !c.cc.Served() && o.HandshakeTimeout > 0 && now.Sub(c.cc.Accepted()) > o.HandshakeTimeout:
+			c.cl.log.Debug("no whole first request within the handshake timeout; closing the connection")
+			l.close(c)
+		case o.IdleTimeout > 0 && c.cc.IdleSince() != 0 && nanos-c.cc.IdleSince() > int64(o.IdleTimeout):
+			c.cl.log.Debug("idle timeout; closing the connection")
+			l.close(c)
+		}
+	}
+}
+
+// close closes the socket and releases the connection's place. A parked
+// connection is closed when the waiter hands it back.
+func (l *loop) close(c *elConn) {
+	if c.closed {
+		return
+	}
+	if c.parked {
+		c.closing = true
+		return
+	}
+	c.closed = true
+	if l.conns[c.fd] == c {
+		delete(l.conns, c.fd)
+	}
+	unix.Close(c.fd)
+	l.s.dropClient(c.cl)
+	c.cc.Finish()
+}
