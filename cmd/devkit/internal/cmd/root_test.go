@@ -3,7 +3,6 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -107,22 +106,5 @@ func TestGroupCommands_UnknownSubcommandIsAUsageError(t *testing.T) {
 		if code, out, _ := run(c.Name()); code != 0 || !strings.Contains(out, "Usage:") {
 			t.Errorf("devkit %s alone: exit %d, want its help", c.Name(), code)
 		}
-	}
-}
-
-// TestCobraUsageMistakes_ExitTwo: cobra returns a missing required flag as a
-// plain error; Main must still exit 2 for it, as for any usage mistake.
-func TestCobraUsageMistakes_ExitTwo(t *testing.T) {
-	c := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
-	c.Flags().String("to", "", "")
-	_ = c.MarkFlagRequired("to")
-	c.SetArgs(nil)
-	c.SilenceErrors, c.SilenceUsage = true, true
-	err := c.Execute()
-	if err == nil || !isCobraUsageMistake(err) {
-		t.Fatalf("missing required flag: %v is not taken for a usage mistake", err)
-	}
-	if isCobraUsageMistake(errors.New("store unreachable")) {
-		t.Fatal("a plain error taken for a usage mistake")
 	}
 }

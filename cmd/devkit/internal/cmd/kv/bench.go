@@ -33,8 +33,9 @@ type BenchOptions struct {
 	Progress *bool
 }
 
-func newBenchCmd(client ClientOptions, runF func(context.Context, *BenchOptions) error) *cobra.Command {
-	opts := &BenchOptions{ClientOptions: client}
+// NewCmdBench builds `devkit kv bench`; runF, when not nil, receives the options instead of benchRun.
+func NewCmdBench(f *cmdutil.Factory, runF func(context.Context, *BenchOptions) error) *cobra.Command {
+	opts := &BenchOptions{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load the server with concurrent clients and print ops/s and latency",
@@ -45,6 +46,7 @@ A progress bar shows on a terminal; the summary table gives ops/s, p50, p99 and 
   devkit kv bench --write-percent 100 --value-size 1024 --json`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
 			switch {
 			case opts.Clients < 1:
 				return cmdutil.UsageErrorf("--clients %d: want at least 1", opts.Clients)
@@ -60,17 +62,17 @@ A progress bar shows on a terminal; the summary table gives ops/s, p50, p99 and 
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runBench(cmd.Context(), opts)
+			return benchRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
-	f := cmd.Flags()
-	f.IntVar(&opts.Clients, "clients", 50, "concurrent connections")
-	cmdutil.DurationVar(f, &opts.Duration, "duration", 10*time.Second, "how long to run")
-	f.IntVar(&opts.ValueSize, "value-size", 100, "bytes per value")
-	f.IntVar(&opts.Keys, "keys", 10000, "size of the key space (keys bench:0 .. bench:N-1)")
-	f.IntVar(&opts.WritePercent, "write-percent", 50, "share of sets among requests, in percent")
-	f.BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
+	fs := cmd.Flags()
+	fs.IntVar(&opts.Clients, "clients", 50, "concurrent connections")
+	cmdutil.DurationVar(fs, &opts.Duration, "duration", 10*time.Second, "how long to run")
+	fs.IntVar(&opts.ValueSize, "value-size", 100, "bytes per value")
+	fs.IntVar(&opts.Keys, "keys", 10000, "size of the key space (keys bench:0 .. bench:N-1)")
+	fs.IntVar(&opts.WritePercent, "write-percent", 50, "share of sets among requests, in percent")
+	fs.BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
 	return cmd
 }
 
@@ -101,8 +103,8 @@ type benchWorker struct {
 	firstError error
 }
 
-func runBench(ctx context.Context, opts *BenchOptions) error {
-	addr := opts.address()
+func benchRun(ctx context.Context, opts *BenchOptions) error {
+	addr := opts.Addr
 	dopts, err := opts.dialOptions()
 	if err != nil {
 		return err
@@ -110,7 +112,7 @@ func runBench(ctx context.Context, opts *BenchOptions) error {
 	clients := make([]*tcpjson.Client, opts.Clients)
 	for i := range clients {
 		dctx, cancel := context.WithTimeout(ctx, max(opts.Timeout, time.Second))
-		c, err := tcpjson.DialWith(dctx, addr, dopts)
+		c, err := opts.dial(dctx, addr, dopts)
 		cancel()
 		if err != nil {
 			for _, c := range clients[:i] {

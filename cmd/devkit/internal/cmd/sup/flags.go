@@ -25,9 +25,9 @@ func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // completeNames completes process names from the config and the records.
-func completeNames(sup Factory) cobra.CompletionFunc {
+func completeNames(f *cmdutil.Factory) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		s, err := sup(false)
+		s, err := newSupervisor(f, projectFrom(f, cmd), false)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
