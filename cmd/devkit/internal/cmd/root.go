@@ -53,7 +53,7 @@ Run 'devkit help exit-codes' for the exit codes scripts can rely on.`,
 		kv.NewCmd(f),
 		&cobra.Command{Use: "exit-codes", Short: "The exit codes devkit commands use", Long: exitCodesHelp},
 		sup.NewCmd(f),
-		ratelimit.NewCmd(ios),
+		ratelimit.NewCmd(f),
 	)
 	// Nouns (kv, ratelimit, sup) are added here, one package each.
 	root.InitDefaultCompletionCmd()

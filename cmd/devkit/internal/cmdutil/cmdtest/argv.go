@@ -109,6 +109,9 @@ func Wired[T any](opts *T) (missing []string) {
 				}
 			case fv.Kind() == reflect.Struct && fv.Type().PkgPath() == v.Type().PkgPath():
 				walk(name+".", fv)
+			case fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct &&
+				fv.Type().Elem().PkgPath() == v.Type().PkgPath() && !fv.IsNil():
+				walk(name+".", fv.Elem())
 			}
 		}
 	}
