@@ -49,7 +49,7 @@ Run 'devkit help exit-codes' for the exit codes scripts can rely on.`,
 	root.SetErr(ios.ErrOut)
 	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
 	root.AddCommand(
-		version.NewCmd(ios),
+		version.NewCmdVersion(f, nil),
 		kv.NewCmd(f),
 		&cobra.Command{Use: "exit-codes", Short: "The exit codes devkit commands use", Long: exitCodesHelp},
 		sup.NewCmd(f),

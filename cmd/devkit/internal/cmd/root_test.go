@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 )
@@ -106,5 +107,32 @@ func TestGroupCommands_UnknownSubcommandIsAUsageError(t *testing.T) {
 		if code, out, _ := run(c.Name()); code != 0 || !strings.Contains(out, "Usage:") {
 			t.Errorf("devkit %s alone: exit %d, want its help", c.Name(), code)
 		}
+	}
+}
+
+// TestDurationFlags_AllOneGrammar: every duration flag of every command is
+// cmdutil.DurationFlag (Go durations or plain seconds), none pflag's own.
+func TestDurationFlags_AllOneGrammar(t *testing.T) {
+	root := NewRootCmd(&cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		check := func(fl *pflag.Flag) {
+			if fl.Value.Type() != "duration" {
+				return
+			}
+			seen++
+			if _, ok := fl.Value.(cmdutil.DurationFlag); !ok {
+				t.Errorf("%s --%s is a %T, not a cmdutil.DurationFlag", c.CommandPath(), fl.Name, fl.Value)
+			}
+		}
+		c.LocalFlags().VisitAll(check)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	if seen == 0 {
+		t.Fatal("no duration flag found: the walk is broken")
 	}
 }

@@ -71,10 +71,10 @@ no store and a missing flag), 1 store error.`,
 	}
 	fs := cmd.Flags()
 	fs.Int64Var(&opts.Limit, "limit", 0, "requests allowed per window (token bucket: refill per window)")
-	fs.Var(cmdutil.DurationFlag{D: &opts.Window}, "window", "window length: 90s, 15m, 1h or seconds")
+	cmdutil.DurationVar(fs, &opts.Window, "window", 0, "window length: 90s, 15m, 1h or seconds")
 	fs.StringVar(&opts.Algorithm, "algorithm", "fixed-window", "fixed-window, sliding-window, sliding-log, token-bucket or gcra")
 	fs.Int64Var(&opts.Burst, "burst", 0, "bucket capacity for token-bucket and gcra (default: --limit)")
-	fs.Var(cmdutil.DurationFlag{D: &opts.Block}, "block", "penalty block once denied (default: none)")
+	cmdutil.DurationVar(fs, &opts.Block, "block", 0, "penalty block once denied (default: none)")
 	fs.Int64Var(&opts.Cost, "cost", 1, "what this request spends")
 	fs.BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
 	opts.Request.addFlags(cmd)

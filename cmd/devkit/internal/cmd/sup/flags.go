@@ -14,7 +14,7 @@ import (
 
 // addTimeoutFlag registers --timeout on cmd.
 func addTimeoutFlag(cmd *cobra.Command, d *time.Duration) {
-	cmd.Flags().Var(cmdutil.DurationFlag{D: d}, "timeout", "override stop_timeout (e.g. 5s; a plain number means seconds)")
+	cmdutil.DurationVar(cmd.Flags(), d, "timeout", 0, "override stop_timeout (e.g. 5s; a plain number means seconds)")
 }
 
 // interruptible returns a context that ends on SIGINT or SIGTERM, so that
