@@ -28,7 +28,7 @@ func TestArgv_Options(t *testing.T) {
 	serveEnv := serve
 	serveEnv.RequirePass = "s3cret"
 
-	cmdtest.RunTable(t, []cmdtest.Case{
+	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
 		{Name: "serve defaults", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve"), Want: serve, Unwired: []string{"Ready"}},
 		{Name: "serve flags", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--data", "/d", "--resp", ":6380", "--http", "",
 			"--sync", "periodic", "--sync-interval", "250ms", "--max-conns", "1024", "--idle-timeout", "90", "--shutdown-timeout", "1.5",

@@ -76,23 +76,29 @@ A progress bar shows on a terminal; the summary table gives ops/s, p50, p99 and 
 	return cmd
 }
 
-// BenchRow is one line of the summary.
+// BenchRow is one line of the summary. Durations are float seconds in
+// *_seconds fields, the rule of every --json; p50_us and p99_us (the same
+// latencies in microseconds) stay for the scripts that read them.
 type BenchRow struct {
-	Op        string  `json:"op"`
-	Requests  int     `json:"requests"`
-	OpsPerSec float64 `json:"ops_per_sec"`
-	P50Micros float64 `json:"p50_us"`
-	P99Micros float64 `json:"p99_us"`
-	Errors    int     `json:"errors"`
+	Op         string  `json:"op"`
+	Requests   int     `json:"requests"`
+	OpsPerSec  float64 `json:"ops_per_sec"`
+	P50Seconds float64 `json:"p50_seconds"`
+	P99Seconds float64 `json:"p99_seconds"`
+	P50Micros  float64 `json:"p50_us"`
+	P99Micros  float64 `json:"p99_us"`
+	Errors     int     `json:"errors"`
 }
 
-// BenchResult is what `devkit kv bench --json` prints.
+// BenchResult is what `devkit kv bench --json` prints; duration_s is
+// duration_seconds under its older name, kept for scripts.
 type BenchResult struct {
-	Addr      string     `json:"addr"`
-	Clients   int        `json:"clients"`
-	Duration  float64    `json:"duration_s"`
-	ValueSize int        `json:"value_size"`
-	Rows      []BenchRow `json:"rows"`
+	Addr            string     `json:"addr"`
+	Clients         int        `json:"clients"`
+	DurationSeconds float64    `json:"duration_seconds"`
+	Duration        float64    `json:"duration_s"`
+	ValueSize       int        `json:"value_size"`
+	Rows            []BenchRow `json:"rows"`
 }
 
 // benchWorker is one client's tally.
@@ -234,12 +240,13 @@ func summarize(workers []benchWorker, elapsed time.Duration, opts *BenchOptions,
 		slices.Sort(lat)
 		r := BenchRow{Op: op, Requests: len(lat) + errs, Errors: errs, OpsPerSec: float64(len(lat)) / secs}
 		if len(lat) > 0 {
-			r.P50Micros = float64(lat[len(lat)/2].Nanoseconds()) / 1e3
-			r.P99Micros = float64(lat[len(lat)*99/100].Nanoseconds()) / 1e3
+			p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+			r.P50Seconds, r.P99Seconds = p50.Seconds(), p99.Seconds()
+			r.P50Micros, r.P99Micros = float64(p50.Nanoseconds())/1e3, float64(p99.Nanoseconds())/1e3
 		}
 		return r
 	}
-	res := BenchResult{Addr: addr, Clients: opts.Clients, Duration: secs, ValueSize: opts.ValueSize}
+	res := BenchResult{Addr: addr, Clients: opts.Clients, DurationSeconds: secs, Duration: secs, ValueSize: opts.ValueSize}
 	if opts.WritePercent > 0 {
 		res.Rows = append(res.Rows, row("set", set, setErr))
 	}

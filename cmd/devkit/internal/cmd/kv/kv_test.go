@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -317,5 +318,36 @@ func TestServe_APortConflictIsReportedBeforeTheEngineOpens(t *testing.T) {
 	err = serveRun(context.Background(), opts)
 	if err == nil || !strings.Contains(err.Error(), "listen tcp on "+busy.Addr().String()) || errors.Is(err, kvstore.ErrLocked) {
 		t.Fatalf("serve on a busy port = %v, want the listen error before the engine opens", err)
+	}
+}
+
+// TestBench_JSONDurationsInSeconds: bench --json gives its durations as
+// float seconds in *_seconds fields, beside the older duration_s and
+// p50_us/p99_us that scripts already read (same values).
+func TestBench_JSONDurationsInSeconds(t *testing.T) {
+	addr, _ := startServer(t)
+	out, errOut, code := run(t, nil, "", "bench", "--addr", addr, "--clients", "1", "--duration", "200ms", "--keys", "5", "--json")
+	if code != 0 {
+		t.Fatalf("bench --json: %d %q", code, errOut)
+	}
+	var doc struct {
+		DurationSeconds *float64 `json:"duration_seconds"`
+		DurationS       *float64 `json:"duration_s"`
+		Rows            []map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("bench --json %q: %v", out, err)
+	}
+	if doc.DurationSeconds == nil || doc.DurationS == nil || *doc.DurationSeconds != *doc.DurationS || *doc.DurationSeconds < 0.2 {
+		t.Fatalf("duration_seconds %v, duration_s %v", doc.DurationSeconds, doc.DurationS)
+	}
+	for _, r := range doc.Rows {
+		for _, q := range []string{"p50", "p99"} {
+			secs, ok := r[q+"_seconds"].(float64)
+			us, _ := r[q+"_us"].(float64)
+			if !ok || math.Abs(secs*1e6-us) > 1e-6 {
+				t.Errorf("row %v: %s_seconds %v, %s_us %v", r, q, secs, q, r[q+"_us"])
+			}
+		}
 	}
 }

@@ -30,7 +30,7 @@ func TestArgv_Options(t *testing.T) {
 	proxyFlags := proxy
 	proxyFlags.Store, proxyFlags.Fail, proxyFlags.Admin, proxyFlags.AdminToken = fromFlag, "closed", ":9090", "flagtok"
 
-	cmdtest.RunTable(t, []cmdtest.Case{
+	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
 		{Name: "check defaults", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdCheck, "check", "k", "--limit", "5", "--window", "1m"), Want: check},
 		{Name: "check store from REDIS_URL", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdCheck, "check", "k", "--limit", "5", "--window", "60"), Want: checkEnv},
 		{Name: "check flags win over REDIS_URL", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdCheck, "--redis", "redis://flag:6379", "--prefix", "app:",

@@ -11,7 +11,7 @@ import (
 // its run function, and the command lines refused before it runs (exit 2).
 func TestArgv_Options(t *testing.T) {
 	def := ProjectOptions{ConfigPath: defaultConfig}
-	cmdtest.RunTable(t, []cmdtest.Case{
+	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
 		{Name: "start defaults", Parse: cmdtest.Parse(newSupCmd, NewCmdStart, "start", "api"),
 			Want: StartOptions{ProjectOptions: def, Names: []string{"api"}}},
 		{Name: "start --all --json -c", Parse: cmdtest.Parse(newSupCmd, NewCmdStart, "-c", "x/ops.yaml", "start", "--all", "--json"),

@@ -12,7 +12,7 @@ import (
 
 // TestArgv_Options: what `devkit version`'s flags give its run function.
 func TestArgv_Options(t *testing.T) {
-	cmdtest.RunTable(t, []cmdtest.Case{
+	cmdtest.RunTable(t, NewCmdVersion(cmdtest.Factory(nil), nil), []cmdtest.Case{
 		{Name: "defaults", Parse: cmdtest.Parse(nil, NewCmdVersion, "version"), Want: Options{}},
 		{Name: "--json", Parse: cmdtest.Parse(nil, NewCmdVersion, "version", "--json"), Want: Options{JSON: true}},
 		{Name: "takes no args", Parse: cmdtest.Parse(nil, NewCmdVersion, "version", "x"), Code: 2},

@@ -125,6 +125,7 @@ type Parsed struct {
 	Code    int
 	Stderr  string
 	Missing []string // dependency fields runF received nil (see Wired)
+	Verb    string   // the name of the verb run
 }
 
 // Parse returns the run of argv through newVerb (under noun) for a table.
@@ -132,7 +133,7 @@ func Parse[T any](noun func(*cmdutil.Factory) *cobra.Command,
 	newVerb func(*cmdutil.Factory, func(context.Context, *T) error) *cobra.Command, argv ...string) func(*cmdutil.Factory) Parsed {
 	return func(f *cmdutil.Factory) Parsed {
 		r := Run(f, noun, newVerb, argv...)
-		p := Parsed{Code: r.Code, Stderr: r.Stderr}
+		p := Parsed{Code: r.Code, Stderr: r.Stderr, Verb: newVerb(f, nil).Name()}
 		if r.Opts != nil {
 			p.Opts, p.Missing = Plain(*r.Opts), Wired(r.Opts)
 		}
@@ -156,12 +157,15 @@ type Case struct {
 
 // RunTable runs every case as a subtest: the exit code, the options (when
 // the command line is valid: every dependency wired, the rest equal to
-// Want) and the diagnostic.
-func RunTable(t *testing.T, cases []Case) {
+// Want) and the diagnostic. With tree (a noun and its verbs, as the binary
+// builds it), every runnable command in it must have a case that runs it.
+func RunTable(t *testing.T, tree *cobra.Command, cases []Case) {
 	t.Helper()
+	covered := map[string]bool{}
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			got := tc.Parse(Factory(tc.Env))
+			covered[got.Verb] = covered[got.Verb] || got.Code == cmdutil.ExitOK
 			if got.Code != tc.Code {
 				t.Fatalf("exit %d, want %d (stderr %q)", got.Code, tc.Code, got.Stderr)
 			}
@@ -182,4 +186,23 @@ func RunTable(t *testing.T, cases []Case) {
 			}
 		})
 	}
+	if tree != nil {
+		for _, name := range runnable(tree) {
+			if !covered[name] {
+				t.Errorf("%s has no argv case that runs it", name)
+			}
+		}
+	}
+}
+
+// runnable lists the names of the runnable commands under c (c included).
+func runnable(c *cobra.Command) []string {
+	var names []string
+	if c.Runnable() {
+		names = append(names, c.Name())
+	}
+	for _, sub := range c.Commands() {
+		names = append(names, runnable(sub)...)
+	}
+	return names
 }
