@@ -1,12 +1,15 @@
 package kv
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil/cmdtest"
 	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server"
+	"github.com/devkit-go/devkit/kvstore/server/tcpjson"
 )
 
 // TestArgv_Options: what each kv verb's flags, args and environment give
@@ -91,4 +94,26 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "repair flags", Parse: cmdtest.Parse(newKVNoun, NewCmdRepair, "repair", "--data", "/d", "--json"), Want: RepairOptions{DataDir: "/d", JSON: true}},
 		{Name: "repair takes no args", Parse: cmdtest.Parse(newKVNoun, NewCmdRepair, "repair", "/d"), Code: 2},
 	})
+}
+
+// TestArgv_ClientFromFactory: a client verb dials through the factory's
+// KVClient with the address and password its options name.
+func TestArgv_ClientFromFactory(t *testing.T) {
+	f := cmdtest.Factory(map[string]string{AddrEnv: "10.0.0.5:5000", PasswordEnv: "s3cret"})
+	var gotAddr, gotPassword string
+	refused := errors.New("dial refused by the test")
+	f.KVClient = func(_ context.Context, addr string, o tcpjson.DialOptions) (*tcpjson.Client, error) {
+		gotAddr, gotPassword = addr, o.Password
+		return nil, refused
+	}
+	r := cmdtest.Run(f, newKVNoun, NewCmdGet, "get", "k")
+	if r.Code != 0 || r.Opts == nil {
+		t.Fatalf("exit %d %q", r.Code, r.Stderr)
+	}
+	if err := getRun(t.Context(), r.Opts); !errors.Is(err, refused) {
+		t.Fatalf("getRun: %v, want the factory's dial error", err)
+	}
+	if gotAddr != "10.0.0.5:5000" || gotPassword != "s3cret" {
+		t.Errorf("dialled %q with password %q", gotAddr, gotPassword)
+	}
 }

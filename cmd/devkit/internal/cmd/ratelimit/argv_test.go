@@ -1,8 +1,11 @@
 package ratelimit
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil/cmdtest"
 	"github.com/devkit-go/devkit/ratelimit/redisstore"
@@ -71,4 +74,23 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "lint", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdLint, "lint", "--policy", "p.yaml"), Want: LintOptions{Policy: "p.yaml"}},
 		{Name: "lint needs --policy", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdLint, "lint"), Code: 2, Stderr: "--policy"},
 	})
+}
+
+// TestArgv_StoreFromFactory: a store verb connects through the factory's
+// RedisClient with the URL its options name.
+func TestArgv_StoreFromFactory(t *testing.T) {
+	f := cmdtest.Factory(map[string]string{redisstore.EnvURL: "redis://env:6379"})
+	var gotURL string
+	refused := errors.New("connect refused by the test")
+	f.RedisClient = func(url string) (redis.UniversalClient, error) { gotURL = url; return nil, refused }
+	r := cmdtest.Run(f, newRatelimitNoun, NewCmdReset, "reset", "k")
+	if r.Code != 0 || r.Opts == nil {
+		t.Fatalf("exit %d %q", r.Code, r.Stderr)
+	}
+	if err := resetRun(t.Context(), r.Opts); !errors.Is(err, refused) {
+		t.Fatalf("resetRun: %v, want the factory's error", err)
+	}
+	if gotURL != "redis://env:6379" {
+		t.Errorf("connected to %q", gotURL)
+	}
 }

@@ -1,27 +1,34 @@
 package sup
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil/cmdtest"
+	"github.com/devkit-go/devkit/supervisor"
 )
 
 // TestArgv_Options: what each sup verb's flags, args and environment give
 // its run function, and the command lines refused before it runs (exit 2).
 func TestArgv_Options(t *testing.T) {
-	def := ProjectOptions{ConfigPath: defaultConfig}
+	home := filepath.Join(t.TempDir(), "devkit")
+	t.Setenv("OPS_HOME", "")
+	t.Setenv("DEVKIT_HOME", home) // supervisor.DefaultHome reads the process environment
+	def := ProjectOptions{ConfigPath: defaultConfig, Home: filepath.Join(home, "sup")}
 	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
 		{Name: "start defaults", Parse: cmdtest.Parse(newSupCmd, NewCmdStart, "start", "api"),
 			Want: StartOptions{ProjectOptions: def, Names: []string{"api"}}},
 		{Name: "start --all --json -c", Parse: cmdtest.Parse(newSupCmd, NewCmdStart, "-c", "x/ops.yaml", "start", "--all", "--json"),
-			Want: StartOptions{ProjectOptions: ProjectOptions{ConfigPath: "x/ops.yaml", ConfigExplicit: true}, All: true, JSON: true, Names: []string{}}},
+			Want: StartOptions{ProjectOptions: ProjectOptions{ConfigPath: "x/ops.yaml", ConfigExplicit: true, Home: def.Home}, All: true, JSON: true, Names: []string{}}},
 		{Name: "start config and project from the environment", Env: map[string]string{configEnv: "e.yaml", projectEnv: "shop"},
 			Parse: cmdtest.Parse(newSupCmd, NewCmdStart, "start", "api"),
-			Want:  StartOptions{ProjectOptions: ProjectOptions{ConfigPath: "e.yaml", ConfigExplicit: true, Project: "shop"}, Names: []string{"api"}}},
+			Want:  StartOptions{ProjectOptions: ProjectOptions{ConfigPath: "e.yaml", ConfigExplicit: true, Project: "shop", Home: def.Home}, Names: []string{"api"}}},
 		{Name: "start flags win over the environment", Env: map[string]string{configEnv: "e.yaml", projectEnv: "shop"},
 			Parse: cmdtest.Parse(newSupCmd, NewCmdStart, "--project", "p2", "start", "-c", "f.yaml", "api"),
-			Want:  StartOptions{ProjectOptions: ProjectOptions{ConfigPath: "f.yaml", ConfigExplicit: true, Project: "p2"}, Names: []string{"api"}}},
+			Want:  StartOptions{ProjectOptions: ProjectOptions{ConfigPath: "f.yaml", ConfigExplicit: true, Project: "p2", Home: def.Home}, Names: []string{"api"}}},
 		{Name: "start unknown flag", Parse: cmdtest.Parse(newSupCmd, NewCmdStart, "start", "--bogus"), Code: 2, Stderr: "unknown flag: --bogus"},
 
 		{Name: "stop defaults", Parse: cmdtest.Parse(newSupCmd, NewCmdStop, "stop", "api", "db"),
@@ -36,7 +43,7 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "status defaults", Parse: cmdtest.Parse(newSupCmd, NewCmdStatus, "status"),
 			Want: StatusOptions{ProjectOptions: def, Names: []string{}}},
 		{Name: "status names --json --project", Parse: cmdtest.Parse(newSupCmd, NewCmdStatus, "status", "--project", "shop", "api", "--json"),
-			Want: StatusOptions{ProjectOptions: ProjectOptions{ConfigPath: defaultConfig, Project: "shop"}, Names: []string{"api"}, JSON: true}},
+			Want: StatusOptions{ProjectOptions: ProjectOptions{ConfigPath: defaultConfig, Project: "shop", Home: def.Home}, Names: []string{"api"}, JSON: true}},
 		{Name: "status --json=maybe", Parse: cmdtest.Parse(newSupCmd, NewCmdStatus, "status", "--json=maybe"), Code: 2},
 
 		{Name: "restart defaults", Parse: cmdtest.Parse(newSupCmd, NewCmdRestart, "restart", "api"),
@@ -69,4 +76,51 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "monitor", Parse: cmdtest.Parse(newSupCmd, NewCmdMonitor, monitorVerb), Want: MonitorOptions{}},
 		{Name: "monitor takes no args", Parse: cmdtest.Parse(newSupCmd, NewCmdMonitor, monitorVerb, "x"), Code: 2},
 	})
+}
+
+// TestArgv_HomeFromOpsHome: $OPS_HOME wins over $DEVKIT_HOME, as the
+// supervisor's DefaultHome says.
+func TestArgv_HomeFromOpsHome(t *testing.T) {
+	ops := t.TempDir()
+	t.Setenv("OPS_HOME", ops)
+	t.Setenv("DEVKIT_HOME", t.TempDir())
+	r := cmdtest.Run(cmdtest.Factory(nil), newSupCmd, NewCmdStatus, "status")
+	if r.Code != 0 || r.Opts == nil || r.Opts.Home != ops {
+		t.Fatalf("exit %d, options %+v; want Home %s", r.Code, r.Opts, ops)
+	}
+}
+
+// TestArgv_SupervisorFromFactory: the supervisor a verb opens is the
+// factory's, with the home, project and config the options name and the
+// running executable as the monitor command.
+func TestArgv_SupervisorFromFactory(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "ops.yaml")
+	if err := os.WriteFile(cfgPath, []byte("processes:\n  api:\n    command: sleep\n    args: [\"60\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OPS_HOME", filepath.Join(dir, "home"))
+	f := cmdtest.Factory(map[string]string{projectEnv: "shop"})
+	f.Executable = func() (string, error) { return "/opt/devkit", nil }
+	var gotHome string
+	var gotCfg *supervisor.Config
+	var gotOpts supervisor.Options
+	f.Supervisor = func(home string, cfg *supervisor.Config, o supervisor.Options) (*supervisor.Supervisor, error) {
+		gotHome, gotCfg, gotOpts = home, cfg, o
+		return supervisor.New(home, cfg, o)
+	}
+	r := cmdtest.Run(f, newSupCmd, NewCmdStart, "-c", cfgPath, "start", "api")
+	if r.Code != 0 || r.Opts == nil {
+		t.Fatalf("exit %d %q", r.Code, r.Stderr)
+	}
+	s, err := r.Opts.Sup(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotHome != filepath.Join(dir, "home") || gotCfg == nil || len(gotCfg.Order) != 1 || gotOpts.Project != "shop" || s.Project() != "shop" {
+		t.Errorf("factory got home %q, config %+v, project %q", gotHome, gotCfg, gotOpts.Project)
+	}
+	if want := []string{"/opt/devkit", "sup", monitorVerb}; !slices.Equal(gotOpts.MonitorCommand, want) {
+		t.Errorf("monitor command %v, want %v", gotOpts.MonitorCommand, want)
+	}
 }

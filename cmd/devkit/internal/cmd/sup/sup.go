@@ -41,6 +41,9 @@ type ProjectOptions struct {
 	ConfigExplicit bool
 	// Project is --project, else $DEVKIT_SUP_PROJECT; "" derives the key from ConfigPath.
 	Project string
+	// Home is supervisor.DefaultHome(): $OPS_HOME, else $DEVKIT_HOME/sup,
+	// else ~/.devkit/sup; "" when there is none (the open says why).
+	Home string
 }
 
 // NewCmd returns the `sup` noun with all its verbs.
@@ -95,6 +98,7 @@ func projectFrom(f *cmdutil.Factory, cmd *cobra.Command) ProjectOptions {
 	if p.ConfigPath == "" {
 		p.ConfigPath = defaultConfig
 	}
+	p.Home, _ = supervisor.DefaultHome() // the error is reported when the supervisor opens
 	return p
 }
 
@@ -123,9 +127,12 @@ func newSupervisor(f *cmdutil.Factory, p ProjectOptions, needConfig bool) (*supe
 			return nil, err
 		}
 	}
-	home, err := supervisor.DefaultHome()
-	if err != nil {
-		return nil, err
+	home := p.Home
+	if home == "" {
+		var err error
+		if home, err = supervisor.DefaultHome(); err != nil {
+			return nil, err
+		}
 	}
 	exe, err := f.Executable()
 	if err != nil {
