@@ -44,6 +44,12 @@ renamed file is still read while it is written to — until interrupted
 			opts.ProjectOptions = projectFrom(f, cmd)
 			opts.Sup = opts.opener(f)
 			opts.Names = args
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
+			if opts.Lines < 0 {
+				return cmdutil.UsageErrorf("--lines must not be negative")
+			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			if runF != nil {
@@ -58,12 +64,6 @@ renamed file is still read while it is written to — until interrupted
 }
 
 func logsRun(ctx context.Context, opts *LogsOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
-	if opts.Lines < 0 {
-		return cmdutil.UsageErrorf("--lines must not be negative")
-	}
 	sup, err := opts.Sup(false)
 	if err != nil {
 		return err

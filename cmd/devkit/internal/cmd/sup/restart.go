@@ -35,6 +35,9 @@ func NewCmdRestart(f *cmdutil.Factory, runF func(context.Context, *RestartOption
 			opts.ProjectOptions = projectFrom(f, cmd)
 			opts.Sup = opts.opener(f)
 			opts.Names = args
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			if runF != nil {
@@ -50,9 +53,6 @@ func NewCmdRestart(f *cmdutil.Factory, runF func(context.Context, *RestartOption
 }
 
 func restartRun(ctx context.Context, opts *RestartOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err

@@ -71,6 +71,9 @@ running processes are left alone.`,
 			opts.ProjectOptions = projectFrom(f, cmd)
 			opts.Sup = opts.opener(f)
 			opts.Names = args
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			if runF != nil {
@@ -85,9 +88,6 @@ running processes are left alone.`,
 }
 
 func startRun(ctx context.Context, opts *StartOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err

@@ -47,6 +47,9 @@ Exit 0 when every process asked about is running or completed, 3 otherwise.
 			opts.ProjectOptions = projectFrom(f, cmd)
 			opts.Sup = opts.opener(f)
 			opts.Names = args
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -58,9 +61,6 @@ Exit 0 when every process asked about is running or completed, 3 otherwise.
 }
 
 func statusRun(ctx context.Context, opts *StatusOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
 	sup, err := opts.Sup(false)
 	if err != nil {
 		return err

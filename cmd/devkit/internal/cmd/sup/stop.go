@@ -55,6 +55,9 @@ the PID holding the lock.`,
 			opts.ProjectOptions = projectFrom(f, cmd)
 			opts.Sup = opts.opener(f)
 			opts.Names = args
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -69,9 +72,6 @@ the PID holding the lock.`,
 }
 
 func stopRun(ctx context.Context, opts *StopOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
 	sup, err := opts.Sup(false)
 	if err != nil {
 		return err

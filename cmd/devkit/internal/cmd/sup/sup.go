@@ -48,7 +48,7 @@ type ProjectOptions struct {
 
 // NewCmd returns the `sup` noun with all its verbs.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
-	cmd := newSupCmd(f)
+	cmd := newSupNoun(f)
 	cmd.AddCommand(
 		NewCmdStart(f, nil),
 		NewCmdStop(f, nil),
@@ -62,8 +62,8 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-// newSupCmd builds the noun and its persistent flags, without verbs.
-func newSupCmd(_ *cmdutil.Factory) *cobra.Command {
+// newSupNoun builds the noun and its persistent flags, without verbs.
+func newSupNoun(_ *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sup",
 		Short: "Run a stack of local processes from YAML, without a daemon",
@@ -155,7 +155,8 @@ func newSupervisor(f *cmdutil.Factory, p ProjectOptions, needConfig bool) (*supe
 }
 
 // checkNames refuses, as a usage error, any name that could not name a
-// process file — before the home is opened or anything is read.
+// process file — before the home is opened or anything is read (the verbs
+// call it before runF, so it is part of what the argv tests see).
 func checkNames(names []string) error {
 	for _, n := range names {
 		if err := supervisor.ValidName(n); err != nil {
