@@ -22,8 +22,15 @@ const exitCodesHelp = `devkit exits with a code that scripts can rely on:
 
 Diagnostics go to stderr; data goes to stdout.`
 
-// NewRootCmd builds the whole devkit command tree writing to ios.
+// NewRootCmd builds the whole devkit command tree writing to ios, with the
+// binary's factory.
 func NewRootCmd(ios *cmdutil.IOStreams) *cobra.Command {
+	return NewCmdRoot(cmdutil.NewFactory(ios))
+}
+
+// NewCmdRoot builds the whole devkit command tree; every verb gets f.
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	ios := f.IOStreams
 	root := &cobra.Command{
 		Use:   "devkit",
 		Short: "Developer infrastructure in one binary: rate limiter, durable KV store, process supervisor",
@@ -40,15 +47,13 @@ Run 'devkit help exit-codes' for the exit codes scripts can rely on.`,
 	root.SetIn(ios.In)
 	root.SetOut(ios.Out)
 	root.SetErr(ios.ErrOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return cmdutil.UsageErrorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
-	})
+	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
 	root.AddCommand(
-		version.NewCmd(ios),
-		kv.NewCmd(ios),
+		version.NewCmdVersion(f, nil),
+		kv.NewCmd(f),
 		&cobra.Command{Use: "exit-codes", Short: "The exit codes devkit commands use", Long: exitCodesHelp},
-		sup.NewCmd(ios),
-		ratelimit.NewCmd(ios),
+		sup.NewCmd(f),
+		ratelimit.NewCmd(f),
 	)
 	// Nouns (kv, ratelimit, sup) are added here, one package each.
 	root.InitDefaultCompletionCmd()

@@ -3,11 +3,11 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 )
@@ -110,19 +110,29 @@ func TestGroupCommands_UnknownSubcommandIsAUsageError(t *testing.T) {
 	}
 }
 
-// TestCobraUsageMistakes_ExitTwo: cobra returns a missing required flag as a
-// plain error; Main must still exit 2 for it, as for any usage mistake.
-func TestCobraUsageMistakes_ExitTwo(t *testing.T) {
-	c := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
-	c.Flags().String("to", "", "")
-	_ = c.MarkFlagRequired("to")
-	c.SetArgs(nil)
-	c.SilenceErrors, c.SilenceUsage = true, true
-	err := c.Execute()
-	if err == nil || !isCobraUsageMistake(err) {
-		t.Fatalf("missing required flag: %v is not taken for a usage mistake", err)
+// TestDurationFlags_AllOneGrammar: every duration flag of every command is
+// cmdutil.DurationFlag (Go durations or plain seconds), none pflag's own.
+func TestDurationFlags_AllOneGrammar(t *testing.T) {
+	root := NewRootCmd(&cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		check := func(fl *pflag.Flag) {
+			if fl.Value.Type() != "duration" {
+				return
+			}
+			seen++
+			if _, ok := fl.Value.(cmdutil.DurationFlag); !ok {
+				t.Errorf("%s --%s is a %T, not a cmdutil.DurationFlag", c.CommandPath(), fl.Name, fl.Value)
+			}
+		}
+		c.LocalFlags().VisitAll(check)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
 	}
-	if isCobraUsageMistake(errors.New("store unreachable")) {
-		t.Fatal("a plain error taken for a usage mistake")
+	walk(root)
+	if seen == 0 {
+		t.Fatal("no duration flag found: the walk is broken")
 	}
 }

@@ -26,8 +26,9 @@ type BackupResult struct {
 	DurationSecond float64              `json:"duration_seconds"`
 }
 
-func newBackupCmd(client ClientOptions, runF func(context.Context, *BackupOptions) error) *cobra.Command {
-	opts := &BackupOptions{ClientOptions: client}
+// NewCmdBackup builds `devkit kv backup`; runF, when not nil, receives the options instead of backupRun.
+func NewCmdBackup(f *cmdutil.Factory, runF func(context.Context, *BackupOptions) error) *cobra.Command {
+	opts := &BackupOptions{}
 	cmd := &cobra.Command{
 		Use:   "backup --out DIR",
 		Short: "Copy a running server's store into a new data directory, online",
@@ -41,13 +42,14 @@ where the data lives).`,
   devkit kv serve --data /backups/kv-2026-12-01 --http 127.0.0.1:4001 --tcp 127.0.0.1:5001`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
 			if opts.Out == "" {
 				return cmdutil.UsageErrorf("--out DIR is required")
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runBackup(cmd.Context(), opts)
+			return backupRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
@@ -58,7 +60,7 @@ where the data lives).`,
 	return cmd
 }
 
-func runBackup(ctx context.Context, opts *BackupOptions) error {
+func backupRun(ctx context.Context, opts *BackupOptions) error {
 	start := time.Now()
 	c, ctx, cancel, err := opts.connect(ctx)
 	if err != nil {

@@ -33,8 +33,9 @@ type BenchOptions struct {
 	Progress *bool
 }
 
-func newBenchCmd(client ClientOptions, runF func(context.Context, *BenchOptions) error) *cobra.Command {
-	opts := &BenchOptions{ClientOptions: client}
+// NewCmdBench builds `devkit kv bench`; runF, when not nil, receives the options instead of benchRun.
+func NewCmdBench(f *cmdutil.Factory, runF func(context.Context, *BenchOptions) error) *cobra.Command {
+	opts := &BenchOptions{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load the server with concurrent clients and print ops/s and latency",
@@ -45,6 +46,7 @@ A progress bar shows on a terminal; the summary table gives ops/s, p50, p99 and 
   devkit kv bench --write-percent 100 --value-size 1024 --json`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
 			switch {
 			case opts.Clients < 1:
 				return cmdutil.UsageErrorf("--clients %d: want at least 1", opts.Clients)
@@ -60,37 +62,43 @@ A progress bar shows on a terminal; the summary table gives ops/s, p50, p99 and 
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runBench(cmd.Context(), opts)
+			return benchRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
-	f := cmd.Flags()
-	f.IntVar(&opts.Clients, "clients", 50, "concurrent connections")
-	cmdutil.DurationVar(f, &opts.Duration, "duration", 10*time.Second, "how long to run")
-	f.IntVar(&opts.ValueSize, "value-size", 100, "bytes per value")
-	f.IntVar(&opts.Keys, "keys", 10000, "size of the key space (keys bench:0 .. bench:N-1)")
-	f.IntVar(&opts.WritePercent, "write-percent", 50, "share of sets among requests, in percent")
-	f.BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
+	fs := cmd.Flags()
+	fs.IntVar(&opts.Clients, "clients", 50, "concurrent connections")
+	cmdutil.DurationVar(fs, &opts.Duration, "duration", 10*time.Second, "how long to run")
+	fs.IntVar(&opts.ValueSize, "value-size", 100, "bytes per value")
+	fs.IntVar(&opts.Keys, "keys", 10000, "size of the key space (keys bench:0 .. bench:N-1)")
+	fs.IntVar(&opts.WritePercent, "write-percent", 50, "share of sets among requests, in percent")
+	fs.BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
 	return cmd
 }
 
-// BenchRow is one line of the summary.
+// BenchRow is one line of the summary. Durations are float seconds in
+// *_seconds fields, the rule of every --json; p50_us and p99_us (the same
+// latencies in microseconds) stay for the scripts that read them.
 type BenchRow struct {
-	Op        string  `json:"op"`
-	Requests  int     `json:"requests"`
-	OpsPerSec float64 `json:"ops_per_sec"`
-	P50Micros float64 `json:"p50_us"`
-	P99Micros float64 `json:"p99_us"`
-	Errors    int     `json:"errors"`
+	Op         string  `json:"op"`
+	Requests   int     `json:"requests"`
+	OpsPerSec  float64 `json:"ops_per_sec"`
+	P50Seconds float64 `json:"p50_seconds"`
+	P99Seconds float64 `json:"p99_seconds"`
+	P50Micros  float64 `json:"p50_us"`
+	P99Micros  float64 `json:"p99_us"`
+	Errors     int     `json:"errors"`
 }
 
-// BenchResult is what `devkit kv bench --json` prints.
+// BenchResult is what `devkit kv bench --json` prints; duration_s is
+// duration_seconds under its older name, kept for scripts.
 type BenchResult struct {
-	Addr      string     `json:"addr"`
-	Clients   int        `json:"clients"`
-	Duration  float64    `json:"duration_s"`
-	ValueSize int        `json:"value_size"`
-	Rows      []BenchRow `json:"rows"`
+	Addr            string     `json:"addr"`
+	Clients         int        `json:"clients"`
+	DurationSeconds float64    `json:"duration_seconds"`
+	Duration        float64    `json:"duration_s"`
+	ValueSize       int        `json:"value_size"`
+	Rows            []BenchRow `json:"rows"`
 }
 
 // benchWorker is one client's tally.
@@ -101,8 +109,8 @@ type benchWorker struct {
 	firstError error
 }
 
-func runBench(ctx context.Context, opts *BenchOptions) error {
-	addr := opts.address()
+func benchRun(ctx context.Context, opts *BenchOptions) error {
+	addr := opts.Addr
 	dopts, err := opts.dialOptions()
 	if err != nil {
 		return err
@@ -110,7 +118,7 @@ func runBench(ctx context.Context, opts *BenchOptions) error {
 	clients := make([]*tcpjson.Client, opts.Clients)
 	for i := range clients {
 		dctx, cancel := context.WithTimeout(ctx, max(opts.Timeout, time.Second))
-		c, err := tcpjson.DialWith(dctx, addr, dopts)
+		c, err := opts.dial(dctx, addr, dopts)
 		cancel()
 		if err != nil {
 			for _, c := range clients[:i] {
@@ -232,12 +240,13 @@ func summarize(workers []benchWorker, elapsed time.Duration, opts *BenchOptions,
 		slices.Sort(lat)
 		r := BenchRow{Op: op, Requests: len(lat) + errs, Errors: errs, OpsPerSec: float64(len(lat)) / secs}
 		if len(lat) > 0 {
-			r.P50Micros = float64(lat[len(lat)/2].Nanoseconds()) / 1e3
-			r.P99Micros = float64(lat[len(lat)*99/100].Nanoseconds()) / 1e3
+			p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+			r.P50Seconds, r.P99Seconds = p50.Seconds(), p99.Seconds()
+			r.P50Micros, r.P99Micros = float64(p50.Nanoseconds())/1e3, float64(p99.Nanoseconds())/1e3
 		}
 		return r
 	}
-	res := BenchResult{Addr: addr, Clients: opts.Clients, Duration: secs, ValueSize: opts.ValueSize}
+	res := BenchResult{Addr: addr, Clients: opts.Clients, DurationSeconds: secs, Duration: secs, ValueSize: opts.ValueSize}
 	if opts.WritePercent > 0 {
 		res.Rows = append(res.Rows, row("set", set, setErr))
 	}

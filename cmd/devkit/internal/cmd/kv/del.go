@@ -16,8 +16,9 @@ type DelOptions struct {
 	Keys []string
 }
 
-func newDelCmd(client ClientOptions, runF func(context.Context, *DelOptions) error) *cobra.Command {
-	opts := &DelOptions{ClientOptions: client}
+// NewCmdDel builds `devkit kv del`; runF, when not nil, receives the options instead of delRun.
+func NewCmdDel(f *cmdutil.Factory, runF func(context.Context, *DelOptions) error) *cobra.Command {
+	opts := &DelOptions{}
 	cmd := &cobra.Command{
 		Use:   "del KEY...",
 		Short: "Delete keys; print how many existed (exit 3 when one did not)",
@@ -27,18 +28,19 @@ and the command exits with code 3.`,
 		Example: `  devkit kv del user:1 user:2`,
 		Args:    cmdutil.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
 			opts.Keys = args
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runDel(cmd.Context(), opts)
+			return delRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
 	return cmd
 }
 
-func runDel(ctx context.Context, opts *DelOptions) error {
+func delRun(ctx context.Context, opts *DelOptions) error {
 	c, ctx, cancel, err := opts.connect(ctx)
 	if err != nil {
 		return err

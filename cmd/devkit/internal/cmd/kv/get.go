@@ -17,8 +17,9 @@ type GetOptions struct {
 	Key string
 }
 
-func newGetCmd(client ClientOptions, runF func(context.Context, *GetOptions) error) *cobra.Command {
-	opts := &GetOptions{ClientOptions: client}
+// NewCmdGet builds `devkit kv get`; runF, when not nil, receives the options instead of getRun.
+func NewCmdGet(f *cmdutil.Factory, runF func(context.Context, *GetOptions) error) *cobra.Command {
+	opts := &GetOptions{}
 	cmd := &cobra.Command{
 		Use:   "get KEY",
 		Short: "Print the value of a key (exit 3 when it does not exist)",
@@ -28,18 +29,19 @@ A key that does not exist exits with code 3.`,
   devkit kv get --addr 10.0.0.5:5000 config.json > config.json`,
 		Args: cmdutil.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
 			opts.Key = args[0]
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runGet(cmd.Context(), opts)
+			return getRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
 	return cmd
 }
 
-func runGet(ctx context.Context, opts *GetOptions) error {
+func getRun(ctx context.Context, opts *GetOptions) error {
 	c, ctx, cancel, err := opts.connect(ctx)
 	if err != nil {
 		return err

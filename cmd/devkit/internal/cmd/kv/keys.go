@@ -23,8 +23,9 @@ type KeysOptions struct {
 	Base64 bool
 }
 
-func newKeysCmd(client ClientOptions, runF func(context.Context, *KeysOptions) error) *cobra.Command {
-	opts := &KeysOptions{ClientOptions: client}
+// NewCmdKeys builds `devkit kv keys`; runF, when not nil, receives the options instead of keysRun.
+func NewCmdKeys(f *cmdutil.Factory, runF func(context.Context, *KeysOptions) error) *cobra.Command {
+	opts := &KeysOptions{}
 	cmd := &cobra.Command{
 		Use:   "keys",
 		Short: "List keys in byte order, one a line",
@@ -39,13 +40,14 @@ the JSON array: binary-safe, and safe for keys holding newlines.`,
   devkit kv keys --base64 --json`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
 			if opts.Limit < 0 {
 				return cmdutil.UsageErrorf("--limit %d: want 0 (no limit) or more", opts.Limit)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runKeys(cmd.Context(), opts)
+			return keysRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
@@ -56,7 +58,7 @@ the JSON array: binary-safe, and safe for keys holding newlines.`,
 	return cmd
 }
 
-func runKeys(ctx context.Context, opts *KeysOptions) error {
+func keysRun(ctx context.Context, opts *KeysOptions) error {
 	c, ctx, cancel, err := opts.connect(ctx)
 	if err != nil {
 		return err

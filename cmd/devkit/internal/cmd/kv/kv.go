@@ -1,6 +1,10 @@
-// Package kv implements `devkit kv`: the server (`serve`) and the client
+// Package kv implements `devkit kv`: the server (`serve`), the client
 // commands that talk to it over the TCP JSON protocol (`get`, `set`, `del`,
-// `keys`, `ping`, `stats`).
+// `keys`, `ping`, `stats`, `bench`, `backup`, `migrate`) and the offline
+// tools (`verify`, `repair`). One file per verb: XOptions (what the flags,
+// args and environment gave, plus the dependencies from the
+// cmdutil.Factory), NewCmdX(f, runF) and xRun(ctx, opts). The environment
+// is read before runF, so the options say what the run will use.
 package kv
 
 import (
@@ -28,12 +32,28 @@ const AddrEnv = "DEVKIT_KV_ADDR"
 const PasswordEnv = "DEVKIT_KV_PASSWORD"
 
 // NewCmd builds `devkit kv` and its verbs.
-func NewCmd(ios *cmdutil.IOStreams) *cobra.Command { return newKVCmd(ios, os.LookupEnv) }
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := newKVNoun(f)
+	cmd.AddCommand(
+		NewCmdServe(f, nil),
+		NewCmdGet(f, nil),
+		NewCmdSet(f, nil),
+		NewCmdDel(f, nil),
+		NewCmdKeys(f, nil),
+		NewCmdPing(f, nil),
+		NewCmdStats(f, nil),
+		NewCmdBench(f, nil),
+		NewCmdBackup(f, nil),
+		NewCmdMigrate(f, nil),
+		NewCmdVerify(f, nil),
+		NewCmdRepair(f, nil),
+	)
+	return cmd
+}
 
-// newKVCmd builds the command tree reading the environment through lookupEnv.
-func newKVCmd(ios *cmdutil.IOStreams, lookupEnv func(string) (string, bool)) *cobra.Command {
-	client := ClientOptions{IO: ios, LookupEnv: lookupEnv}
-	cmd := &cobra.Command{
+// newKVNoun builds the noun without its verbs.
+func newKVNoun(_ *cmdutil.Factory) *cobra.Command {
+	return &cobra.Command{
 		Use:   "kv",
 		Short: "A durable key-value store: the server and its client commands",
 		Long: `devkit kv runs a durable key-value server (devkit kv serve) and talks to it.
@@ -42,55 +62,40 @@ The client commands speak the newline-delimited JSON protocol of the server's
 --tcp listener; --addr (default ` + server.DefaultTCPAddr + `, or $` + AddrEnv + `) says where.
 A key that does not exist makes get and del exit with code 3.`,
 	}
-	cmd.AddCommand(
-		newServeCmd(ios, lookupEnv),
-		newGetCmd(client, nil),
-		newSetCmd(client, nil),
-		newDelCmd(client, nil),
-		newKeysCmd(client, nil),
-		newPingCmd(client, nil),
-		newStatsCmd(client, nil),
-		newBenchCmd(client, nil),
-		newBackupCmd(client, nil),
-		newMigrateCmd(client, nil),
-		newVerifyCmd(ios),
-		newRepairCmd(ios),
-	)
-	return cmd
 }
 
 // ClientOptions are what every client command shares.
 type ClientOptions struct {
-	IO      *cmdutil.IOStreams
+	IO *cmdutil.IOStreams
+	// Dial connects to the server (the factory's KVClient; tcpjson.DialWith when nil).
+	Dial func(ctx context.Context, addr string, opts tcpjson.DialOptions) (*tcpjson.Client, error)
+	// Addr is --addr, else $DEVKIT_KV_ADDR when set and not empty.
 	Addr    string
 	Timeout time.Duration
-	// Password authenticates to a server started with --requirepass.
+	// Password authenticates to a server started with --requirepass:
+	// --password, else $DEVKIT_KV_PASSWORD.
 	Password string
 	// TLS speaks TLS; TLSCA is a PEM file of the CAs to trust (implies TLS).
 	TLS   bool
 	TLSCA string
-	// LookupEnv reads the environment; os.LookupEnv when nil.
-	LookupEnv func(string) (string, bool)
-	// addrSet, passwordSet say the flag was given, so the environment does not apply.
-	addrSet, passwordSet bool
 }
 
-func (o *ClientOptions) lookup(name string) (string, bool) {
-	if o.LookupEnv == nil {
-		return os.LookupEnv(name)
+// bindClient takes the dependencies from f and, for the flags cmd was not
+// given, the environment's values.
+func (o *ClientOptions) bindClient(f *cmdutil.Factory, cmd *cobra.Command) {
+	o.IO, o.Dial = f.IOStreams, f.KVClient
+	if v, ok := f.LookupEnv(AddrEnv); ok && v != "" && !cmd.Flags().Changed("addr") {
+		o.Addr = v
 	}
-	return o.LookupEnv(name)
+	if v, ok := f.LookupEnv(PasswordEnv); ok && !cmd.Flags().Changed("password") {
+		o.Password = v
+	}
 }
 
 // dialOptions are the TLS and password settings of the flags and environment.
 func (o *ClientOptions) dialOptions() (tcpjson.DialOptions, error) {
 	var d tcpjson.DialOptions
 	d.Password = o.Password
-	if !o.passwordSet {
-		if v, ok := o.lookup(PasswordEnv); ok {
-			d.Password = v
-		}
-	}
 	if o.TLS || o.TLSCA != "" {
 		d.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 		if o.TLSCA != "" {
@@ -114,24 +119,6 @@ func addClientFlags(cmd *cobra.Command, o *ClientOptions) {
 	cmd.Flags().StringVar(&o.Password, "password", "", "the server's password (--requirepass; env "+PasswordEnv+")")
 	cmd.Flags().BoolVar(&o.TLS, "tls", false, "connect with TLS, trusting the system's CAs")
 	cmd.Flags().StringVar(&o.TLSCA, "tls-ca", "", "connect with TLS, trusting the CA certificates in `FILE` (PEM)")
-	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
-		o.addrSet = cmd.Flags().Changed("addr")
-		o.passwordSet = cmd.Flags().Changed("password")
-	}
-}
-
-// address is --addr, or the environment's when --addr was not given.
-func (o *ClientOptions) address() string {
-	if o.addrSet {
-		return o.Addr
-	}
-	if v, ok := o.lookup(AddrEnv); ok && v != "" {
-		return v
-	}
-	if o.Addr == "" {
-		return server.DefaultTCPAddr
-	}
-	return o.Addr
 }
 
 // connect dials the server; ctx carries --timeout for the whole command.
@@ -143,13 +130,13 @@ func (o *ClientOptions) connect(parent context.Context) (*tcpjson.Client, contex
 	} else {
 		ctx, cancel = context.WithCancel(parent)
 	}
-	addr := o.address()
+	addr := o.Addr
 	dopts, err := o.dialOptions()
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
 	}
-	c, err := tcpjson.DialWith(ctx, addr, dopts)
+	c, err := o.dial(ctx, addr, dopts)
 	if err != nil {
 		var se *tcpjson.Error
 		if errors.As(err, &se) {
@@ -160,6 +147,14 @@ func (o *ClientOptions) connect(parent context.Context) (*tcpjson.Client, contex
 		return nil, nil, nil, fmt.Errorf("cannot reach the server at %s (is `devkit kv serve` running?): %w", addr, unwrapDial(err))
 	}
 	return c, ctx, cancel, nil
+}
+
+// dial connects with Dial, or tcpjson.DialWith when it is nil.
+func (o *ClientOptions) dial(ctx context.Context, addr string, dopts tcpjson.DialOptions) (*tcpjson.Client, error) {
+	if o.Dial == nil {
+		return tcpjson.DialWith(ctx, addr, dopts)
+	}
+	return o.Dial(ctx, addr, dopts)
 }
 
 // unwrapDial drops the client's own prefix from a dial error.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -61,7 +62,9 @@ func streams(in string) (*cmdutil.IOStreams, *bytes.Buffer, *bytes.Buffer) {
 func run(t *testing.T, env map[string]string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ios, out, errOut := streams(stdin)
-	cmd := newKVCmd(ios, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	f := cmdutil.NewFactory(ios)
+	f.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cmd := NewCmd(f)
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	cmd.SetArgs(args)
 	cmd.SetOut(out)
@@ -180,7 +183,7 @@ func TestServe_InProcessDrainsAndKeepsWrites(t *testing.T) {
 	opts.Ready = func(a server.Addrs) { ready <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, opts) }()
+	go func() { done <- serveRun(ctx, opts) }()
 	var addrs server.Addrs
 	select {
 	case addrs = <-ready:
@@ -218,7 +221,7 @@ func TestServe_LockedDataDirectoryFailsNonZero(t *testing.T) {
 	}
 	defer holder.Close()
 	ios, _, _ := streams("")
-	err = runServe(context.Background(), serveDefaults(ios, dir))
+	err = serveRun(context.Background(), serveDefaults(ios, dir))
 	if !errors.Is(err, kvstore.ErrLocked) || cmdutil.ExitCode(err) == 0 || !strings.Contains(err.Error(), "cannot open the engine") {
 		t.Fatalf("serve on a locked directory = %v (exit %d)", err, cmdutil.ExitCode(err))
 	}
@@ -279,7 +282,7 @@ func TestBench_ProgressBarWhenForced(t *testing.T) {
 	ios, _, errOut := streams("")
 	on := true
 	opts := &BenchOptions{ClientOptions: ClientOptions{IO: ios, Addr: addr, Timeout: time.Second}, Clients: 1, Duration: 500 * time.Millisecond, Keys: 10, WritePercent: 50, Progress: &on}
-	if err := runBench(context.Background(), opts); err != nil {
+	if err := benchRun(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(errOut.String(), "ops/s") || !strings.Contains(errOut.String(), "[=") {
@@ -312,8 +315,39 @@ func TestServe_APortConflictIsReportedBeforeTheEngineOpens(t *testing.T) {
 	opts.TCPAddr = busy.Addr().String()
 	// The directory is locked too: the port must be what is reported,
 	// because it is checked first.
-	err = runServe(context.Background(), opts)
+	err = serveRun(context.Background(), opts)
 	if err == nil || !strings.Contains(err.Error(), "listen tcp on "+busy.Addr().String()) || errors.Is(err, kvstore.ErrLocked) {
 		t.Fatalf("serve on a busy port = %v, want the listen error before the engine opens", err)
+	}
+}
+
+// TestBench_JSONDurationsInSeconds: bench --json gives its durations as
+// float seconds in *_seconds fields, beside the older duration_s and
+// p50_us/p99_us that scripts already read (same values).
+func TestBench_JSONDurationsInSeconds(t *testing.T) {
+	addr, _ := startServer(t)
+	out, errOut, code := run(t, nil, "", "bench", "--addr", addr, "--clients", "1", "--duration", "200ms", "--keys", "5", "--json")
+	if code != 0 {
+		t.Fatalf("bench --json: %d %q", code, errOut)
+	}
+	var doc struct {
+		DurationSeconds *float64 `json:"duration_seconds"`
+		DurationS       *float64 `json:"duration_s"`
+		Rows            []map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("bench --json %q: %v", out, err)
+	}
+	if doc.DurationSeconds == nil || doc.DurationS == nil || *doc.DurationSeconds != *doc.DurationS || *doc.DurationSeconds < 0.2 {
+		t.Fatalf("duration_seconds %v, duration_s %v", doc.DurationSeconds, doc.DurationS)
+	}
+	for _, r := range doc.Rows {
+		for _, q := range []string{"p50", "p99"} {
+			secs, ok := r[q+"_seconds"].(float64)
+			us, _ := r[q+"_us"].(float64)
+			if !ok || math.Abs(secs*1e6-us) > 1e-6 {
+				t.Errorf("row %v: %s_seconds %v, %s_us %v", r, q, secs, q, r[q+"_us"])
+			}
+		}
 	}
 }

@@ -27,6 +27,8 @@ import (
 // MigrateOptions are the inputs of `devkit kv migrate`.
 type MigrateOptions struct {
 	ClientOptions
+	// Redis connects to the target (the factory's RedisClient; redisstore.NewClient when nil).
+	Redis    func(url string) (redis.UniversalClient, error)
 	To       string
 	Prefix   string
 	PageSize int
@@ -46,8 +48,9 @@ type MigrateResult struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 }
 
-func newMigrateCmd(client ClientOptions, runF func(context.Context, *MigrateOptions) error) *cobra.Command {
-	opts := &MigrateOptions{ClientOptions: client}
+// NewCmdMigrate builds `devkit kv migrate`; runF, when not nil, receives the options instead of migrateRun.
+func NewCmdMigrate(f *cmdutil.Factory, runF func(context.Context, *MigrateOptions) error) *cobra.Command {
+	opts := &MigrateOptions{}
 	cmd := &cobra.Command{
 		Use:   "migrate --to URL",
 		Short: "Copy every key, with its TTL, into Redis or Valkey (single node, sentinel or cluster)",
@@ -71,6 +74,8 @@ A progress bar shows on a terminal; the summary gives keys, bytes and seconds.`,
   devkit kv migrate --prefix session: --to redis+sentinel://:pw@s1:26379,s2:26379/mymaster`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
+			opts.Redis = f.RedisClient
 			switch {
 			case opts.To == "":
 				return cmdutil.UsageErrorf("--to URL is required (redis://host:port, redis+cluster://..., redis+sentinel://.../master)")
@@ -82,7 +87,7 @@ A progress bar shows on a terminal; the summary gives keys, bytes and seconds.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runMigrate(cmd.Context(), opts)
+			return migrateRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
@@ -100,7 +105,7 @@ A progress bar shows on a terminal; the summary gives keys, bytes and seconds.`,
 // trip stays well inside the client's per-command timeout.
 const maxPipelineBytes = 1 << 20
 
-func runMigrate(ctx context.Context, opts *MigrateOptions) error {
+func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 	start := time.Now()
 	src, ctx, cancel, err := opts.connect(ctx)
 	if err != nil {
@@ -108,7 +113,11 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	}
 	defer cancel()
 	defer src.Close()
-	dst, err := redisstore.NewClient(opts.To)
+	newClient := opts.Redis
+	if newClient == nil {
+		newClient = redisstore.NewClient
+	}
+	dst, err := newClient(opts.To)
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,7 +87,7 @@ func TestVerifyRepair_CorruptionIsFoundNamedAndCut(t *testing.T) {
 
 	stamp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ios, outBuf, _ := streams("")
-	if err := runRepair(&RepairOptions{IO: ios, DataDir: dir, JSON: true, Now: func() time.Time { return stamp }}); err != nil {
+	if err := repairRun(context.Background(), &RepairOptions{IO: ios, DataDir: dir, JSON: true, Now: func() time.Time { return stamp }}); err != nil {
 		t.Fatal(err)
 	}
 	var rep RepairReport
@@ -132,7 +133,7 @@ func TestVerify_ProgressBarWhenForced(t *testing.T) {
 	dir := writeStore(t, 10)
 	ios, _, errOut := streams("")
 	on := true
-	if err := runVerify(&VerifyOptions{IO: ios, DataDir: dir, Progress: &on}); err != nil {
+	if err := verifyRun(context.Background(), &VerifyOptions{IO: ios, DataDir: dir, Progress: &on}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(errOut.String(), "reading [") || !strings.Contains(errOut.String(), "100%") {
@@ -150,7 +151,7 @@ func TestServe_CorruptLogFailsNonZeroNamingTheFile(t *testing.T) {
 	dir := writeStore(t, 200)
 	damaged := damageLog(t, dir)
 	ios, _, _ := streams("")
-	err := runServe(t.Context(), serveDefaults(ios, dir))
+	err := serveRun(t.Context(), serveDefaults(ios, dir))
 	if !errors.Is(err, kvstore.ErrCorrupt) || cmdutil.ExitCode(err) == 0 || !strings.Contains(err.Error(), damaged) {
 		t.Fatalf("serve on a corrupt log = %v (exit %d)", err, cmdutil.ExitCode(err))
 	}

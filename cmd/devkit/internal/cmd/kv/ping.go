@@ -14,25 +14,27 @@ type PingOptions struct {
 	ClientOptions
 }
 
-func newPingCmd(client ClientOptions, runF func(context.Context, *PingOptions) error) *cobra.Command {
-	opts := &PingOptions{ClientOptions: client}
+// NewCmdPing builds `devkit kv ping`; runF, when not nil, receives the options instead of pingRun.
+func NewCmdPing(f *cmdutil.Factory, runF func(context.Context, *PingOptions) error) *cobra.Command {
+	opts := &PingOptions{}
 	cmd := &cobra.Command{
 		Use:     "ping",
 		Short:   "Check that the server answers (prints PONG)",
 		Example: `  devkit kv ping && echo up`,
 		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runPing(cmd.Context(), opts)
+			return pingRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
 	return cmd
 }
 
-func runPing(ctx context.Context, opts *PingOptions) error {
+func pingRun(ctx context.Context, opts *PingOptions) error {
 	c, ctx, cancel, err := opts.connect(ctx)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,8 +24,9 @@ type RepairOptions struct {
 	Now func() time.Time
 }
 
-func newRepairCmd(ios *cmdutil.IOStreams) *cobra.Command {
-	opts := &RepairOptions{IO: ios}
+// NewCmdRepair builds `devkit kv repair`; runF, when not nil, receives the options instead of repairRun.
+func NewCmdRepair(f *cmdutil.Factory, runF func(context.Context, *RepairOptions) error) *cobra.Command {
+	opts := &RepairOptions{IO: f.IOStreams, Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "repair",
 		Short: "Repair what verify calls damaged, keeping a copy of every file it changes",
@@ -39,7 +41,12 @@ and the log no longer starts at the first record, nothing can rebuild the keys: 
 command changes nothing, exits 1 and says to restore from a backup.`,
 		Example: `  devkit kv repair --data ./data`,
 		Args:    cmdutil.NoArgs,
-		RunE:    func(cmd *cobra.Command, args []string) error { return runRepair(opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return repairRun(cmd.Context(), opts)
+		},
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data", "./data", "data `DIR` to repair")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the outcome as JSON")
@@ -97,7 +104,7 @@ func diffSizes(backup, dir string) ([]FileCut, error) {
 	return cuts, nil
 }
 
-func runRepair(opts *RepairOptions) error {
+func repairRun(_ context.Context, opts *RepairOptions) error {
 	if _, err := os.Stat(opts.DataDir); err != nil {
 		return fmt.Errorf("repair: %w", err)
 	}

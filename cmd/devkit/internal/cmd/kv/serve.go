@@ -57,8 +57,9 @@ type ServeOptions struct {
 	Ready func(server.Addrs)
 }
 
-func newServeCmd(ios *cmdutil.IOStreams, lookupEnv func(string) (string, bool)) *cobra.Command {
-	opts := &ServeOptions{IO: ios}
+// NewCmdServe builds `devkit kv serve`; runF, when not nil, receives the options instead of serveRun.
+func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the KV server: HTTP, TCP (newline-delimited JSON) and Redis protocol listeners",
@@ -84,38 +85,41 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
   DEVKIT_KV_PASSWORD=s3cret devkit kv serve --resp :6380 --tls-cert cert.pem --tls-key key.pem`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServe(cmd.Context(), opts)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return serveRun(cmd.Context(), opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&opts.DataDir, "data", "./data", "data `DIR` (created if missing; one server at a time)")
-	f.StringVar(&opts.HTTPAddr, "http", server.DefaultHTTPAddr, "HTTP listen `ADDR`; \"\" turns it off")
-	f.StringVar(&opts.TCPAddr, "tcp", server.DefaultTCPAddr, "TCP JSON listen `ADDR`; \"\" turns it off")
-	f.StringVar(&opts.RESPAddr, "resp", "", "Redis protocol (RESP2) listen `ADDR`; off when \"\"")
-	f.StringVar(&opts.Sync, "sync", "always", "durability: always (fsync before each ack, group commit), periodic or none")
-	cmdutil.DurationVar(f, &opts.SyncInterval, "sync-interval", kvstore.DefaultSyncInterval, "fsync period under --sync periodic")
-	f.IntVar(&opts.MaxKeySize, "max-key-size", kvstore.DefaultMaxKeySize, "largest key, in bytes")
-	f.IntVar(&opts.MaxValueSize, "max-value-size", kvstore.DefaultMaxValueSize, "largest value, in bytes (bounds HTTP bodies and RESP arguments too)")
-	f.Int64Var(&opts.SegmentSize, "segment-size", kvstore.DefaultSegmentSize, "log segment size, in bytes")
-	f.Int64Var(&opts.CompactionThreshold, "compaction-threshold", kvstore.DefaultCompactionThreshold, "log growth, in bytes, that starts a snapshot (negative: never)")
-	f.IntVar(&opts.MaxConns, "max-conns", 1024, "open connections per listener (RESP: 10000 when left at the default); at the limit the longest idle one makes room")
-	f.IntVar(&opts.MaxConnsPerIP, "max-conns-per-ip", 0, "open connections of one source address per listener (0: half of --max-conns)")
-	cmdutil.DurationVar(f, &opts.HandshakeTimeout, "handshake-timeout", 10*time.Second, "close a new connection that has not sent a whole first request (HTTP: its headers) this long")
-	cmdutil.DurationVar(f, &opts.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection idle this long (HTTP keep-alive: at most 2m)")
-	f.IntVar(&opts.MaxLineBytes, "max-line-bytes", 0, "longest TCP JSON request line (0: room for the largest value in base64)")
-	cmdutil.DurationVar(f, &opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests at shutdown")
-	f.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	f.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.StringVar(&opts.RequirePass, "requirepass", "", "password every listener asks for (env "+PasswordEnv+"; the variable keeps it out of ps)")
-	f.BoolVar(&opts.AllowFlush, "allow-flush", false, "let FLUSHDB/FLUSHALL delete every key")
-	f.StringVar(&opts.TLSCert, "tls-cert", "", "serve every listener over TLS with the certificate in `FILE` (PEM; needs --tls-key)")
-	f.StringVar(&opts.TLSKey, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
+	fs := cmd.Flags()
+	fs.StringVar(&opts.DataDir, "data", "./data", "data `DIR` (created if missing; one server at a time)")
+	fs.StringVar(&opts.HTTPAddr, "http", server.DefaultHTTPAddr, "HTTP listen `ADDR`; \"\" turns it off")
+	fs.StringVar(&opts.TCPAddr, "tcp", server.DefaultTCPAddr, "TCP JSON listen `ADDR`; \"\" turns it off")
+	fs.StringVar(&opts.RESPAddr, "resp", "", "Redis protocol (RESP2) listen `ADDR`; off when \"\"")
+	fs.StringVar(&opts.Sync, "sync", "always", "durability: always (fsync before each ack, group commit), periodic or none")
+	cmdutil.DurationVar(fs, &opts.SyncInterval, "sync-interval", kvstore.DefaultSyncInterval, "fsync period under --sync periodic")
+	fs.IntVar(&opts.MaxKeySize, "max-key-size", kvstore.DefaultMaxKeySize, "largest key, in bytes")
+	fs.IntVar(&opts.MaxValueSize, "max-value-size", kvstore.DefaultMaxValueSize, "largest value, in bytes (bounds HTTP bodies and RESP arguments too)")
+	fs.Int64Var(&opts.SegmentSize, "segment-size", kvstore.DefaultSegmentSize, "log segment size, in bytes")
+	fs.Int64Var(&opts.CompactionThreshold, "compaction-threshold", kvstore.DefaultCompactionThreshold, "log growth, in bytes, that starts a snapshot (negative: never)")
+	fs.IntVar(&opts.MaxConns, "max-conns", 1024, "open connections per listener (RESP: 10000 when left at the default); at the limit the longest idle one makes room")
+	fs.IntVar(&opts.MaxConnsPerIP, "max-conns-per-ip", 0, "open connections of one source address per listener (0: half of --max-conns)")
+	cmdutil.DurationVar(fs, &opts.HandshakeTimeout, "handshake-timeout", 10*time.Second, "close a new connection that has not sent a whole first request (HTTP: its headers) this long")
+	cmdutil.DurationVar(fs, &opts.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection idle this long (HTTP keep-alive: at most 2m)")
+	fs.IntVar(&opts.MaxLineBytes, "max-line-bytes", 0, "longest TCP JSON request line (0: room for the largest value in base64)")
+	cmdutil.DurationVar(fs, &opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests at shutdown")
+	fs.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&opts.RequirePass, "requirepass", "", "password every listener asks for (env "+PasswordEnv+"; the variable keeps it out of ps)")
+	fs.BoolVar(&opts.AllowFlush, "allow-flush", false, "let FLUSHDB/FLUSHALL delete every key")
+	fs.StringVar(&opts.TLSCert, "tls-cert", "", "serve every listener over TLS with the certificate in `FILE` (PEM; needs --tls-key)")
+	fs.StringVar(&opts.TLSKey, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
-		if !f.Changed("max-conns") {
+		if !fs.Changed("max-conns") {
 			opts.MaxConns = 0 // each listener's own default
 		}
-		if !f.Changed("requirepass") && lookupEnv != nil {
-			if v, ok := lookupEnv(PasswordEnv); ok {
+		if !fs.Changed("requirepass") {
+			if v, ok := f.LookupEnv(PasswordEnv); ok {
 				opts.RequirePass = v
 			}
 		}
@@ -143,7 +147,7 @@ func newLogger(opts *ServeOptions) (*slog.Logger, error) {
 	return nil, cmdutil.UsageErrorf("--log-format %q: want text or json", opts.LogFormat)
 }
 
-func runServe(ctx context.Context, opts *ServeOptions) error {
+func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}

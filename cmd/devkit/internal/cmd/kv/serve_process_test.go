@@ -29,7 +29,7 @@ const childEnv = "DEVKIT_KV_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
-		cmd := NewCmd(cmdutil.System())
+		cmd := NewCmd(cmdutil.NewFactory(cmdutil.System()))
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
 		cmd.SetArgs(os.Args[1:])
 		err := cmd.Execute()

@@ -52,7 +52,7 @@ func TestServe_TLSAndPasswordWithTheClientCommands(t *testing.T) {
 	opts.Ready = func(a server.Addrs) { ready <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, opts) }()
+	go func() { done <- serveRun(ctx, opts) }()
 	defer func() { cancel(); <-done }()
 	var a server.Addrs
 	select {

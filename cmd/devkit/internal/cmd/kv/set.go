@@ -17,8 +17,9 @@ type SetOptions struct {
 	Value string // "-" reads the value from IO.In
 }
 
-func newSetCmd(client ClientOptions, runF func(context.Context, *SetOptions) error) *cobra.Command {
-	opts := &SetOptions{ClientOptions: client}
+// NewCmdSet builds `devkit kv set`; runF, when not nil, receives the options instead of setRun.
+func NewCmdSet(f *cmdutil.Factory, runF func(context.Context, *SetOptions) error) *cobra.Command {
+	opts := &SetOptions{}
 	cmd := &cobra.Command{
 		Use:   "set KEY VALUE",
 		Short: "Store a value (VALUE - reads it from stdin)",
@@ -28,18 +29,19 @@ The command returns once the server acknowledged the write under its sync policy
   devkit kv set config.json - < config.json`,
 		Args: cmdutil.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
 			opts.Key, opts.Value = args[0], args[1]
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runSet(cmd.Context(), opts)
+			return setRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
 	return cmd
 }
 
-func runSet(ctx context.Context, opts *SetOptions) error {
+func setRun(ctx context.Context, opts *SetOptions) error {
 	value := []byte(opts.Value)
 	if opts.Value == "-" {
 		var err error

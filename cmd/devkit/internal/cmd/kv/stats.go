@@ -18,8 +18,9 @@ type StatsOptions struct {
 	JSON bool
 }
 
-func newStatsCmd(client ClientOptions, runF func(context.Context, *StatsOptions) error) *cobra.Command {
-	opts := &StatsOptions{ClientOptions: client}
+// NewCmdStats builds `devkit kv stats`; runF, when not nil, receives the options instead of statsRun.
+func NewCmdStats(f *cmdutil.Factory, runF func(context.Context, *StatsOptions) error) *cobra.Command {
+	opts := &StatsOptions{}
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Print the server's engine counters",
@@ -27,10 +28,11 @@ func newStatsCmd(client ClientOptions, runF func(context.Context, *StatsOptions)
   devkit kv stats --json | jq .keys`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.bindClient(f, cmd)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runStats(cmd.Context(), opts)
+			return statsRun(cmd.Context(), opts)
 		},
 	}
 	addClientFlags(cmd, &opts.ClientOptions)
@@ -38,7 +40,7 @@ func newStatsCmd(client ClientOptions, runF func(context.Context, *StatsOptions)
 	return cmd
 }
 
-func runStats(ctx context.Context, opts *StatsOptions) error {
+func statsRun(ctx context.Context, opts *StatsOptions) error {
 	c, ctx, cancel, err := opts.connect(ctx)
 	if err != nil {
 		return err

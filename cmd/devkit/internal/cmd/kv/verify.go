@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,8 +22,9 @@ type VerifyOptions struct {
 	Progress *bool
 }
 
-func newVerifyCmd(ios *cmdutil.IOStreams) *cobra.Command {
-	opts := &VerifyOptions{IO: ios}
+// NewCmdVerify builds `devkit kv verify`; runF, when not nil, receives the options instead of verifyRun.
+func NewCmdVerify(f *cmdutil.Factory, runF func(context.Context, *VerifyOptions) error) *cobra.Command {
+	opts := &VerifyOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check a data directory for corruption (exit 3 when it finds some)",
@@ -35,7 +37,12 @@ reported but is not corruption. A progress bar shows on a terminal.`,
 		Example: `  devkit kv verify --data ./data
   devkit kv verify --data ./data --json | jq .clean`,
 		Args: cmdutil.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runVerify(opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return verifyRun(cmd.Context(), opts)
+		},
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data", "./data", "data `DIR` to check")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON")
@@ -59,7 +66,7 @@ type VerifyReport struct {
 	Snapshot string `json:"snapshot,omitempty"`
 }
 
-func runVerify(opts *VerifyOptions) error {
+func verifyRun(_ context.Context, opts *VerifyOptions) error {
 	var bar *progressBar
 	show := isTerminal(opts.IO.ErrOut)
 	if opts.Progress != nil {

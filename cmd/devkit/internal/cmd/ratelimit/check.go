@@ -16,7 +16,6 @@ import (
 type CheckOptions struct {
 	IO    *cmdutil.IOStreams
 	Store *StoreOptions
-	Ctx   context.Context
 
 	Key       string
 	Limit     int64
@@ -29,8 +28,12 @@ type CheckOptions struct {
 	Request   RequestOptions
 }
 
-func newCheckCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
-	opts := &CheckOptions{IO: ios, Store: so}
+// NewCmdCheck builds `devkit ratelimit check`; runF, when not nil, receives the options instead of checkRun.
+func NewCmdCheck(f *cmdutil.Factory, runF func(context.Context, *CheckOptions) error) *cobra.Command {
+	opts := &CheckOptions{IO: f.IOStreams}
+	if runF == nil {
+		runF = checkRun
+	}
 	cmd := &cobra.Command{
 		Use:   "check (KEY --limit N --window D | --policy FILE --method M --path P [--header H]...)",
 		Short: "Spend from KEY's limit, or a described request's; exit 0 when allowed, 3 when denied",
@@ -49,12 +52,12 @@ no store and a missing flag), 1 store error.`,
       --header 'X-Workspace-ID: acme' --header 'X-Workspace-Plan: pro' --ip 127.0.0.1 --json`,
 		Args: cmdutil.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Ctx = cmd.Context()
+			opts.Store = storeFrom(f, cmd)
 			if opts.Request.Policy != "" {
 				if len(args) > 0 {
 					return cmdutil.UsageErrorf("give KEY or --policy with a request, not both")
 				}
-				return runCheckRequest(opts)
+				return runF(cmd.Context(), opts)
 			}
 			if len(args) != 1 {
 				return cmdutil.UsageErrorf("give KEY (with --limit and --window), or --policy with a request\nRun '%s --help' for usage.", cmd.CommandPath())
@@ -63,17 +66,17 @@ no store and a missing flag), 1 store error.`,
 				return err
 			}
 			opts.Key = args[0]
-			return runCheck(opts)
+			return runF(cmd.Context(), opts)
 		},
 	}
-	f := cmd.Flags()
-	f.Int64Var(&opts.Limit, "limit", 0, "requests allowed per window (token bucket: refill per window)")
-	f.Var(cmdutil.DurationFlag{D: &opts.Window}, "window", "window length: 90s, 15m, 1h or seconds")
-	f.StringVar(&opts.Algorithm, "algorithm", "fixed-window", "fixed-window, sliding-window, sliding-log, token-bucket or gcra")
-	f.Int64Var(&opts.Burst, "burst", 0, "bucket capacity for token-bucket and gcra (default: --limit)")
-	f.Var(cmdutil.DurationFlag{D: &opts.Block}, "block", "penalty block once denied (default: none)")
-	f.Int64Var(&opts.Cost, "cost", 1, "what this request spends")
-	f.BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
+	fs := cmd.Flags()
+	fs.Int64Var(&opts.Limit, "limit", 0, "requests allowed per window (token bucket: refill per window)")
+	cmdutil.DurationVar(fs, &opts.Window, "window", 0, "window length: 90s, 15m, 1h or seconds")
+	fs.StringVar(&opts.Algorithm, "algorithm", "fixed-window", "fixed-window, sliding-window, sliding-log, token-bucket or gcra")
+	fs.Int64Var(&opts.Burst, "burst", 0, "bucket capacity for token-bucket and gcra (default: --limit)")
+	cmdutil.DurationVar(fs, &opts.Block, "block", 0, "penalty block once denied (default: none)")
+	fs.Int64Var(&opts.Cost, "cost", 1, "what this request spends")
+	fs.BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
 	opts.Request.addFlags(cmd)
 	return cmd
 }
@@ -108,7 +111,15 @@ type LimitResult struct {
 }
 
 // runCheckRequest checks a described request as the proxy would.
-func runCheckRequest(opts *CheckOptions) error {
+// checkRun answers for the described request with --policy, else for KEY.
+func checkRun(ctx context.Context, opts *CheckOptions) error {
+	if opts.Request.Policy != "" {
+		return checkRequestRun(ctx, opts)
+	}
+	return checkKeyRun(ctx, opts)
+}
+
+func checkRequestRun(ctx context.Context, opts *CheckOptions) error {
 	d, limited, err := opts.Request.decide()
 	if err != nil {
 		return err
@@ -125,7 +136,7 @@ func runCheckRequest(opts *CheckOptions) error {
 		_, err := fmt.Fprintln(opts.IO.Out, describe(d, method, opts.Request.Path))
 		return err
 	}
-	store, ctx, done, err := opts.Store.connect(opts.Ctx)
+	store, ctx, done, err := opts.Store.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -198,12 +209,12 @@ func (o *CheckOptions) limit() (rl.Limit, error) {
 	return lim, lim.Validate()
 }
 
-func runCheck(opts *CheckOptions) error {
+func checkKeyRun(ctx context.Context, opts *CheckOptions) error {
 	lim, err := opts.limit()
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
-	store, ctx, done, err := opts.Store.connect(opts.Ctx)
+	store, ctx, done, err := opts.Store.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -14,20 +14,23 @@ import (
 type HealthOptions struct {
 	IO    *cmdutil.IOStreams
 	Store *StoreOptions
-	Ctx   context.Context
 	JSON  bool
 }
 
-func newHealthCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
-	opts := &HealthOptions{IO: ios, Store: so}
+// NewCmdHealth builds `devkit ratelimit health`; runF, when not nil, receives the options instead of healthRun.
+func NewCmdHealth(f *cmdutil.Factory, runF func(context.Context, *HealthOptions) error) *cobra.Command {
+	opts := &HealthOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:     "health",
 		Short:   "Ping the store (every master in a cluster); exit 3 when unreachable",
 		Example: "  devkit ratelimit health --redis redis://127.0.0.1:6379\n  REDIS_URL=redis://h1:7000,h2:7001,h3:7002 devkit ratelimit health --json",
 		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Ctx = cmd.Context()
-			return runHealth(opts)
+			opts.Store = storeFrom(f, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return healthRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
@@ -41,8 +44,8 @@ type HealthResult struct {
 	Error          string  `json:"error,omitempty"`
 }
 
-func runHealth(opts *HealthOptions) error {
-	store, ctx, done, err := opts.Store.connect(opts.Ctx)
+func healthRun(ctx context.Context, opts *HealthOptions) error {
+	store, ctx, done, err := opts.Store.connect(ctx)
 	if err != nil {
 		return err
 	}

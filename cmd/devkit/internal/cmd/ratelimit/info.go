@@ -13,14 +13,14 @@ import (
 type InfoOptions struct {
 	IO      *cmdutil.IOStreams
 	Store   *StoreOptions
-	Ctx     context.Context
 	Key     string
 	JSON    bool
 	Request RequestOptions
 }
 
-func newInfoCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
-	opts := &InfoOptions{IO: ios, Store: so}
+// NewCmdInfo builds `devkit ratelimit info`; runF, when not nil, receives the options instead of infoRun.
+func NewCmdInfo(f *cmdutil.Factory, runF func(context.Context, *InfoOptions) error) *cobra.Command {
+	opts := &InfoOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:   "info (KEY | --policy FILE --method M --path P [--header H]...)",
 		Short: "Show what the store holds for KEY or a described request; exit 3 when nothing",
@@ -32,26 +32,20 @@ Exit status: 0 state found, 3 none (or the request is not limited), 2 usage, 1 s
 			"  devkit ratelimit info --policy examples/policies/saas.yaml --method POST --path /AUTH/Login --ip 203.0.113.9",
 		Args: cmdutil.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Ctx = cmd.Context()
+			opts.Store = storeFrom(f, cmd)
 			switch {
 			case opts.Request.Policy != "" && len(args) > 0:
 				return cmdutil.UsageErrorf("give KEY or --policy with a request, not both")
 			case opts.Request.Policy != "":
-				d, limited, err := opts.Request.decide()
-				if err != nil {
-					return err
-				}
-				if !limited {
-					fmt.Fprintln(opts.IO.ErrOut, describe(d, opts.Request.Method, opts.Request.Path))
-					return cmdutil.SilentExit(cmdutil.ExitNegative)
-				}
-				opts.Key = d.Request.Key
 			case len(args) == 1:
 				opts.Key = args[0]
 			default:
 				return cmdutil.UsageErrorf("give KEY, or --policy with a request\nRun '%s --help' for usage.", cmd.CommandPath())
 			}
-			return runInfo(opts)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return infoRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
@@ -68,8 +62,19 @@ type InfoResult struct {
 	BlockedFor float64 `json:"blocked_for_seconds"`
 }
 
-func runInfo(opts *InfoOptions) error {
-	store, ctx, done, err := opts.Store.connect(opts.Ctx)
+func infoRun(ctx context.Context, opts *InfoOptions) error {
+	if opts.Request.Policy != "" {
+		d, limited, err := opts.Request.decide()
+		if err != nil {
+			return err
+		}
+		if !limited {
+			fmt.Fprintln(opts.IO.ErrOut, describe(d, opts.Request.Method, opts.Request.Path))
+			return cmdutil.SilentExit(cmdutil.ExitNegative)
+		}
+		opts.Key = d.Request.Key
+	}
+	store, ctx, done, err := opts.Store.connect(ctx)
 	if err != nil {
 		return err
 	}

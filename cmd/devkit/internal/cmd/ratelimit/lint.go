@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -15,8 +16,9 @@ type LintOptions struct {
 	Policy string
 }
 
-func newLintCmd(ios *cmdutil.IOStreams) *cobra.Command {
-	opts := &LintOptions{IO: ios}
+// NewCmdLint builds `devkit ratelimit lint`; runF, when not nil, receives the options instead of lintRun.
+func NewCmdLint(f *cmdutil.Factory, runF func(context.Context, *LintOptions) error) *cobra.Command {
+	opts := &LintOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:     "lint --policy FILE",
 		Short:   "Validate a policy file and print the effective rules",
@@ -33,14 +35,17 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			if err := requireFlags(cmd, "policy"); err != nil {
 				return err
 			}
-			return runLint(opts)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return lintRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Policy, "policy", "", "policy file (YAML)")
 	return cmd
 }
 
-func runLint(opts *LintOptions) error {
+func lintRun(ctx context.Context, opts *LintOptions) error {
 	p, err := policy.Load(opts.Policy)
 	if err != nil {
 		fmt.Fprintln(opts.IO.ErrOut, err)

@@ -22,7 +22,6 @@ import (
 type ProxyOptions struct {
 	IO    *cmdutil.IOStreams
 	Store *StoreOptions
-	Ctx   context.Context
 
 	Listen   string
 	Upstream string
@@ -43,8 +42,9 @@ type ProxyOptions struct {
 // blockedCacheSize bounds the identities the proxy remembers as blocked.
 const blockedCacheSize = 100_000
 
-func newProxyCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
-	opts := &ProxyOptions{IO: ios, Store: so, WatchInterval: 2 * time.Second}
+// NewCmdProxy builds `devkit ratelimit proxy`; runF, when not nil, receives the options instead of proxyRun.
+func NewCmdProxy(f *cmdutil.Factory, runF func(context.Context, *ProxyOptions) error) *cobra.Command {
+	opts := &ProxyOptions{IO: f.IOStreams, WatchInterval: 2 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "proxy --listen ADDR --upstream URL --policy FILE",
 		Short: "Run a rate-limiting reverse proxy in front of an HTTP API",
@@ -67,27 +67,33 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
       --policy examples/policies/saas.yaml --redis redis://127.0.0.1:6379 --admin 127.0.0.1:9090`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Store = storeFrom(f, cmd)
+			if opts.AdminToken == "" {
+				opts.AdminToken = f.Getenv(AdminTokenEnv)
+			}
 			if err := requireFlags(cmd, "listen", "upstream", "policy"); err != nil {
 				return err
 			}
-			opts.Ctx = cmd.Context()
-			return runProxy(opts)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return proxyRun(cmd.Context(), opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&opts.Listen, "listen", "", "address to serve clients on, e.g. :8080")
-	f.StringVar(&opts.Upstream, "upstream", "", "URL of the API to protect")
-	f.StringVar(&opts.Policy, "policy", "", "policy file (YAML)")
-	f.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
-	f.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
-	f.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API requires (default $"+AdminTokenEnv+")")
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Listen, "listen", "", "address to serve clients on, e.g. :8080")
+	fs.StringVar(&opts.Upstream, "upstream", "", "URL of the API to protect")
+	fs.StringVar(&opts.Policy, "policy", "", "policy file (YAML)")
+	fs.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
+	fs.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
+	fs.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API requires (default $"+AdminTokenEnv+")")
 	return cmd
 }
 
 // AdminTokenEnv is the environment variable that gives --admin-token.
 const AdminTokenEnv = "DEVKIT_RATELIMIT_ADMIN_TOKEN"
 
-func runProxy(opts *ProxyOptions) error {
+func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if _, err := gateway.ParseUpstream(opts.Upstream); err != nil {
 		return cmdutil.UsageErrorf("--%v", err)
 	}
@@ -113,7 +119,7 @@ func runProxy(opts *ProxyOptions) error {
 
 	var store rl.Store
 	if raw := opts.Store.url(); raw != "" {
-		client, err := redisstore.NewClient(raw)
+		client, err := opts.Store.connectClient(raw)
 		if err != nil {
 			return cmdutil.UsageError(err)
 		}
@@ -125,10 +131,6 @@ func runProxy(opts *ProxyOptions) error {
 	}
 	limiter := rl.New(store, rl.Options{Fail: rl.FailOpen, Budget: pol.Budget, BlockedCacheSize: blockedCacheSize, Logger: log})
 	reload := opts.Reload
-	ctx := opts.Ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if reload == nil {

@@ -1,6 +1,9 @@
 // Package ratelimit implements `devkit ratelimit`: one-shot checks and
 // inspection against a shared Redis store, the rate-limiting reverse proxy,
-// and the policy linter. One file per verb.
+// and the policy linter. One file per verb: XOptions (what the flags, args
+// and environment gave, plus the dependencies from the cmdutil.Factory),
+// NewCmdX(f, runF) and xRun(ctx, opts). --redis/REDIS_URL and --prefix are
+// read into the options before runF; the store is opened by the run.
 package ratelimit
 
 import (
@@ -8,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,18 +22,46 @@ import (
 
 // StoreOptions are the flags every store-backed verb shares.
 type StoreOptions struct {
+	// RedisURL is --redis, else $REDIS_URL ("": no shared store).
 	RedisURL string
 	Prefix   string
-	// Getenv reads the environment (REDIS_URL); tests replace it.
+	// Getenv reads the environment for options built without the flags
+	// (the verbs have read REDIS_URL into RedisURL already).
 	Getenv func(string) string
+	// Connect opens the Redis client (the factory's RedisClient;
+	// redisstore.NewClient when nil).
+	Connect func(url string) (redis.UniversalClient, error)
 }
 
 // NewCmd builds `devkit ratelimit` and its verbs.
-func NewCmd(ios *cmdutil.IOStreams) *cobra.Command {
-	return newCmd(ios, &StoreOptions{Getenv: os.Getenv})
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := newRatelimitNoun(f)
+	cmd.AddCommand(
+		NewCmdCheck(f, nil),
+		NewCmdInfo(f, nil),
+		NewCmdReset(f, nil),
+		NewCmdTop(f, nil),
+		NewCmdHealth(f, nil),
+		NewCmdProxy(f, nil),
+		NewCmdLint(f, nil),
+	)
+	return cmd
 }
 
-func newCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
+// storeFrom reads ratelimit's persistent --redis and --prefix from cmd (a
+// verb whose flags are parsed) and REDIS_URL.
+func storeFrom(f *cmdutil.Factory, cmd *cobra.Command) *StoreOptions {
+	so := &StoreOptions{Prefix: redisstore.DefaultPrefix, Getenv: f.Getenv, Connect: f.RedisClient}
+	so.RedisURL, _ = cmd.Flags().GetString("redis")
+	if p := cmd.Flags().Lookup("prefix"); p != nil {
+		so.Prefix = p.Value.String()
+	}
+	so.RedisURL = so.url()
+	return so
+}
+
+// newRatelimitNoun builds the noun and its persistent flags, without verbs.
+func newRatelimitNoun(_ *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ratelimit",
 		Short: "Multi-tenant HTTP rate limiting: checks, inspection, a limiting proxy",
@@ -48,17 +78,8 @@ The store is given by --redis URL or the REDIS_URL environment variable:
 		// errors itself, so its messages go to slog at debug level instead.
 		redis.SetLogger(debugLogger{})
 	}
-	cmd.PersistentFlags().StringVar(&so.RedisURL, "redis", "", "Redis URL (default $REDIS_URL)")
-	cmd.PersistentFlags().StringVar(&so.Prefix, "prefix", redisstore.DefaultPrefix, "prefix of every Redis key")
-	cmd.AddCommand(
-		newCheckCmd(ios, so),
-		newInfoCmd(ios, so),
-		newResetCmd(ios, so),
-		newTopCmd(ios, so),
-		newHealthCmd(ios, so),
-		newProxyCmd(ios, so),
-		newLintCmd(ios),
-	)
+	cmd.PersistentFlags().String("redis", "", "Redis URL (default $REDIS_URL)")
+	cmd.PersistentFlags().String("prefix", redisstore.DefaultPrefix, "prefix of every Redis key")
 	return cmd
 }
 
@@ -90,12 +111,20 @@ func (so *StoreOptions) openRedis() (*redisstore.Store, func(), error) {
 	if raw == "" {
 		return nil, nil, cmdutil.UsageError(errNoStore)
 	}
-	client, err := redisstore.NewClient(raw)
+	client, err := so.connectClient(raw)
 	if err != nil {
 		return nil, nil, cmdutil.UsageError(err)
 	}
 	store := redisstore.New(client, redisstore.Options{Prefix: so.Prefix})
 	return store, func() { client.Close() }, nil
+}
+
+// connectClient opens the Redis client at raw with Connect.
+func (so *StoreOptions) connectClient(raw string) (redis.UniversalClient, error) {
+	if so.Connect == nil {
+		return redisstore.NewClient(raw)
+	}
+	return so.Connect(raw)
 }
 
 // commandTimeout bounds one-shot store calls.

@@ -27,7 +27,9 @@ func run(t *testing.T, env map[string]string, args ...string) (string, string, i
 	t.Helper()
 	var out, errOut bytes.Buffer
 	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	cmd := newCmd(ios, &StoreOptions{Getenv: func(k string) string { return env[k] }})
+	f := cmdutil.NewFactory(ios)
+	f.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cmd := NewCmd(f)
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
@@ -195,13 +197,12 @@ func startProxyTB(t testing.TB, opts *ProxyOptions) (listen, admin string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)
-	opts.Ctx = ctx
 	opts.Ready = func(l, a string) { ready <- [2]string{l, a} }
 	if opts.IO == nil {
 		opts.IO = &cmdutil.IOStreams{Out: io.Discard, ErrOut: io.Discard}
 	}
 	done := make(chan error, 1)
-	go func() { done <- runProxy(opts) }()
+	go func() { done <- proxyRun(ctx, opts) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -13,29 +13,33 @@ import (
 type ResetOptions struct {
 	IO    *cmdutil.IOStreams
 	Store *StoreOptions
-	Ctx   context.Context
 	Key   string
 	JSON  bool
 }
 
-func newResetCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
-	opts := &ResetOptions{IO: ios, Store: so}
+// NewCmdReset builds `devkit ratelimit reset`; runF, when not nil, receives the options instead of resetRun.
+func NewCmdReset(f *cmdutil.Factory, runF func(context.Context, *ResetOptions) error) *cobra.Command {
+	opts := &ResetOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:     "reset KEY",
 		Short:   "Delete every limit's state for KEY; exit 3 when there was none",
 		Example: "  devkit ratelimit reset 'login|ip=203.0.113.9'",
 		Args:    cmdutil.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Key, opts.Ctx = args[0], cmd.Context()
-			return runReset(opts)
+			opts.Store = storeFrom(f, cmd)
+			opts.Key = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return resetRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
 	return cmd
 }
 
-func runReset(opts *ResetOptions) error {
-	store, ctx, done, err := opts.Store.connect(opts.Ctx)
+func resetRun(ctx context.Context, opts *ResetOptions) error {
+	store, ctx, done, err := opts.Store.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -14,21 +14,24 @@ import (
 type TopOptions struct {
 	IO    *cmdutil.IOStreams
 	Store *StoreOptions
-	Ctx   context.Context
 	N     int
 	JSON  bool
 }
 
-func newTopCmd(ios *cmdutil.IOStreams, so *StoreOptions) *cobra.Command {
-	opts := &TopOptions{IO: ios, Store: so}
+// NewCmdTop builds `devkit ratelimit top`; runF, when not nil, receives the options instead of topRun.
+func NewCmdTop(f *cmdutil.Factory, runF func(context.Context, *TopOptions) error) *cobra.Command {
+	opts := &TopOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:     "top",
 		Short:   "List the identities with the most hits (every master in a cluster)",
 		Example: "  devkit ratelimit top -n 20\n  devkit ratelimit top --json --redis redis://h1:7000,h2:7001,h3:7002",
 		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Ctx = cmd.Context()
-			return runTop(opts)
+			opts.Store = storeFrom(f, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return topRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().IntVarP(&opts.N, "n", "n", 10, "how many to list")
@@ -43,11 +46,11 @@ type TopEntry struct {
 	TTL  float64 `json:"ttl_seconds"`
 }
 
-func runTop(opts *TopOptions) error {
+func topRun(ctx context.Context, opts *TopOptions) error {
 	if opts.N < 1 {
 		return cmdutil.UsageErrorf("-n must be at least 1, got %d", opts.N)
 	}
-	store, ctx, done, err := opts.Store.connect(opts.Ctx)
+	store, ctx, done, err := opts.Store.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package sup
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -13,16 +14,25 @@ import (
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 )
 
-// ExportOptions are the inputs of `devkit sup export systemd`.
-type ExportOptions struct {
-	IO      *cmdutil.IOStreams
-	Sup     Factory
-	OutDir  string
+// ExportSystemdOptions are the inputs of `devkit sup export systemd`.
+type ExportSystemdOptions struct {
+	IO *cmdutil.IOStreams
+	ProjectOptions
+	Sup    SupervisorFunc
+	OutDir string
+}
+
+// ExportNomadOptions are the inputs of `devkit sup export nomad`.
+type ExportNomadOptions struct {
+	IO *cmdutil.IOStreams
+	ProjectOptions
+	Sup     SupervisorFunc
 	OutFile string
 	Job     string
 }
 
-func newExportCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
+// newExportCmd builds the `export` group and its verbs.
+func newExportCmd(f *cmdutil.Factory) *cobra.Command {
 	export := &cobra.Command{
 		Use:   "export",
 		Short: "Export the YAML to another supervisor's format (systemd, Nomad)",
@@ -30,7 +40,13 @@ func newExportCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 for boot persistence on one machine, or a HashiCorp Nomad job to run the
 stack on a cluster. See docs/supervisor.md for when to move.`,
 	}
-	opts := &ExportOptions{IO: ios, Sup: sup}
+	export.AddCommand(NewCmdExportSystemd(f, nil), NewCmdExportNomad(f, nil))
+	return export
+}
+
+// NewCmdExportSystemd builds `devkit sup export systemd`.
+func NewCmdExportSystemd(f *cmdutil.Factory, runF func(context.Context, *ExportSystemdOptions) error) *cobra.Command {
+	opts := &ExportSystemdOptions{IO: f.IOStreams}
 	systemd := &cobra.Command{
 		Use: "systemd [--out DIR]",
 		Example: `  devkit sup export systemd
@@ -45,9 +61,22 @@ is; a log probe has no counterpart) bounded by TimeoutStartSec=. Without --out t
 --out DIR they are written there (for example ~/.config/systemd/user), then
 run 'systemctl --user daemon-reload'.`,
 		Args: cmdutil.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runExportSystemd(opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ProjectOptions = projectFrom(f, cmd)
+			opts.Sup = opts.opener(f)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return exportSystemdRun(cmd.Context(), opts)
+		},
 	}
 	systemd.Flags().StringVar(&opts.OutDir, "out", "", "directory to write the unit files to")
+	return systemd
+}
+
+// NewCmdExportNomad builds `devkit sup export nomad`.
+func NewCmdExportNomad(f *cmdutil.Factory, runF func(context.Context, *ExportNomadOptions) error) *cobra.Command {
+	opts := &ExportNomadOptions{IO: f.IOStreams}
 	nomad := &cobra.Command{
 		Use: "nomad [--out FILE] [--job NAME]",
 		Example: `  devkit sup export nomad > stack.nomad.hcl && nomad job run stack.nomad.hcl
@@ -61,15 +90,21 @@ oneshot processes become prestart tasks. depends_on between long-running
 processes has no Nomad counterpart and is kept as a comment. The job is
 named after the project unless --job is given.`,
 		Args: cmdutil.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runExportNomad(opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ProjectOptions = projectFrom(f, cmd)
+			opts.Sup = opts.opener(f)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return exportNomadRun(cmd.Context(), opts)
+		},
 	}
 	nomad.Flags().StringVar(&opts.OutFile, "out", "", "file to write the job to (default: stdout)")
 	nomad.Flags().StringVar(&opts.Job, "job", "", "job name (default: the project key)")
-	export.AddCommand(systemd, nomad)
-	return export
+	return nomad
 }
 
-func runExportNomad(opts *ExportOptions) error {
+func exportNomadRun(_ context.Context, opts *ExportNomadOptions) error {
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err
@@ -90,7 +125,7 @@ func runExportNomad(opts *ExportOptions) error {
 	return nil
 }
 
-func runExportSystemd(opts *ExportOptions) error {
+func exportSystemdRun(_ context.Context, opts *ExportSystemdOptions) error {
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 
 // addTimeoutFlag registers --timeout on cmd.
 func addTimeoutFlag(cmd *cobra.Command, d *time.Duration) {
-	cmd.Flags().Var(cmdutil.DurationFlag{D: d}, "timeout", "override stop_timeout (e.g. 5s; a plain number means seconds)")
+	cmdutil.DurationVar(cmd.Flags(), d, "timeout", 0, "override stop_timeout (e.g. 5s; a plain number means seconds)")
 }
 
 // interruptible returns a context that ends on SIGINT or SIGTERM, so that
@@ -25,9 +25,9 @@ func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // completeNames completes process names from the config and the records.
-func completeNames(sup Factory) cobra.CompletionFunc {
+func completeNames(f *cmdutil.Factory) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		s, err := sup(false)
+		s, err := newSupervisor(f, projectFrom(f, cmd), false)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -13,15 +13,17 @@ import (
 
 // LogsOptions are the inputs of `devkit sup logs`.
 type LogsOptions struct {
-	IO     *cmdutil.IOStreams
-	Sup    Factory
+	IO *cmdutil.IOStreams
+	ProjectOptions
+	Sup    SupervisorFunc
 	Names  []string
 	Lines  int
 	Follow bool
 }
 
-func newLogsCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
-	opts := &LogsOptions{IO: ios, Sup: sup}
+// NewCmdLogs builds `devkit sup logs`; runF, when not nil, receives the options instead of logsRun.
+func NewCmdLogs(f *cmdutil.Factory, runF func(context.Context, *LogsOptions) error) *cobra.Command {
+	opts := &LogsOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use: "logs [NAME...] [-n N] [-f]",
 		Example: `  devkit sup logs api
@@ -37,12 +39,23 @@ prefixed with "name | ". With --follow, keep printing what is appended
 copy-truncate, and rename-and-create (logrotate's default), where the
 renamed file is still read while it is written to — until interrupted
 (SIGINT or SIGTERM end it cleanly, exit 0).`,
-		ValidArgsFunction: completeNames(sup),
+		ValidArgsFunction: completeNames(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ProjectOptions = projectFrom(f, cmd)
+			opts.Sup = opts.opener(f)
 			opts.Names = args
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
+			if opts.Lines < 0 {
+				return cmdutil.UsageErrorf("--lines must not be negative")
+			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			return runLogs(ctx, opts)
+			if runF != nil {
+				return runF(ctx, opts)
+			}
+			return logsRun(ctx, opts)
 		},
 	}
 	cmd.Flags().IntVarP(&opts.Lines, "lines", "n", 20, "number of lines to print")
@@ -50,13 +63,7 @@ renamed file is still read while it is written to — until interrupted
 	return cmd
 }
 
-func runLogs(ctx context.Context, opts *LogsOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
-	if opts.Lines < 0 {
-		return cmdutil.UsageErrorf("--lines must not be negative")
-	}
+func logsRun(ctx context.Context, opts *LogsOptions) error {
 	sup, err := opts.Sup(false)
 	if err != nil {
 		return err

@@ -44,7 +44,7 @@ processes:
 	opts := &LogsOptions{
 		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out},
 		Sup: func(need bool) (*supervisor.Supervisor, error) {
-			return newSupervisor(cmdutil.System(), e.config(), "", need)
+			return newSupervisor(cmdutil.NewFactory(cmdutil.System()), ProjectOptions{ConfigPath: e.config(), ConfigExplicit: true}, need)
 		},
 		Names:  []string{"ticker"},
 		Lines:  1,
@@ -52,7 +52,7 @@ processes:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runLogs(ctx, opts) }()
+	go func() { done <- logsRun(ctx, opts) }()
 	waitUntil(t, "follow prints new ticks", func() bool { return strings.Count(out.String(), "tick") >= 3 })
 	logPath := e.statusLine("ticker")
 	if err := os.Truncate(logPath, 0); err != nil {
@@ -93,7 +93,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	e := newEnv(t, twoProcs)
 	t.Setenv(configEnv, e.config())
 	var out bytes.Buffer
-	cmd := NewCmd(&cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	cmd := NewCmd(cmdutil.NewFactory(&cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}))
 	cmd.SetArgs([]string{"status", "--json"})
 	err := cmd.Execute()
 	if cmdutil.ExitCode(err) != cmdutil.ExitNegative || !strings.Contains(out.String(), `"name": "api"`) {
@@ -122,7 +122,7 @@ processes:
 	opts := &LogsOptions{
 		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &buf, ErrOut: &buf},
 		Sup: func(need bool) (*supervisor.Supervisor, error) {
-			return newSupervisor(cmdutil.System(), e.config(), "", need)
+			return newSupervisor(cmdutil.NewFactory(cmdutil.System()), ProjectOptions{ConfigPath: e.config(), ConfigExplicit: true}, need)
 		},
 		Names:  []string{"worker", "web"},
 		Lines:  0,
@@ -130,7 +130,7 @@ processes:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runLogs(ctx, opts) }()
+	go func() { done <- logsRun(ctx, opts) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(buf.String(), "worker | worker tick\n") {
 		if time.Now().After(deadline) {

@@ -1,7 +1,9 @@
 package sup
 
 import (
-	"os"
+	"context"
+	"errors"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,18 +15,39 @@ import (
 // re-executed as one process's monitor (see supervisor.RunMonitor).
 const monitorVerb = "__monitor"
 
-func newMonitorCmd(ios *cmdutil.IOStreams) *cobra.Command {
+// MonitorOptions are the inputs of `devkit sup __monitor`: its request
+// arrives on IO.In, its answer leaves on IO.Out.
+type MonitorOptions struct {
+	IO *cmdutil.IOStreams
+}
+
+// NewCmdMonitor builds the hidden `devkit sup __monitor`.
+func NewCmdMonitor(f *cmdutil.Factory, runF func(context.Context, *MonitorOptions) error) *cobra.Command {
+	opts := &MonitorOptions{IO: f.IOStreams}
 	return &cobra.Command{
 		Use:    monitorVerb,
 		Short:  "Internal: supervise one process (started by sup start)",
 		Hidden: true,
 		Args:   cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			code := supervisor.RunMonitor(os.Stdin, os.Stdout)
-			if code != 0 {
-				return cmdutil.SilentExit(code)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
 			}
-			return nil
+			return monitorRun(cmd.Context(), opts)
 		},
 	}
+}
+
+func monitorRun(_ context.Context, opts *MonitorOptions) error {
+	// The monitor closes its stdout to tell the starting run it is up, so
+	// the stream must be closable (the process's own stdout is).
+	out, ok := opts.IO.Out.(io.WriteCloser)
+	if !ok {
+		return errors.New("the monitor needs a closable stdout")
+	}
+	code := supervisor.RunMonitor(opts.IO.In, out)
+	if code != 0 {
+		return cmdutil.SilentExit(code)
+	}
+	return nil
 }

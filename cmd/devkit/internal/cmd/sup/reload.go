@@ -14,8 +14,9 @@ import (
 
 // ReloadOptions are the inputs of `devkit sup reload`.
 type ReloadOptions struct {
-	IO     *cmdutil.IOStreams
-	Sup    Factory
+	IO *cmdutil.IOStreams
+	ProjectOptions
+	Sup    SupervisorFunc
 	DryRun bool
 	JSON   bool
 }
@@ -28,8 +29,9 @@ type reloadReport struct {
 	Error  string                  `json:"error,omitempty"`
 }
 
-func newReloadCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
-	opts := &ReloadOptions{IO: ios, Sup: sup}
+// NewCmdReload builds `devkit sup reload`; runF, when not nil, receives the options instead of reloadRun.
+func NewCmdReload(f *cmdutil.Factory, runF func(context.Context, *ReloadOptions) error) *cobra.Command {
+	opts := &ReloadOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use: "reload [--dry-run] [--json]",
 		Example: `  devkit sup reload --dry-run
@@ -51,9 +53,14 @@ when one of its dependencies restarts. Reload acts on the current project only.
 --dry-run prints exactly the steps a real run would take, and changes nothing.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ProjectOptions = projectFrom(f, cmd)
+			opts.Sup = opts.opener(f)
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			return runReload(ctx, opts)
+			if runF != nil {
+				return runF(ctx, opts)
+			}
+			return reloadRun(ctx, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the steps without taking them")
@@ -61,7 +68,7 @@ when one of its dependencies restarts. Reload acts on the current project only.
 	return cmd
 }
 
-func runReload(ctx context.Context, opts *ReloadOptions) error {
+func reloadRun(ctx context.Context, opts *ReloadOptions) error {
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err

@@ -12,28 +12,38 @@ import (
 
 // RestartOptions are the inputs of `devkit sup restart`.
 type RestartOptions struct {
-	IO      *cmdutil.IOStreams
-	Sup     Factory
+	IO *cmdutil.IOStreams
+	ProjectOptions
+	Sup     SupervisorFunc
 	Names   []string
 	Force   bool
 	Timeout time.Duration
 	JSON    bool
 }
 
-func newRestartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
-	opts := &RestartOptions{IO: ios, Sup: sup}
+// NewCmdRestart builds `devkit sup restart`; runF, when not nil, receives the options instead of restartRun.
+func NewCmdRestart(f *cmdutil.Factory, runF func(context.Context, *RestartOptions) error) *cobra.Command {
+	opts := &RestartOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use: "restart NAME...",
 		Example: `  devkit sup restart api
   devkit sup restart api worker --timeout 5s --force`,
 		Short:             "Stop processes (dependents first) and start them again",
 		Args:              cmdutil.MinimumNArgs(1),
-		ValidArgsFunction: completeNames(sup),
+		ValidArgsFunction: completeNames(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ProjectOptions = projectFrom(f, cmd)
+			opts.Sup = opts.opener(f)
 			opts.Names = args
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			return runRestart(ctx, opts)
+			if runF != nil {
+				return runF(ctx, opts)
+			}
+			return restartRun(ctx, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "kill what outlives the stop timeout")
@@ -42,10 +52,7 @@ func newRestartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
 	return cmd
 }
 
-func runRestart(ctx context.Context, opts *RestartOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
+func restartRun(ctx context.Context, opts *RestartOptions) error {
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err

@@ -14,8 +14,9 @@ import (
 
 // StartOptions are the inputs of `devkit sup start`.
 type StartOptions struct {
-	IO    *cmdutil.IOStreams
-	Sup   Factory
+	IO *cmdutil.IOStreams
+	ProjectOptions
+	Sup   SupervisorFunc
 	Names []string
 	All   bool
 	JSON  bool
@@ -46,8 +47,9 @@ func writeStartJSON(ios *cmdutil.IOStreams, results []supervisor.StartResult, er
 	return cmdutil.WriteJSON(ios.Out, rep)
 }
 
-func newStartCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
-	opts := &StartOptions{IO: ios, Sup: sup}
+// NewCmdStart builds `devkit sup start`; runF, when not nil, receives the options instead of startRun.
+func NewCmdStart(f *cmdutil.Factory, runF func(context.Context, *StartOptions) error) *cobra.Command {
+	opts := &StartOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use: "start [NAME...|--all]",
 		Example: `  devkit sup start --all
@@ -64,12 +66,20 @@ failed start exits 1 and prints the end of the process's log (only this
 run's lines); its dependents are not started, independent processes are.
 Starting a named process that already runs is refused (exit 1); with --all,
 running processes are left alone.`,
-		ValidArgsFunction: completeNames(sup),
+		ValidArgsFunction: completeNames(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ProjectOptions = projectFrom(f, cmd)
+			opts.Sup = opts.opener(f)
 			opts.Names = args
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			return runStart(ctx, opts)
+			if runF != nil {
+				return runF(ctx, opts)
+			}
+			return startRun(ctx, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "start every process in the config")
@@ -77,10 +87,7 @@ running processes are left alone.`,
 	return cmd
 }
 
-func runStart(ctx context.Context, opts *StartOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
+func startRun(ctx context.Context, opts *StartOptions) error {
 	sup, err := opts.Sup(true)
 	if err != nil {
 		return err

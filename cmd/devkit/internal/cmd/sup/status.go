@@ -14,14 +14,16 @@ import (
 
 // StatusOptions are the inputs of `devkit sup status`.
 type StatusOptions struct {
-	IO    *cmdutil.IOStreams
-	Sup   Factory
+	IO *cmdutil.IOStreams
+	ProjectOptions
+	Sup   SupervisorFunc
 	Names []string
 	JSON  bool
 }
 
-func newStatusCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
-	opts := &StatusOptions{IO: ios, Sup: sup}
+// NewCmdStatus builds `devkit sup status`; runF, when not nil, receives the options instead of statusRun.
+func NewCmdStatus(f *cmdutil.Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use: "status [NAME...] [--json]",
 		Example: `  devkit sup status
@@ -40,20 +42,25 @@ record cannot be read).
 Exit 0 when every process asked about is running or completed, 3 otherwise.
 --json prints the versioned document described in docs/supervisor.md
 (schema "` + supervisor.StatusSchema + `").`,
-		ValidArgsFunction: completeNames(sup),
+		ValidArgsFunction: completeNames(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ProjectOptions = projectFrom(f, cmd)
+			opts.Sup = opts.opener(f)
 			opts.Names = args
-			return runStatus(cmd.Context(), opts)
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return statusRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return cmd
 }
 
-func runStatus(ctx context.Context, opts *StatusOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
+func statusRun(ctx context.Context, opts *StatusOptions) error {
 	sup, err := opts.Sup(false)
 	if err != nil {
 		return err

@@ -13,8 +13,9 @@ import (
 
 // StopOptions are the inputs of `devkit sup stop`.
 type StopOptions struct {
-	IO      *cmdutil.IOStreams
-	Sup     Factory
+	IO *cmdutil.IOStreams
+	ProjectOptions
+	Sup     SupervisorFunc
 	Names   []string
 	All     bool
 	Force   bool
@@ -29,8 +30,9 @@ type stopReport struct {
 	Error   string                  `json:"error,omitempty"`
 }
 
-func newStopCmd(ios *cmdutil.IOStreams, sup Factory) *cobra.Command {
-	opts := &StopOptions{IO: ios, Sup: sup}
+// NewCmdStop builds `devkit sup stop`; runF, when not nil, receives the options instead of stopRun.
+func NewCmdStop(f *cmdutil.Factory, runF func(context.Context, *StopOptions) error) *cobra.Command {
+	opts := &StopOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use: "stop [NAME...|--all] [--force] [--timeout D]",
 		Example: `  devkit sup stop --all
@@ -48,10 +50,18 @@ names another process is removed without signalling anything. With --all,
 stop goes on past failures (a corrupt record is reported by name) and exits
 1 if any. A stop that has to wait for a start of the same name says so, with
 the PID holding the lock.`,
-		ValidArgsFunction: completeNames(sup),
+		ValidArgsFunction: completeNames(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ProjectOptions = projectFrom(f, cmd)
+			opts.Sup = opts.opener(f)
 			opts.Names = args
-			return runStop(cmd.Context(), opts)
+			if err := checkNames(opts.Names); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return stopRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "stop every known process")
@@ -61,10 +71,7 @@ the PID holding the lock.`,
 	return cmd
 }
 
-func runStop(ctx context.Context, opts *StopOptions) error {
-	if err := checkNames(opts.Names); err != nil {
-		return err
-	}
+func stopRun(ctx context.Context, opts *StopOptions) error {
 	sup, err := opts.Sup(false)
 	if err != nil {
 		return err

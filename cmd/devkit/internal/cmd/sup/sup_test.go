@@ -39,7 +39,7 @@ func runCLI(ios *cmdutil.IOStreams, args []string) int {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError(err) })
 	root.SetOut(ios.Out)
 	root.SetErr(ios.ErrOut)
-	root.AddCommand(NewCmd(ios))
+	root.AddCommand(NewCmd(cmdutil.NewFactory(ios)))
 	root.SetArgs(args)
 	err := root.Execute()
 	var ee *cmdutil.ExitError
@@ -363,7 +363,7 @@ func TestSup_StatusWithoutConfigUsesRecords(t *testing.T) {
 	t.Chdir(e.dir)
 	var out, errOut bytes.Buffer
 	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	cmd := NewCmd(ios)
+	cmd := NewCmd(cmdutil.NewFactory(ios))
 	cmd.SetArgs([]string{"status", "--json"})
 	err := cmd.Execute()
 	if err != nil && cmdutil.ExitCode(err) != 0 {
@@ -372,7 +372,7 @@ func TestSup_StatusWithoutConfigUsesRecords(t *testing.T) {
 	if !strings.Contains(out.String(), `"state": "running"`) || !strings.Contains(out.String(), `"drift": true`) {
 		t.Fatalf("status without config:\n%s", out.String())
 	}
-	cmd = NewCmd(ios)
+	cmd = NewCmd(cmdutil.NewFactory(ios))
 	cmd.SetArgs([]string{"stop", "--all"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)

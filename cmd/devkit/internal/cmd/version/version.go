@@ -2,6 +2,7 @@
 package version
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -58,23 +59,29 @@ type Options struct {
 	JSON bool
 }
 
-// NewCmd builds `devkit version`.
-func NewCmd(ios *cmdutil.IOStreams) *cobra.Command {
-	opts := &Options{IO: ios}
+// NewCmdVersion builds `devkit version`; runF, when not nil, receives the
+// options instead of versionRun.
+func NewCmdVersion(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the devkit version",
 		Example: `  devkit version
   devkit version --json | jq -r .version`,
 		Args: cmdutil.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return Run(opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return versionRun(cmd.Context(), opts)
+		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print machine-readable JSON")
 	return cmd
 }
 
-// Run prints the version.
-func Run(opts *Options) error {
+// versionRun prints the version.
+func versionRun(_ context.Context, opts *Options) error {
 	info := Current()
 	if opts.JSON {
 		return cmdutil.WriteJSON(opts.IO.Out, info)
