@@ -390,7 +390,7 @@ func (p *parser) path(node *yaml.Node, field string) (string, error) {
 func (p *parser) logFile(node *yaml.Node, field, path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
-		return nil // missing: it will be created
+		return nil // missing: it will be created; unreadable: start reports that when it opens the file
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(path)
