@@ -148,8 +148,8 @@ func (s *Supervisor) Restart(ctx context.Context, names []string, opts StopOptio
 	if err := validNames(names); err != nil {
 		return nil, err
 	}
-	if len(s.opts.MonitorCommand) == 0 {
-		return nil, ErrNoMonitor
+	if _, _, err := s.monitorCommand(); err != nil {
+		return nil, err
 	}
 	for _, n := range names {
 		if _, ok := s.cfg.Processes[n]; !ok {

@@ -68,8 +68,8 @@ func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, 
 	if err := validNames(names); err != nil {
 		return nil, err
 	}
-	if len(s.opts.MonitorCommand) == 0 {
-		return nil, ErrNoMonitor
+	if _, _, err := s.monitorCommand(); err != nil {
+		return nil, err
 	}
 	for _, n := range names {
 		if _, ok := s.cfg.Processes[n]; !ok {
@@ -220,9 +220,12 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	defer stdoutR.Close()
 	defer stdoutW.Close()
 
-	argv := s.opts.MonitorCommand
+	argv, env, err := s.monitorCommand()
+	if err != nil {
+		return proc.Identity{}, err
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), s.opts.MonitorEnv...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, logf
 	cmd.SysProcAttr = proc.DetachedAttr()
 	if err := cmd.Start(); err != nil {
