@@ -121,16 +121,20 @@ func Deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// maxSyntaxSearchLines bounds the search for a syntax error's line: a config
-// is small, and a huge file is not parsed thousands of times.
-const maxSyntaxSearchLines = 5000
+// syntaxWindow is how far past a failing prefix Syntax looks for a longer
+// one that parses again: a prefix cut inside a multi-line construct (a flow
+// list, a quoted string) fails until the construct closes.
+const syntaxWindow = 32
 
 // Syntax turns a yaml.v3 syntax error ("yaml: line 3: ...") into an *Error.
 // yaml.v3 reports the line where the enclosing construct began (a block
 // mapping's first key, so often line 1), not where the mistake is; the line
 // is found instead as the first one whose addition makes the document
-// unparsable for good: one past the longest prefix of whole lines that still
-// parses. The field is the path that line's key would have had.
+// unparsable for good: one past the longest prefix of whole lines that
+// still parses. The field is the path that line's key would have had.
+// Every prefix past the mistake fails, so the boundary is found by
+// bisection (then a short look further, past constructs that close later):
+// some tens of parses, not one per line.
 func Syntax(file string, data []byte, err error) *Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	e := &Error{File: file, Msg: msg}
@@ -142,19 +146,41 @@ func Syntax(file string, data []byte, err error) *Error {
 		}
 	}
 	ends := lineEnds(data)
-	if len(ends) > maxSyntaxSearchLines {
-		return e
+	lines := len(ends) - 1
+	parses := func(k int) bool {
+		var n yaml.Node
+		return yaml.Unmarshal(data[:ends[k]], &n) == nil
 	}
-	for k := len(ends) - 2; k >= 0; k-- {
+	lo, hi := 0, lines // invariant: the prefix of lo lines parses, that of hi lines fails
+	if parses(hi) {
+		return e // the whole document parses: not a syntax error of ours to place
+	}
+	for {
+		for hi-lo > 1 {
+			if mid := lo + (hi-lo)/2; parses(mid) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		further := 0
+		for k := hi + 1; k < min(lines, hi+syntaxWindow); k++ {
+			if parses(k) {
+				further = k
+				break
+			}
+		}
+		if further == 0 {
+			break
+		}
+		lo, hi = further, lines
+	}
+	if lo+1 >= e.Line {
 		var prefix yaml.Node
-		if yaml.Unmarshal(data[:ends[k]], &prefix) != nil {
-			continue
+		if yaml.Unmarshal(data[:ends[lo]], &prefix) == nil {
+			e.Line = lo + 1
+			e.Field = fieldOfLine(&prefix, data[ends[lo]:ends[lo+1]])
 		}
-		if k+1 >= e.Line && k+1 < len(ends) {
-			e.Line = k + 1
-			e.Field = fieldOfLine(&prefix, data[ends[k]:ends[k+1]])
-		}
-		break
 	}
 	return e
 }
@@ -232,9 +258,14 @@ func Decode(file string, n *yaml.Node, v any) Errors {
 	return d.errs
 }
 
+// maxValues bounds the values one Decode fills: aliases let a small file
+// name a huge tree ("billion laughs"), as yaml.v3's own decoder also refuses.
+const maxValues = 1 << 18
+
 type decoder struct {
-	file string
-	errs Errors
+	file   string
+	errs   Errors
+	values int
 }
 
 func (d *decoder) fail(n *yaml.Node, field, format string, a ...any) {
@@ -245,6 +276,12 @@ var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 func (d *decoder) value(n *yaml.Node, field string, v reflect.Value) {
 	n = Deref(n)
+	if d.values++; d.values > maxValues {
+		if d.values == maxValues+1 {
+			d.fail(n, field, "the document expands to more than %d values through aliases; write it out without them", maxValues)
+		}
+		return
+	}
 	if v.CanAddr() && v.Addr().Type().Implements(unmarshalerType) {
 		if err := n.Decode(v.Addr().Interface()); err != nil {
 			d.fail(n, field, "%s", unmarshalerMessage(err))
