@@ -235,7 +235,9 @@ func fieldOfLine(prefix *yaml.Node, line []byte) string {
 		n = next
 	}
 	body = strings.TrimLeft(strings.TrimPrefix(body, "-"), " ")
-	if key, _, ok := strings.Cut(body, ":"); ok && key != "" && !strings.ContainsAny(key, "[]{},#&*!|>'\"%@`") {
+	key, after, ok := strings.Cut(body, ":")
+	isKey := ok && key != "" && (after == "" || after[0] == ' ' || after[0] == '\t') // not http://...
+	if isKey && !strings.ContainsAny(key, "[]{},#&*!|>'\"%@`") {
 		field = Join(field, strings.TrimSpace(key))
 	}
 	return field
