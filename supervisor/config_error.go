@@ -1,24 +1,13 @@
 package supervisor
 
-import "fmt"
+import "github.com/devkit-go/devkit/supervisor/internal/yamlerr"
 
 // ConfigError is a mistake in the YAML, located by file, line and field:
 //
 //	ops.yaml:12: processes.kv.stop_timeout: "ten" is not a duration
-type ConfigError struct {
-	File  string
-	Line  int    // 1-based; 0 when unknown
-	Field string // dotted path such as processes.kv.stop_timeout
-	Msg   string
-}
-
-func (e *ConfigError) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
-	}
-	if e.Field == "" {
-		return loc + ": " + e.Msg
-	}
-	return loc + ": " + e.Field + ": " + e.Msg
-}
+//
+// Syntax errors carry the line of the mistake and the field it was in. It is
+// the same type as the rate-limit policy's error (a deliberate copy, see
+// internal/yamlerr): File, Line (1-based, 0 when unknown), Field (dotted path
+// such as processes.kv.stop_timeout) and Msg.
+type ConfigError = yamlerr.Error

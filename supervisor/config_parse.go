@@ -1,10 +1,8 @@
 package supervisor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -17,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/devkit-go/devkit/supervisor/internal/units"
+	"github.com/devkit-go/devkit/supervisor/internal/yamlerr"
 )
 
 // parser walks the YAML node tree so that every error can name the file,
@@ -36,18 +35,12 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	p := &parser{file: path, dir: dir, lookup: lookup}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, p.errorf(nil, "", "empty file: want a processes: mapping")
-		}
-		return nil, p.yamlError(err, data)
+	root, err := yamlerr.Parse(path, data)
+	if err != nil {
+		return nil, err
 	}
-	root := deref(&doc)
-	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		root = deref(root.Content[0])
+	if root == nil {
+		return nil, p.errorf(nil, "", "empty file: want a processes: mapping")
 	}
 	cfg := &Config{Path: path, Processes: map[string]*Process{}}
 	var procs *yaml.Node
@@ -397,7 +390,7 @@ func (p *parser) path(node *yaml.Node, field string) (string, error) {
 func (p *parser) logFile(node *yaml.Node, field, path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
-		return nil // missing: it will be created
+		return nil // missing: it will be created; unreadable: start reports that when it opens the file
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(path)
@@ -506,67 +499,6 @@ func (p *parser) errorf(node *yaml.Node, field, format string, a ...any) error {
 	return &ConfigError{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
-// yamlError turns a yaml.v3 syntax error ("yaml: line 3: ...") into a
-// ConfigError. yaml.v3 reports the line where the enclosing construct
-// began (a block mapping's first key, so often line 1), not where the
-// mistake is; the line is found instead as the first one whose addition
-// makes the document unparsable for good: one past the longest prefix of
-// whole lines that still parses.
-func (p *parser) yamlError(err error, data []byte) error {
-	ce := p.yamlErrorAt(err)
-	if line := firstBadLine(data); line > ce.Line {
-		ce.Line = line
-	}
-	return ce
-}
+func deref(n *yaml.Node) *yaml.Node { return yamlerr.Deref(n) }
 
-// firstBadLine returns 1 + the number of lines of the longest prefix of
-// data that parses, or 0 when that cannot be told.
-func firstBadLine(data []byte) int {
-	ends := []int{0}
-	for i, c := range data {
-		if c == '\n' {
-			ends = append(ends, i+1)
-		}
-	}
-	if ends[len(ends)-1] != len(data) {
-		ends = append(ends, len(data))
-	}
-	if len(ends) > 5000 { // a config is small; do not parse a huge file thousands of times
-		return 0
-	}
-	for k := len(ends) - 2; k >= 0; k-- {
-		var n yaml.Node
-		if yaml.Unmarshal(data[:ends[k]], &n) == nil {
-			return k + 1
-		}
-	}
-	return 0
-}
-
-func (p *parser) yamlErrorAt(err error) *ConfigError {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if n, after, ok := strings.Cut(rest, ": "); ok {
-			if l, cerr := strconv.Atoi(n); cerr == nil {
-				line, msg = l, after
-			}
-		}
-	}
-	return &ConfigError{File: p.file, Line: line, Msg: msg}
-}
-
-func deref(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	return n
-}
-
-func join(field, key string) string {
-	if field == "" {
-		return key
-	}
-	return field + "." + key
-}
+func join(field, key string) string { return yamlerr.Join(field, key) }

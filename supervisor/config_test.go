@@ -39,7 +39,11 @@ func TestParseConfig_ErrorsNameFileLineAndField(t *testing.T) {
 			`ops.yaml:4: processes.kv.stop_signal: "STOPPLS" is not a stop signal (TERM, INT, HUP, QUIT, KILL, USR1, USR2)`},
 		{"duplicate key", "processes:\n  kv:\n    command: kv\n    command: kv2\n",
 			`ops.yaml:4: processes.kv.command: duplicate key`},
-		{"syntax", "processes:\n  kv: [\n", `ops.yaml:2: did not find expected node content`},
+		{"syntax", "processes:\n  kv: [\n", `ops.yaml:2: processes.kv: did not find expected node content`},
+		{"type error", "processes:\n  kv:\n    command: kv\n    log_backups: [1]\n",
+			`ops.yaml:4: processes.kv.log_backups: must be a single value`},
+		{"second document", "processes:\n  kv:\n    command: kv\n---\nprocesses: {}\n",
+			`ops.yaml:4: a second YAML document (after ---) is not read; keep one document per file`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

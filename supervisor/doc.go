@@ -25,8 +25,9 @@
 // # Monitors
 //
 // Each process gets a monitor: the calling program re-executed (see
-// [Options.MonitorCommand] and [RunMonitor]), in the manner of podman's
-// conmon. It records the exit code and time and applies the restart policy
+// [Options.MonitorCommand], [MonitorEnvVar] and [RunMonitor]), in the
+// manner of podman's conmon; importing this package registers the monitor,
+// so by default the running executable serves. It records the exit code and time and applies the restart policy
 // with capped exponential backoff. Killing a monitor hides nothing: status
 // and stop work from the record alone.
 //

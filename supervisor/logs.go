@@ -116,7 +116,7 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		path, _ := s.LogPath(name)
+		path, _ := s.LogPath(name) // cannot fail: the loop above resolved the same name
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -123,7 +123,15 @@ type monitor struct {
 // run starts the process and restarts it as the policy says. ctx ends when
 // stop has asked the monitor to let the process go.
 func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
-	self, _ := proc.Lookup(os.Getpid())
+	// The record names its monitor so that stop can end it too. A monitor
+	// that cannot read its own identity records none: stop then finds the
+	// process alone, and this monitor ends when the process does.
+	var monitorID *proc.Identity
+	if self, err := proc.Lookup(os.Getpid()); err == nil {
+		monitorID = &self.Identity
+	} else {
+		m.logger.Warn("cannot read the monitor's own identity; the record names no monitor", "err", err)
+	}
 	pol := m.spec.Restart
 	restarts, consecutive := 0, 0
 	for {
@@ -133,7 +141,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		if err == nil {
 			// The record exists before anyone hears of the process.
 			rec := &state.ProcessRecord{
-				Name: m.spec.Name, Process: id, Monitor: &self.Identity, StartedAt: started,
+				Name: m.spec.Name, Process: id, Monitor: monitorID, StartedAt: started,
 				Digest: m.digest, LogFile: m.spec.LogFile, StopSignal: m.spec.StopSignal,
 				StopTimeout: m.spec.StopTimeout, Restarts: restarts, Token: token, Project: m.project,
 				Cgroup: m.cgroupDir,
@@ -424,7 +432,11 @@ func (m *monitor) forget(ctx context.Context, id proc.Identity) {
 	warned := false
 	for {
 		desc, err := proc.DescendantsOf(self)
-		if err != nil || len(desc) == 0 {
+		if err != nil {
+			m.logger.Warn("cannot list the process's descendants; removing its record without waiting for them", "err", err)
+			break
+		}
+		if len(desc) == 0 {
 			break
 		}
 		if !warned {
@@ -470,7 +482,7 @@ func (p appendFile) Write(b []byte) (int, error) {
 }
 
 func reply(out io.WriteCloser, r monitorReply) {
-	data, _ := json.Marshal(r)
+	data, _ := json.Marshal(r) // cannot fail: strings and numbers only
 	// The CLI waits on this pipe; if it is gone there is nobody to tell.
 	_, _ = out.Write(append(data, '\n'))
 	_ = out.Close()

@@ -120,7 +120,7 @@ func writeNomadService(b *strings.Builder, p *Process) {
 		port = fmt.Sprintf("        port     = %s\n", hclString(p.Name))
 		check = fmt.Sprintf("        check {\n          type     = \"tcp\"\n          interval = %s\n          timeout  = %s\n        }\n", hclString(interval), hclString(timeout))
 	case r.HTTP != "":
-		u, _ := url.Parse(r.HTTP)
+		u, _ := url.Parse(r.HTTP) // the config parser accepted only a valid http(s) URL
 		port = fmt.Sprintf("        port     = %s\n", hclString(p.Name))
 		check = fmt.Sprintf("        check {\n          type     = \"http\"\n          protocol = %s\n          path     = %s\n          interval = %s\n          timeout  = %s\n        }\n", hclString(u.Scheme), hclString(u.RequestURI()), hclString(interval), hclString(timeout))
 	case r.Exec != "":
@@ -140,7 +140,7 @@ func probePort(p *Process) string {
 	}
 	switch {
 	case p.Ready.TCP != "":
-		_, port, _ := net.SplitHostPort(p.Ready.TCP)
+		_, port, _ := net.SplitHostPort(p.Ready.TCP) // the config parser accepted only host:port
 		return port
 	case p.Ready.HTTP != "":
 		u, err := url.Parse(p.Ready.HTTP)

@@ -71,7 +71,10 @@ func (s *Supervisor) ReloadPlan(ctx context.Context) ([]ReloadStep, error) {
 	// A dependent that asks for it restarts with its dependencies.
 	action := map[string]ReloadAction{}
 	for i, step := range kept {
-		spec, _ := s.spec(step.Name)
+		spec, ok := s.spec(step.Name)
+		if !ok {
+			continue // kept names come from the config; a removed one has no dependencies to follow
+		}
 		for _, d := range spec.DependsOn {
 			if step.Action == ReloadNone && spec.RestartWithDependencies && action[d] == ReloadRestart && statusNamed(sts, step.Name).State == StateRunning {
 				kept[i] = ReloadStep{Name: step.Name, Action: ReloadRestart, Reason: "dependency " + d + " restarts (restart_with_dependencies)"}
@@ -120,11 +123,17 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 		if _, err := s.stopOne(ctx, step.Name, StopOptions{}); err != nil {
 			return err
 		}
-		spec, _ := s.spec(step.Name)
+		spec, ok := s.spec(step.Name)
+		if !ok {
+			return fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, step.Name, s.cfg.Path)
+		}
 		_, err := s.startOne(ctx, spec)
 		return err
 	case ReloadRecord:
-		spec, _ := s.spec(step.Name)
+		spec, ok := s.spec(step.Name)
+		if !ok {
+			return fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, step.Name, s.cfg.Path)
+		}
 		return s.home.WriteApplied(step.Name, spec.Digest())
 	case ReloadStart:
 		_, err := s.Start(ctx, []string{step.Name})
@@ -139,8 +148,8 @@ func (s *Supervisor) Restart(ctx context.Context, names []string, opts StopOptio
 	if err := validNames(names); err != nil {
 		return nil, err
 	}
-	if len(s.opts.MonitorCommand) == 0 {
-		return nil, ErrNoMonitor
+	if _, _, err := s.monitorCommand(); err != nil {
+		return nil, err
 	}
 	for _, n := range names {
 		if _, ok := s.cfg.Processes[n]; !ok {

@@ -68,8 +68,8 @@ func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, 
 	if err := validNames(names); err != nil {
 		return nil, err
 	}
-	if len(s.opts.MonitorCommand) == 0 {
-		return nil, ErrNoMonitor
+	if _, _, err := s.monitorCommand(); err != nil {
+		return nil, err
 	}
 	for _, n := range names {
 		if _, ok := s.cfg.Processes[n]; !ok {
@@ -94,7 +94,7 @@ func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, 
 			defer wg.Done()
 			o := outs[name]
 			defer close(o.done)
-			spec, _ := s.spec(name)
+			spec, _ := s.spec(name) // found: order is the closure of names checked against the config above
 			for _, d := range spec.DependsOn {
 				dep := outs[d]
 				select {
@@ -149,6 +149,8 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 	run := *spec
 	var offset int64 = -1 // until measured, the tail is of the whole file
 	fail := func(err error) (StartResult, error) {
+		// The tail only illustrates err: an unreadable log leaves it empty
+		// and the error stands on its own.
 		var tail []byte
 		if offset >= 0 {
 			tail, _ = logfile.TailSince(run.LogFile, offset, LogTailLines)
@@ -218,9 +220,12 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	defer stdoutR.Close()
 	defer stdoutW.Close()
 
-	argv := s.opts.MonitorCommand
+	argv, env, err := s.monitorCommand()
+	if err != nil {
+		return proc.Identity{}, err
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), s.opts.MonitorEnv...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, logf
 	cmd.SysProcAttr = proc.DetachedAttr()
 	if err := cmd.Start(); err != nil {
@@ -230,9 +235,13 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	// such as a test); after we exit, init does.
 	go func() { _ = cmd.Wait() }() // its exit status is the process's business: the monitor records it
 	// The child holds its own copies; ours must go so EOF reaches each side.
+	// Closing a pipe end cannot lose data; the deferred closes repeat it harmlessly.
 	_ = stdinR.Close()
 	_ = stdoutW.Close()
-	req, _ := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec, Digest: spec.Digest(), Project: s.project})
+	req, err := json.Marshal(monitorRequest{Home: s.home.Root, Spec: spec, Digest: spec.Digest(), Project: s.project})
+	if err != nil {
+		return proc.Identity{}, fmt.Errorf("monitor request: %w", err)
+	}
 	if _, err := stdinW.Write(req); err != nil {
 		return proc.Identity{}, fmt.Errorf("send monitor request: %w", err)
 	}
@@ -329,7 +338,7 @@ func (s *Supervisor) exitOf(ctx context.Context, name string, pid int) *state.Ex
 func (s *Supervisor) awaitExit(ctx context.Context, name string, pid int, within time.Duration) *state.ExitRecord {
 	var exit *state.ExitRecord
 	_ = proc.PollUntil(ctx, within, func() bool { // nil when it never came: the caller says so
-		e, _ := s.home.ReadExit(name)
+		e, _ := s.home.ReadExit(name) // unreadable reads as not yet written: the caller reports a missing exit
 		if e != nil && e.PID == pid {
 			exit = e
 		}
@@ -375,10 +384,13 @@ func portFree(ctx context.Context, addr string) error {
 	if (ready.TCP{Addr: addr}).Check(ctx) != nil {
 		return nil
 	}
-	_, portStr, _ := net.SplitHostPort(addr)
-	port, _ := strconv.Atoi(portStr)
-	if info, ok := proc.PortHolder(port); ok {
-		return fmt.Errorf("ready address %s is already in use by pid %d (%s)", addr, info.PID, info.Comm)
+	// The parser checked host:port; a named port ("http") has no holder to look up.
+	if _, portStr, err := net.SplitHostPort(addr); err == nil {
+		if port, err := strconv.Atoi(portStr); err == nil {
+			if info, ok := proc.PortHolder(port); ok {
+				return fmt.Errorf("ready address %s is already in use by pid %d (%s)", addr, info.PID, info.Comm)
+			}
+		}
 	}
 	return fmt.Errorf("ready address %s is already in use by another process", addr)
 }

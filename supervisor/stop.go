@@ -315,7 +315,8 @@ func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, r
 		}
 	}
 	if exit, _ := s.home.ReadExit(rec.Name); exit == nil || exit.PID != rec.Process.PID {
-		// No monitor recorded this end (it was killed, or never existed).
+		// No monitor recorded this end (it was killed, or never existed); an
+		// unreadable exit record is replaced like a missing one.
 		// Best effort: status then says "stopped" without an exit code.
 		if err := s.home.WriteExit(&state.ExitRecord{Name: rec.Name, PID: rec.Process.PID, Code: -1, At: time.Now().UTC(), Stopped: true, Restarts: rec.Restarts}); err != nil {
 			s.logger.Warn("cannot record the exit of a stopped process", "name", rec.Name, "pid", rec.Process.PID, "err", err)

@@ -24,7 +24,8 @@ var (
 	ErrStopTimeout = errors.New("process did not stop in time")
 	// ErrSurvivors: processes of the stopped process's session are still alive.
 	ErrSurvivors = errors.New("processes of the session survived")
-	// ErrNoMonitor: Options.MonitorCommand is empty, so nothing can be started.
+	// ErrNoMonitor: Options.MonitorCommand is empty and the running
+	// executable cannot be found, so nothing can be started.
 	ErrNoMonitor = errors.New("no monitor command configured")
 	// ErrInvalidName: a name that cannot safely name a file (a separator,
 	// "..", an absolute path...). Nothing is read, created or removed for it.
@@ -49,12 +50,14 @@ func validNames(names []string) error {
 	return nil
 }
 
-// Options configure a Supervisor. The zero value can inspect and stop
-// processes; starting them needs MonitorCommand.
+// Options configure a Supervisor. The zero value inspects, stops and
+// starts processes, with the running executable as their monitors.
 type Options struct {
 	// MonitorCommand is the program (and leading arguments) that runs one
 	// process's monitor: it must call RunMonitor with its stdin and stdout.
-	// devkit uses its own binary: ["/path/to/devkit", "sup", "__monitor"].
+	// Empty means the running executable, re-executed with MonitorEnvVar
+	// set: this package's init then runs the monitor before main, so any
+	// program that imports the package serves as its own monitor.
 	MonitorCommand []string
 	// MonitorEnv is added to the monitor's environment.
 	MonitorEnv []string

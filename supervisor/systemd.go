@@ -89,7 +89,7 @@ func systemdReadyWait(p *Process) (cmd, timeout string, ok bool) {
 	var shell, check string
 	switch {
 	case r.TCP != "":
-		host, port, _ := net.SplitHostPort(r.TCP)
+		host, port, _ := net.SplitHostPort(r.TCP) // the config parser accepted only host:port
 		shell, check = "/bin/bash", fmt.Sprintf("(exec 3<>/dev/tcp/%s/%s) 2>/dev/null", host, port)
 	case r.HTTP != "":
 		shell, check = "/bin/sh", "curl -fsS -o /dev/null "+shellQuote(r.HTTP)

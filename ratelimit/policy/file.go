@@ -10,7 +10,8 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/internal/units"
 )
 
-// The YAML shape of a policy file. Unknown keys are errors (KnownFields).
+// The YAML shape of a policy file, filled by yamlerr.Decode: unknown keys
+// are errors that name the field.
 type fileDoc struct {
 	Version  int          `yaml:"version"`
 	Identity fileIdentity `yaml:"identity"`
@@ -70,11 +71,11 @@ type duration time.Duration
 
 func (d *duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a duration (%s)", n.Line, units.DurationHint)}}
+		return fmt.Errorf("want a duration (%s)", units.DurationHint)
 	}
 	v, err := units.ParseDuration(n.Value)
 	if err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (%s)", n.Line, n.Value, units.DurationHint)}}
+		return fmt.Errorf("%q is not a duration (%s)", n.Value, units.DurationHint)
 	}
 	*d = duration(v)
 	return nil

@@ -10,11 +10,8 @@
 package policy
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/netip"
@@ -30,6 +27,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/internal/yamlerr"
 )
 
 // Scope says whether a rule's limits depend on the tenant.
@@ -126,84 +124,42 @@ func Load(path string) (*Policy, error) {
 	return Parse(path, data)
 }
 
-// Error is a policy file error at a line.
-type Error struct {
-	File string
-	Line int
-	Msg  string
-}
+// Error is a mistake in a policy file, located by file, line and field:
+//
+//	p.yaml:5: rules[0].limits[0].window: "ten" is not a duration
+//
+// YAML syntax and type errors carry the line of the mistake and its field
+// too. It is the same type as the supervisor's ConfigError (a deliberate
+// copy, see internal/yamlerr): File, Line (1-based, 0 when unknown), Field
+// and Msg.
+type Error = yamlerr.Error
 
-// Error renders file:line: message.
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+// Errors is every error found in one file, one per line; errors.As finds
+// the first *Error in it.
+type Errors = yamlerr.Errors
 
-// Errors is every error found in one file.
-type Errors []*Error
-
-// Error renders one error per line.
-func (es Errors) Error() string {
-	msgs := make([]string, len(es))
-	for i, e := range es {
-		msgs[i] = e.Error()
-	}
-	return strings.Join(msgs, "\n")
-}
-
-var (
-	yamlLineRE    = regexp.MustCompile(`^line (\d+): (.*)$`)
-	yamlUnknownRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
-)
-
-// Parse validates a policy read from name.
+// Parse validates a policy read from name. The file is parsed once: the
+// node tree gives both the values and the line of every field.
 func Parse(name string, data []byte) (*Policy, error) {
 	name = filepath.Base(name)
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(name, err)
+	root, err := yamlerr.Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if root == nil {
+		return nil, Errors{{File: name, Msg: "empty policy: no rules"}}
 	}
 	var doc fileDoc
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, Errors{{File: name, Msg: "empty policy: no rules"}}
-		}
-		return nil, yamlError(name, err)
+	if errs := yamlerr.Decode(name, root, &doc); len(errs) > 0 {
+		return nil, errs
 	}
-	c := &compiler{file: name, root: &root}
+	c := &compiler{file: name, root: root}
 	p := c.compile(&doc)
 	if len(c.errs) > 0 {
 		return nil, c.errs
 	}
 	p.Digest = sha256.Sum256(data)
 	return p, nil
-}
-
-func yamlError(file string, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		var out Errors
-		for _, msg := range te.Errors {
-			e := &Error{File: file, Msg: msg}
-			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-				e.Line, _ = strconv.Atoi(m[1])
-				e.Msg = yamlUnknownRE.ReplaceAllString(m[2], `unknown key "$1"`)
-			}
-			out = append(out, e)
-		}
-		return out
-	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	e := &Error{File: file, Msg: msg}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		e.Line, _ = strconv.Atoi(m[1])
-		e.Msg = m[2]
-	}
-	return Errors{e}
 }
 
 type compiler struct {
@@ -214,20 +170,16 @@ type compiler struct {
 	caseSensitive bool
 }
 
+func (c *compiler) at(path []any, format string, a ...any) *Error {
+	return &Error{File: c.file, Line: lineOf(c.root, path...), Field: pathString(path...), Msg: fmt.Sprintf(format, a...)}
+}
+
 func (c *compiler) warnf(path []any, format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
-	if p := pathString(path...); p != "" {
-		msg = p + ": " + msg
-	}
-	c.warns = append(c.warns, (&Error{File: c.file, Line: lineOf(c.root, path...), Msg: msg}).Error())
+	c.warns = append(c.warns, c.at(path, format, a...).Error())
 }
 
 func (c *compiler) errorf(path []any, format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
-	if p := pathString(path...); p != "" {
-		msg = p + ": " + msg
-	}
-	c.errs = append(c.errs, &Error{File: c.file, Line: lineOf(c.root, path...), Msg: msg})
+	c.errs = append(c.errs, c.at(path, format, a...))
 }
 
 func (c *compiler) compile(doc *fileDoc) *Policy {

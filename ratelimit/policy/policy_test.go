@@ -129,8 +129,8 @@ func TestParse_ErrorsNameFileLineAndField(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
 	}{
-		{"unknown key", "rules:\n  - name: a\n    paths: [/]\n    limitz: []\n", `p.yaml:4: unknown key "limitz"`},
-		{"bad duration", "rules:\n  - name: a\n    paths: [/]\n    limits:\n      - {limit: 5, window: ten}\n", `p.yaml:5: "ten" is not a duration`},
+		{"unknown key", "rules:\n  - name: a\n    paths: [/]\n    limitz: []\n", `p.yaml:4: rules[0].limitz: unknown field (want name, paths,`},
+		{"bad duration", "rules:\n  - name: a\n    paths: [/]\n    limits:\n      - {limit: 5, window: ten}\n", `p.yaml:5: rules[0].limits[0].window: "ten" is not a duration`},
 		{"bad algorithm", "rules:\n  - name: a\n    paths: [/]\n    limits:\n      - limit: 5\n        window: 1m\n        algorithm: leaky\n", `p.yaml:7: rules[0].limits[0].algorithm: unknown algorithm "leaky"`},
 		{"zero limit", "rules:\n  - name: a\n    paths: [/]\n    limits:\n      - {window: 1m}\n", `p.yaml:5: rules[0].limits[0].limit: limit must be a positive`},
 		{"tenant on global", "rules:\n  - name: a\n    paths: [/]\n    scope: global\n    key: [ip, tenant]\n    limits: [{limit: 1, window: 1s}]\n", `p.yaml:5: rules[0].key[1]: a global rule does not key on the tenant`},

@@ -21,6 +21,10 @@ var copySets = map[string][]string{
 		"ratelimit/internal/units/units.go",
 		"cmd/devkit/internal/cmdutil/duration.go",
 	},
+	"yaml errors": {
+		"supervisor/internal/yamlerr/yamlerr.go",
+		"ratelimit/internal/yamlerr/yamlerr.go",
+	},
 	"durable rename (unix)": {
 		"kvstore/internal/vfs/syncdir_unix.go",
 		"supervisor/internal/atomicfile/syncdir_unix.go",

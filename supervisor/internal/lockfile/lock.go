@@ -76,7 +76,7 @@ func TryAcquire(path string) (l *Lock, ok bool, err error) {
 // waiter then reports an unknown holder.
 func writeHolder(f *os.File) {
 	if f.Truncate(0) == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0) // informational: see above
 	}
 }
 

@@ -104,17 +104,25 @@ func CgroupMembers(dir string) ([]Info, error) {
 			return nil
 		}
 		data, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
-		if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) {
 			return nil // removed meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("proc: %w", err)
 		}
 		for _, f := range strings.Fields(string(data)) {
 			pid, err := strconv.Atoi(f)
 			if err != nil {
-				continue
+				return fmt.Errorf("proc: %s/cgroup.procs: %q is not a pid: %w", path, f, err)
 			}
-			if info, err := Lookup(pid); err == nil {
-				out = append(out, info)
+			info, err := Lookup(pid)
+			if errors.Is(err, ErrNotFound) {
+				continue // exited meanwhile
 			}
+			if err != nil {
+				return err
+			}
+			out = append(out, info)
 		}
 		return nil
 	})

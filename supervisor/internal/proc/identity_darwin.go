@@ -22,7 +22,7 @@ func Lookup(pid int) (Info, error) {
 		return Info{}, ErrNotFound
 	}
 	start := kp.Proc.P_starttime
-	sid, _ := unix.Getsid(pid)
+	sid, _ := unix.Getsid(pid) // a process gone meanwhile keeps sid 0, matching no session
 	return Info{
 		Identity: Identity{PID: pid, StartTime: strconv.FormatInt(int64(start.Sec), 10) + "." + strconv.FormatInt(int64(start.Usec), 10)},
 		PPID:     int(kp.Eproc.Ppid),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -16,8 +17,7 @@ import (
 func Lookup(pid int) (Info, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		// ESRCH: the process exited between open and read; gone all the same.
-		if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
+		if gone(err) {
 			return Info{}, ErrNotFound
 		}
 		return Info{}, fmt.Errorf("proc: read stat of %d: %w", pid, err)
@@ -37,6 +37,13 @@ func Lookup(pid int) (Info, error) {
 	return info, nil
 }
 
+// gone reports whether an error reading /proc/<pid>/... means the process
+// is gone: ENOENT when it exited before the open, ESRCH when it exited
+// between the open and the read. Every /proc reader goes through it.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
 // parseStat parses one /proc/<pid>/stat line. The command name sits in
 // parentheses and may itself contain spaces and parentheses, so fields are
 // counted from the last ')'.
@@ -51,9 +58,18 @@ func parseStat(pid int, data []byte) (Info, string, error) {
 	if len(fields) < 20 {
 		return Info{}, "", fmt.Errorf("proc: short stat for %d", pid)
 	}
-	ppid, _ := strconv.Atoi(fields[1])
-	pgid, _ := strconv.Atoi(fields[2])
-	sid, _ := strconv.Atoi(fields[3])
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return Info{}, "", fmt.Errorf("proc: stat of %d: ppid %q: %w", pid, fields[1], err)
+	}
+	pgid, err := strconv.Atoi(fields[2])
+	if err != nil {
+		return Info{}, "", fmt.Errorf("proc: stat of %d: pgrp %q: %w", pid, fields[2], err)
+	}
+	sid, err := strconv.Atoi(fields[3])
+	if err != nil {
+		return Info{}, "", fmt.Errorf("proc: stat of %d: session %q: %w", pid, fields[3], err)
+	}
 	return Info{
 		Identity: Identity{PID: pid, StartTime: fields[19]},
 		PPID:     ppid,

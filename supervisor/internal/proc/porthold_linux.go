@@ -26,21 +26,22 @@ func PortHolder(port int) (Info, bool) {
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
-			continue
+			continue // not a process
 		}
 		fds, err := os.ReadDir("/proc/" + e.Name() + "/fd")
 		if err != nil {
-			continue
+			continue // gone, or another user's (EACCES): this only names a holder where the OS tells
 		}
 		for _, fd := range fds {
 			link, err := os.Readlink("/proc/" + e.Name() + "/fd/" + fd.Name())
-			if err != nil || !strings.HasPrefix(link, "socket:[") {
+			if err != nil || !strings.HasPrefix(link, "socket:[") { // a descriptor closed meanwhile is not the holder
+
 				continue
 			}
 			if inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] {
 				info, err := Lookup(pid)
 				if err != nil {
-					return Info{}, false
+					return Info{}, false // gone meanwhile: the caller says "another process"
 				}
 				return info, true
 			}
@@ -53,7 +54,7 @@ func PortHolder(port int) (Info, bool) {
 func listeningInodes(table string, port int, into map[string]bool) {
 	f, err := os.Open(table)
 	if err != nil {
-		return
+		return // no such table (IPv6 off): no listeners in it
 	}
 	defer f.Close()
 	suffix := fmt.Sprintf(":%04X", port)

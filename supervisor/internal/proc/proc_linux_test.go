@@ -2,9 +2,11 @@ package proc
 
 import (
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -74,5 +76,63 @@ func TestSessionMembersAndPortHolder(t *testing.T) {
 	holder, ok := PortHolder(ln.Addr().(*net.TCPAddr).Port)
 	if !ok || holder.PID != os.Getpid() {
 		t.Fatalf("PortHolder = %+v, %v; want this test process", holder, ok)
+	}
+}
+
+func TestGone_ENOENTAndESRCHFromProcMeanGone(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		gone bool
+	}{
+		{&fs.PathError{Op: "open", Path: "/proc/1/stat", Err: syscall.ENOENT}, true},
+		{&fs.PathError{Op: "read", Path: "/proc/1/stat", Err: syscall.ESRCH}, true}, // exited between open and read
+		{&fs.PathError{Op: "read", Path: "/proc/1/stat", Err: syscall.EIO}, false},
+		{&fs.PathError{Op: "open", Path: "/proc/1/stat", Err: syscall.EACCES}, false},
+	} {
+		if got := gone(tc.err); got != tc.gone {
+			t.Errorf("gone(%v) = %v, want %v", tc.err, got, tc.gone)
+		}
+	}
+	if _, err := parseStatErr("42 (x) S 1 zz 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0"); err == nil {
+		t.Error("a stat line whose pgrp is no number parsed")
+	}
+}
+
+func parseStatErr(line string) (Info, error) {
+	info, _, err := parseStat(42, []byte(line))
+	return info, err
+}
+
+// Processes that exit while the /proc readers look at them read as gone
+// (skipped, or ErrNotFound), never as an error: the race that once showed
+// as "read /proc/N/stat: no such process".
+func TestProcReaders_ProcessesExitingMeanwhileAreGoneNotErrors(t *testing.T) {
+	deadline := time.Now().Add(2 * time.Second)
+	for round := 0; time.Now().Before(deadline); round++ {
+		var cmds []*exec.Cmd
+		for range 8 {
+			cmd := exec.Command("/bin/sh", "-c", "true")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds = append(cmds, cmd)
+		}
+		for _, cmd := range cmds {
+			if _, err := Lookup(cmd.Process.Pid); err != nil && !errors.Is(err, ErrNotFound) {
+				t.Fatalf("round %d: Lookup of an exiting process: %v", round, err)
+			}
+		}
+		if _, err := Snapshot(); err != nil {
+			t.Fatalf("round %d: Snapshot: %v", round, err)
+		}
+		if _, err := DescendantsOf(os.Getpid()); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("round %d: DescendantsOf(self): %v", round, err)
+		}
+		if _, err := SessionMembers(os.Getpid()); err != nil {
+			t.Fatalf("round %d: SessionMembers: %v", round, err)
+		}
+		for _, cmd := range cmds {
+			_ = cmd.Wait() // true exits 0; only the reaping matters
+		}
 	}
 }

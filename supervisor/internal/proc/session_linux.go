@@ -1,6 +1,9 @@
 package proc
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 )
@@ -20,14 +23,20 @@ func SessionMembers(sid int) ([]Info, error) {
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
-			continue
+			continue // not a process: /proc/self, /proc/meminfo...
 		}
 		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if gone(err) || errors.Is(err, fs.ErrPermission) {
+			continue // exited meanwhile, or another user's under hidepid: not ours either way
+		}
 		if err != nil {
-			continue // exited meanwhile
+			return nil, fmt.Errorf("proc: read stat of %d: %w", pid, err)
 		}
 		info, state, err := parseStat(pid, data)
-		if err != nil || info.Session != sid || state == "Z" || state == "X" {
+		if err != nil {
+			return nil, err
+		}
+		if info.Session != sid || state == "Z" || state == "X" {
 			continue
 		}
 		members = append(members, info)

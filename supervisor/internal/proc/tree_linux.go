@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // Snapshot reads every /proc/<pid>/stat once. A process that exits while
@@ -31,14 +30,20 @@ func Snapshot() (Table, error) {
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil {
-			continue
+			continue // not a process: /proc/self, /proc/meminfo...
 		}
 		buf, err := os.ReadFile("/proc/" + name + "/stat")
+		if gone(err) || errors.Is(err, fs.ErrPermission) {
+			continue // exited meanwhile, or another user's under hidepid: not ours either way
+		}
 		if err != nil {
-			continue // ESRCH/ENOENT: it exited meanwhile, which is what gone means
+			return nil, fmt.Errorf("proc: read stat of %d: %w", pid, err)
 		}
 		info, state, err := parseStat(pid, buf)
-		if err != nil || state == "Z" || state == "X" {
+		if err != nil {
+			return nil, err
+		}
+		if state == "Z" || state == "X" {
 			continue
 		}
 		info.BootID = boot
@@ -53,7 +58,7 @@ func Snapshot() (Table, error) {
 func HasEnv(pid int, kv string) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		return false
+		return false // gone, or another user's (EACCES): not ours either way
 	}
 	for entry := range bytes.SplitSeq(data, []byte{0}) {
 		if string(entry) == kv {
@@ -77,7 +82,7 @@ func DescendantsOf(root int) ([]Info, error) {
 		queue = queue[1:]
 		kids, err := childrenOf(pid)
 		if err != nil {
-			if pid == root || errors.Is(err, errors.ErrUnsupported) {
+			if pid == root || !errors.Is(err, ErrNotFound) {
 				return nil, err
 			}
 			continue // it exited meanwhile: its children moved to a subreaper we walk too
@@ -88,8 +93,11 @@ func DescendantsOf(root int) ([]Info, error) {
 			}
 			seen[k] = true
 			info, err := Lookup(k)
-			if err != nil {
+			if errors.Is(err, ErrNotFound) {
 				continue // gone, or a zombie
+			}
+			if err != nil {
+				return nil, err
 			}
 			out = append(out, info)
 			queue = append(queue, k)
@@ -103,10 +111,10 @@ func childrenOf(pid int) ([]int, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		if gone(err) {
 			return nil, ErrNotFound
 		}
-		return nil, err
+		return nil, fmt.Errorf("proc: %w", err)
 	}
 	var kids []int
 	for _, t := range tasks {
@@ -117,13 +125,18 @@ func childrenOf(pid int) ([]int, error) {
 			}
 			continue // the thread ended meanwhile
 		}
+		if gone(err) {
+			continue // the thread ended between the open and the read
+		}
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("proc: %w", err)
 		}
 		for _, f := range strings.Fields(string(data)) {
-			if k, err := strconv.Atoi(f); err == nil {
-				kids = append(kids, k)
+			k, err := strconv.Atoi(f)
+			if err != nil {
+				return nil, fmt.Errorf("proc: %s/%s/children: %q is not a pid: %w", dir, t.Name(), f, err)
 			}
+			kids = append(kids, k)
 		}
 	}
 	return kids, nil

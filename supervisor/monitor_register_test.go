@@ -1,0 +1,72 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// With no MonitorCommand the running executable (this test binary, which
+// imports the package) is each process's monitor, and the supervised
+// process does not inherit the variable that made it one.
+func TestStart_MonitorDefaultsToTheRunningExecutable(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  app:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "env=`+MonitorEnvVar+`,sleep"}
+`)
+	sup, err := New(h.home, h.sup.cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sup = sup
+	h.start("app")
+	rec, err := sup.home.ReadRecord("app")
+	if err != nil || rec == nil || rec.Monitor == nil {
+		t.Fatalf("record = %+v, %v; want one naming its monitor", rec, err)
+	}
+	if runtime.GOOS == "linux" {
+		exe, err := os.Readlink("/proc/" + strconv.Itoa(rec.Monitor.PID) + "/exe")
+		if want := testExe(t); err != nil || exe != want {
+			t.Fatalf("monitor pid %d runs %q (%v), want %q", rec.Monitor.PID, exe, err, want)
+		}
+	}
+	log, err := sup.LogPath("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		data, _ := os.ReadFile(log)
+		if strings.Contains(string(data), MonitorEnvVar+"=\n") {
+			break
+		}
+		if strings.Contains(string(data), MonitorEnvVar+"=") || time.Now().After(deadline) {
+			t.Fatalf("the supervised process saw %s (or printed nothing):\n%s", MonitorEnvVar, data)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := sup.Stop(context.Background(), []string{"app"}, StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A variable not set by the parent (left in a shell, inherited from
+// further up) does not turn a program into a monitor, and is dropped.
+func TestMonitorEnvVar_FromAnyoneButTheParentChangesNothing(t *testing.T) {
+	for _, v := range []string{"1", strconv.Itoa(os.Getpid() + 1), ""} {
+		cmd := exec.Command(testExe(t))
+		cmd.Env = append(os.Environ(), MonitorEnvVar+"="+v, roleEnv+"=child", childEnv+"=env="+MonitorEnvVar+",exit=0")
+		cmd.Stdin = strings.NewReader(`{"home":"/nonexistent","spec":{"Name":"x","Command":"true"}}`)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), MonitorEnvVar+"=\n") || !strings.Contains(string(out), "exiting with 0") {
+			t.Errorf("%s=%q: %v\n%s", MonitorEnvVar, v, err, out)
+		}
+	}
+}
