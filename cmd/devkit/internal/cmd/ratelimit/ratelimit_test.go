@@ -144,7 +144,7 @@ func TestLint(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("rules:\n  - name: a\n    paths: [/]\n    limits:\n      - {limit: 5, window: soon}\n"), 0o644)
 	_, stderr, code := run(t, nil, "lint", "--policy", bad)
-	if code != cmdutil.ExitFailure || !strings.Contains(stderr, `bad.yaml:5: "soon" is not a duration`) {
+	if code != cmdutil.ExitFailure || !strings.Contains(stderr, `bad.yaml:5: rules[0].limits[0].window: "soon" is not a duration`) {
 		t.Fatalf("lint bad: exit %d %q", code, stderr)
 	}
 	if _, _, code := run(t, nil, "lint"); code == 0 {
