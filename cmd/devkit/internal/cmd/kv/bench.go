@@ -278,38 +278,12 @@ func micros(us float64) string {
 	}
 }
 
-// startProgress draws a progress bar on stderr when it is a terminal (or
-// when forced), and returns the function that stops and clears it.
+// startProgress draws the run's progress on stderr (see startProgressLine)
+// and returns the function that stops and clears it.
 func startProgress(opts *BenchOptions, done *atomic.Int64) func() {
-	show := isTerminal(opts.IO.ErrOut)
-	if opts.Progress != nil {
-		show = *opts.Progress
-	}
-	if !show {
-		return func() {}
-	}
-	stop := make(chan struct{})
-	finished := make(chan struct{})
-	start := time.Now()
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				fmt.Fprint(opts.IO.ErrOut, "\r\033[K")
-				return
-			case <-t.C:
-			}
-			el := time.Since(start)
-			frac := min(el.Seconds()/opts.Duration.Seconds(), 1)
-			const width = 30
-			n := int(frac * width)
-			fmt.Fprintf(opts.IO.ErrOut, "\r[%s%s] %3.0f%%  %s  %.0f ops/s\033[K",
-				strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100,
-				el.Truncate(time.Second), float64(done.Load())/el.Seconds())
-		}
-	}()
-	return func() { close(stop); <-finished }
+	return startProgressLine(opts.IO.ErrOut, opts.Progress, func(elapsed time.Duration) string {
+		frac := min(elapsed.Seconds()/opts.Duration.Seconds(), 1)
+		return fmt.Sprintf("%s %3.0f%%  %s  %.0f ops/s", renderBar(frac), frac*100,
+			elapsed.Truncate(time.Second), float64(done.Load())/elapsed.Seconds())
+	})
 }

@@ -315,43 +315,16 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// migrateProgress draws a progress bar on w when it is a terminal (or when
-// forced) and returns the function that stops and clears it (idempotent).
+// migrateProgress draws the copy's progress on w (see startProgressLine)
+// and returns the function that stops and clears it.
 func migrateProgress(w io.Writer, force *bool, done *atomic.Int64, total int64) func() {
-	show := isTerminal(w)
-	if force != nil {
-		show = *force
-	}
-	if !show {
-		return func() {}
-	}
-	stop := make(chan struct{})
-	finished := make(chan struct{})
-	start := time.Now()
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				fmt.Fprint(w, "\r\033[K")
-				return
-			case <-t.C:
-			}
-			n := done.Load()
-			rate := float64(n) / time.Since(start).Seconds()
-			if total <= 0 {
-				fmt.Fprintf(w, "\r%d keys  %.0f keys/s\033[K", n, rate)
-				continue
-			}
-			frac := min(float64(n)/float64(total), 1)
-			const width = 30
-			k := int(frac * width)
-			fmt.Fprintf(w, "\r[%s%s] %3.0f%%  %d/%d keys  %.0f keys/s\033[K",
-				strings.Repeat("=", k), strings.Repeat(" ", width-k), frac*100, n, total, rate)
+	return startProgressLine(w, force, func(elapsed time.Duration) string {
+		n := done.Load()
+		rate := float64(n) / elapsed.Seconds()
+		if total <= 0 {
+			return fmt.Sprintf("%d keys  %.0f keys/s", n, rate)
 		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(stop); <-finished }) }
+		frac := min(float64(n)/float64(total), 1)
+		return fmt.Sprintf("%s %3.0f%%  %d/%d keys  %.0f keys/s", renderBar(frac), frac*100, n, total, rate)
+	})
 }

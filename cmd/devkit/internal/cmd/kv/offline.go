@@ -3,7 +3,6 @@ package kv
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -27,10 +26,8 @@ func (b *progressBar) update(done int64) {
 		return
 	}
 	b.last = time.Now()
-	const width = 30
 	frac := min(float64(done)/float64(b.total), 1)
-	n := int(frac * width)
-	fmt.Fprintf(b.w, "\r%s [%s%s] %3.0f%%\033[K", b.label, strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100)
+	fmt.Fprintf(b.w, "\r%s %s %3.0f%%\033[K", b.label, renderBar(frac), frac*100)
 }
 
 func (b *progressBar) clear() {

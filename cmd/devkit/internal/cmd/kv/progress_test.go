@@ -1,0 +1,50 @@
+package kv
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestProgressLine_DrawsWhenForcedAndClearsAtStop: the bar shows only where
+// asked (a buffer is no terminal), redraws in place and is cleared at stop.
+func TestProgressLine_DrawsWhenForcedAndClearsAtStop(t *testing.T) {
+	var off lockedBuffer
+	startProgressLine(&off, nil, func(time.Duration) string { return "x" })()
+	if off.String() != "" {
+		t.Fatalf("drew on a non-terminal: %q", off.String())
+	}
+	var on lockedBuffer
+	force := true
+	stop := startProgressLine(&on, &force, func(time.Duration) string { return renderBar(0.5) + " half" })
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(on.String(), "half") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	stop() // idempotent
+	out := on.String()
+	want := "\r[" + strings.Repeat("=", 15) + strings.Repeat(" ", 15) + "] half\033[K"
+	if !strings.Contains(out, want) || !strings.HasSuffix(out, "\r\033[K") {
+		t.Fatalf("progress output %q, want %q redrawn in place and cleared at the end", out, want)
+	}
+}
