@@ -109,7 +109,7 @@ func (bs *breakers) of(node string) *breaker {
 
 // admit reports whether a call may go to the node; probe is true for the
 // one call that tests an open breaker.
-func (b *breaker) admit(bs *breakers, now time.Time) (ok, probe bool) {
+func (b *breaker) admit(now time.Time) (ok, probe bool) {
 	if breakerState(b.state.Load()) == breakerClosed {
 		return true, false
 	}

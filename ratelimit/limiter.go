@@ -305,7 +305,7 @@ func (l *Limiter) checkRemote(ctx context.Context, req *Request, check CheckRequ
 		node = l.nodes.Node(tctx, req.Key)
 	}
 	b := l.breakers.of(node)
-	pass, probe := b.admit(l.breakers, now)
+	pass, probe := b.admit(now)
 	if !pass {
 		return ErrCircuitOpen
 	}

@@ -25,17 +25,30 @@ type Stats struct {
 }
 
 type ruleStats struct {
-	allowed, denied, shadowDenied, storeErrors atomic.Int64
-	canceled, circuitOpen                      atomic.Int64
-	failOpen, failClosed, blockedCache         atomic.Int64
-	latencyCount                               [len(latencyBuckets) + 1]atomic.Int64
-	latencySumNanos                            atomic.Int64
+	decisionCounters
+	storeErrors, canceled, circuitOpen atomic.Int64
+	failOpen, failClosed, blockedCache atomic.Int64
+	latencyCount                       [len(latencyBuckets) + 1]atomic.Int64
+	latencySumNanos                    atomic.Int64
 	// limits counts the decisions of the store and blocked cache by the
-	// limit that bound them: name → *limitCounters.
+	// limit that bound them: name → *decisionCounters.
 	limits sync.Map
 }
 
-type limitCounters struct{ allowed, denied, shadowDenied atomic.Int64 }
+// decisionCounters splits decisions into allowed, denied and shadow-denied;
+// a rule and each limit that binds within it keep one.
+type decisionCounters struct{ allowed, denied, shadowDenied atomic.Int64 }
+
+func (c *decisionCounters) count(res *Result) {
+	switch {
+	case res.Shadowed:
+		c.shadowDenied.Add(1)
+	case res.Allowed:
+		c.allowed.Add(1)
+	default:
+		c.denied.Add(1)
+	}
+}
 
 func newStats() *Stats { return &Stats{} }
 
@@ -51,14 +64,7 @@ func (s *Stats) rule(name string) *ruleStats {
 }
 
 func (rs *ruleStats) record(res *Result, took time.Duration) {
-	switch {
-	case res.Shadowed:
-		rs.shadowDenied.Add(1)
-	case res.Allowed:
-		rs.allowed.Add(1)
-	default:
-		rs.denied.Add(1)
-	}
+	rs.count(res)
 	switch res.Source {
 	case FromFailOpen:
 		rs.failOpen.Add(1)
@@ -68,23 +74,12 @@ func (rs *ruleStats) record(res *Result, took time.Duration) {
 		rs.blockedCache.Add(1)
 	}
 	if res.Source == FromStore || res.Source == FromBlockedCache {
-		name := res.Limit.Name
-		if name == "" {
-			name = res.Limit.DisplayName()
-		}
+		name := res.Limit.DisplayName()
 		lc, ok := rs.limits.Load(name)
 		if !ok {
-			lc, _ = rs.limits.LoadOrStore(name, &limitCounters{})
+			lc, _ = rs.limits.LoadOrStore(name, &decisionCounters{})
 		}
-		c := lc.(*limitCounters)
-		switch {
-		case res.Shadowed:
-			c.shadowDenied.Add(1)
-		case res.Allowed:
-			c.allowed.Add(1)
-		default:
-			c.denied.Add(1)
-		}
+		lc.(*decisionCounters).count(res)
 	}
 	i, _ := slices.BinarySearch(latencyBuckets[:], took)
 	rs.latencyCount[i].Add(1)
@@ -142,7 +137,7 @@ func (s *Stats) Snapshot() []RuleCounters {
 			c.LatencyBuckets = append(c.LatencyBuckets, rs.latencyCount[i].Load())
 		}
 		rs.limits.Range(func(k, v any) bool {
-			lc := v.(*limitCounters)
+			lc := v.(*decisionCounters)
 			c.Limits = append(c.Limits, LimitCounters{Limit: k.(string), Allowed: lc.allowed.Load(), Denied: lc.denied.Load(), ShadowDenied: lc.shadowDenied.Load()})
 			return true
 		})

@@ -111,19 +111,16 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if !res.Allowed && m.log.Enabled(r.Context(), slog.LevelDebug) {
+			m.log.Debug("ratelimit: denied", "rule", d.Rule.Name, "key", d.Request.Key, "limit", res.Limit.DisplayName())
+		}
 		fields := m.limitFields(res)
 		if fields.denied != nil && fastDenial(res) {
-			if m.log.Enabled(r.Context(), slog.LevelDebug) {
-				m.log.Debug("ratelimit: denied", "rule", d.Rule.Name, "key", d.Request.Key, "limit", res.Limit.DisplayName())
-			}
 			writeFastDenial(w, r, res, d.Rule.Name, fields.policy, fields.denied)
 			return
 		}
 		setHeaders(w.Header(), res, fields.policy)
 		if !res.Allowed {
-			if m.log.Enabled(r.Context(), slog.LevelDebug) {
-				m.log.Debug("ratelimit: denied", "rule", d.Rule.Name, "key", d.Request.Key, "limit", res.Limit.DisplayName())
-			}
 			window := fields.window
 			if window == "" {
 				window = res.Limit.Period.String()

@@ -88,10 +88,10 @@ func (c *IdentityConfig) trusted(a netip.Addr) bool {
 // ClientAddr resolves the client address from the direct peer and the
 // X-Forwarded-For header values (in order of appearance).
 func (c *IdentityConfig) ClientAddr(peer netip.Addr, forwardedFor []string) netip.Addr {
-	h := http.Header{"X-Forwarded-For": forwardedFor}
-	cc := *c
-	cc.ReadForwarded = false
-	return cc.verifiedChain(peer, h)[0]
+	if !c.trusted(peer) {
+		return peer
+	}
+	return c.chainFrom(peer, xffHops(forwardedFor))[0]
 }
 
 // verifiedChain is the client address followed by the proxies that passed
@@ -99,18 +99,28 @@ func (c *IdentityConfig) ClientAddr(peer netip.Addr, forwardedFor []string) neti
 // (or Forwarded) from the right while they are trusted, and the first
 // untrusted one, which is the client.
 func (c *IdentityConfig) verifiedChain(peer netip.Addr, h http.Header) []netip.Addr {
-	chain := []netip.Addr{peer}
 	if !c.trusted(peer) {
-		return chain
+		return []netip.Addr{peer}
 	}
-	var hops []string
 	if c.ReadForwarded {
-		hops = forwardedFor(h.Values("Forwarded"))
-	} else {
-		for _, v := range h.Values("X-Forwarded-For") {
-			hops = append(hops, strings.Split(v, ",")...)
-		}
+		return c.chainFrom(peer, forwardedFor(h.Values("Forwarded")))
 	}
+	return c.chainFrom(peer, xffHops(h.Values("X-Forwarded-For")))
+}
+
+// xffHops splits X-Forwarded-For values into their hops, in order.
+func xffHops(values []string) []string {
+	var hops []string
+	for _, v := range values {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	return hops
+}
+
+// chainFrom walks hops from the right behind the trusted peer (see
+// verifiedChain).
+func (c *IdentityConfig) chainFrom(peer netip.Addr, hops []string) []netip.Addr {
+	chain := []netip.Addr{peer}
 	for i := len(hops) - 1; i >= 0; i-- {
 		a, ok := parseHop(hops[i])
 		if !ok {

@@ -110,7 +110,6 @@ type LimitResult struct {
 	Blocked    bool    `json:"blocked"`
 }
 
-// runCheckRequest checks a described request as the proxy would.
 // checkRun answers for the described request with --policy, else for KEY.
 func checkRun(ctx context.Context, opts *CheckOptions) error {
 	if opts.Request.Policy != "" {
