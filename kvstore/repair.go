@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/devkit-go/devkit/kvstore/internal/dirlock"
+	"github.com/devkit-go/devkit/kvstore/internal/vfs"
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
 
@@ -112,7 +113,7 @@ func Repair(dir string, opts RepairOptions) (RepairReport, error) {
 		}
 		files, err := filesRepairChanges(o, dir, ce)
 		if err == nil {
-			sizes, err = backUp(files, rep.Backup)
+			sizes, err = backUp(o.fs, files, rep.Backup)
 		}
 		if err != nil {
 			_ = release()
@@ -186,7 +187,7 @@ func filesRepairChanges(o Options, dir string, ce *CorruptionError) ([]string, e
 
 // backUp copies files into dir (created; it must not exist), durably, and
 // returns the size each had.
-func backUp(files []string, dir string) ([]int64, error) {
+func backUp(fs vfs.FS, files []string, dir string) ([]int64, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -198,12 +199,7 @@ func backUp(files []string, dir string) ([]int64, error) {
 		}
 		sizes[i] = n
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return sizes, d.Sync()
+	return sizes, fs.SyncDir(dir)
 }
 
 func copyFileSynced(src, dst string) (int64, error) {
