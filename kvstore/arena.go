@@ -82,14 +82,18 @@ func (a *arena) alloc(key, value []byte, expireAt int64, seq uint64) ref {
 	a.mu.Lock()
 	r := a.slot(n)
 	a.mu.Unlock()
-	b := a.bytes(r, n)
+	putRecord(a.bytes(r, n), key, value, expireAt, seq)
+	return r
+}
+
+// putRecord encodes a record into b, which holds recordSize(key, value) bytes.
+func putRecord(b, key, value []byte, expireAt int64, seq uint64) {
 	binary.LittleEndian.PutUint64(b[0:], seq)
 	binary.LittleEndian.PutUint64(b[8:], uint64(expireAt))
 	binary.LittleEndian.PutUint32(b[16:], uint32(len(key)))
 	binary.LittleEndian.PutUint32(b[20:], uint32(len(value)))
 	copy(b[recordHead:], key)
 	copy(b[recordHead+len(key):], value)
-	return r
 }
 
 // slot finds room for n bytes. Called with mu held.
@@ -190,17 +194,11 @@ func (a *arena) held() bool {
 func (a *arena) rewrite(r ref, key, value []byte, expireAt int64, seq uint64, oldValueLen *int) bool {
 	k, v, _, _ := a.record(r)
 	*oldValueLen = len(v)
-	oldSize, newSize := recordHead+len(k)+len(v), recordSize(key, value)
+	oldSize, newSize := recordSize(k, v), recordSize(key, value)
 	if oldSize > maxClassLen || newSize > maxClassLen || classOf(oldSize) != classOf(newSize) {
 		return false
 	}
-	b := a.bytes(r, newSize)
-	binary.LittleEndian.PutUint64(b[0:], seq)
-	binary.LittleEndian.PutUint64(b[8:], uint64(expireAt))
-	binary.LittleEndian.PutUint32(b[16:], uint32(len(key)))
-	binary.LittleEndian.PutUint32(b[20:], uint32(len(value)))
-	copy(b[recordHead:], key)
-	copy(b[recordHead+len(key):], value)
+	putRecord(a.bytes(r, newSize), key, value, expireAt, seq)
 	return true
 }
 
@@ -217,7 +215,7 @@ func (a *arena) release(r ref) {
 
 func (a *arena) freeLocked(r ref) {
 	k, v, _, _ := a.record(r)
-	n := recordHead + len(k) + len(v)
+	n := recordSize(k, v)
 	if n > maxClassLen {
 		a.slotBytes.Add(-int64(n))
 		i := int(r >> chunkBits)

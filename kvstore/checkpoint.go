@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/devkit-go/devkit/kvstore/internal/snapshot"
+	"github.com/devkit-go/devkit/kvstore/internal/vfs"
 )
 
 // Checkpoints: a consistent copy of the store while writers go on.
@@ -102,26 +103,15 @@ func RestoreCheckpoint(r io.Reader, dir string) (SnapshotInfo, error) {
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("kvstore: restore: %w", err)
 	}
-	n, err := io.Copy(f, r)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	var h snapshot.Header
-	if err == nil {
-		if h, err = readSnapshot(fs, tmp, func([]byte, []byte, int64) {}); err != nil {
-			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
-		}
-	}
-	final := filepath.Join(dir, snapshotName(h.Seq))
-	if err == nil {
-		err = fs.Rename(tmp, final)
-	}
-	if err == nil {
-		err = fs.SyncDir(dir)
-	}
+	final, n, err := installTemp(fs, dir, tmp, f, func(f vfs.File) (int64, error) { return io.Copy(f, r) },
+		func() (string, error) {
+			var cerr error
+			if h, cerr = readSnapshot(fs, tmp, func([]byte, []byte, int64) {}); cerr != nil {
+				return "", fmt.Errorf("%w: %w", ErrCorrupt, cerr)
+			}
+			return filepath.Join(dir, snapshotName(h.Seq)), nil
+		})
 	if err != nil {
 		if rerr := fs.Remove(tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)

@@ -164,19 +164,11 @@ func writeSnapshotTo(ctx context.Context, fs vfs.FS, dir string, view frozen, lo
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot: %w", err)
 	}
-	n, err := writeFrozen(ctx, &syncEvery{f: f, every: snapshotSyncBytes}, view)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, final)
-	}
-	if err == nil {
-		err = fs.SyncDir(dir)
-	}
+	_, n, err := installTemp(fs, dir, tmp, f,
+		func(f vfs.File) (int64, error) {
+			return writeFrozen(ctx, &syncEvery{f: f, every: snapshotSyncBytes}, view)
+		},
+		func() (string, error) { return final, nil })
 	if err != nil {
 		if rerr := fs.Remove(tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			logger.Warn("kvstore: cannot remove an unfinished snapshot; the next open removes it", "file", tmp, "err", rerr)
@@ -184,6 +176,32 @@ func writeSnapshotTo(ctx context.Context, fs vfs.FS, dir string, view frozen, lo
 		return SnapshotInfo{}, fmt.Errorf("kvstore: snapshot %s: %w", final, err)
 	}
 	return SnapshotInfo{Path: final, Seq: view.seq, Keys: view.count, Bytes: n}, nil
+}
+
+// installTemp fills the freshly created temp file f (at tmp, in dir) with
+// write and installs it durably: fsync, close, then rename to the path name
+// returns (called once the file is complete and closed, so it may read it
+// back) and fsync dir. f is closed in every case; on error the temp file may
+// remain and the caller removes it.
+func installTemp(fs vfs.FS, dir, tmp string, f vfs.File, write func(vfs.File) (int64, error), name func() (string, error)) (string, int64, error) {
+	n, err := write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", n, err
+	}
+	final, err := name()
+	if err == nil {
+		err = fs.Rename(tmp, final)
+	}
+	if err == nil {
+		err = fs.SyncDir(dir)
+	}
+	return final, n, err
 }
 
 // snapshotSyncBytes is how much snapshot data may wait in the page cache:

@@ -77,12 +77,10 @@ func openLocked(dir string, o Options, lock *dirlock.Lock, act recoveryActions) 
 	}
 	db.pipe = newCommitPipeline(logEnv{db}, db.lastWritten+1)
 	if o.Sync == SyncPeriodic {
-		db.bg.Add(1)
-		go db.syncPeriodically()
+		db.every(o.SyncInterval, db.syncCurrentSegment)
 	}
 	if o.ExpirySweepInterval > 0 {
-		db.bg.Add(1)
-		go db.sweepExpired()
+		db.every(o.ExpirySweepInterval, db.sweepExpired)
 	}
 	return db, nil
 }
@@ -346,29 +344,39 @@ func (db *DB) fail(cause error) error {
 	return sticky
 }
 
-// syncPeriodically fsyncs the current segment every SyncInterval.
-func (db *DB) syncPeriodically() {
-	defer db.bg.Done()
-	t := time.NewTicker(db.opts.SyncInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-db.bgCtx.Done():
-			return
-		case <-t.C:
+// every runs tick every interval in the background until Close (which
+// waits for it).
+func (db *DB) every(interval time.Duration, tick func()) {
+	db.bg.Add(1)
+	go func() {
+		defer db.bg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-db.bgCtx.Done():
+				return
+			case <-t.C:
+			}
+			tick()
 		}
-		if db.failure() != nil {
-			continue
-		}
-		w := db.curSeg.Load()
-		// A rotation syncs the old segment before closing it, so a segment
-		// closed under us has nothing left to sync.
-		if err := w.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
-			_ = db.fail(fmt.Errorf("periodic fdatasync %s: %w", w.Path(), err)) // writers see it
-			continue
-		}
-		db.stats.fsyncs.Add(1)
+	}()
+}
+
+// syncCurrentSegment fsyncs the current segment; with SyncPeriodic it runs
+// every SyncInterval.
+func (db *DB) syncCurrentSegment() {
+	if db.failure() != nil {
+		return
 	}
+	w := db.curSeg.Load()
+	// A rotation syncs the old segment before closing it, so a segment
+	// closed under us has nothing left to sync.
+	if err := w.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		_ = db.fail(fmt.Errorf("periodic fdatasync %s: %w", w.Path(), err)) // writers see it
+		return
+	}
+	db.stats.fsyncs.Add(1)
 }
 
 // Close waits for in-flight writes, stops background work (an unfinished

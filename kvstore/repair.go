@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/devkit-go/devkit/kvstore/internal/dirlock"
+	"github.com/devkit-go/devkit/kvstore/internal/vfs"
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
 
@@ -43,6 +44,9 @@ type RepairReport struct {
 	Backup string `json:"backup,omitempty"`
 	// BackedUp are the files copied there.
 	BackedUp []string `json:"backed_up,omitempty"`
+	// Cuts are the backed-up files the repair shortened or removed, from
+	// their backed-up sizes to the repaired ones: exactly what was dropped.
+	Cuts []FileCut `json:"cuts,omitempty"`
 	// MovedAside are the damaged snapshots renamed to *.damaged.
 	MovedAside    []string `json:"moved_aside,omitempty"`
 	DroppedBytes  int64    `json:"dropped_bytes"`
@@ -50,6 +54,14 @@ type RepairReport struct {
 	Keys          int64    `json:"keys"`
 	// Recovery is the report of the repairing open.
 	Recovery RecoveryReport `json:"recovery"`
+}
+
+// FileCut is one file Repair shortened (ToBytes 0 and Removed: deleted).
+type FileCut struct {
+	File      string `json:"file"`
+	FromBytes int64  `json:"from_bytes"`
+	ToBytes   int64  `json:"to_bytes"`
+	Removed   bool   `json:"removed,omitempty"`
 }
 
 // Repair brings a damaged data directory that no process holds back to a
@@ -93,6 +105,7 @@ func Repair(dir string, opts RepairOptions) (RepairReport, error) {
 			found.DamagedSnapshots[0].Path, found.DamagedSnapshots[0].Err)
 	}
 
+	var sizes []int64 // of rep.BackedUp, as copied
 	if rep.Damage != "" {
 		rep.Backup = opts.BackupDir
 		if rep.Backup == "" {
@@ -100,7 +113,7 @@ func Repair(dir string, opts RepairOptions) (RepairReport, error) {
 		}
 		files, err := filesRepairChanges(o, dir, ce)
 		if err == nil {
-			err = backUp(files, rep.Backup)
+			sizes, err = backUp(o.fs, files, rep.Backup)
 		}
 		if err != nil {
 			_ = release()
@@ -126,7 +139,28 @@ func Repair(dir string, opts RepairOptions) (RepairReport, error) {
 	if err := db.Close(); err != nil {
 		return rep, fmt.Errorf("kvstore: repair: %w", err)
 	}
+	if rep.Cuts, err = cutsSince(rep.BackedUp, sizes); err != nil {
+		return rep, fmt.Errorf("kvstore: repair: compare with the backup: %w", err)
+	}
 	return rep, nil
+}
+
+// cutsSince lists the files that are now shorter than, or gone since, the
+// sizes they had when backed up.
+func cutsSince(files []string, sizes []int64) ([]FileCut, error) {
+	var cuts []FileCut
+	for i, path := range files {
+		after, err := os.Stat(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			cuts = append(cuts, FileCut{File: path, FromBytes: sizes[i], Removed: true})
+		case err != nil:
+			return nil, err
+		case after.Size() < sizes[i]:
+			cuts = append(cuts, FileCut{File: path, FromBytes: sizes[i], ToBytes: after.Size()})
+		}
+	}
+	return cuts, nil
 }
 
 // filesRepairChanges lists the files a RecoverTruncate open may shorten or
@@ -151,41 +185,41 @@ func filesRepairChanges(o Options, dir string, ce *CorruptionError) ([]string, e
 	return out, nil
 }
 
-// backUp copies files into dir (created; it must not exist), durably.
-func backUp(files []string, dir string) error {
+// backUp copies files into dir (created; it must not exist), durably, and
+// returns the size each had.
+func backUp(fs vfs.FS, files []string, dir string) ([]int64, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
-	for _, f := range files {
-		if err := copyFileSynced(f, filepath.Join(dir, filepath.Base(f))); err != nil {
-			return err
+	sizes := make([]int64, len(files))
+	for i, f := range files {
+		n, err := copyFileSynced(f, filepath.Join(dir, filepath.Base(f)))
+		if err != nil {
+			return nil, err
 		}
+		sizes[i] = n
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return sizes, fs.SyncDir(dir)
 }
 
-func copyFileSynced(src, dst string) error {
+func copyFileSynced(src, dst string) (int64, error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer in.Close()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	n, err := io.Copy(out, in)
+	if err != nil {
 		out.Close()
-		return fmt.Errorf("copy %s: %w", src, err)
+		return 0, fmt.Errorf("copy %s: %w", src, err)
 	}
 	if err := out.Sync(); err != nil {
 		out.Close()
-		return err
+		return 0, err
 	}
-	return out.Close()
+	return n, out.Close()
 }

@@ -40,20 +40,11 @@ func (db *DB) noteExpired(key []byte) {
 	}
 }
 
-// sweepExpired deletes expired keys in the background until Close.
+// sweepExpired deletes expired keys, batch by batch, for at most
+// sweepBudget; it runs every ExpirySweepInterval.
 func (db *DB) sweepExpired() {
-	defer db.bg.Done()
-	t := time.NewTicker(db.opts.ExpirySweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-db.bgCtx.Done():
-			return
-		case <-t.C:
-		}
-		deadline := time.Now().Add(sweepBudget)
-		for db.sweepOnce() == sweepMaxKeys && time.Now().Before(deadline) {
-		}
+	deadline := time.Now().Add(sweepBudget)
+	for db.sweepOnce() == sweepMaxKeys && time.Now().Before(deadline) {
 	}
 }
 

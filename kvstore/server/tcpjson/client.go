@@ -246,10 +246,10 @@ type KeysPage struct {
 	Next []byte
 }
 
-// Keys returns a page of keys in byte order that start with opts.Prefix,
-// after opts.After; the server caps opts.Limit.
-func (c *Client) Keys(ctx context.Context, opts kvstore.ScanOptions) (KeysPage, error) {
-	req := Request{Op: OpKeys, Limit: opts.Limit}
+// scanRequest is the OpKeys request for opts: prefix and cursor as text
+// when they are UTF-8, base64 otherwise; values asks for entries.
+func scanRequest(opts kvstore.ScanOptions, values bool) Request {
+	req := Request{Op: OpKeys, Limit: opts.Limit, Values: values}
 	if isText(opts.Prefix) {
 		req.Prefix = string(opts.Prefix)
 	} else {
@@ -260,6 +260,13 @@ func (c *Client) Keys(ctx context.Context, opts kvstore.ScanOptions) (KeysPage, 
 	} else {
 		req.AfterB64 = opts.After
 	}
+	return req
+}
+
+// Keys returns a page of keys in byte order that start with opts.Prefix,
+// after opts.After; the server caps opts.Limit.
+func (c *Client) Keys(ctx context.Context, opts kvstore.ScanOptions) (KeysPage, error) {
+	req := scanRequest(opts, false)
 	resp, err := c.call(ctx, req)
 	if err != nil {
 		return KeysPage{}, err
@@ -271,17 +278,7 @@ func (c *Client) Keys(ctx context.Context, opts kvstore.ScanOptions) (KeysPage, 
 // Entries returns a page of entries (key, value, expiry) in byte order, as
 // Keys pages keys: pass the returned next as opts.After for the next page.
 func (c *Client) Entries(ctx context.Context, opts kvstore.ScanOptions) (entries []kvstore.Entry, next []byte, err error) {
-	req := Request{Op: OpKeys, Limit: opts.Limit, Values: true}
-	if isText(opts.Prefix) {
-		req.Prefix = string(opts.Prefix)
-	} else {
-		req.PrefixB64 = opts.Prefix
-	}
-	if isText(opts.After) {
-		req.After = string(opts.After)
-	} else {
-		req.AfterB64 = opts.After
-	}
+	req := scanRequest(opts, true)
 	resp, err := c.call(ctx, req)
 	if err != nil {
 		return nil, nil, err

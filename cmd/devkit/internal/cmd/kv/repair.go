@@ -71,38 +71,7 @@ type RepairReport struct {
 }
 
 // FileCut is one file the repair shortened (ToBytes 0 and Removed: deleted).
-type FileCut struct {
-	File      string `json:"file"`
-	FromBytes int64  `json:"from_bytes"`
-	ToBytes   int64  `json:"to_bytes"`
-	Removed   bool   `json:"removed,omitempty"`
-}
-
-// diffSizes lists the files of backup that are shorter or gone in dir.
-func diffSizes(backup, dir string) ([]FileCut, error) {
-	entries, err := os.ReadDir(backup)
-	if err != nil {
-		return nil, err
-	}
-	var cuts []FileCut
-	for _, e := range entries {
-		before, err := e.Info()
-		if err != nil || !before.Mode().IsRegular() {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		after, err := os.Stat(path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			cuts = append(cuts, FileCut{File: path, FromBytes: before.Size(), Removed: true})
-		case err != nil:
-			return nil, err
-		case after.Size() < before.Size():
-			cuts = append(cuts, FileCut{File: path, FromBytes: before.Size(), ToBytes: after.Size()})
-		}
-	}
-	return cuts, nil
-}
+type FileCut = kvstore.FileCut
 
 func repairRun(_ context.Context, opts *RepairOptions) error {
 	if _, err := os.Stat(opts.DataDir); err != nil {
@@ -128,17 +97,10 @@ func repairRun(_ context.Context, opts *RepairOptions) error {
 	case err != nil:
 		return fmt.Errorf("repair: %w", err)
 	}
-	rep := RepairReport{Dir: opts.DataDir, Repaired: res.Repaired, Damage: res.Damage, Backup: res.Backup,
-		DroppedBytes: res.DroppedBytes, TornTailBytes: res.TornTailBytes, Keys: res.Keys, MovedAside: res.MovedAside}
-	if res.Repaired && res.Backup != "" {
-		if rep.Cuts, err = diffSizes(res.Backup, opts.DataDir); err != nil {
-			return fmt.Errorf("repair: compare with the backup: %w", err)
-		}
-	}
-	if !res.Repaired {
-		rep.Backup = ""
-	}
-	return reportRepair(opts, rep)
+	// The engine sets Backup and Cuts only when it repaired something.
+	return reportRepair(opts, RepairReport{Dir: opts.DataDir, Repaired: res.Repaired, Damage: res.Damage,
+		Backup: res.Backup, DroppedBytes: res.DroppedBytes, Cuts: res.Cuts, MovedAside: res.MovedAside,
+		TornTailBytes: res.TornTailBytes, Keys: res.Keys})
 }
 
 func reportRepair(opts *RepairOptions, rep RepairReport) error {
