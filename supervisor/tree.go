@@ -45,13 +45,10 @@ func (sc *scan) get() (proc.Table, error) {
 	if !sc.done {
 		sc.done = true
 		sc.table, sc.err = proc.Snapshot()
-		sc.children = map[int][]proc.Info{}
+		sc.children = sc.table.ByParent()
 		sc.bySession = map[int][]proc.Info{}
 		sc.group = map[int][]proc.Info{}
 		for _, p := range sc.table {
-			if p.PPID != p.PID {
-				sc.children[p.PPID] = append(sc.children[p.PPID], p)
-			}
 			sc.bySession[p.Session] = append(sc.bySession[p.Session], p)
 			if p.PGID != p.Session {
 				sc.group[p.PGID] = append(sc.group[p.PGID], p)
@@ -59,25 +56,6 @@ func (sc *scan) get() (proc.Table, error) {
 		}
 	}
 	return sc.table, sc.err
-}
-
-// descendants walks the indexed table below root.
-func (sc *scan) descendants(root int) []proc.Info {
-	var out []proc.Info
-	seen := map[int]bool{root: true}
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		for _, c := range sc.children[pid] {
-			if !seen[c.PID] {
-				seen[c.PID] = true
-				out = append(out, c)
-				queue = append(queue, c.PID)
-			}
-		}
-	}
-	return out
 }
 
 // ownedTree is what of a record is alive now.
@@ -142,12 +120,12 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 		add(p)
 	}
 	if tr.monitorAlive {
-		for _, p := range sc.descendants(monitor) {
+		for _, p := range proc.Below(sc.children, monitor) {
 			add(p)
 		}
 	}
 	if tr.leaderAlive {
-		for _, p := range sc.descendants(leader) {
+		for _, p := range proc.Below(sc.children, leader) {
 			add(p)
 		}
 	}
