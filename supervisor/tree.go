@@ -61,6 +61,8 @@ func (sc *scan) get() (proc.Table, error) {
 // ownedTree is what of a record is alive now.
 type ownedTree struct {
 	leaderAlive  bool        // the recorded leader, verified
+	leaderErr    error       // why not: proc.ErrNotFound, proc.ErrIdentityMismatch, ...
+	leaderNow    proc.Info   // what the leader's PID names now (with ErrIdentityMismatch: another process)
 	monitorAlive bool        // the recorded monitor, verified
 	otherBoot    bool        // the record is from another boot: nothing is ours
 	members      []proc.Info // every other live process provably ours
@@ -76,8 +78,8 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 		return ownedTree{otherBoot: true}, nil
 	}
 	var tr ownedTree
-	_, lerr := proc.Verify(rec.Process)
-	tr.leaderAlive = lerr == nil
+	tr.leaderNow, tr.leaderErr = proc.Verify(rec.Process)
+	tr.leaderAlive = tr.leaderErr == nil
 	if rec.Monitor != nil && rec.Monitor.PID > 0 {
 		_, merr := proc.Verify(*rec.Monitor)
 		tr.monitorAlive = merr == nil
