@@ -177,9 +177,9 @@ func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool)
 		st.Reason = "the process exited but its descendants live on; `devkit sup stop " + name + "` ends them"
 		return st, nil
 	}
-	if info, err := proc.Verify(rec.Process); errors.Is(err, proc.ErrIdentityMismatch) {
+	if errors.Is(tr.leaderErr, proc.ErrIdentityMismatch) {
 		st.State = StateStale
-		st.Reason = fmt.Sprintf("pid %d now belongs to another process (%s); record removed, nothing signalled", rec.Process.PID, info.Comm)
+		st.Reason = fmt.Sprintf("pid %d now belongs to another process (%s); record removed, nothing signalled", rec.Process.PID, tr.leaderNow.Comm)
 		return st, s.cleanRecord(rec, clean)
 	}
 	if tr.monitorAlive {

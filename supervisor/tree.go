@@ -45,13 +45,10 @@ func (sc *scan) get() (proc.Table, error) {
 	if !sc.done {
 		sc.done = true
 		sc.table, sc.err = proc.Snapshot()
-		sc.children = map[int][]proc.Info{}
+		sc.children = sc.table.ByParent()
 		sc.bySession = map[int][]proc.Info{}
 		sc.group = map[int][]proc.Info{}
 		for _, p := range sc.table {
-			if p.PPID != p.PID {
-				sc.children[p.PPID] = append(sc.children[p.PPID], p)
-			}
 			sc.bySession[p.Session] = append(sc.bySession[p.Session], p)
 			if p.PGID != p.Session {
 				sc.group[p.PGID] = append(sc.group[p.PGID], p)
@@ -61,28 +58,11 @@ func (sc *scan) get() (proc.Table, error) {
 	return sc.table, sc.err
 }
 
-// descendants walks the indexed table below root.
-func (sc *scan) descendants(root int) []proc.Info {
-	var out []proc.Info
-	seen := map[int]bool{root: true}
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		for _, c := range sc.children[pid] {
-			if !seen[c.PID] {
-				seen[c.PID] = true
-				out = append(out, c)
-				queue = append(queue, c.PID)
-			}
-		}
-	}
-	return out
-}
-
 // ownedTree is what of a record is alive now.
 type ownedTree struct {
 	leaderAlive  bool        // the recorded leader, verified
+	leaderErr    error       // why not: proc.ErrNotFound, proc.ErrIdentityMismatch, ...
+	leaderNow    proc.Info   // what the leader's PID names now (with ErrIdentityMismatch: another process)
 	monitorAlive bool        // the recorded monitor, verified
 	otherBoot    bool        // the record is from another boot: nothing is ours
 	members      []proc.Info // every other live process provably ours
@@ -98,8 +78,8 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 		return ownedTree{otherBoot: true}, nil
 	}
 	var tr ownedTree
-	_, lerr := proc.Verify(rec.Process)
-	tr.leaderAlive = lerr == nil
+	tr.leaderNow, tr.leaderErr = proc.Verify(rec.Process)
+	tr.leaderAlive = tr.leaderErr == nil
 	if rec.Monitor != nil && rec.Monitor.PID > 0 {
 		_, merr := proc.Verify(*rec.Monitor)
 		tr.monitorAlive = merr == nil
@@ -142,12 +122,12 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 		add(p)
 	}
 	if tr.monitorAlive {
-		for _, p := range sc.descendants(monitor) {
+		for _, p := range proc.Below(sc.children, monitor) {
 			add(p)
 		}
 	}
 	if tr.leaderAlive {
-		for _, p := range sc.descendants(leader) {
+		for _, p := range proc.Below(sc.children, leader) {
 			add(p)
 		}
 	}

@@ -16,6 +16,21 @@ import (
 // it would rename, truncate or remove must be in the ledger; otherwise it
 // fails with ErrNotOurs and touches nothing.
 func RotateIfOver(path string, maxSize int64, backups int, ledger Ledger) (rotated bool, err error) {
+	if over, err := overSize(path, maxSize); !over || err != nil {
+		return false, err
+	}
+	if truncated, err := makeRoom(path, backups, ledger); truncated || err != nil {
+		return truncated, err
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		return false, fmt.Errorf("rotate %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// overSize reports whether path exists and is larger than maxSize bytes
+// (never when maxSize <= 0).
+func overSize(path string, maxSize int64) (bool, error) {
 	if maxSize <= 0 {
 		return false, nil
 	}
@@ -26,20 +41,19 @@ func RotateIfOver(path string, maxSize int64, backups int, ledger Ledger) (rotat
 	if err != nil {
 		return false, fmt.Errorf("rotate %s: %w", path, err)
 	}
-	if fi.Size() <= maxSize {
-		return false, nil
-	}
+	return fi.Size() > maxSize, nil
+}
+
+// makeRoom is what every rotation does before moving path's content: it
+// checks that path and its backups are in the ledger, then shifts the
+// backups up to free path.1 — or, with no backups, truncates path and
+// reports that the rotation is already done.
+func makeRoom(path string, backups int, ledger Ledger) (truncated bool, err error) {
 	if err := mustOwnAll(path, backups, ledger); err != nil {
 		return false, err
 	}
 	if backups == 0 {
 		return true, os.Truncate(path, 0)
 	}
-	if err := shift(path, backups); err != nil {
-		return false, err
-	}
-	if err := os.Rename(path, path+".1"); err != nil {
-		return false, fmt.Errorf("rotate %s: %w", path, err)
-	}
-	return true, nil
+	return false, shift(path, backups)
 }

@@ -17,24 +17,11 @@ import (
 // the truncation — a window of microseconds — can be lost. Like
 // RotateIfOver it touches only files in the ledger.
 func CopyTruncate(path string, maxSize int64, backups int, ledger Ledger) (rotated bool, err error) {
-	if maxSize <= 0 {
-		return false, nil
-	}
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil || fi.Size() <= maxSize {
+	if over, err := overSize(path, maxSize); !over || err != nil {
 		return false, err
 	}
-	if err := mustOwnAll(path, backups, ledger); err != nil {
-		return false, err
-	}
-	if backups == 0 {
-		return true, os.Truncate(path, 0)
-	}
-	if err := shift(path, backups); err != nil {
-		return false, err
+	if truncated, err := makeRoom(path, backups, ledger); truncated || err != nil {
+		return truncated, err
 	}
 	src, err := os.Open(path)
 	if err != nil {

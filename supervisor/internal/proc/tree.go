@@ -7,33 +7,32 @@ package proc
 // Table maps each live (non-zombie) PID to what the kernel said about it.
 type Table map[int]Info
 
-// Children returns the live children of pid.
-func (t Table) Children(pid int) []Info {
-	var out []Info
-	for _, p := range t {
-		if p.PPID == pid && p.PID != pid {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// Descendants returns every live process below root in the parent tree
-// (root itself excluded).
-func (t Table) Descendants(root int) []Info {
+// ByParent indexes t by parent PID (a process that is its own parent is
+// left out). Build it once and walk it with Below for many roots.
+func (t Table) ByParent() map[int][]Info {
 	children := map[int][]Info{}
 	for _, p := range t {
 		if p.PID != p.PPID {
 			children[p.PPID] = append(children[p.PPID], p)
 		}
 	}
+	return children
+}
+
+// Descendants returns every live process below root in the parent tree
+// (root itself excluded).
+func (t Table) Descendants(root int) []Info { return Below(t.ByParent(), root) }
+
+// Below returns every process below root in a ByParent index (root itself
+// excluded), breadth first; a cycle in the index is walked once.
+func Below(byParent map[int][]Info, root int) []Info {
 	var out []Info
 	seen := map[int]bool{root: true}
 	queue := []int{root}
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
-		for _, c := range children[pid] {
+		for _, c := range byParent[pid] {
 			if !seen[c.PID] {
 				seen[c.PID] = true
 				out = append(out, c)
@@ -42,10 +41,4 @@ func (t Table) Descendants(root int) []Info {
 		}
 	}
 	return out
-}
-
-// Alive reports whether the table holds exactly the process id.
-func (t Table) Alive(id Identity) bool {
-	p, ok := t[id.PID]
-	return ok && p.Identity.Same(id)
 }

@@ -39,12 +39,3 @@ func Snapshot() (Table, error) {
 // environment needs kern.procargs2 parsing); descent is proven there by
 // the session and the monitor's tree only.
 func HasEnv(pid int, kv string) bool { return false }
-
-// DescendantsOf walks the tree below root from one snapshot.
-func DescendantsOf(root int) ([]Info, error) {
-	t, err := Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return t.Descendants(root), nil
-}

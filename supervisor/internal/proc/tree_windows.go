@@ -31,12 +31,3 @@ func Snapshot() (Table, error) {
 
 // HasEnv is not implemented on Windows.
 func HasEnv(pid int, kv string) bool { return false }
-
-// DescendantsOf walks the tree below root from one snapshot.
-func DescendantsOf(root int) ([]Info, error) {
-	t, err := Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return t.Descendants(root), nil
-}

@@ -1,39 +1,22 @@
 package kv
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil/cmdtest"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestProgressLine_DrawsWhenForcedAndClearsAtStop: the bar shows only where
 // asked (a buffer is no terminal), redraws in place and is cleared at stop.
 func TestProgressLine_DrawsWhenForcedAndClearsAtStop(t *testing.T) {
-	var off lockedBuffer
+	var off cmdtest.LockedBuffer
 	startProgressLine(&off, nil, func(time.Duration) string { return "x" })()
 	if off.String() != "" {
 		t.Fatalf("drew on a non-terminal: %q", off.String())
 	}
-	var on lockedBuffer
+	var on cmdtest.LockedBuffer
 	force := true
 	stop := startProgressLine(&on, &force, func(time.Duration) string { return renderBar(0.5) + " half" })
 	deadline := time.Now().Add(5 * time.Second)

@@ -5,31 +5,13 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil/cmdtest"
 	"github.com/devkit-go/devkit/supervisor"
 )
-
-// lockedBuffer is written by the follower and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestLogs_FollowAcrossTruncationStopsOnCancel(t *testing.T) {
 	e := newEnv(t, `
@@ -40,7 +22,7 @@ processes:
     ready: {log: "tick 1", timeout: 5s}
 `)
 	e.must(0, "start", "ticker")
-	var out lockedBuffer
+	var out cmdtest.LockedBuffer
 	opts := &LogsOptions{
 		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out},
 		Sup: func(need bool) (*supervisor.Supervisor, error) {
@@ -118,7 +100,7 @@ processes:
 	if !strings.Contains(out, "web    | web up\n") || !strings.Contains(out, "worker | worker") {
 		t.Fatalf("merged logs:\n%s", out)
 	}
-	var buf lockedBuffer
+	var buf cmdtest.LockedBuffer
 	opts := &LogsOptions{
 		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &buf, ErrOut: &buf},
 		Sup: func(need bool) (*supervisor.Supervisor, error) {
