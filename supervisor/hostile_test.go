@@ -34,6 +34,10 @@ func leaderlessSession(t *testing.T) (proc.Identity, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdin, err := cmd.StdinPipe() // the leader lives until this is closed
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +46,7 @@ func leaderlessSession(t *testing.T) (proc.Identity, int) {
 		t.Fatal(err)
 	}
 	line, _ := bufio.NewReader(out).ReadString('\n')
+	stdin.Close()
 	cmd.Wait()
 	member, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "grandchild")))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -96,6 +97,10 @@ func runChild(modes string) int {
 			// Only once it ignores SIGTERM: a stop may signal it at once.
 			bufio.NewReader(out).ReadString('\n')
 			fmt.Println("grandchild", cmd.Process.Pid)
+			// The session leader lives until the test has looked it up
+			// (it closes our stdin), so a loaded machine cannot turn the
+			// lookup into a race with our exit.
+			_, _ = io.Copy(io.Discard, os.Stdin)
 		case "env":
 			fmt.Printf("%s=%s\n", arg, os.Getenv(arg))
 		case "print":
