@@ -80,8 +80,12 @@ type LimitResult struct {
 
 // KeyInfo is what a store holds for one identity, independent of limits.
 type KeyInfo struct {
-	Key    string `json:"key"`
-	Exists bool   `json:"exists"`
+	Key string `json:"key"`
+	// StorageKey is where the store keeps key's state, whether or not it
+	// exists: the Redis key for the Redis store ("rl:{user:42}"), empty for
+	// a store without a key space of its own (memory).
+	StorageKey string `json:"storage_key,omitempty"`
+	Exists     bool   `json:"exists"`
 	// Hits is the cost requested since the state was created.
 	Hits int64 `json:"hits"`
 	// TTL is how long the state lives without further requests.

@@ -120,7 +120,7 @@ func (s *Store) Close() error { return nil }
 // Node implements ratelimit.Partitioned: in cluster mode, the address of the
 // master that holds key's slot, so that the limiter keeps one circuit
 // breaker per master; "" for a single node or sentinel.
-func (s *Store) Node(ctx context.Context, key string) string { return s.nodeOf(ctx, s.Key(key)) }
+func (s *Store) Node(ctx context.Context, key string) string { return s.nodeOf(ctx, s.redisKey(key)) }
 
 // nodeOf is the master of a Redis key's slot.
 func (s *Store) nodeOf(ctx context.Context, redisKey string) string {
@@ -134,9 +134,9 @@ func (s *Store) nodeOf(ctx context.Context, redisKey string) string {
 	return m.Options().Addr
 }
 
-// Key is the Redis key holding key's state. The braces are a hash tag: all
-// of one identity's limits share one slot.
-func (s *Store) Key(key string) string { return s.prefix + "{" + key + "}" }
+// redisKey is the Redis key holding key's state. The braces are a hash tag:
+// all of one identity's limits share one slot.
+func (s *Store) redisKey(key string) string { return s.prefix + "{" + key + "}" }
 
 // Check implements ratelimit.Store.
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
@@ -153,9 +153,9 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 		err error
 	)
 	if s.batch != nil {
-		raw, err = s.batch.do(ctx, s.Key(req.Key), args, len(req.Limits))
+		raw, err = s.batch.do(ctx, s.redisKey(req.Key), args, len(req.Limits))
 	} else {
-		raw, err = s.check.Run(ctx, s.client, []string{s.Key(req.Key)}, args...).Int64Slice()
+		raw, err = s.check.Run(ctx, s.client, []string{s.redisKey(req.Key)}, args...).Int64Slice()
 	}
 	if err != nil {
 		return fmt.Errorf("redisstore: check %q: %w", req.Key, err)
@@ -230,7 +230,7 @@ func (s *Store) nowArg() int64 {
 // on the reset channel so that every limiter following it (FollowResets)
 // drops the key from its blocked cache.
 func (s *Store) Reset(ctx context.Context, key string) (bool, error) {
-	n, err := s.client.Del(ctx, s.Key(key)).Result()
+	n, err := s.client.Del(ctx, s.redisKey(key)).Result()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: reset %q: %w", key, err)
 	}
@@ -263,8 +263,8 @@ func (s *Store) FollowResets(ctx context.Context, onReset func(key string)) erro
 
 // Info implements ratelimit.Store.
 func (s *Store) Info(ctx context.Context, key string) (ratelimit.KeyInfo, error) {
-	info := ratelimit.KeyInfo{Key: key}
-	rk := s.Key(key)
+	rk := s.redisKey(key)
+	info := ratelimit.KeyInfo{Key: key, StorageKey: rk}
 	pipe := s.client.Pipeline()
 	val := pipe.Get(ctx, rk)
 	ttl := pipe.PTTL(ctx, rk)

@@ -125,7 +125,13 @@ func TestRedis_KeysExpireByThemselvesAndUseServerTime(t *testing.T) {
 	if err := store.Check(ctx, ratelimit.CheckRequest{Key: "exp", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
 		t.Fatal(err)
 	}
-	ttl, err := c.PTTL(ctx, store.Key("exp")).Result()
+	// Info names the Redis key it read, for a person to look at it with
+	// redis-cli; it must be the key that holds the state.
+	info, err := store.Info(ctx, "exp")
+	if err != nil || !info.Exists || info.StorageKey != store.Key("exp") {
+		t.Fatalf("info = %+v, %v; want the storage key %q", info, err, store.Key("exp"))
+	}
+	ttl, err := c.PTTL(ctx, info.StorageKey).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

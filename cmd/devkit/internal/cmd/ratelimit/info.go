@@ -92,7 +92,7 @@ func infoRun(ctx context.Context, opts *InfoOptions) error {
 			blocked = "for " + human(info.BlockedFor)
 		}
 		_, err = fmt.Fprintf(opts.IO.Out, "key:      %s\nredis:    %s\nhits:     %d\nexpires:  in %s\nblocked:  %s\n",
-			info.Key, store.Key(info.Key), info.Hits, human(info.TTL), blocked)
+			info.Key, info.StorageKey, info.Hits, human(info.TTL), blocked)
 	} else {
 		_, err = fmt.Fprintf(opts.IO.Out, "%s: no state (never limited, or expired)\n", opts.Key)
 	}
