@@ -32,7 +32,7 @@ type SnapshotInfo struct {
 	Seq      uint64        `json:"seq"`
 	Keys     int           `json:"keys"`
 	Bytes    int64         `json:"bytes"`
-	Duration time.Duration `json:"duration_ns"`
+	Duration time.Duration `json:"duration_seconds"`
 	// At is when the snapshot was complete.
 	At time.Time `json:"at"`
 	// RemovedSegments is how many log segments the snapshot let go.

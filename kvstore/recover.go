@@ -100,7 +100,7 @@ type RecoveryReport struct {
 	Keys             int64         `json:"keys"`
 	TornTailBytes    int64         `json:"torn_tail_bytes"` // cut from the newest segment (Verify: what Open would cut)
 	DroppedBytes     int64         `json:"dropped_bytes"`   // of log cut by RecoverTruncate
-	Duration         time.Duration `json:"duration_ns"`
+	Duration         time.Duration `json:"duration_seconds"`
 }
 
 // DamagedFile is a file that failed its checksum.

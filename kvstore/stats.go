@@ -60,7 +60,7 @@ type Stats struct {
 	ExpiredKeys uint64 `json:"expired_keys"`
 
 	ReplayedRecords  uint64        `json:"replayed_records"`
-	ReplayDuration   time.Duration `json:"replay_duration_ns"`
+	ReplayDuration   time.Duration `json:"replay_duration_seconds"`
 	TornTailBytes    int64         `json:"torn_tail_bytes"`   // cut from the log at open
 	DroppedBytes     int64         `json:"dropped_bytes"`     // of log cut by RecoverTruncate at open
 	SnapshotsSkipped int           `json:"snapshots_skipped"` // damaged snapshots passed over at open

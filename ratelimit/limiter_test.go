@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,7 +129,10 @@ func TestBlockedCache_KeepsFloodFromStore(t *testing.T) {
 	}
 }
 
-func TestStats_PrometheusText(t *testing.T) {
+// TestStats_SnapshotCountsPerRuleAndBindingLimit: the counters the servers
+// export (middleware.Collector) are the snapshot's, per rule and per the
+// limit that bound each decision.
+func TestStats_SnapshotCountsPerRuleAndBindingLimit(t *testing.T) {
 	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
 	for i := 0; i < 3; i++ {
 		l.Check(context.Background(), ratelimit.Request{Key: "k", Rule: "api", Limits: []ratelimit.Limit{ratelimit.PerMinute(2)}})
@@ -137,25 +141,26 @@ func TestStats_PrometheusText(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		l.Check(context.Background(), ratelimit.Request{Key: "k2", Rule: "api", Limits: []ratelimit.Limit{ratelimit.PerMinute(100), daily}})
 	}
-	var b strings.Builder
-	if err := l.Stats().WritePrometheus(&b); err != nil {
-		t.Fatal(err)
+	snap := l.Stats().Snapshot()
+	if len(snap) != 1 {
+		t.Fatalf("snapshot %+v, want one rule", snap)
 	}
-	for _, want := range []string{
-		`ratelimit_allowed_total{rule="api"} 3`,
-		`ratelimit_denied_total{rule="api"} 2`,
-		`ratelimit_decision_seconds_bucket{rule="api",le="+Inf"} 5`,
-		`ratelimit_decision_seconds_count{rule="api"} 5`,
-		// Per limit: the one that bound each decision.
-		`ratelimit_limit_decisions_total{rule="api",limit="fixed-window-2-per-1m0s",decision="allowed"} 2`,
-		`ratelimit_limit_decisions_total{rule="api",limit="fixed-window-2-per-1m0s",decision="denied"} 1`,
-		`ratelimit_limit_decisions_total{rule="api",limit="daily",decision="allowed"} 1`,
-		`ratelimit_limit_decisions_total{rule="api",limit="daily",decision="denied"} 1`,
-		"# TYPE ratelimit_decision_seconds histogram",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("metrics lack %q:\n%s", want, b.String())
-		}
+	c := snap[0]
+	var inBuckets int64
+	for _, n := range c.LatencyBuckets {
+		inBuckets += n
+	}
+	if c.Rule != "api" || c.Allowed != 3 || c.Denied != 2 || c.Decisions() != 5 || inBuckets != 5 ||
+		len(c.LatencyBuckets) != len(c.LatencyBounds)+1 || c.LatencySum <= 0 {
+		t.Fatalf("rule counters %+v", c)
+	}
+	// Per limit: the one that bound each decision.
+	want := []ratelimit.LimitCounters{
+		{Limit: "daily", Allowed: 1, Denied: 1},
+		{Limit: "fixed-window-2-per-1m0s", Allowed: 2, Denied: 1},
+	}
+	if !slices.Equal(c.Limits, want) {
+		t.Fatalf("per-limit counters %+v, want %+v", c.Limits, want)
 	}
 }
 

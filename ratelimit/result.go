@@ -44,8 +44,8 @@ type Result struct {
 	Limit    Limit `json:"-"`
 	// Remaining, ResetAfter, RetryAfter and Blocked are those of Limit.
 	Remaining  int64         `json:"remaining"`
-	ResetAfter time.Duration `json:"reset_after"`
-	RetryAfter time.Duration `json:"retry_after"`
+	ResetAfter time.Duration `json:"reset_after_seconds"`
+	RetryAfter time.Duration `json:"retry_after_seconds"`
 	Blocked    bool          `json:"blocked"`
 	// Limits holds one result per limit, in the order of the request. It is
 	// empty when the failure policy decided.

@@ -1,24 +1,24 @@
 package ratelimit
 
 import (
-	"fmt"
-	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// LatencyBuckets are the upper bounds of the decision latency histogram.
+// latencyBuckets are the upper bounds of the decision latency histogram.
 var latencyBuckets = [...]time.Duration{
 	50 * time.Microsecond, 100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
 	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
 	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
 }
 
-// Stats counts decisions per rule. Counters only grow.
+// Stats counts decisions per rule. Counters only grow. The package exposes
+// them as plain numbers (Snapshot) and knows no metrics system: a server
+// turns them into Prometheus metrics when scraped (ratelimit/middleware's
+// Collector, served on the admin API's /metrics).
 type Stats struct {
 	// rules maps a rule name to its *ruleStats; read-mostly, so lock-free reads.
 	rules sync.Map
@@ -105,8 +105,8 @@ type RuleCounters struct {
 	// LatencyBuckets[i] counts decisions that took at most LatencyBounds[i];
 	// the last entry counts the slower ones.
 	LatencyBuckets []int64         `json:"latency_buckets"`
-	LatencyBounds  []time.Duration `json:"latency_bounds"`
-	LatencySum     time.Duration   `json:"latency_sum"`
+	LatencyBounds  []time.Duration `json:"latency_bounds_seconds"`
+	LatencySum     time.Duration   `json:"latency_sum_seconds"`
 	// Limits are the decisions per binding limit, sorted by name.
 	Limits []LimitCounters `json:"limits,omitempty"`
 }
@@ -147,55 +147,4 @@ func (s *Stats) Snapshot() []RuleCounters {
 	})
 	slices.SortFunc(out, func(a, b RuleCounters) int { return strings.Compare(a.Rule, b.Rule) })
 	return out
-}
-
-// WritePrometheus writes the counters in the Prometheus text exposition
-// format (version 0.0.4), ready to serve on /metrics.
-func (s *Stats) WritePrometheus(w io.Writer) error {
-	snap := s.Snapshot()
-	var b strings.Builder
-	counter := func(name, help string, value func(RuleCounters) int64) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
-		for _, c := range snap {
-			fmt.Fprintf(&b, "%s{rule=%s} %d\n", name, strconv.Quote(c.Rule), value(c))
-		}
-	}
-	counter("ratelimit_allowed_total", "Requests allowed.", func(c RuleCounters) int64 { return c.Allowed })
-	counter("ratelimit_denied_total", "Requests denied.", func(c RuleCounters) int64 { return c.Denied })
-	counter("ratelimit_shadow_denied_total", "Requests a limit denied but shadow mode let through.", func(c RuleCounters) int64 { return c.ShadowDenied })
-	counter("ratelimit_store_errors_total", "Store calls that failed or timed out.", func(c RuleCounters) int64 { return c.StoreErrors })
-	counter("ratelimit_canceled_total", "Checks whose caller went away before the store answered (not store errors).", func(c RuleCounters) int64 { return c.Canceled })
-	counter("ratelimit_circuit_open_total", "Checks decided by an open circuit breaker without calling the store.", func(c RuleCounters) int64 { return c.CircuitOpen })
-	counter("ratelimit_fail_open_total", "Requests let through by the fail-open policy.", func(c RuleCounters) int64 { return c.FailOpen })
-	counter("ratelimit_fail_closed_total", "Requests refused by the fail-closed policy.", func(c RuleCounters) int64 { return c.FailClosed })
-	counter("ratelimit_blocked_cache_total", "Requests denied from the in-process blocked cache.", func(c RuleCounters) int64 { return c.BlockedCache })
-	const d = "ratelimit_limit_decisions_total"
-	fmt.Fprintf(&b, "# HELP %s Decisions of the store and blocked cache by the limit that bound them.\n# TYPE %s counter\n", d, d)
-	for _, c := range snap {
-		for _, lc := range c.Limits {
-			for _, v := range [...]struct {
-				decision string
-				n        int64
-			}{{"allowed", lc.Allowed}, {"denied", lc.Denied}, {"shadow_denied", lc.ShadowDenied}} {
-				fmt.Fprintf(&b, "%s{rule=%s,limit=%s,decision=%q} %d\n", d, strconv.Quote(c.Rule), strconv.Quote(lc.Limit), v.decision, v.n)
-			}
-		}
-	}
-	const h = "ratelimit_decision_seconds"
-	fmt.Fprintf(&b, "# HELP %s Time to decide a request, store included.\n# TYPE %s histogram\n", h, h)
-	for _, c := range snap {
-		rule := strconv.Quote(c.Rule)
-		var cum int64
-		for i, n := range c.LatencyBuckets {
-			cum += n
-			le := "+Inf"
-			if i < len(c.LatencyBounds) {
-				le = strconv.FormatFloat(c.LatencyBounds[i].Seconds(), 'g', -1, 64)
-			}
-			fmt.Fprintf(&b, "%s_bucket{rule=%s,le=%q} %d\n", h, rule, le, cum)
-		}
-		fmt.Fprintf(&b, "%s_sum{rule=%s} %g\n%s_count{rule=%s} %d\n", h, rule, c.LatencySum.Seconds(), h, rule, cum)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

@@ -59,7 +59,7 @@ type Consumer struct {
 	// was created; it expires with the state.
 	Hits int64 `json:"hits"`
 	// TTL is how long the state lives without further requests.
-	TTL time.Duration `json:"ttl"`
+	TTL time.Duration `json:"ttl_seconds"`
 }
 
 // LimitResult is the outcome of one limit in a check.
@@ -69,11 +69,11 @@ type LimitResult struct {
 	// Remaining is what may still be spent after this check.
 	Remaining int64 `json:"remaining"`
 	// ResetAfter is when the limit is back to full capacity.
-	ResetAfter time.Duration `json:"reset_after"`
+	ResetAfter time.Duration `json:"reset_after_seconds"`
 	// RetryAfter is, for a denial, how long until the same request would be
 	// allowed; -1 means never (the cost exceeds the capacity). Zero when
 	// allowed.
-	RetryAfter time.Duration `json:"retry_after"`
+	RetryAfter time.Duration `json:"retry_after_seconds"`
 	// Blocked reports that a penalty block is in force.
 	Blocked bool `json:"blocked"`
 }
@@ -89,7 +89,7 @@ type KeyInfo struct {
 	// Hits is the cost requested since the state was created.
 	Hits int64 `json:"hits"`
 	// TTL is how long the state lives without further requests.
-	TTL time.Duration `json:"ttl"`
+	TTL time.Duration `json:"ttl_seconds"`
 	// BlockedFor is the longest penalty block in force, zero if none.
-	BlockedFor time.Duration `json:"blocked_for"`
+	BlockedFor time.Duration `json:"blocked_for_seconds"`
 }

@@ -138,7 +138,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Admin != "" {
 		s.adminSrv = &http.Server{
-			Handler:           middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, ExtraMetrics: s.metrics.write}),
+			Handler:           middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry}),
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 			ReadTimeout:       cfg.ReadTimeout,
 			WriteTimeout:      cfg.WriteTimeout,

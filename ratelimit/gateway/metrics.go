@@ -2,65 +2,56 @@ package gateway
 
 // Upstream metrics count every response the upstream gave by status class
 // and its latency; an upstream that failed is an error, a client that left
-// is counted apart (it says nothing about the upstream).
+// is counted apart (it says nothing about the upstream). They live in the
+// gateway's own Prometheus registry, with the Go runtime and process
+// collectors, which the admin API serves beside the limiter's metrics.
 
 import (
-	"fmt"
-	"io"
 	"net/http"
-	"slices"
-	"strings"
-	"sync/atomic"
+	"strconv"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-var upstreamBuckets = [...]time.Duration{
-	500 * time.Microsecond, time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
-	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
-	time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second,
-}
+// upstreamBuckets are the bounds, in seconds, of gateway_upstream_seconds.
+var upstreamBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 type upstreamMetrics struct {
-	classes    [6]atomic.Int64 // 1xx..5xx at 1..5
-	errors     atomic.Int64
-	clientGone atomic.Int64
-	buckets    [len(upstreamBuckets) + 1]atomic.Int64
-	sumNanos   atomic.Int64
+	registry   *prometheus.Registry
+	classes    [6]prometheus.Counter // 1xx..5xx at 1..5
+	errors     prometheus.Counter
+	clientGone prometheus.Counter
+	latency    prometheus.Histogram
 }
 
-func newUpstreamMetrics() *upstreamMetrics { return &upstreamMetrics{} }
+func newUpstreamMetrics() *upstreamMetrics {
+	m := &upstreamMetrics{
+		registry: prometheus.NewRegistry(),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "gateway_upstream_errors_total",
+			Help: "Requests the upstream did not answer (refused, reset, timed out)."}),
+		clientGone: prometheus.NewCounter(prometheus.CounterOpts{Name: "gateway_client_gone_total",
+			Help: "Requests whose client went away before the upstream answered."}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gateway_upstream_seconds",
+			Help: "Time to the upstream's response headers.", Buckets: upstreamBuckets}),
+	}
+	responses := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_upstream_responses_total",
+		Help: "Upstream responses by status class."}, []string{"class"})
+	for c := 1; c <= 5; c++ {
+		m.classes[c] = responses.WithLabelValues(strconv.Itoa(c) + "xx")
+	}
+	// A fresh registry holds nothing these could collide with.
+	m.registry.MustRegister(responses, m.errors, m.clientGone, m.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
 
 func (m *upstreamMetrics) observe(status int, took time.Duration) {
 	if c := status / 100; c >= 1 && c <= 5 {
-		m.classes[c].Add(1)
+		m.classes[c].Inc()
 	}
-	i, _ := slices.BinarySearch(upstreamBuckets[:], took)
-	m.buckets[i].Add(1)
-	m.sumNanos.Add(int64(took))
-}
-
-func (m *upstreamMetrics) write(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("# HELP gateway_upstream_responses_total Upstream responses by status class.\n# TYPE gateway_upstream_responses_total counter\n")
-	for c := 1; c <= 5; c++ {
-		fmt.Fprintf(&b, "gateway_upstream_responses_total{class=\"%dxx\"} %d\n", c, m.classes[c].Load())
-	}
-	fmt.Fprintf(&b, "# HELP gateway_upstream_errors_total Requests the upstream did not answer (refused, reset, timed out).\n# TYPE gateway_upstream_errors_total counter\ngateway_upstream_errors_total %d\n", m.errors.Load())
-	fmt.Fprintf(&b, "# HELP gateway_client_gone_total Requests whose client went away before the upstream answered.\n# TYPE gateway_client_gone_total counter\ngateway_client_gone_total %d\n", m.clientGone.Load())
-	const h = "gateway_upstream_seconds"
-	fmt.Fprintf(&b, "# HELP %s Time to the upstream's response headers.\n# TYPE %s histogram\n", h, h)
-	var cum int64
-	for i := range m.buckets {
-		cum += m.buckets[i].Load()
-		le := "+Inf"
-		if i < len(upstreamBuckets) {
-			le = fmt.Sprint(upstreamBuckets[i].Seconds())
-		}
-		fmt.Fprintf(&b, "%s_bucket{le=%q} %d\n", h, le, cum)
-	}
-	fmt.Fprintf(&b, "%s_sum %g\n%s_count %d\n", h, time.Duration(m.sumNanos.Load()).Seconds(), h, cum)
-	_, err := io.WriteString(w, b.String())
-	return err
+	m.latency.Observe(took.Seconds())
 }
 
 // measuredTransport observes every upstream round trip.
@@ -74,7 +65,7 @@ func (t *measuredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
 	if err != nil {
 		if r.Context().Err() == nil {
-			t.m.errors.Add(1)
+			t.m.errors.Inc()
 		}
 		return nil, err
 	}

@@ -1,18 +1,22 @@
 package middleware
 
 // The admin API never answers a request without the bearer token when one
-// is set (compared in constant time), and its JSON durations are seconds
-// (`_seconds` fields), the convention of the CLI's --json.
+// is set (compared in constant time). Its JSON is that of the ratelimit
+// types it serves (their schema rule: snake_case, durations as float seconds
+// in `_seconds` fields, the rule of the CLI's --json too), and its /metrics
+// is a Prometheus registry fed from the limiter's counters (Collector).
 
 import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/devkit-go/devkit/ratelimit"
 )
@@ -22,9 +26,9 @@ type AdminOptions struct {
 	// Token, when set, is the bearer token every request must carry
 	// (Authorization: Bearer <token>); others get 401.
 	Token string
-	// ExtraMetrics, when set, writes more Prometheus text after the
-	// limiter's (the gateway's upstream metrics).
-	ExtraMetrics func(w io.Writer) error
+	// Metrics, when set, are served on /metrics beside the limiter's (the
+	// gateway's registry: upstream metrics, Go runtime and process).
+	Metrics prometheus.Gatherer
 }
 
 // NewAdmin returns the inspection API of a limiter, to be served on an
@@ -37,15 +41,13 @@ type AdminOptions struct {
 //	POST /reset?key=K       delete one identity's state, on every proxy sharing the store
 func NewAdmin(l *ratelimit.Limiter, opts AdminOptions) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		if err := l.Stats().WritePrometheus(w); err != nil {
-			return // the client left
-		}
-		if opts.ExtraMetrics != nil {
-			_ = opts.ExtraMetrics(w)
-		}
-	})
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(NewCollector(l)) // a new registry: nothing to collide with
+	gatherers := prometheus.Gatherers{registry}
+	if opts.Metrics != nil {
+		gatherers = append(gatherers, opts.Metrics)
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -72,11 +74,10 @@ func NewAdmin(l *ratelimit.Limiter, opts AdminOptions) http.Handler {
 			adminError(w, r, http.StatusBadGateway, err.Error())
 			return
 		}
-		out := make([]ConsumerJSON, len(top))
-		for i, c := range top {
-			out[i] = ConsumerJSON{Key: c.Key, Hits: c.Hits, TTLSeconds: Seconds(c.TTL)}
+		if top == nil {
+			top = []ratelimit.Consumer{}
 		}
-		adminJSON(w, http.StatusOK, out)
+		adminJSON(w, http.StatusOK, top)
 	})
 	mux.HandleFunc("GET /info", func(w http.ResponseWriter, r *http.Request) {
 		key := r.URL.Query().Get("key")
@@ -93,7 +94,7 @@ func NewAdmin(l *ratelimit.Limiter, opts AdminOptions) http.Handler {
 		if !info.Exists {
 			status = http.StatusNotFound
 		}
-		adminJSON(w, status, InfoJSONOf(info))
+		adminJSON(w, status, info)
 	})
 	mux.HandleFunc("POST /reset", func(w http.ResponseWriter, r *http.Request) {
 		key := r.URL.Query().Get("key")
@@ -131,40 +132,11 @@ type Health struct {
 	Breakers       []ratelimit.BreakerState `json:"breakers,omitempty"`
 }
 
-// InfoJSON is the /info answer and the JSON of `devkit ratelimit info`.
-type InfoJSON struct {
-	Key               string  `json:"key"`
-	Exists            bool    `json:"exists"`
-	Hits              int64   `json:"hits"`
-	TTLSeconds        float64 `json:"ttl_seconds"`
-	BlockedForSeconds float64 `json:"blocked_for_seconds"`
-}
-
-// InfoJSONOf renders a KeyInfo with durations in seconds.
-func InfoJSONOf(info ratelimit.KeyInfo) InfoJSON {
-	return InfoJSON{Key: info.Key, Exists: info.Exists, Hits: info.Hits,
-		TTLSeconds: Seconds(info.TTL), BlockedForSeconds: Seconds(info.BlockedFor)}
-}
-
-// ConsumerJSON is one entry of /top and of `devkit ratelimit top --json`.
-type ConsumerJSON struct {
-	Key        string  `json:"key"`
-	Hits       int64   `json:"hits"`
-	TTLSeconds float64 `json:"ttl_seconds"`
-}
-
 // ResetJSON is the /reset answer and the JSON of `devkit ratelimit reset`.
+// (The /info and /top answers are ratelimit.KeyInfo and []ratelimit.Consumer.)
 type ResetJSON struct {
 	Key     string `json:"key"`
 	Existed bool   `json:"existed"`
-}
-
-// Seconds renders a duration as seconds for JSON; -1 for "never".
-func Seconds(d time.Duration) float64 {
-	if d < 0 {
-		return -1
-	}
-	return d.Seconds()
 }
 
 func adminJSON(w http.ResponseWriter, status int, v any) {

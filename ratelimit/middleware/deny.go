@@ -41,7 +41,7 @@ type deniedParts struct {
 	// detailHead is the problem body up to the detail's variable part:
 	// `{"type":…,"detail":"Limit \"name\" (5 per 15m0s)` (JSON-escaped).
 	detailHead []byte
-	// tail is `,"policy":…,"limit":N,"window":"…"`.
+	// tail is `,"policy":…,"limit":N,"window_seconds":S`.
 	tail []byte
 }
 
@@ -65,9 +65,9 @@ func newDeniedParts(lim ratelimit.Limit, window string) *deniedParts {
 		tail = append(tail, `,"limit":`...)
 		tail = strconv.AppendInt(tail, c, 10)
 	}
-	if window != "" {
-		tail = append(tail, `,"window":`...)
-		tail = appendJSONString(tail, window)
+	if s := lim.Period.Seconds(); s != 0 {
+		tail = append(tail, `,"window_seconds":`...)
+		tail = appendJSONFloat(tail, s)
 	}
 	d.tail = tail
 	return d
@@ -105,7 +105,7 @@ func writeFastDenial(w http.ResponseWriter, r *http.Request, res *ratelimit.Resu
 		body = appendJSONString(body, rule)
 	}
 	body = append(body, d.tail...)
-	body = append(body, `,"retry_after":`...)
+	body = append(body, `,"retry_after_seconds":`...)
 	body = strconv.AppendInt(body, secs, 10)
 	if res.Blocked {
 		body = append(body, `,"blocked":true`...)

@@ -132,7 +132,9 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// Problem is the RFC 9457 body of a 429 or 503 answer.
+// Problem is the RFC 9457 body of a 429 or 503 answer. Its extension
+// members follow the JSON rule of the admin API and the CLI: durations are
+// seconds in _seconds members (the window as a number, not "15m0s").
 type Problem struct {
 	Type     string `json:"type"`
 	Title    string `json:"title"`
@@ -140,12 +142,14 @@ type Problem struct {
 	Detail   string `json:"detail"`
 	Instance string `json:"instance,omitempty"`
 	// Extensions.
-	Rule       string `json:"rule,omitempty"`
-	Policy     string `json:"policy,omitempty"`
-	Limit      int64  `json:"limit,omitempty"`
-	Window     string `json:"window,omitempty"`
-	RetryAfter *int64 `json:"retry_after,omitempty"`
-	Blocked    bool   `json:"blocked,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+	Policy string `json:"policy,omitempty"`
+	Limit  int64  `json:"limit,omitempty"`
+	// WindowSeconds is the period of the limit that denied.
+	WindowSeconds float64 `json:"window_seconds,omitempty"`
+	// RetryAfterSeconds is the Retry-After header's value.
+	RetryAfterSeconds *int64 `json:"retry_after_seconds,omitempty"`
+	Blocked           bool   `json:"blocked,omitempty"`
 }
 
 // WriteProblem answers 429 Too Many Requests with a problem+json body
@@ -158,7 +162,7 @@ func writeDenial(w http.ResponseWriter, r *http.Request, res *ratelimit.Result, 
 	p := Problem{
 		Type: problemTypeLimit, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
 		Instance: r.URL.Path, Rule: rule, Policy: res.Limit.DisplayName(), Limit: res.Limit.Capacity(),
-		Window: window, Blocked: res.Blocked,
+		WindowSeconds: res.Limit.Period.Seconds(), Blocked: res.Blocked,
 	}
 	// The detail is built by appending (no fmt): a flood is answered here.
 	d := make([]byte, 0, 128)
@@ -179,12 +183,12 @@ func writeDenial(w http.ResponseWriter, r *http.Request, res *ratelimit.Result, 
 		d = append(d, window...)
 		d = append(d, ")."...)
 	case res.Blocked:
-		p.RetryAfter = &secs
+		p.RetryAfterSeconds = &secs
 		d = append(d, ") was exceeded; requests are blocked for "...)
 		d = strconv.AppendInt(d, secs, 10)
 		d = append(d, " more seconds."...)
 	default:
-		p.RetryAfter = &secs
+		p.RetryAfterSeconds = &secs
 		d = append(d, ") is exhausted; retry in "...)
 		d = strconv.AppendInt(d, secs, 10)
 		d = append(d, " seconds."...)
@@ -199,7 +203,7 @@ func writeUnavailable(w http.ResponseWriter, r *http.Request, res *ratelimit.Res
 	writeJSON(w, Problem{
 		Type: problemTypeClosed, Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
 		Detail:   "The rate limiter cannot reach its store and this route fails closed; retry shortly.",
-		Instance: r.URL.Path, Rule: rule, RetryAfter: &secs,
+		Instance: r.URL.Path, Rule: rule, RetryAfterSeconds: &secs,
 	})
 }
 

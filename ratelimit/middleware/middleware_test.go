@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/internal/jsonschema"
 	"github.com/devkit-go/devkit/ratelimit/internal/storetest"
 	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/middleware"
@@ -101,7 +106,7 @@ func TestLogin_GoldenHeadersAndProblemBody(t *testing.T) {
 	const golden = `{"type":"https://github.com/devkit-go/devkit/blob/main/docs/ratelimit.md#429-too-many-requests",` +
 		`"title":"Too Many Requests","status":429,` +
 		`"detail":"Limit \"login\" (5 per 15m0s) was exceeded; requests are blocked for 3600 more seconds.",` +
-		`"instance":"/auth/login","rule":"login","policy":"login","limit":5,"window":"15m0s","retry_after":3600,"blocked":true}` + "\n"
+		`"instance":"/auth/login","rule":"login","policy":"login","limit":5,"window_seconds":900,"retry_after_seconds":3600,"blocked":true}` + "\n"
 	if w.Body.String() != golden {
 		t.Fatalf("body:\n%s\nwant:\n%s", w.Body.String(), golden)
 	}
@@ -297,11 +302,43 @@ func TestAdmin_MetricsHealthTopInfoReset(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := get("GET", "/metrics"); code != 200 || !strings.Contains(body, `ratelimit_denied_total{rule="login"} 2`) {
+	code, body := get("GET", "/metrics")
+	if code != 200 {
 		t.Fatalf("metrics %d:\n%s", code, body)
 	}
-	if code, body := get("GET", "/metrics"); code != 200 || !strings.Contains(body, `ratelimit_limit_decisions_total{rule="login",limit="login",decision="denied"} 2`) {
-		t.Fatalf("per-limit metrics %d:\n%s", code, body)
+	metrics := parseMetrics(t, body)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"ratelimit_denied_total", []string{"rule", "login"}, 2},
+		{"ratelimit_allowed_total", []string{"rule", "login"}, 5},
+		{"ratelimit_limit_decisions_total", []string{"rule", "login", "limit", "login", "decision", "denied"}, 2},
+		{"ratelimit_limit_decisions_total", []string{"rule", "login", "limit", "login", "decision", "allowed"}, 5},
+	} {
+		if got := metrics.value(t, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	// The latency histogram is the snapshot's, bucket by bucket.
+	snap := l.Stats().Snapshot()[0]
+	hist := metrics.histogram(t, "ratelimit_decision_seconds", "rule", "login")
+	if hist.GetSampleCount() != uint64(snap.Decisions()) || len(hist.GetBucket()) < len(snap.LatencyBounds) || hist.GetSampleSum() != snap.LatencySum.Seconds() {
+		t.Fatalf("ratelimit_decision_seconds %v, want the snapshot's %+v", hist, snap)
+	}
+	var below uint64
+	for i, b := range hist.GetBucket()[:len(snap.LatencyBounds)] { // the parser adds +Inf
+		below += uint64(snap.LatencyBuckets[i])
+		if b.GetUpperBound() != snap.LatencyBounds[i].Seconds() || b.GetCumulativeCount() != below {
+			t.Fatalf("bucket %d = %v, want le %v count %d", i, b, snap.LatencyBounds[i].Seconds(), below)
+		}
+	}
+	for _, path := range []string{"/info?key=login|ip=203.0.113.9", "/health", "/top?n=5", "/info?key=nobody"} {
+		_, body := get("GET", path)
+		if problems, err := jsonschema.Check([]byte(body)); err != nil || len(problems) > 0 {
+			t.Errorf("GET %s: %s breaks the JSON schema rule: %q %v", path, body, problems, err)
+		}
 	}
 	if code, body := get("GET", "/info?key=login|ip=203.0.113.9"); code != 200 || !strings.Contains(body, `"ttl_seconds": `) || !strings.Contains(body, `"blocked_for_seconds": 3599.9`) {
 		t.Fatalf("info durations in seconds %d %s", code, body)
@@ -385,4 +422,55 @@ func TestAdmin_BearerToken(t *testing.T) {
 			t.Errorf("Authorization %q: %d, want %d", c.auth, resp.StatusCode, c.want)
 		}
 	}
+}
+
+// metricFamilies are the families of a Prometheus text exposition.
+type metricFamilies map[string]*dto.MetricFamily
+
+func parseMetrics(t *testing.T, body string) metricFamilies {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mf, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("the exposition does not parse: %v\n%s", err, body)
+	}
+	return mf
+}
+
+// metric is the sample of family name with exactly the label pairs given.
+func (mf metricFamilies) metric(t *testing.T, name string, labels ...string) *dto.Metric {
+	t.Helper()
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+	f, ok := mf[name]
+	if !ok {
+		t.Fatalf("no metric %s", name)
+	}
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			got[lp.GetName()] = lp.GetValue()
+		}
+		if maps.Equal(got, want) {
+			return m
+		}
+	}
+	t.Fatalf("no %s with labels %v in %v", name, want, f)
+	return nil
+}
+
+func (mf metricFamilies) value(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	m := mf.metric(t, name, labels...)
+	if m.GetCounter() != nil {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
+}
+
+func (mf metricFamilies) histogram(t *testing.T, name string, labels ...string) *dto.Histogram {
+	t.Helper()
+	return mf.metric(t, name, labels...).GetHistogram()
 }

@@ -5,6 +5,7 @@ package middleware
 // escaping), checked by TestProblemJSON_SameAsEncodingJSON.
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
@@ -35,18 +36,35 @@ func appendProblem(b []byte, p *Problem) []byte {
 		b = append(b, `,"limit":`...)
 		b = strconv.AppendInt(b, p.Limit, 10)
 	}
-	if p.Window != "" {
-		b = append(b, `,"window":`...)
-		b = appendJSONString(b, p.Window)
+	if p.WindowSeconds != 0 {
+		b = append(b, `,"window_seconds":`...)
+		b = appendJSONFloat(b, p.WindowSeconds)
 	}
-	if p.RetryAfter != nil {
-		b = append(b, `,"retry_after":`...)
-		b = strconv.AppendInt(b, *p.RetryAfter, 10)
+	if p.RetryAfterSeconds != nil {
+		b = append(b, `,"retry_after_seconds":`...)
+		b = strconv.AppendInt(b, *p.RetryAfterSeconds, 10)
 	}
 	if p.Blocked {
 		b = append(b, `,"blocked":true`...)
 	}
 	return append(b, '}', '\n')
+}
+
+// appendJSONFloat formats f as encoding/json does: 'f' notation, or 'e'
+// below 1e-6 and from 1e21 on, with a two-digit exponent cut to one.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 const hexDigits = "0123456789abcdef"

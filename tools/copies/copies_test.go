@@ -37,6 +37,11 @@ var copySets = map[string][]string{
 		"kvstore/internal/dirlock/trylock_unix.go",
 		"supervisor/internal/lockfile/trylock_unix.go",
 	},
+	"JSON schema rule": {
+		"ratelimit/internal/jsonschema/jsonschema.go",
+		"kvstore/internal/jsonschema/jsonschema.go",
+		"cmd/devkit/internal/jsonschema/jsonschema.go",
+	},
 	"lock contention (windows)": {
 		"kvstore/internal/dirlock/trylock_windows.go",
 		"supervisor/internal/lockfile/trylock_windows.go",

@@ -77,26 +77,22 @@ A progress bar shows on a terminal; the summary table gives ops/s, p50, p99 and 
 }
 
 // BenchRow is one line of the summary. Durations are float seconds in
-// *_seconds fields, the rule of every --json; p50_us and p99_us (the same
-// latencies in microseconds) stay for the scripts that read them.
+// *_seconds fields, the rule of every --json (the p50_us and p99_us that
+// stood beside them are gone: one rule, one name per value).
 type BenchRow struct {
 	Op         string  `json:"op"`
 	Requests   int     `json:"requests"`
 	OpsPerSec  float64 `json:"ops_per_sec"`
 	P50Seconds float64 `json:"p50_seconds"`
 	P99Seconds float64 `json:"p99_seconds"`
-	P50Micros  float64 `json:"p50_us"`
-	P99Micros  float64 `json:"p99_us"`
 	Errors     int     `json:"errors"`
 }
 
-// BenchResult is what `devkit kv bench --json` prints; duration_s is
-// duration_seconds under its older name, kept for scripts.
+// BenchResult is what `devkit kv bench --json` prints.
 type BenchResult struct {
 	Addr            string     `json:"addr"`
 	Clients         int        `json:"clients"`
 	DurationSeconds float64    `json:"duration_seconds"`
-	Duration        float64    `json:"duration_s"`
 	ValueSize       int        `json:"value_size"`
 	Rows            []BenchRow `json:"rows"`
 }
@@ -242,11 +238,10 @@ func summarize(workers []benchWorker, elapsed time.Duration, opts *BenchOptions,
 		if len(lat) > 0 {
 			p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 			r.P50Seconds, r.P99Seconds = p50.Seconds(), p99.Seconds()
-			r.P50Micros, r.P99Micros = float64(p50.Nanoseconds())/1e3, float64(p99.Nanoseconds())/1e3
 		}
 		return r
 	}
-	res := BenchResult{Addr: addr, Clients: opts.Clients, DurationSeconds: secs, Duration: secs, ValueSize: opts.ValueSize}
+	res := BenchResult{Addr: addr, Clients: opts.Clients, DurationSeconds: secs, ValueSize: opts.ValueSize}
 	if opts.WritePercent > 0 {
 		res.Rows = append(res.Rows, row("set", set, setErr))
 	}
@@ -258,24 +253,22 @@ func summarize(workers []benchWorker, elapsed time.Duration, opts *BenchOptions,
 }
 
 func writeBenchTable(w io.Writer, res BenchResult) error {
-	fmt.Fprintf(w, "%s, %d clients, %.1fs, %d-byte values\n\n", res.Addr, res.Clients, res.Duration, res.ValueSize)
+	fmt.Fprintf(w, "%s, %d clients, %.1fs, %d-byte values\n\n", res.Addr, res.Clients, res.DurationSeconds, res.ValueSize)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "OP\tREQUESTS\tOPS/S\tP50\tP99\tERRORS\t")
 	for _, r := range res.Rows {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t\n", r.Op, r.Requests, r.OpsPerSec,
-			micros(r.P50Micros), micros(r.P99Micros), r.Errors)
+			latency(r.P50Seconds), latency(r.P99Seconds), r.Errors)
 	}
 	return tw.Flush()
 }
 
-func micros(us float64) string {
-	d := time.Duration(us * 1e3)
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0fµs", us)
-	default:
-		return fmt.Sprintf("%.2fms", us/1e3)
+// latency prints seconds as µs below a millisecond, else as ms.
+func latency(seconds float64) string {
+	if seconds < 1e-3 {
+		return fmt.Sprintf("%.0fµs", seconds*1e6)
 	}
+	return fmt.Sprintf("%.2fms", seconds*1e3)
 }
 
 // startProgress draws the run's progress on stderr (see startProgressLine)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil/cmdtest"
 	"github.com/devkit-go/devkit/kvstore"
 )
 
@@ -90,7 +91,8 @@ func TestVerifyRepair_CorruptionIsFoundNamedAndCut(t *testing.T) {
 	if err := repairRun(context.Background(), &RepairOptions{IO: ios, DataDir: dir, JSON: true, Now: func() time.Time { return stamp }}); err != nil {
 		t.Fatal(err)
 	}
-	var rep RepairReport
+	cmdtest.CheckJSONOutput(t, []string{"repair", "--json"}, outBuf.String())
+	var rep kvstore.RepairReport
 	if err := json.Unmarshal(outBuf.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

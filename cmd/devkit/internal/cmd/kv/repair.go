@@ -53,26 +53,6 @@ command changes nothing, exits 1 and says to restore from a backup.`,
 	return cmd
 }
 
-// RepairReport is what repair did; --json prints it.
-type RepairReport struct {
-	Dir      string `json:"dir"`
-	Repaired bool   `json:"repaired"`
-	Damage   string `json:"damage,omitempty"`
-	Backup   string `json:"backup,omitempty"`
-	// DroppedBytes is how much log the engine cut from the damage on.
-	DroppedBytes int64 `json:"dropped_bytes"`
-	// Cuts are the files the repair shortened or removed, from the backup's
-	// sizes to the repaired ones: exactly what was dropped.
-	Cuts []FileCut `json:"cuts,omitempty"`
-	// MovedAside are damaged snapshots renamed to *.damaged (kept, never read again).
-	MovedAside    []string `json:"moved_aside,omitempty"`
-	TornTailBytes int64    `json:"torn_tail_bytes"`
-	Keys          int64    `json:"keys"`
-}
-
-// FileCut is one file the repair shortened (ToBytes 0 and Removed: deleted).
-type FileCut = kvstore.FileCut
-
 func repairRun(_ context.Context, opts *RepairOptions) error {
 	if _, err := os.Stat(opts.DataDir); err != nil {
 		return fmt.Errorf("repair: %w", err)
@@ -98,12 +78,12 @@ func repairRun(_ context.Context, opts *RepairOptions) error {
 		return fmt.Errorf("repair: %w", err)
 	}
 	// The engine sets Backup and Cuts only when it repaired something.
-	return reportRepair(opts, RepairReport{Dir: opts.DataDir, Repaired: res.Repaired, Damage: res.Damage,
-		Backup: res.Backup, DroppedBytes: res.DroppedBytes, Cuts: res.Cuts, MovedAside: res.MovedAside,
-		TornTailBytes: res.TornTailBytes, Keys: res.Keys})
+	return reportRepair(opts, res)
 }
 
-func reportRepair(opts *RepairOptions, rep RepairReport) error {
+// reportRepair prints the engine's report; --json prints it as it is (the
+// library owns its schema).
+func reportRepair(opts *RepairOptions, rep kvstore.RepairReport) error {
 	if opts.JSON {
 		return cmdutil.WriteJSON(opts.IO.Out, rep)
 	}

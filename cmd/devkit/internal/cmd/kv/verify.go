@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,21 +50,35 @@ reported but is not corruption. A progress bar shows on a terminal.`,
 	return cmd
 }
 
-// VerifyReport is what verify found; --json prints it.
+// VerifyReport is what verify found: the engine's report (kvstore.VerifyReport,
+// in the engine's schema) and the verdict on it. --json prints both as one
+// object.
 type VerifyReport struct {
-	Dir              string `json:"dir"`
-	Clean            bool   `json:"clean"`
-	Keys             int64  `json:"keys"`
-	Records          uint64 `json:"records_replayed"`
-	TornTailBytes    int64  `json:"torn_tail_bytes"`
-	SnapshotsSkipped int    `json:"damaged_snapshots"`
-	CorruptFile      string `json:"corrupt_file,omitempty"`
-	CorruptOffset    int64  `json:"corrupt_offset,omitempty"`
-	Problem          string `json:"problem,omitempty"`
+	kvstore.VerifyReport
+	VerifyVerdict
+}
+
+// VerifyVerdict is what verify concludes from the engine's report.
+type VerifyVerdict struct {
+	Clean         bool   `json:"clean"`
+	CorruptFile   string `json:"corrupt_file,omitempty"`
+	CorruptOffset int64  `json:"corrupt_offset,omitempty"`
+	Problem       string `json:"problem,omitempty"`
 	// Unrepairable: repair cannot rebuild the store (restore a backup).
 	Unrepairable bool `json:"unrepairable,omitempty"`
-	// Snapshot is the snapshot recovery would start from.
-	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// MarshalJSON implements json.Marshaler: the report's members, then the verdict's.
+func (r VerifyReport) MarshalJSON() ([]byte, error) {
+	return cmdutil.JSONObject(r.VerifyReport, r.VerifyVerdict)
+}
+
+// UnmarshalJSON implements json.Unmarshaler, for scripts and tests in Go.
+func (r *VerifyReport) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &r.VerifyReport); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &r.VerifyVerdict)
 }
 
 func verifyRun(_ context.Context, opts *VerifyOptions) error {
@@ -84,8 +99,8 @@ func verifyRun(_ context.Context, opts *VerifyOptions) error {
 	// cut, nothing removed, so it is safe on a store that is in use.
 	found, err := kvstore.Verify(opts.DataDir, eo)
 	bar.clear()
-	rep := VerifyReport{Dir: opts.DataDir, Keys: found.Keys, Records: found.Records,
-		TornTailBytes: found.TornTailBytes, SnapshotsSkipped: found.SnapshotsSkipped}
+	rep := VerifyReport{VerifyReport: found}
+	rep.Dir = opts.DataDir
 	var ce *kvstore.CorruptionError
 	var ue *kvstore.UnrecoverableError
 	switch {
@@ -104,7 +119,6 @@ func verifyRun(_ context.Context, opts *VerifyOptions) error {
 		rep.Problem = fmt.Sprintf("%d damaged snapshot(s), first %s: %s; the log still holds what they covered",
 			found.SnapshotsSkipped, d.Path, d.Err)
 	}
-	rep.Snapshot = found.Snapshot
 	rep.Clean = rep.Problem == ""
 	if opts.JSON {
 		if err := cmdutil.WriteJSON(opts.IO.Out, rep); err != nil {

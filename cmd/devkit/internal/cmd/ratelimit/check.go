@@ -94,20 +94,9 @@ type CheckResult struct {
 	Cost         int64   `json:"cost"`
 	StoreSeconds float64 `json:"store_seconds"`
 	// Rule and Limits are set for a request checked against a policy.
-	Rule   string        `json:"rule,omitempty"`
-	Plan   string        `json:"plan,omitempty"`
-	Limits []LimitResult `json:"limits,omitempty"`
-}
-
-// LimitResult is one limit of a policy check.
-type LimitResult struct {
-	Name       string  `json:"name"`
-	Allowed    bool    `json:"allowed"`
-	Limit      int64   `json:"limit"`
-	Remaining  int64   `json:"remaining"`
-	ResetAfter float64 `json:"reset_after_seconds"`
-	RetryAfter float64 `json:"retry_after_seconds"`
-	Blocked    bool    `json:"blocked"`
+	Rule   string           `json:"rule,omitempty"`
+	Plan   string           `json:"plan,omitempty"`
+	Limits []rl.LimitResult `json:"limits,omitempty"` // the library's schema
 }
 
 // checkRun answers for the described request with --policy, else for KEY.
@@ -156,12 +145,7 @@ func checkRequestRun(ctx context.Context, opts *CheckOptions) error {
 	}
 	if opts.JSON {
 		cr := CheckResult{Key: d.Request.Key, Allowed: allowed, Cost: cost, Rule: d.Rule.Name, Plan: d.Plan,
-			StoreSeconds: took.Seconds()}
-		for i, r := range out {
-			lim := d.Request.Limits[i]
-			cr.Limits = append(cr.Limits, LimitResult{Name: lim.DisplayName(), Allowed: r.Allowed, Limit: lim.Capacity(),
-				Remaining: r.Remaining, ResetAfter: secs(r.ResetAfter), RetryAfter: secs(r.RetryAfter), Blocked: r.Blocked})
-		}
+			StoreSeconds: took.Seconds(), Limits: out}
 		if len(out) > 0 {
 			cr.Algorithm, cr.Limit, cr.Remaining = d.Request.Limits[0].Algorithm.String(), d.Request.Limits[0].Capacity(), out[0].Remaining
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/ratelimit/middleware"
 )
 
 // HealthOptions are the inputs of `devkit ratelimit health`.
@@ -37,13 +38,6 @@ func NewCmdHealth(f *cmdutil.Factory, runF func(context.Context, *HealthOptions)
 	return cmd
 }
 
-// HealthResult is the JSON output of health.
-type HealthResult struct {
-	OK             bool    `json:"ok"`
-	LatencySeconds float64 `json:"latency_seconds"`
-	Error          string  `json:"error,omitempty"`
-}
-
 func healthRun(ctx context.Context, opts *HealthOptions) error {
 	store, ctx, done, err := opts.Store.connect(ctx)
 	if err != nil {
@@ -52,7 +46,7 @@ func healthRun(ctx context.Context, opts *HealthOptions) error {
 	defer done()
 	start := time.Now()
 	pingErr := store.Ping(ctx)
-	res := HealthResult{OK: pingErr == nil, LatencySeconds: time.Since(start).Seconds()}
+	res := middleware.Health{OK: pingErr == nil, LatencySeconds: time.Since(start).Seconds()} // as the admin API's /health
 	if pingErr != nil {
 		res.Error = pingErr.Error()
 	}

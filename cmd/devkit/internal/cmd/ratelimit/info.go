@@ -53,15 +53,6 @@ Exit status: 0 state found, 3 none (or the request is not limited), 2 usage, 1 s
 	return cmd
 }
 
-// InfoResult is the JSON output of info.
-type InfoResult struct {
-	Key        string  `json:"key"`
-	Exists     bool    `json:"exists"`
-	Hits       int64   `json:"hits"`
-	TTL        float64 `json:"ttl_seconds"`
-	BlockedFor float64 `json:"blocked_for_seconds"`
-}
-
 func infoRun(ctx context.Context, opts *InfoOptions) error {
 	if opts.Request.Policy != "" {
 		d, limited, err := opts.Request.decide()
@@ -84,8 +75,7 @@ func infoRun(ctx context.Context, opts *InfoOptions) error {
 		return err
 	}
 	if opts.JSON {
-		err = cmdutil.WriteJSON(opts.IO.Out, InfoResult{Key: info.Key, Exists: info.Exists, Hits: info.Hits,
-			TTL: secs(info.TTL), BlockedFor: secs(info.BlockedFor)})
+		err = cmdutil.WriteJSON(opts.IO.Out, info) // the library's schema: ratelimit.KeyInfo
 	} else if info.Exists {
 		blocked := "no"
 		if info.BlockedFor > 0 {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil/cmdtest"
+	rl "github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
@@ -39,6 +41,7 @@ func run(t *testing.T, env map[string]string, args ...string) (string, string, i
 	if err != nil && !(errors.As(err, &ee) && ee.Silent) {
 		errOut.WriteString(err.Error())
 	}
+	cmdtest.CheckJSONOutput(t, args, out.String())
 	return out.String(), errOut.String(), cmdutil.ExitCode(err)
 }
 
@@ -89,6 +92,16 @@ func TestCheckInfoResetHealth_RealRedis(t *testing.T) {
 	if _, _, code := run(t, env, "info", "nobody"); code != cmdutil.ExitNegative {
 		t.Fatalf("info of an unknown key: exit %d, want 3", code)
 	}
+	// --json is the library's ratelimit.KeyInfo, storage key included.
+	out, _, code = run(t, env, "info", "login:203.0.113.9", "--json")
+	var info rl.KeyInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil || code != 0 || info.Hits != 6 ||
+		info.StorageKey != "rl:{login:203.0.113.9}" || info.BlockedFor <= 59*time.Minute || info.TTL <= 0 {
+		t.Fatalf("info --json: exit %d %+v %v\n%s", code, info, err, out)
+	}
+	if out, _, code := run(t, env, "health", "--json"); code != 0 || !strings.Contains(out, `"latency_seconds"`) {
+		t.Fatalf("health --json: exit %d %s", code, out)
+	}
 	// --redis wins over REDIS_URL; --prefix separates namespaces.
 	if _, _, code := run(t, map[string]string{"REDIS_URL": "redis://127.0.0.1:1"}, "--redis", srv.URL(), "--prefix", "other:", "info", "login:203.0.113.9"); code != cmdutil.ExitNegative {
 		t.Fatalf("info under another prefix: exit %d, want 3", code)
@@ -96,8 +109,8 @@ func TestCheckInfoResetHealth_RealRedis(t *testing.T) {
 	if out, _, code := run(t, env, "reset", "login:203.0.113.9"); code != 0 || !strings.Contains(out, "reset login:203.0.113.9") {
 		t.Fatalf("reset: exit %d %q", code, out)
 	}
-	if _, _, code := run(t, env, "reset", "login:203.0.113.9"); code != cmdutil.ExitNegative {
-		t.Fatalf("second reset: exit %d, want 3", code)
+	if out, _, code := run(t, env, "reset", "login:203.0.113.9", "--json"); code != cmdutil.ExitNegative || !strings.Contains(out, `"existed": false`) {
+		t.Fatalf("second reset: exit %d, want 3; %s", code, out)
 	}
 	if out, _, code := run(t, env, login...); code != 0 || !strings.Contains(out, "4 of 5 left") {
 		t.Fatalf("after reset: exit %d %q", code, out)
@@ -123,7 +136,7 @@ func TestTop_ClusterFromCommaList(t *testing.T) {
 		}
 	}
 	out, _, code := run(t, env, "top", "-n", "2", "--json")
-	var top []TopEntry
+	var top []rl.Consumer
 	if err := json.Unmarshal([]byte(out), &top); err != nil || code != 0 {
 		t.Fatalf("top: exit %d %q %v", code, out, err)
 	}
@@ -273,6 +286,12 @@ func TestProxy_LimitsForwardsAndReloads(t *testing.T) {
 	if !strings.Contains(metrics, `ratelimit_denied_total{rule="login"} 1`) || !strings.Contains(metrics, `ratelimit_allowed_total{rule="login"} 2`) {
 		t.Fatalf("metrics:\n%s", metrics)
 	}
+	// The admin JSON keeps the schema rule (adminGet checks it).
+	if info := adminGet(t, admin, "/info?key=login|ip=127.0.0.1"); !strings.Contains(info, `"blocked_for_seconds"`) {
+		t.Fatalf("admin /info: %s", info)
+	}
+	adminGet(t, admin, "/top?n=3")
+	adminGet(t, admin, "/health")
 	// The admin address resets; the public one cannot.
 	post("/reset?key=login|ip=127.0.0.1") // goes to the upstream, not to the limiter
 	if resp := post("/auth/login"); resp.StatusCode != 429 {
@@ -342,6 +361,9 @@ func adminGet(t *testing.T, addr, path string) string {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		cmdtest.CheckJSONOutput(t, []string{"GET", path, "--json"}, string(b))
+	}
 	return string(b)
 }
 

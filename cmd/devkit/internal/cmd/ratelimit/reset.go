@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/ratelimit/middleware"
 )
 
 // ResetOptions are the inputs of `devkit ratelimit reset`.
@@ -50,7 +51,7 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 	}
 	switch {
 	case opts.JSON:
-		err = cmdutil.WriteJSON(opts.IO.Out, map[string]any{"key": opts.Key, "existed": had})
+		err = cmdutil.WriteJSON(opts.IO.Out, middleware.ResetJSON{Key: opts.Key, Existed: had}) // as the admin API's /reset
 	case had:
 		_, err = fmt.Fprintf(opts.IO.Out, "reset %s\n", opts.Key)
 	default:

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	rl "github.com/devkit-go/devkit/ratelimit"
 )
 
 // TopOptions are the inputs of `devkit ratelimit top`.
@@ -39,13 +40,6 @@ func NewCmdTop(f *cmdutil.Factory, runF func(context.Context, *TopOptions) error
 	return cmd
 }
 
-// TopEntry is one line of top's JSON output.
-type TopEntry struct {
-	Key  string  `json:"key"`
-	Hits int64   `json:"hits"`
-	TTL  float64 `json:"ttl_seconds"`
-}
-
 func topRun(ctx context.Context, opts *TopOptions) error {
 	if opts.N < 1 {
 		return cmdutil.UsageErrorf("-n must be at least 1, got %d", opts.N)
@@ -60,11 +54,10 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 		return err
 	}
 	if opts.JSON {
-		entries := make([]TopEntry, len(top))
-		for i, c := range top {
-			entries[i] = TopEntry{Key: c.Key, Hits: c.Hits, TTL: secs(c.TTL)}
+		if top == nil {
+			top = []rl.Consumer{} // [], not null
 		}
-		return cmdutil.WriteJSON(opts.IO.Out, entries)
+		return cmdutil.WriteJSON(opts.IO.Out, top) // the library's schema: ratelimit.Consumer
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HITS\tEXPIRES IN\tKEY")

@@ -1,0 +1,105 @@
+package kvstore
+
+// The JSON of the engine's reports follows devkit's one schema rule, that of
+// every --json output and admin endpoint: snake_case names, and durations as
+// float seconds in fields whose names end in _seconds. The types own their
+// schema: the servers and the CLI encode them as they are.
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// seconds is a duration as JSON: float seconds.
+type seconds time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (s seconds) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, time.Duration(s).Seconds(), 'g', -1, 64), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *seconds) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	if math.Abs(f*1e9) >= math.MaxInt64 {
+		return fmt.Errorf("kvstore: %s seconds is out of range for a duration", b)
+	}
+	*s = seconds(math.Round(f * 1e9))
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler: see the schema rule above.
+func (s Stats) MarshalJSON() ([]byte, error) {
+	type plain Stats
+	return json.Marshal(struct {
+		plain
+		ReplayDuration seconds `json:"replay_duration_seconds"`
+	}{plain(s), seconds(s.ReplayDuration)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler (the TCP JSON client decodes
+// the server's Stats).
+func (s *Stats) UnmarshalJSON(b []byte) error {
+	type plain Stats
+	v := struct {
+		*plain
+		ReplayDuration seconds `json:"replay_duration_seconds"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	s.ReplayDuration = time.Duration(v.ReplayDuration)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler: see the schema rule above.
+func (r RecoveryReport) MarshalJSON() ([]byte, error) {
+	type plain RecoveryReport
+	return json.Marshal(struct {
+		plain
+		Duration seconds `json:"duration_seconds"`
+	}{plain(r), seconds(r.Duration)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *RecoveryReport) UnmarshalJSON(b []byte) error {
+	type plain RecoveryReport
+	v := struct {
+		*plain
+		Duration seconds `json:"duration_seconds"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	r.Duration = time.Duration(v.Duration)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler: see the schema rule above.
+func (i SnapshotInfo) MarshalJSON() ([]byte, error) {
+	type plain SnapshotInfo
+	return json.Marshal(struct {
+		plain
+		Duration seconds `json:"duration_seconds"`
+	}{plain(i), seconds(i.Duration)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (i *SnapshotInfo) UnmarshalJSON(b []byte) error {
+	type plain SnapshotInfo
+	v := struct {
+		*plain
+		Duration seconds `json:"duration_seconds"`
+	}{plain: (*plain)(i)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	i.Duration = time.Duration(v.Duration)
+	return nil
+}

@@ -1,0 +1,99 @@
+// Package jsonschema checks devkit's one naming rule for JSON output.
+package jsonschema
+
+// This file is a deliberate copy: one rule for the JSON of every --json
+// output and admin endpoint, while the modules never import each other. Its
+// copies (ratelimit/internal/jsonschema, kvstore/internal/jsonschema,
+// cmd/devkit/internal/jsonschema) are identical below the package clause,
+// and tools/copies fails when they drift: change all of them together.
+//
+// The rule: names are snake_case; a duration is a number of seconds in a
+// field whose name ends in _seconds, never an integer of nanoseconds,
+// milliseconds or microseconds (_ns, _ms, _us) and never a Go duration
+// string ("1m30s").
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+var (
+	snakeCase = regexp.MustCompile(`^[a-z0-9]+(_[a-z0-9]+)*$`)
+	// goDuration is a whole value in Go's duration syntax.
+	goDuration = regexp.MustCompile(`^-?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+	// unitWords end a name that holds a duration in a unit other than seconds.
+	unitWords = []string{"ns", "us", "ms", "nanos", "micros", "millis", "nanoseconds", "microseconds", "milliseconds"}
+	// durationWords end a name that holds a duration ("reset_after", "ttl").
+	durationWords = []string{"after", "for", "ttl", "duration", "latency", "timeout", "interval", "backoff",
+		"elapsed", "uptime", "took", "delay", "age", "wait", "period", "window"}
+	// aggregateWords end a name that holds durations when another word of it
+	// says so ("latency_sum", "latency_bounds").
+	aggregateWords = []string{"sum", "bounds", "max", "min", "avg", "mean", "median", "p50", "p90", "p99", "p999"}
+)
+
+// Check returns every place in the JSON document doc that breaks the rule,
+// each as "path: what is wrong"; none when it keeps it. It fails only on a
+// document that is not JSON (one value, or one value per line).
+func Check(doc []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var problems []string
+	for dec.More() {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("jsonschema: %w", err)
+		}
+		walk("$", v, &problems)
+	}
+	return problems, nil
+}
+
+func walk(path string, v any, problems *[]string) {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if p := nameProblem(k); p != "" {
+				*problems = append(*problems, path+"."+k+": "+p)
+			}
+			walk(path+"."+k, v[k], problems)
+		}
+	case []any:
+		for i, e := range v {
+			walk(fmt.Sprintf("%s[%d]", path, i), e, problems)
+		}
+	case string:
+		if goDuration.MatchString(v) {
+			*problems = append(*problems, fmt.Sprintf("%s: %q is a Go duration string; give seconds as a number in a _seconds field", path, v))
+		}
+	}
+}
+
+// nameProblem says what is wrong with a field name, "" when nothing.
+func nameProblem(name string) string {
+	if !snakeCase.MatchString(name) {
+		return "not snake_case"
+	}
+	words := strings.Split(name, "_")
+	last := words[len(words)-1]
+	switch {
+	case last == "seconds":
+		return ""
+	case slices.Contains(unitWords, last):
+		return "a duration in a unit other than seconds; name it _seconds and give seconds"
+	case slices.Contains(durationWords, last) && !(len(words) > 1 && words[len(words)-2] == "with"):
+		// "keys_with_ttl" counts keys; "ttl" is a duration.
+		return "a duration whose name does not end in _seconds"
+	case slices.Contains(aggregateWords, last) && slices.ContainsFunc(words[:len(words)-1], func(w string) bool { return slices.Contains(durationWords, w) }):
+		return "durations whose name does not end in _seconds"
+	}
+	return ""
+}
