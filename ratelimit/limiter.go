@@ -79,8 +79,10 @@ type Options struct {
 	// Logger receives breaker changes (a node opening and closing).
 	// Nil means slog.Default().
 	Logger *slog.Logger
-	// Now is the clock of the blocked cache and back-off. Nil means time.Now.
-	Now func() time.Time
+	// Now is the clock of the blocked cache, the breakers' back-off and
+	// the time handed to an in-process store; nil is the process clock
+	// (see Clock for the one rule of every Now).
+	Now Clock
 }
 
 // Limiter checks requests against limits held in a Store. It is safe for
@@ -91,7 +93,7 @@ type Limiter struct {
 	budget  time.Duration
 	backoff time.Duration
 	log     *slog.Logger
-	now     func() time.Time
+	now     Clock
 	// customClock is set when Options.Now was given; otherwise the
 	// decision's start time serves as now.
 	customClock bool

@@ -34,14 +34,16 @@ const (
 type Options struct {
 	// MaxKeys bounds the identities kept; zero means DefaultMaxKeys.
 	MaxKeys int
-	// Now is the store's clock; nil means time.Now. Tests pass a fake clock.
-	Now func() time.Time
+	// Now is the store's clock, which wins over the time a Limiter hands
+	// to CheckAt; nil is the process's monotonic clock (see ratelimit.Clock
+	// for the one rule of every Now).
+	Now ratelimit.Clock
 }
 
 // Store is the in-process store. It is safe for concurrent use.
 type Store struct {
 	seed     maphash.Seed
-	now      func() time.Time // Options.Now; nil for the process clock
+	now      ratelimit.Clock // Options.Now; nil for the process clock
 	start    time.Time        // the process clock's origin (monotonic)
 	startUS  float64          // start, microseconds since the epoch
 	perShard int

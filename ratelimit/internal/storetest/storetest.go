@@ -14,7 +14,9 @@ import (
 	"github.com/devkit-go/devkit/ratelimit"
 )
 
-// Clock is a fake clock that tests advance by hand.
+// Clock is the fake clock of the tests, advanced by hand: its Now is the
+// ratelimit.Clock a test gives to every component it builds (the Now of
+// ratelimit.Options, memory.Options and redisstore.Options).
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time
