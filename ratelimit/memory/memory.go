@@ -44,8 +44,8 @@ type Options struct {
 type Store struct {
 	seed     maphash.Seed
 	now      ratelimit.Clock // Options.Now; nil for the process clock
-	start    time.Time        // the process clock's origin (monotonic)
-	startUS  float64          // start, microseconds since the epoch
+	start    time.Time       // the process clock's origin (monotonic)
+	startUS  float64         // start, microseconds since the epoch
 	perShard int
 	shards   [shardCount]shard
 }

@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -71,16 +70,17 @@ type Options struct {
 	// goroutine to stop. Zero means DefaultPipeline; negative sends every
 	// check alone (one round trip each).
 	Pipeline int
-	// Now, when set, replaces the server's clock. For tests only: with
-	// several clients, their clocks would disagree.
-	Now func() time.Time
+	// Now, when set, replaces the server's clock (see ratelimit.Clock for
+	// the one rule of every Now). For tests only: with several clients,
+	// their clocks would disagree.
+	Now ratelimit.Clock
 }
 
 // Store keeps rate-limit state in Redis. It is safe for concurrent use.
 type Store struct {
 	client redis.UniversalClient
 	prefix string
-	now    func() time.Time
+	now    ratelimit.Clock
 	check  *redis.Script
 	// cluster is the client when it is a cluster client, else nil.
 	cluster *redis.ClusterClient
