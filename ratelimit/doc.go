@@ -48,10 +48,49 @@
 // Pipeline): below DefaultPipeline batches in flight a check is sent at once,
 // so batching adds no latency at low load.
 //
+// # Errors
+//
+// Check returns an error only for an invalid request (ErrNoLimits,
+// ErrTooManyLimits, a bad Limit); a store failure is decided by the failure
+// policy and carried in Result.Err, wrapping ErrStoreUnavailable (and
+// ErrCircuitOpen when a breaker decided). A caller that handles a denial as
+// an error takes Result.Denial, which wraps ErrLimited: errors.Is(err,
+// ErrLimited) tells a refusal from a failure.
+//
+// # Stores and their extension points
+//
+// A Store is the five methods of store.go. A store may also implement, and
+// the Limiter looks for them once, in New, never per check:
+//
+//   - InProcess (CheckAt): the store never blocks on I/O; the limiter arms
+//     no deadline and no circuit breaker for it and hands it the time it
+//     already read. The memory store is one.
+//   - Partitioned (Node): the store spreads keys over nodes; the limiter
+//     keeps one circuit breaker per node. The Redis store in cluster mode.
+//   - ResetFeed (FollowResets): resets reach every process sharing the
+//     store, so FollowResets keeps each blocked cache true. The Redis store.
+//
+// # Time
+//
+// Every component takes its clock the same way, a Clock in its Options.Now:
+// nil is the real clock; set, it wins; a Limiter hands its time to an
+// in-process store. See Clock.
+//
+// # Counters and JSON
+//
+// Stats counts decisions per rule and per binding limit as plain numbers
+// (Stats.Snapshot); the package imports no metrics system, and the servers
+// turn the counters into Prometheus metrics (ratelimit/middleware's
+// Collector). The JSON of every type here follows devkit's one rule,
+// snake_case names and durations as float seconds in _seconds fields (-1 for
+// never), so the admin API and the CLI encode them as they are.
+//
 // # Packages
 //
 //   - ratelimit/memory: the in-process store (sharded, bounded).
 //   - ratelimit/redisstore: the Redis store (Lua, server time, hash-tagged keys).
 //   - ratelimit/policy: YAML policies (rules, plans × methods, identity).
-//   - ratelimit/middleware: the net/http middleware, headers and admin API.
+//   - ratelimit/middleware: the net/http middleware, headers, admin API and
+//     the Prometheus collector.
+//   - ratelimit/gateway: the rate-limiting reverse proxy (a server).
 package ratelimit

@@ -3,6 +3,10 @@
 // fields, the IETF RateLimit-Policy and RateLimit fields, and, when denied,
 // Retry-After with a 429 application/problem+json body (RFC 9457) naming the
 // violated limit. A fail-closed rule whose store is down answers 503.
+//
+// NewAdmin is the inspection API of a limiter (health, top, info, reset) and
+// its /metrics: a Prometheus registry (client_golang) fed from the limiter's
+// counters by Collector, the one place where ratelimit meets Prometheus.
 package middleware
 
 import (
