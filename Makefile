@@ -24,8 +24,8 @@ build: ## build bin/devkit
 
 test: ## run every module's tests (what CI runs)
 	$(call EACH,$(GO) test -timeout $(TIMEOUT) ./...)
-	@# The copies check reads files outside its module, which go test's cache does not watch.
-	cd tools && GOWORK=off $(GO) test -count=1 ./copies/
+	@# The copies and house checks read files outside their module, which go test's cache does not watch.
+	cd tools && GOWORK=off $(GO) test -count=1 ./copies/ ./house/
 
 test-race: ## run every module's tests with the race detector
 	$(call EACH,$(GO) test -race -timeout $(TIMEOUT) ./...)
