@@ -81,9 +81,11 @@ type LimitResult struct {
 // KeyInfo is what a store holds for one identity, independent of limits.
 type KeyInfo struct {
 	Key string `json:"key"`
-	// StorageKey is where the store keeps key's state, whether or not it
-	// exists: the Redis key for the Redis store ("rl:{user:42}"), empty for
-	// a store without a key space of its own (memory).
+	// StorageKey is the store's own name for key's state, whether or not
+	// it exists, for a person to look at it with the store's tools: for
+	// Redis the identity's key ("rl:{user:42}"; any other key the identity
+	// uses shares its hash tag {user:42}); empty for a store without a key
+	// space of its own (memory).
 	StorageKey string `json:"storage_key,omitempty"`
 	Exists     bool   `json:"exists"`
 	// Hits is the cost requested since the state was created.
