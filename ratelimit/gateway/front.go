@@ -522,6 +522,13 @@ func (c *frontConn) check(req *http.Request, scan *headScan) (int, string) {
 	if req.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
 	}
+	for k := range req.Header {
+		if !validFieldName(k) {
+			// "Content-Length : 5" is no Content-Length to the parser, and
+			// may be one to a peer.
+			return http.StatusBadRequest, "invalid header field name"
+		}
+	}
 	// More than one Host is refused by the parser, which removes the field.
 	switch {
 	case req.Host == "" && req.ProtoAtLeast(1, 1) && req.Method != http.MethodConnect:
@@ -555,7 +562,8 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		if req.ContentLength != 0 {
 			c.setReadDeadline(start.Add(c.f.readTimeout))
 		}
-		w.body.reset(req.Body, w, req.Header["Expect"] != nil)
+		w.expectContinue = req.Header["Expect"] != nil // only 100-continue passes check
+		w.body.reset(req.Body, w, w.expectContinue)
 		req.Body = &w.body
 	}
 	if d := start.Add(c.f.writeTimeout); d.Sub(c.writeDeadline) > deadlineSlack || d.Before(c.writeDeadline) {
@@ -763,15 +771,18 @@ type response struct {
 	status     int
 	wroteHdr   bool // WriteHeader called (final status)
 	headerSent bool // status line and fields are in c.bw
-	done       bool // the handler returned
-	closeAfter bool
-	head       bool
-	noBody     bool  // the status or method carries none
-	length     int64 // declared Content-Length, -1 unknown
-	written    int64
-	chunked    bool
-	chunkW     io.WriteCloser
-	pending    []byte // body held before the length is known (its capacity is kept)
+	// sentContinue: a 100 Continue went out (one is enough);
+	// expectContinue: the request asked for one.
+	sentContinue, expectContinue bool
+	done                         bool // the handler returned
+	closeAfter                   bool
+	head                         bool
+	noBody                       bool  // the status or method carries none
+	length                       int64 // declared Content-Length, -1 unknown
+	written                      int64
+	chunked                      bool
+	chunkW                       io.WriteCloser
+	pending                      []byte // body held before the length is known (its capacity is kept)
 }
 
 func (w *response) reset(c *frontConn, req *http.Request) {
@@ -814,9 +825,10 @@ func (w *response) sendContinue() error {
 	c := w.c
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if w.headerSent {
+	if w.headerSent || w.sentContinue {
 		return nil
 	}
+	w.sentContinue = true
 	c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
 	return c.bw.Flush()
 }
@@ -824,9 +836,10 @@ func (w *response) sendContinue() error {
 func (w *response) writeInformational(code int) {
 	w.c.wmu.Lock()
 	defer w.c.wmu.Unlock()
-	if w.headerSent {
+	if w.headerSent || (code == http.StatusContinue && w.sentContinue) {
 		return
 	}
+	w.sentContinue = w.sentContinue || code == http.StatusContinue
 	bw := w.c.bw
 	bw.WriteString(statusLine(code))
 	writeFields(bw, w.header)
@@ -929,6 +942,11 @@ func (w *response) sendHeaderRaw(final bool, raw []byte) {
 			w.closeAfter = true // HTTP/1.0: the end of the connection ends the body
 		}
 	}
+	if w.expectContinue && !w.sentContinue {
+		// The client holds its body back for a 100 that will not come:
+		// what it sends next cannot be told from a request.
+		w.closeAfter = true
+	}
 	if w.status == http.StatusSwitchingProtocols {
 		w.closeAfter = false
 	}
@@ -961,7 +979,7 @@ func (w *response) sendHeaderRaw(final bool, raw []byte) {
 	}
 	if len(w.pending) > 0 {
 		if w.chunked {
-			w.chunkW.Write(w.pending)
+			_, _ = w.chunkW.Write(w.pending) // a failed write marks the connection broken
 		} else if !w.head {
 			bw.Write(w.pending)
 		}

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
+	"reflect"
 	"strconv"
 	"strings"
-	"reflect"
 	"testing"
 	"time"
 
