@@ -26,8 +26,10 @@ package gateway
 //   - Status line and fields go straight into the connection's
 //     bufio.Writer; a body of unknown length is chunked (HTTP/1.1), or ends
 //     the connection (HTTP/1.0); HEAD and 1xx/204/304 carry none.
-//   - Request contexts are one per connection and never cancelled: a
-//     handler learns of a client gone through CloseNotify.
+//   - Requests carry no context (context.Background, never cancelled,
+//     nothing allocated per request): a handler learns of a client gone
+//     through CloseNotify, which httputil.ReverseProxy asks for exactly
+//     when the context cannot tell it.
 //   - Shutdown closes the listeners and idle connections at once, lets
 //     requests in flight finish (then closes their connections), and
 //     reports an error only if requests were still in flight when ctx ended.
@@ -83,6 +85,7 @@ type front struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*frontConn]struct{}
+	byRemote  sync.Map // remote address → *frontConn, for connOf
 	date      atomic.Pointer[dateValue]
 }
 
@@ -145,7 +148,6 @@ func (f *front) newConn(nc net.Conn) *frontConn {
 	if ap, err := netip.ParseAddrPort(c.remoteAddr); err == nil {
 		c.peer = ap.Addr().Unmap().WithZone("")
 	}
-	c.ctx = context.WithValue(context.Background(), connKey{}, c)
 	c.cr.c, c.cr.limit = c, -1
 	c.br = bufio.NewReaderSize(&c.cr, 4096)
 	c.bw = bufio.NewWriterSize(checkedWriter{c}, 4096)
@@ -155,10 +157,12 @@ func (f *front) newConn(nc net.Conn) *frontConn {
 		return nil
 	}
 	f.conns[c] = struct{}{}
+	f.byRemote.Store(c.remoteAddr, c)
 	return c
 }
 
 func (f *front) forget(c *frontConn) {
+	f.byRemote.CompareAndDelete(c.remoteAddr, c)
 	f.mu.Lock()
 	delete(f.conns, c)
 	f.mu.Unlock()
@@ -241,13 +245,20 @@ func (f *front) dateField(now time.Time) *dateValue {
 	return d
 }
 
-type connKey struct{}
-
-// connOf is the front connection a request arrived on, nil when it did not
-// come through a front (a handler called directly).
-func connOf(r *http.Request) *frontConn {
-	c, _ := r.Context().Value(connKey{}).(*frontConn)
-	return c
+// connOf is the connection of f that r is being served on, nil when r did
+// not come through f (a handler called directly). Requests carry no
+// context of their own (see the invariants): the connection is found by
+// its remote address, which is unique among f's open connections, and
+// must be serving r itself.
+func (f *front) connOf(r *http.Request) *frontConn {
+	v, ok := f.byRemote.Load(r.RemoteAddr)
+	if !ok {
+		return nil
+	}
+	if c := v.(*frontConn); c.res.req == r {
+		return c
+	}
+	return nil
 }
 
 const (
@@ -261,7 +272,6 @@ type frontConn struct {
 	nc         net.Conn
 	remoteAddr string
 	peer       netip.Addr // the remote address, parsed once
-	ctx        context.Context
 	cr         connReader
 	br         *bufio.Reader
 	bw         *bufio.Writer
@@ -555,7 +565,6 @@ func (c *frontConn) writeError(status int, why string) {
 // the connection ends (or was hijacked).
 func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 	req.RemoteAddr = c.remoteAddr
-	req = req.WithContext(c.ctx)
 	w := &c.res
 	w.reset(c, req)
 	if req.Body != http.NoBody && req.Body != nil {

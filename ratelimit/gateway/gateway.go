@@ -210,7 +210,7 @@ type requestScratch struct {
 // identify is the middleware's identity, with the peer address parsed once
 // per connection and the verified chain kept for rewrite.
 func (s *Server) identify(r *http.Request, p *policy.Policy) policy.Identity {
-	c := connOf(r)
+	c := s.clientSrv.connOf(r)
 	if c == nil {
 		return p.Identity.Identify(r)
 	}
@@ -228,7 +228,7 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	}
 	// Only what was verified goes upstream (ReverseProxy has already
 	// removed the inbound X-Forwarded-* and Forwarded from pr.Out).
-	if c := connOf(pr.In); c != nil && c.scratch.req == pr.In {
+	if c := s.clientSrv.connOf(pr.In); c != nil && c.scratch.req == pr.In {
 		c.scratch.identity.SetUpstreamHeadersFrom(pr.In, pr.Out.Header, proto, c.peer, c.scratch.chain)
 		c.scratch.req = nil
 	} else {
