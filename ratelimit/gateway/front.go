@@ -592,11 +592,11 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		c.bw.Flush()
 		return false
 	}
-	if w.body.src != nil && !w.body.drain() {
+	if w.body.src != nil && !w.body.drain() || c.f.closing.Load() {
 		c.bw.Flush()
 		return false
 	}
-	return !c.f.closing.Load()
+	return true
 }
 
 // runHandler calls the handler; a panic ends the connection (logged unless
@@ -950,6 +950,9 @@ func (w *response) sendHeaderRaw(final bool, raw []byte) {
 		default:
 			w.closeAfter = true // HTTP/1.0: the end of the connection ends the body
 		}
+	}
+	if w.c.f.closing.Load() {
+		w.closeAfter = true // stopping: this answer is the connection's last
 	}
 	if w.expectContinue && !w.sentContinue {
 		// The client holds its body back for a 100 that will not come:

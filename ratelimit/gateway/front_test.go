@@ -7,6 +7,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -19,7 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
+	"github.com/devkit-go/devkit/ratelimit/memory"
+	"github.com/devkit-go/devkit/ratelimit/policy"
 )
 
 // pathRecorder is an upstream that answers with the path it was asked for
@@ -467,4 +471,100 @@ func TestFront_StreamingUpstreamFlushedAsItComes(t *testing.T) {
 	if string(rest) != "\ndata: second\n\n" || len(resp.TransferEncoding) == 0 {
 		t.Fatalf("rest %q, transfer encoding %v", rest, resp.TransferEncoding)
 	}
+}
+
+// HTTP/1.0: a request without keep-alive is answered and the connection
+// closed; one asking for keep-alive keeps it, with a length on every answer.
+func TestFront_HTTP10KeepAliveOnlyWhenAsked(t *testing.T) {
+	srv, _ := startFrontGateway(t, gateway.Config{})
+	codes, closed := exchange(t, srv.Addr(), "GET /a HTTP/1.0\r\n\r\nGET /b HTTP/1.0\r\n\r\n")
+	if fmt.Sprint(codes) != "[200]" || !closed {
+		t.Errorf("HTTP/1.0 without keep-alive: answers %v, closed %v: want one 200, then closed", codes, closed)
+	}
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(conn)
+	for i, path := range []string{"/c", "/limited", "/limited"} {
+		fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", path)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("keep-alive request %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.ContentLength < 0 || resp.Close || resp.Header.Get("Connection") != "keep-alive" {
+			t.Fatalf("keep-alive request %d: %d, length %d, Connection %q", i, resp.StatusCode, resp.ContentLength, resp.Header.Get("Connection"))
+		}
+	}
+}
+
+// A stop lets the request in flight finish (its answer says
+// Connection: close) and closes the idle connection at once; Serve then
+// returns nil.
+func TestFront_ShutdownDrainsTheRequestInFlight(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "done")
+	}))
+	defer upstream.Close()
+	p := mustPolicy(t, openTestPolicy)
+	srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: upstream.URL, Policy: p,
+		Limiter: newMemoryLimiter(), ShutdownTimeout: 3 * time.Second, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := srv.Listen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	idle, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	busy, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busy.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(100 * time.Millisecond) // the request is with the upstream
+	cancel()
+	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil {
+		t.Fatalf("the request in flight was cut: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "done" || !resp.Close {
+		t.Fatalf("in flight at stop: %d %q, close %v", resp.StatusCode, body, resp.Close)
+	}
+	idle.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("the idle connection was not closed: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve after a clean drain: %v", err)
+	}
+}
+
+func mustPolicy(t *testing.T, src string) *policy.Policy {
+	t.Helper()
+	p, err := policy.Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newMemoryLimiter() *ratelimit.Limiter {
+	return ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
 }
