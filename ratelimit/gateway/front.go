@@ -294,8 +294,11 @@ type frontConn struct {
 
 	// wmu orders a 100 Continue, written from the goroutine reading the
 	// body, with the final answer's head.
-	wmu       sync.Mutex
-	bgMu      sync.Mutex
+	wmu  sync.Mutex
+	bgMu sync.Mutex
+	// body is the request body in progress, nil without one; written
+	// under bgMu (a body's end, seen from another goroutine, checks it).
+	body      *requestBody
 	bgRunning bool
 	bgDone    chan struct{}
 	bgGone    chan bool // CloseNotify's channel, for the request in progress
@@ -567,13 +570,21 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 	req.RemoteAddr = c.remoteAddr
 	w := &c.res
 	w.reset(c, req)
+	var b *requestBody
 	if req.Body != http.NoBody && req.Body != nil {
 		if req.ContentLength != 0 {
 			c.setReadDeadline(start.Add(c.f.readTimeout))
 		}
 		w.expectContinue = req.Header["Expect"] != nil // only 100-continue passes check
-		w.body.reset(req.Body, w, w.expectContinue)
-		req.Body = &w.body
+		// A body of its own per request: the upstream transport may still
+		// hold the last one (it reads from another goroutine).
+		b = &requestBody{src: req.Body, w: w, expect: w.expectContinue}
+		req.Body = b
+	}
+	if b != nil || c.body != nil {
+		c.bgMu.Lock()
+		c.body = b
+		c.bgMu.Unlock()
 	}
 	if d := start.Add(c.f.writeTimeout); d.Sub(c.writeDeadline) > deadlineSlack || d.Before(c.writeDeadline) {
 		c.nc.SetWriteDeadline(d)
@@ -592,7 +603,7 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		c.bw.Flush()
 		return false
 	}
-	if w.body.src != nil && !w.body.drain() || c.f.closing.Load() {
+	if c.body != nil && !c.body.drain() || c.f.closing.Load() {
 		c.bw.Flush()
 		return false
 	}
@@ -632,18 +643,18 @@ func (c *frontConn) closeNotify(w *response) <-chan bool {
 	defer c.bgMu.Unlock()
 	if c.bgGone == nil {
 		c.bgGone = make(chan bool, 1)
-		if w.body.src == nil || w.body.sawEOF {
+		if c.body == nil || c.body.eof() {
 			c.startBackgroundReadLocked()
 		}
 	}
 	return c.bgGone
 }
 
-// bodyDone is called when the request body reached its end.
-func (c *frontConn) bodyDone() {
+// bodyDone is called when the request body b reached its end.
+func (c *frontConn) bodyDone(b *requestBody) {
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
-	if c.bgGone != nil && !c.bgRunning {
+	if c.body == b && c.bgGone != nil && !c.bgRunning {
 		c.startBackgroundReadLocked()
 	}
 }
@@ -718,31 +729,41 @@ type requestBody struct {
 	closed bool // by the handler, or by the front once the handler returned
 }
 
-func (b *requestBody) reset(src io.ReadCloser, w *response, expect bool) {
-	b.src, b.w, b.expect, b.sawEOF, b.closed = src, w, expect, false, false
+func (b *requestBody) Read(p []byte) (int, error) {
+	n, ended, err := b.read(p)
+	if ended {
+		b.w.c.bodyDone(b) // outside mu: bodyDone takes bgMu, which is taken before mu
+	}
+	return n, err
 }
 
-func (b *requestBody) Read(p []byte) (int, error) {
+func (b *requestBody) read(p []byte) (n int, ended bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return 0, http.ErrBodyReadAfterClose
+		return 0, false, http.ErrBodyReadAfterClose
 	}
 	if b.sawEOF {
-		return 0, io.EOF
+		return 0, false, io.EOF
 	}
 	if b.expect {
 		b.expect = false
 		if err := b.w.sendContinue(); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
-	n, err := b.src.Read(p)
+	n, err = b.src.Read(p)
 	if errors.Is(err, io.EOF) {
 		b.sawEOF = true
-		b.w.c.bodyDone()
+		return n, true, err
 	}
-	return n, err
+	return n, false, err
+}
+
+func (b *requestBody) eof() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sawEOF
 }
 
 func (b *requestBody) Close() error {
@@ -776,7 +797,6 @@ type response struct {
 	c          *frontConn
 	req        *http.Request
 	header     http.Header
-	body       requestBody
 	status     int
 	wroteHdr   bool // WriteHeader called (final status)
 	headerSent bool // status line and fields are in c.bw
