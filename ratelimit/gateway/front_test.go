@@ -568,3 +568,26 @@ func mustPolicy(t *testing.T, src string) *policy.Policy {
 func newMemoryLimiter() *ratelimit.Limiter {
 	return ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
 }
+
+// Trailers of a chunked upstream answer reach the client after the body.
+func TestFront_TrailersPassThrough(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		w.WriteHeader(200)
+		io.WriteString(w, "part one, ")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "part two")
+		w.Header().Set("X-Checksum", "abc123")
+	}))
+	defer upstream.Close()
+	srv := startGateway(t, upstream.URL, openTestPolicy, gateway.Config{Logger: discardLogger()})
+	resp, err := http.Get("http://" + srv.Addr() + "/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "part one, part two" || resp.Trailer.Get("X-Checksum") != "abc123" {
+		t.Fatalf("body %q, trailer %v", body, resp.Trailer)
+	}
+}
