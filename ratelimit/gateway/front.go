@@ -581,7 +581,7 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		b = &requestBody{src: req.Body, w: w, expect: w.expectContinue}
 		req.Body = b
 	}
-	if b != nil || c.body != nil {
+	if b != nil {
 		c.bgMu.Lock()
 		c.body = b
 		c.bgMu.Unlock()
@@ -603,7 +603,19 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		c.bw.Flush()
 		return false
 	}
-	if c.body != nil && !c.body.drain() || c.f.closing.Load() {
+	if c.body != nil {
+		ok := c.body.drain()
+		// From here on a late end of this body (seen by another
+		// goroutine) leaves the connection alone.
+		c.bgMu.Lock()
+		c.body = nil
+		c.bgMu.Unlock()
+		if !ok {
+			c.bw.Flush()
+			return false
+		}
+	}
+	if c.f.closing.Load() {
 		c.bw.Flush()
 		return false
 	}

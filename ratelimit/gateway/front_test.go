@@ -591,3 +591,47 @@ func TestFront_TrailersPassThrough(t *testing.T) {
 		t.Fatalf("body %q, trailer %v", body, resp.Trailer)
 	}
 }
+
+// A client that leaves while the upstream is still working cancels the
+// upstream request (the front's CloseNotify, which ReverseProxy watches),
+// and is counted as gone, not as an upstream error.
+func TestFront_ClientGoneCancelsTheUpstreamRequest(t *testing.T) {
+	canceled := make(chan struct{}, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			canceled <- struct{}{}
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer upstream.Close()
+	srv := startGateway(t, upstream.URL, openTestPolicy, gateway.Config{Admin: ":0", Logger: discardLogger()})
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(100 * time.Millisecond) // the request is with the upstream
+	conn.Close()
+	select {
+	case <-canceled:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the upstream request went on after its client left")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		m, err := http.Get("http://" + srv.AdminAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(m.Body)
+		m.Body.Close()
+		if strings.Contains(string(body), "gateway_client_gone_total 1") && strings.Contains(string(body), "gateway_upstream_errors_total 0") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics after a client left:\n%s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
