@@ -1106,20 +1106,20 @@ var (
 	_ middleware.RawWriter = (*response)(nil)
 )
 
-// statusLines are the common status lines, rendered once.
-var statusLines = func() map[int]string {
-	m := map[int]string{}
-	for code := 100; code < 600; code++ {
-		if t := http.StatusText(code); t != "" {
-			m[code] = "HTTP/1.1 " + strconv.Itoa(code) + " " + t + "\r\n"
+// statusLines are the status lines of the codes with a text, rendered
+// once. Read only.
+var statusLines = func() (t [600]string) {
+	for code := 100; code < len(t); code++ {
+		if text := http.StatusText(code); text != "" {
+			t[code] = "HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\n"
 		}
 	}
-	return m
+	return t
 }()
 
 func statusLine(code int) string {
-	if s, ok := statusLines[code]; ok {
-		return s
+	if code >= 0 && code < len(statusLines) && statusLines[code] != "" {
+		return statusLines[code]
 	}
 	return "HTTP/1.1 " + strconv.Itoa(code) + " status code " + strconv.Itoa(code) + "\r\n"
 }
