@@ -10,10 +10,11 @@ package gateway
 //     pipelined requests are answered one after the other, their answers
 //     batched into one write while more requests are already buffered.
 //   - The request head is checked before it is believed: a head with a bare
-//     LF, an obs-fold line, both Content-Length and Transfer-Encoding, or
-//     more than one Host is answered 400 and the connection closed (the
-//     standard parser accepts the first three, so a peer parsing them
-//     otherwise could be smuggled a request); a head over maxHeaderBytes is
+//     LF, an obs-fold line, both Content-Length and Transfer-Encoding, or a
+//     field name that is not a token is answered 400 and the connection
+//     closed (the standard parser accepts them, so a peer parsing them
+//     otherwise could be smuggled a request; it refuses two different
+//     Content-Lengths and two Hosts itself); a head over maxHeaderBytes is
 //     answered 431; a head not complete within ReadHeaderTimeout closes the
 //     connection (slowloris).
 //   - No goroutine reads behind a handler's back, except while a handler
@@ -27,9 +28,10 @@ package gateway
 //     bufio.Writer; a body of unknown length is chunked (HTTP/1.1), or ends
 //     the connection (HTTP/1.0); HEAD and 1xx/204/304 carry none.
 //   - Requests carry no context (context.Background, never cancelled,
-//     nothing allocated per request): a handler learns of a client gone
-//     through CloseNotify, which httputil.ReverseProxy asks for exactly
-//     when the context cannot tell it.
+//     nothing allocated per request; the gateway finds a request's
+//     connection by its remote address, connOf): a handler learns of a
+//     client gone through CloseNotify, which httputil.ReverseProxy asks
+//     for exactly when the context cannot tell it.
 //   - Shutdown closes the listeners and idle connections at once, lets
 //     requests in flight finish (then closes their connections), and
 //     reports an error only if requests were still in flight when ctx ended.
