@@ -23,9 +23,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/devkit-go/devkit/ratelimit"
@@ -91,13 +91,11 @@ type Server struct {
 	handler  http.Handler
 	log      *slog.Logger
 
-	clientSrv, adminSrv *http.Server
+	// clientSrv and adminSrv are the gateway's own HTTP/1.1 server (see
+	// front.go); a drain that runs out of time tells cut-off requests from
+	// silent connections (connected, nothing sent), not worth an error.
+	clientSrv, adminSrv *front
 	ln, adminLn         net.Listener
-	// active counts client connections with a request in progress, so a
-	// drain that runs out of time tells cut-off requests from silent
-	// connections (connected, nothing sent), which are not worth an error.
-	active     atomic.Int64
-	activeConn sync.Map // net.Conn → struct{}: the connections counted in active
 
 	stopOnce sync.Once
 }
@@ -113,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	defaults(&cfg)
 	s := &Server{cfg: cfg, upstream: u, log: cfg.Logger, metrics: newUpstreamMetrics()}
-	s.mw = middleware.New(cfg.Limiter, s.override(cfg.Policy), middleware.Options{Logger: cfg.Logger})
+	s.mw = middleware.New(cfg.Limiter, s.override(cfg.Policy), middleware.Options{Logger: cfg.Logger, Identify: s.identify})
 	transport := cfg.Transport
 	if transport == nil {
 		transport = NewTransport(cfg.MaxIdleConnsPerHost, cfg.ResponseHeaderTimeout)
@@ -126,24 +124,10 @@ func New(cfg Config) (*Server, error) {
 		BufferPool:   bufferPool{},
 	}
 	s.handler = s.mw.Handler(rp)
-	s.clientSrv = &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.WriteTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-		ConnState:         s.trackConn,
-	}
+	s.clientSrv = newFront(s.handler, cfg, cfg.Logger)
 	if cfg.Admin != "" {
-		s.adminSrv = &http.Server{
-			Handler:           middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry}),
-			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-			ReadTimeout:       cfg.ReadTimeout,
-			WriteTimeout:      cfg.WriteTimeout,
-			IdleTimeout:       cfg.IdleTimeout,
-		}
+		admin := middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry})
+		s.adminSrv = newFront(admin, cfg, cfg.Logger)
 	}
 	return s, nil
 }
@@ -214,6 +198,28 @@ func (s *Server) Policy() *policy.Policy { return s.mw.Policy() }
 // benchmarks that serve it themselves.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// requestScratch is what the limiting step of a request found out and the
+// forwarding step needs: the verified client chain, read once.
+type requestScratch struct {
+	req      *http.Request // the request it belongs to
+	identity *policy.IdentityConfig
+	chain    []netip.Addr
+	buf      [2]netip.Addr
+}
+
+// identify is the middleware's identity, with the peer address parsed once
+// per connection and the verified chain kept for rewrite.
+func (s *Server) identify(r *http.Request, p *policy.Policy) policy.Identity {
+	c := s.clientSrv.connOf(r)
+	if c == nil {
+		return p.Identity.Identify(r)
+	}
+	sc := &c.scratch
+	id, chain := p.Identity.IdentifyPeer(r, c.peer, sc.buf[:0])
+	sc.req, sc.identity, sc.chain = r, &p.Identity, chain
+	return id
+}
+
 func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(s.upstream)
 	proto := "http"
@@ -222,7 +228,12 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	}
 	// Only what was verified goes upstream (ReverseProxy has already
 	// removed the inbound X-Forwarded-* and Forwarded from pr.Out).
-	s.mw.Policy().Identity.SetUpstreamHeaders(pr.In, pr.Out.Header, proto)
+	if c := s.clientSrv.connOf(pr.In); c != nil && c.scratch.req == pr.In {
+		c.scratch.identity.SetUpstreamHeadersFrom(pr.In, pr.Out.Header, proto, c.peer, c.scratch.chain)
+		c.scratch.req = nil
+	} else {
+		s.mw.Policy().Identity.SetUpstreamHeaders(pr.In, pr.Out.Header, proto)
+	}
 	pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
 	pr.Out.Header.Set("X-Forwarded-Proto", proto)
 }
@@ -322,7 +333,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 	}()
 	errc := make(chan error, 2)
-	serve := func(srv *http.Server, ln net.Listener) {
+	serve := func(srv *front, ln net.Listener) {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 			cancel()
@@ -344,20 +355,6 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
-func (s *Server) trackConn(c net.Conn, st http.ConnState) {
-	switch st {
-	case http.StateActive:
-		if _, loaded := s.activeConn.LoadOrStore(c, struct{}{}); !loaded {
-			s.active.Add(1)
-		}
-	case http.StateIdle, http.StateHijacked, http.StateClosed:
-		// Closed straight from active: Connection: close, or the client left.
-		if _, was := s.activeConn.LoadAndDelete(c); was {
-			s.active.Add(-1)
-		}
-	}
-}
-
 // Shutdown stops the listeners and drains in-flight requests, bounded by
 // ShutdownTimeout and ctx. Connections that never sent a request do not
 // hold it up past the timeout, nor make it an error.
@@ -366,15 +363,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer cancel()
 	var err error
 	s.stopOnce.Do(func() {
+		// Silent connections left at the end are closed and are no error.
 		err = s.clientSrv.Shutdown(ctx)
-		if err != nil && s.active.Load() <= 0 {
-			// Only silent connections were left: close them, no request was cut.
-			err = s.clientSrv.Close()
-		}
 		if s.adminSrv != nil {
-			if aerr := s.adminSrv.Shutdown(ctx); aerr != nil {
-				err = errors.Join(err, s.adminSrv.Close())
-			}
+			err = errors.Join(err, s.adminSrv.Shutdown(ctx))
 		}
 		if err != nil {
 			err = fmt.Errorf("gateway: requests still in flight after %v were cut off: %w", s.cfg.ShutdownTimeout, err)

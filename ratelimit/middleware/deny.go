@@ -10,6 +10,7 @@ package middleware
 import (
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/devkit-go/devkit/ratelimit"
 )
@@ -43,7 +44,23 @@ type deniedParts struct {
 	detailHead []byte
 	// tail is `,"policy":…,"limit":N,"window_seconds":S`.
 	tail []byte
+	// fields are the header fields that depend on the limit only, rendered
+	// for a RawWriter: X-RateLimit-Limit, RateLimit-Policy, Content-Type.
+	fields []byte
 }
+
+// RawWriter is implemented by a ResponseWriter that takes header fields
+// already rendered (the gateway's HTTP/1.1 front): a denial's fields are
+// then rendered once per limit, not assembled in a header map per request.
+// WriteRaw answers status with the fields set on Header() (if any), then
+// fields (lines "Name: value\r\n", valid as they are), a Content-Length
+// of len(body), and body.
+type RawWriter interface {
+	WriteRaw(status int, fields, body []byte) error
+}
+
+// rawBuffers hold a raw denial while it is written (the writer copies it).
+var rawBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func newDeniedParts(lim ratelimit.Limit, window string) *deniedParts {
 	name := lim.DisplayName()
@@ -70,6 +87,11 @@ func newDeniedParts(lim ratelimit.Limit, window string) *deniedParts {
 		tail = appendJSONFloat(tail, s)
 	}
 	d.tail = tail
+	f := append([]byte(keyLimit+": "), d.capacity...)
+	f = append(f, "\r\n"+keyPolicy+": "...)
+	f = append(f, PolicyValue([]ratelimit.LimitResult{{Limit: lim}})...)
+	f = append(f, "\r\nContent-Type: "+problemJSON+"\r\n"...)
+	d.fields = f
 	return d
 }
 
@@ -85,7 +107,58 @@ func fastDenial(res *ratelimit.Result) bool {
 func writeFastDenial(w http.ResponseWriter, r *http.Request, res *ratelimit.Result, rule, policyValue string, d *deniedParts) {
 	lr := &res.Limits[0]
 	secs := max(1, seconds(res.RetryAfter))
+	if rw, ok := w.(RawWriter); ok {
+		buf := rawBuffers.Get().(*[]byte)
+		b := append((*buf)[:0], d.fields...)
+		b = append(b, keyRemaining+": "...)
+		b = strconv.AppendInt(b, max(0, res.Remaining), 10)
+		b = append(b, "\r\n"+keyReset+": "...)
+		b = strconv.AppendInt(b, seconds(res.ResetAfter), 10)
+		b = append(b, "\r\n"+keyRateLimit+": "...)
+		b = appendRateLimit(b, d, lr)
+		b = append(b, "\r\n"+keyRetryAfter+": "...)
+		b = strconv.AppendInt(b, secs, 10)
+		b = append(b, "\r\n"...)
+		n := len(b)
+		b = appendDenialBody(b, d, r, res, rule, secs)
+		_ = rw.WriteRaw(http.StatusTooManyRequests, b[:n], b[n:]) // a failed write means the client left
+		*buf = b
+		rawBuffers.Put(buf)
+		return
+	}
 	body := make([]byte, 0, len(d.detailHead)+len(d.tail)+len(r.URL.Path)+len(rule)+128)
+	body = appendDenialBody(body, d, r, res, rule, secs)
+
+	// The RateLimit field: `"name";r=R;t=T`.
+	rl := appendRateLimit(make([]byte, 0, len(d.rateLimitHead)+24), d, lr)
+
+	vals := make([]string, 8)
+	vals[0] = d.capacity
+	vals[1] = itoa(max(0, res.Remaining))
+	vals[2] = itoa(seconds(res.ResetAfter))
+	vals[3] = policyValue
+	vals[4] = string(rl)
+	vals[5] = itoa(secs)
+	vals[6] = problemJSON
+	vals[7] = itoa(int64(len(body)))
+	h := w.Header()
+	h[keyLimit], h[keyRemaining], h[keyReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
+	h[keyPolicy], h[keyRateLimit], h[keyRetryAfter] = vals[3:4:4], vals[4:5:5], vals[5:6:6]
+	h["Content-Type"], h["Content-Length"] = vals[6:7:7], vals[7:8:8]
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write(body) // the status is sent; a failed write means the client left
+}
+
+// appendRateLimit appends the RateLimit field's value: `"name";r=R;t=T`.
+func appendRateLimit(b []byte, d *deniedParts, lr *ratelimit.LimitResult) []byte {
+	b = append(b, d.rateLimitHead...)
+	b = strconv.AppendInt(b, max(0, lr.Remaining), 10)
+	b = append(b, ";t="...)
+	return strconv.AppendInt(b, seconds(lr.ResetAfter), 10)
+}
+
+// appendDenialBody appends the problem+json body of a fast denial.
+func appendDenialBody(body []byte, d *deniedParts, r *http.Request, res *ratelimit.Result, rule string, secs int64) []byte {
 	body = append(body, d.detailHead...)
 	if res.Blocked {
 		body = append(body, ") was exceeded; requests are blocked for "...)
@@ -110,28 +183,5 @@ func writeFastDenial(w http.ResponseWriter, r *http.Request, res *ratelimit.Resu
 	if res.Blocked {
 		body = append(body, `,"blocked":true`...)
 	}
-	body = append(body, '}', '\n')
-
-	// The RateLimit field: `"name";r=R;t=T`.
-	rl := make([]byte, 0, len(d.rateLimitHead)+24)
-	rl = append(rl, d.rateLimitHead...)
-	rl = strconv.AppendInt(rl, max(0, lr.Remaining), 10)
-	rl = append(rl, ";t="...)
-	rl = strconv.AppendInt(rl, seconds(lr.ResetAfter), 10)
-
-	vals := make([]string, 8)
-	vals[0] = d.capacity
-	vals[1] = itoa(max(0, res.Remaining))
-	vals[2] = itoa(seconds(res.ResetAfter))
-	vals[3] = policyValue
-	vals[4] = string(rl)
-	vals[5] = itoa(secs)
-	vals[6] = problemJSON
-	vals[7] = itoa(int64(len(body)))
-	h := w.Header()
-	h[keyLimit], h[keyRemaining], h[keyReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
-	h[keyPolicy], h[keyRateLimit], h[keyRetryAfter] = vals[3:4:4], vals[4:5:5], vals[5:6:6]
-	h["Content-Type"], h["Content-Length"] = vals[6:7:7], vals[7:8:8]
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write(body) // the status is sent; a failed write means the client left
+	return append(body, '}', '\n')
 }

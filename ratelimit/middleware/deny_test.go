@@ -1,8 +1,13 @@
 package middleware
 
 import (
+	"bufio"
+	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,8 +57,38 @@ func TestDenial_FastPathSameAsGeneral(t *testing.T) {
 						t.Fatalf("limit %q path %q rule %q wait %v blocked %v:\n got %d %v\n%s\nwant %d %v\n%s",
 							lim.Name, path, rule, wait, blocked, got.Code, got.Header(), got.Body, want.Code, want.Header(), want.Body)
 					}
+					raw := &rawRecorder{ResponseRecorder: httptest.NewRecorder()}
+					writeFastDenial(raw, req, res, rule, fields.policy, fields.denied)
+					if raw.Code != want.Code || raw.Body.String() != want.Body.String() || !reflect.DeepEqual(raw.Header(), want.Header()) {
+						t.Fatalf("raw: limit %q path %q rule %q wait %v blocked %v:\n got %d %v\n%s\nwant %d %v\n%s",
+							lim.Name, path, rule, wait, blocked, raw.Code, raw.Header(), raw.Body, want.Code, want.Header(), want.Body)
+					}
 				}
 			}
 		}
 	}
 }
+
+// rawRecorder is a RawWriter: it parses the rendered fields as a client
+// would and records them with the Content-Length WriteRaw promises.
+type rawRecorder struct {
+	*httptest.ResponseRecorder
+}
+
+func (w *rawRecorder) WriteRaw(status int, fields, body []byte) error {
+	tp := textproto.NewReader(bufio.NewReader(strings.NewReader(string(fields) + "\r\n")))
+	h, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return err
+	}
+	for k, v := range h {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, err = w.Write(body)
+	return err
+}
+
+var _ RawWriter = (*rawRecorder)(nil)
+var _ http.ResponseWriter = (*rawRecorder)(nil)

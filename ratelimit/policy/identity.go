@@ -52,6 +52,22 @@ func (c *IdentityConfig) Identify(r *http.Request) Identity {
 	if c.trusted(peer) {
 		client = c.verifiedChain(peer, r.Header)[0]
 	}
+	return c.identity(r, peer, client)
+}
+
+// IdentifyPeer is Identify for a server that parsed the direct peer's
+// address already (once per connection). It also returns the verified
+// chain, client first and peer last, appended to buf, for
+// SetUpstreamHeadersFrom: a proxy reads X-Forwarded-For once per request.
+func (c *IdentityConfig) IdentifyPeer(r *http.Request, peer netip.Addr, buf []netip.Addr) (Identity, []netip.Addr) {
+	chain := append(buf[:0], peer)
+	if c.trusted(peer) {
+		chain = c.verifiedChain(peer, r.Header)
+	}
+	return c.identity(r, peer, chain[0]), chain
+}
+
+func (c *IdentityConfig) identity(r *http.Request, peer, client netip.Addr) Identity {
 	id := Identity{IP: c.group(client)}
 	if c.believesHeaders(peer) {
 		id.User = headerValue(r, c.UserHeader)
@@ -196,6 +212,12 @@ func (c *IdentityConfig) Trusts(remoteAddr string) bool { return c.trusted(peerA
 // or "https", as the client spoke to the proxy.
 func (c *IdentityConfig) SetUpstreamHeaders(in *http.Request, out http.Header, proto string) {
 	peer := peerAddr(in.RemoteAddr)
+	c.SetUpstreamHeadersFrom(in, out, proto, peer, c.verifiedChain(peer, in.Header))
+}
+
+// SetUpstreamHeadersFrom is SetUpstreamHeaders with the peer and the
+// verified chain IdentifyPeer returned for in.
+func (c *IdentityConfig) SetUpstreamHeadersFrom(in *http.Request, out http.Header, proto string, peer netip.Addr, chain []netip.Addr) {
 	if !c.believesHeaders(peer) {
 		for _, h := range []string{c.UserHeader, c.TenantHeader, c.PlanHeader} {
 			if h != "" {
@@ -203,7 +225,6 @@ func (c *IdentityConfig) SetUpstreamHeaders(in *http.Request, out http.Header, p
 			}
 		}
 	}
-	chain := c.verifiedChain(peer, in.Header)
 	var xff, fwd strings.Builder
 	for i, a := range chain {
 		if !a.IsValid() {
