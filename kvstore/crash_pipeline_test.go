@@ -1,3 +1,8 @@
+//go:build unix
+
+// Unix only: the parent kills the child with SIGKILL and checks, through
+// syscall.WaitStatus, that the signal is what ended it.
+
 package kvstore
 
 import (

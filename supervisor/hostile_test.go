@@ -372,25 +372,3 @@ processes:
 		t.Fatalf("our own log was not rotated: %v", err)
 	}
 }
-
-func TestConfig_YAMLSyntaxErrorsNameTheLineOfTheMistake(t *testing.T) {
-	for _, tc := range []struct {
-		yaml  string
-		line  int
-		field string
-	}{
-		{"processes:\n  a:\n    command: x\n    args: [1, 2\n  b:\n    command: y\n", 4, "processes.a.args"},
-		{"processes:\n  a:\n    command: x\n   bad: indent\n", 4, "processes.a.bad"},
-		{"processes:\n  a:\n    command: x\n  - b\n", 4, "processes"},
-		{"processes:\n  a:\n    command: x\n    ready: {tcp: 'a:1'\n    stop_timeout: 1s\n", 4, "processes.a.ready"},
-		{"processes:\n  a:\n    args: [\n      1,\n      2]\n    command: x\n  b:\n    command: y\n   c: 1\n", 9, "processes.b.c"},
-		{"processes:\n  a:\n    command: x\n    env:\n      A: 1\n      B: \"2\n", 6, "processes.a.env.B"},
-		{"processes:\n  a:\n    command: x\n    args:\n      - x\n     - http://a:1/\n", 6, "processes.a.args[1]"},
-	} {
-		_, err := ParseConfig("ops.yaml", []byte(tc.yaml), os.LookupEnv)
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Line != tc.line || ce.Field != tc.field {
-			t.Errorf("%q: %v, want line %d, field %s", tc.yaml, err, tc.line, tc.field)
-		}
-	}
-}
