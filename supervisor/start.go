@@ -206,19 +206,19 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	if err != nil {
 		return proc.Identity{}, err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }() // the monitor holds its own copy
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return proc.Identity{}, err
 	}
-	defer stdinR.Close()
-	defer stdinW.Close()
+	defer func() { _ = stdinR.Close() }() // the monitor holds its own copy
+	defer func() { _ = stdinW.Close() }() // closed by hand after the spec is written; a second close is harmless
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return proc.Identity{}, err
 	}
-	defer stdoutR.Close()
-	defer stdoutW.Close()
+	defer func() { _ = stdoutR.Close() }() // read-only
+	defer func() { _ = stdoutW.Close() }() // the monitor holds its own copy
 
 	argv, env, err := s.monitorCommand()
 	if err != nil {
@@ -268,7 +268,7 @@ func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Iden
 	if err != nil {
 		return s.exitedEarly(ctx, spec.Name, id.PID, "right after it started")
 	}
-	defer h.Close()
+	defer func() { _ = h.Close() }() // releasing a handle: nothing to act on
 	if spec.Oneshot {
 		return s.awaitCompletion(ctx, spec, h, id)
 	}
