@@ -53,14 +53,10 @@ when one of its dependencies restarts. Reload acts on the current project only.
 --dry-run prints exactly the steps a real run would take, and changes nothing.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
+			opts.ProjectOptions, opts.Sup = bindProject(f, cmd)
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			if runF != nil {
-				return runF(ctx, opts)
-			}
-			return reloadRun(ctx, opts)
+			return runVerb(ctx, runF, reloadRun, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the steps without taking them")

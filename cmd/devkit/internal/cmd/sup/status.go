@@ -43,17 +43,11 @@ Exit 0 when every process asked about is running or completed, 3 otherwise.
 --json prints the versioned document described in docs/supervisor.md
 (schema "` + supervisor.StatusSchema + `").`,
 		ValidArgsFunction: completeNames(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
-			opts.Names = args
-			if err := checkNames(opts.Names); err != nil {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if opts.ProjectOptions, opts.Sup, opts.Names, err = bindNames(f, cmd, args); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return statusRun(cmd.Context(), opts)
+			return runVerb(cmd.Context(), runF, statusRun, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
