@@ -6,17 +6,12 @@
 package kvstore
 
 import (
-	"bufio"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // The pipelined kill -9 test: a child process runs 16 "connections", each
@@ -120,46 +115,7 @@ func TestCrash_PipelinedBurstsRecoverInCallOrder(t *testing.T) {
 // moment, and returns the last acknowledged n of each connection.
 func crashPipelineOnce(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashPipelineEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "ready" {
-		cmd.Wait()
-		t.Fatalf("child did not start: %q %s", sc.Text(), stderr.String())
-	}
-	killAfter := time.Duration(rand.IntN(200)) * time.Millisecond
-	var timer *time.Timer
 	acked := map[string]int{}
-	for sc.Scan() {
-		if timer == nil {
-			timer = time.AfterFunc(killAfter, func() { cmd.Process.Signal(syscall.SIGKILL) })
-		}
-		conn, val, ok := strings.Cut(sc.Text(), " ")
-		n, err := strconv.Atoi(val)
-		if ok && err == nil && n > acked[conn] {
-			acked[conn] = n
-		}
-	}
-	if timer == nil {
-		cmd.Process.Signal(syscall.SIGKILL)
-	} else {
-		timer.Stop()
-	}
-	err = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("child ended with %v, not by SIGKILL; stderr: %s", err, stderr.String())
-	}
-	if len(acked) == 0 {
-		t.Fatalf("child acknowledged nothing; stderr: %s", stderr.String())
-	}
+	killMidWrite(t, []string{crashPipelineEnv + "=" + dir}, acked)
 	return acked
 }

@@ -123,8 +123,18 @@ func TestCrash_KillDashNineLosesNoAcknowledgedWrite(t *testing.T) {
 // any earlier round's). It returns the number of acknowledgements.
 func crashOnce(t *testing.T, dir string, base int, acked map[string]int) int {
 	t.Helper()
+	return killMidWrite(t, []string{crashChildEnv + "=" + dir, crashBaseEnv + "=" + strconv.Itoa(base)}, acked)
+}
+
+// killMidWrite runs this test binary as a child with env added, waits for
+// its "ready", then reads its acknowledgements — lines "name n" — into
+// acked (the highest n of each name) until it is SIGKILLed at a random
+// moment. It returns how many it read, and fails the test unless SIGKILL
+// ended the child after at least one.
+func killMidWrite(t *testing.T, env []string, acked map[string]int) int {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashBaseEnv+"="+strconv.Itoa(base))
+	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -154,13 +164,13 @@ func crashOnce(t *testing.T, dir string, base int, acked map[string]int) int {
 			timer = time.AfterFunc(killAfter, func() { cmd.Process.Signal(syscall.SIGKILL) })
 		}
 		// Only complete lines count: the last one may be cut by the kill.
-		key, val, ok := strings.Cut(sc.Text(), " ")
+		name, val, ok := strings.Cut(sc.Text(), " ")
 		c, err := strconv.Atoi(val)
 		if !ok || err != nil {
 			continue
 		}
-		if c > acked[key] {
-			acked[key] = c
+		if c > acked[name] {
+			acked[name] = c
 		}
 		n++
 	}

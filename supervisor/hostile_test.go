@@ -205,15 +205,7 @@ func (h *harness) mustRecord(name string) *state.ProcessRecord {
 }
 
 func TestStop_FailedStopIsATimeoutAndSupervisionStaysOn(t *testing.T) {
-	h := newHarness(t, `
-processes:
-  stubborn:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "ignore-term,print=ready,sleep"}
-    ready: {log: ready, timeout: 5s}
-    stop_timeout: 300ms
-    restart: {policy: always, backoff: 50ms}
-`)
+	h := newHarness(t, stubbornYAML+"    restart: {policy: always, backoff: 50ms}\n")
 	pid := h.start("stubborn")[0].PID
 	res, err := h.sup.Stop(context.Background(), []string{"stubborn"}, StopOptions{})
 	if !errors.Is(err, ErrStopTimeout) || len(res) != 1 || res[0].Outcome != StopTimeout {
@@ -231,14 +223,7 @@ processes:
 }
 
 func TestStopAll_GoesOnPastFailuresAndACorruptRecordHidesNothing(t *testing.T) {
-	h := newHarness(t, `
-processes:
-  stubborn:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "ignore-term,print=ready,sleep"}
-    ready: {log: ready, timeout: 5s}
-    stop_timeout: 300ms
-  zeta:
+	h := newHarness(t, stubbornYAML+`  zeta:
     command: {{exe}}
     env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleep"}
     ready: {log: ready, timeout: 5s}
