@@ -24,22 +24,8 @@ import (
 
 const crashPipelineEnv = "KVSTORE_CRASH_PIPELINE_DIR"
 
-func init() {
-	// Runs before TestMain: the child never reaches the test framework.
-	if dir := os.Getenv(crashPipelineEnv); dir != "" {
-		crashPipelineChild(dir)
-		os.Exit(0)
-	}
-}
-
 func crashPipelineChild(dir string) {
-	o := crashOptions
-	o.Logger = quietLogger()
-	db, err := Open(dir, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child open:", err)
-		os.Exit(2)
-	}
+	db := openCrashChild(dir)
 	var outMu sync.Mutex
 	fmt.Println("ready")
 	var wg sync.WaitGroup

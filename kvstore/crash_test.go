@@ -34,17 +34,19 @@ const (
 var crashOptions = Options{SegmentSize: 16 << 10, CompactionThreshold: 64 << 10}
 
 func init() {
-	// Runs before TestMain: the child never reaches the test framework.
+	// Runs before TestMain: a child never reaches the test framework.
 	if dir := os.Getenv(crashChildEnv); dir != "" {
 		crashChild(dir)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(crashPipelineEnv); dir != "" {
+		crashPipelineChild(dir)
+		os.Exit(0)
+	}
 }
 
-// crashChild writes until it is killed. Each goroutine g cycles over ten keys
-// and writes increasing counters; a line "key counter" is printed only after
-// Set returned nil.
-func crashChild(dir string) {
+// openCrashChild opens dir as a crash child does, or exits 2.
+func openCrashChild(dir string) *DB {
 	o := crashOptions
 	o.Logger = quietLogger()
 	db, err := Open(dir, o)
@@ -52,6 +54,14 @@ func crashChild(dir string) {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(2)
 	}
+	return db
+}
+
+// crashChild writes until it is killed. Each goroutine g cycles over ten keys
+// and writes increasing counters; a line "key counter" is printed only after
+// Set returned nil.
+func crashChild(dir string) {
+	db := openCrashChild(dir)
 	base, _ := strconv.Atoi(os.Getenv(crashBaseEnv))
 	var outMu sync.Mutex
 	fmt.Println("ready")

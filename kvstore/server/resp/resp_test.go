@@ -112,11 +112,7 @@ func TestGoRedis_StringCommands(t *testing.T) {
 }
 
 func TestGoRedis_EngineErrors(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, MaxKeySize: 8, MaxValueSize: 16, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncNone, MaxKeySize: 8, MaxValueSize: 16})
 	c := goRedis(t, start(t, db, resp.Options{MaxBulkBytes: 1024}))
 	ctx := context.Background()
 	for _, tc := range []struct{ key, value, want string }{
@@ -431,11 +427,7 @@ func TestRaw_LargeBulkArrivesInPiecesAndIsStoredWhole(t *testing.T) {
 }
 
 func TestPipeline_SETsUnderSyncAlwaysShareFsyncsAndKeepOrder(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
 	c := goRedis(t, start(t, db, resp.Options{}))
 	ctx := context.Background()
 	const n = 200
@@ -472,11 +464,7 @@ func TestPipeline_SETsUnderSyncAlwaysShareFsyncsAndKeepOrder(t *testing.T) {
 }
 
 func TestPipeline_APartialCommandDoesNotHoldBackTheWritesBeforeIt(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
 	c := dialRaw(t, start(t, db, resp.Options{}))
 	// A whole SET, then the start of another one that never finishes.
 	c.send("*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$5\r\nxy")
@@ -505,11 +493,7 @@ func TestPipeline_RepliesAreNotHeldWhileTheNextCommandIsIncomplete(t *testing.T)
 }
 
 func TestMSET_IsOneAtomicBatchWithOneFsync(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
 	c := goRedis(t, start(t, db, resp.Options{}))
 	ctx := context.Background()
 	var pairs []any
