@@ -91,7 +91,9 @@ func reloadRun(ctx context.Context, opts *ReloadOptions) error {
 		for _, s := range steps {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Action, s.Reason)
 		}
-		tw.Flush()
+		if werr := tw.Flush(); werr != nil { // stdout failed, as the JSON branch reports it
+			return werr
+		}
 	}
 	var se *supervisor.StartError
 	if errors.As(err, &se) {
