@@ -14,7 +14,7 @@ EACH      = $(call EACH_OF,$(MODULES),$(1))
 # make bench also runs the side-by-side comparison module (redis_rate, ulule/limiter), kept out of ratelimit's deps.
 BENCH_MODULES := $(MODULES) ratelimit/benchcmp
 
-.PHONY: help build test test-race test-crash test-sup-soak bench fuzz lint fmt cover demo demo-redis clean docs cross
+.PHONY: test-tags help build test test-race test-crash test-sup-soak bench fuzz lint fmt cover demo demo-redis clean docs cross
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -62,11 +62,22 @@ LINT_MODULES := $(MODULES) ratelimit/benchcmp
 lint: ## go vet every module (and for windows and darwin), gofmt, and golangci-lint (.golangci.yml)
 	$(call EACH,$(GO) vet ./...)
 	set -e; for os in windows darwin; do $(call EACH_OF,$(CROSS_VET),GOOS=$$os $(GO) vet ./...); done
+	$(MAKE) --no-print-directory test-tags
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@if [ ! -x "$(GOLANGCI)" ]; then \
 		if [ "$$CI" = true ]; then echo "golangci-lint missing: go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)"; exit 1; fi; \
 		echo "golangci-lint not installed, skipped (go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION))"; \
 	else $(call EACH_OF,$(LINT_MODULES),$(GOLANGCI) run --config $(CURDIR)/.golangci.yml ./...); fi
+
+# Modules whose whole suite CI also runs on Windows (.github/workflows/ci.yml, job windows).
+WINDOWS_TEST_MODULES := kvstore supervisor
+UNIX_ONLY := "sh"|/bin/sh|command: sh|/proc/|redis-server|redis-cli|redis-benchmark|python3|syscall\.Kill|Setsid|Setpgid|WaitStatus|os\.Symlink|/dev/null
+
+test-tags: ## check that no test file built for windows runs sh, /proc, signals or the Redis tools (those carry //go:build unix)
+	@set -e; bad=$$(for m in $(WINDOWS_TEST_MODULES); do (cd $$m && GOOS=windows GOWORK=off $(GO) list \
+		-f '{{$$d := .Dir}}{{range .TestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$d}}/{{.}} {{end}}' ./...); done \
+		| xargs grep -l '^func Test' | xargs grep -nE '$(UNIX_ONLY)' | grep -vE '^[^:]+:[0-9]+:\s*//' || true); \
+	if [ -n "$$bad" ]; then echo "test files built for windows use Unix-only things; give them //go:build unix (or split them):"; echo "$$bad"; exit 1; fi
 
 cross: ## build devkit for linux, darwin and windows on amd64 and arm64 into bin/cross/
 	set -e; for os in linux darwin windows; do for arch in amd64 arm64; do \

@@ -143,16 +143,15 @@ func waitCompactions(t *testing.T, db *DB, n uint64) {
 	}
 }
 
-func TestCheckpoint_IsAConsistentCopyWhileWritersGoOn(t *testing.T) {
-	db := openT(t, t.TempDir(), Options{Sync: SyncNone})
-	setRange(t, db, 0, 100)
-	stop := make(chan struct{})
-	done := make(chan struct{})
+// writeUntilStopped sets w000000, w000001, ... in db until stop is called,
+// which returns once the writer has.
+func writeUntilStopped(t *testing.T, db *DB) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := 0; ; i++ {
 			select {
-			case <-stop:
+			case <-quit:
 				return
 			default:
 			}
@@ -162,11 +161,17 @@ func TestCheckpoint_IsAConsistentCopyWhileWritersGoOn(t *testing.T) {
 			}
 		}
 	}()
+	return func() { close(quit); <-done }
+}
+
+func TestCheckpoint_IsAConsistentCopyWhileWritersGoOn(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{Sync: SyncNone})
+	setRange(t, db, 0, 100)
+	stop := writeUntilStopped(t, db)
 	time.Sleep(10 * time.Millisecond)
 	dst := filepath.Join(t.TempDir(), "copy")
 	info, err := db.Checkpoint(context.Background(), dst)
-	close(stop)
-	<-done
+	stop()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,26 +202,10 @@ func TestStreamCheckpoint_RestoresToAStoreThatOpensAndVerifies(t *testing.T) {
 	if err := db.SetWithTTL([]byte("ttl"), []byte("v"), time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { // writers keep going during the stream
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := db.Set([]byte(fmt.Sprintf("w%06d", i)), []byte("x")); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
+	stop := writeUntilStopped(t, db) // a writer keeps going during the stream
 	var stream bytes.Buffer
 	info, err := db.StreamCheckpoint(context.Background(), &stream)
-	close(stop)
-	<-done
+	stop()
 	db.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -1,17 +1,17 @@
+//go:build unix
+
+// Unix only: the parent kills the child with SIGKILL and checks, through
+// syscall.WaitStatus, that the signal is what ended it.
+
 package kvstore
 
 import (
-	"bufio"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // The pipelined kill -9 test: a child process runs 16 "connections", each
@@ -24,22 +24,8 @@ import (
 
 const crashPipelineEnv = "KVSTORE_CRASH_PIPELINE_DIR"
 
-func init() {
-	// Runs before TestMain: the child never reaches the test framework.
-	if dir := os.Getenv(crashPipelineEnv); dir != "" {
-		crashPipelineChild(dir)
-		os.Exit(0)
-	}
-}
-
 func crashPipelineChild(dir string) {
-	o := crashOptions
-	o.Logger = quietLogger()
-	db, err := Open(dir, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child open:", err)
-		os.Exit(2)
-	}
+	db := openCrashChild(dir)
 	var outMu sync.Mutex
 	fmt.Println("ready")
 	var wg sync.WaitGroup
@@ -115,46 +101,7 @@ func TestCrash_PipelinedBurstsRecoverInCallOrder(t *testing.T) {
 // moment, and returns the last acknowledged n of each connection.
 func crashPipelineOnce(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashPipelineEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "ready" {
-		cmd.Wait()
-		t.Fatalf("child did not start: %q %s", sc.Text(), stderr.String())
-	}
-	killAfter := time.Duration(rand.IntN(200)) * time.Millisecond
-	var timer *time.Timer
 	acked := map[string]int{}
-	for sc.Scan() {
-		if timer == nil {
-			timer = time.AfterFunc(killAfter, func() { cmd.Process.Signal(syscall.SIGKILL) })
-		}
-		conn, val, ok := strings.Cut(sc.Text(), " ")
-		n, err := strconv.Atoi(val)
-		if ok && err == nil && n > acked[conn] {
-			acked[conn] = n
-		}
-	}
-	if timer == nil {
-		cmd.Process.Signal(syscall.SIGKILL)
-	} else {
-		timer.Stop()
-	}
-	err = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("child ended with %v, not by SIGKILL; stderr: %s", err, stderr.String())
-	}
-	if len(acked) == 0 {
-		t.Fatalf("child acknowledged nothing; stderr: %s", stderr.String())
-	}
+	killMidWrite(t, []string{crashPipelineEnv + "=" + dir}, acked)
 	return acked
 }

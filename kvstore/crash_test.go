@@ -1,3 +1,8 @@
+//go:build unix
+
+// Unix only: the parent kills the child with SIGKILL and checks, through
+// syscall.WaitStatus, that the signal is what ended it.
+
 package kvstore
 
 import (
@@ -28,22 +33,20 @@ const (
 // rotations and snapshots.
 var crashOptions = Options{SegmentSize: 16 << 10, CompactionThreshold: 64 << 10}
 
-func TestMain(m *testing.M) {
+func init() {
+	// Runs before TestMain: a child never reaches the test framework.
 	if dir := os.Getenv(crashChildEnv); dir != "" {
 		crashChild(dir)
-		return
+		os.Exit(0)
 	}
-	code := m.Run()
-	if dir := replayDirMade.Load(); dir != nil {
-		os.RemoveAll(*dir)
+	if dir := os.Getenv(crashPipelineEnv); dir != "" {
+		crashPipelineChild(dir)
+		os.Exit(0)
 	}
-	os.Exit(code)
 }
 
-// crashChild writes until it is killed. Each goroutine g cycles over ten keys
-// and writes increasing counters; a line "key counter" is printed only after
-// Set returned nil.
-func crashChild(dir string) {
+// openCrashChild opens dir as a crash child does, or exits 2.
+func openCrashChild(dir string) *DB {
 	o := crashOptions
 	o.Logger = quietLogger()
 	db, err := Open(dir, o)
@@ -51,6 +54,14 @@ func crashChild(dir string) {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(2)
 	}
+	return db
+}
+
+// crashChild writes until it is killed. Each goroutine g cycles over ten keys
+// and writes increasing counters; a line "key counter" is printed only after
+// Set returned nil.
+func crashChild(dir string) {
+	db := openCrashChild(dir)
 	base, _ := strconv.Atoi(os.Getenv(crashBaseEnv))
 	var outMu sync.Mutex
 	fmt.Println("ready")
@@ -122,8 +133,18 @@ func TestCrash_KillDashNineLosesNoAcknowledgedWrite(t *testing.T) {
 // any earlier round's). It returns the number of acknowledgements.
 func crashOnce(t *testing.T, dir string, base int, acked map[string]int) int {
 	t.Helper()
+	return killMidWrite(t, []string{crashChildEnv + "=" + dir, crashBaseEnv + "=" + strconv.Itoa(base)}, acked)
+}
+
+// killMidWrite runs this test binary as a child with env added, waits for
+// its "ready", then reads its acknowledgements — lines "name n" — into
+// acked (the highest n of each name) until it is SIGKILLed at a random
+// moment. It returns how many it read, and fails the test unless SIGKILL
+// ended the child after at least one.
+func killMidWrite(t *testing.T, env []string, acked map[string]int) int {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashBaseEnv+"="+strconv.Itoa(base))
+	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -153,13 +174,13 @@ func crashOnce(t *testing.T, dir string, base int, acked map[string]int) int {
 			timer = time.AfterFunc(killAfter, func() { cmd.Process.Signal(syscall.SIGKILL) })
 		}
 		// Only complete lines count: the last one may be cut by the kill.
-		key, val, ok := strings.Cut(sc.Text(), " ")
+		name, val, ok := strings.Cut(sc.Text(), " ")
 		c, err := strconv.Atoi(val)
 		if !ok || err != nil {
 			continue
 		}
-		if c > acked[key] {
-			acked[key] = c
+		if c > acked[name] {
+			acked[name] = c
 		}
 		n++
 	}

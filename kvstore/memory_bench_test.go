@@ -1,3 +1,8 @@
+//go:build unix
+
+// Unix only: the peer is a real redis-server, a Unix program, and the
+// engine's resident size is read from /proc (skipped where there is none).
+
 package kvstore
 
 import (

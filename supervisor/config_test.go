@@ -1,10 +1,11 @@
 package supervisor
 
 import (
-	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,59 +139,6 @@ func TestDigest_CoversEnvFileContentsAndNotReadiness(t *testing.T) {
 	}
 }
 
-func TestStartStop_DependencyOrder(t *testing.T) {
-	h := newHarness(t, `
-processes:
-  db:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
-  cache:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
-  api:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
-    depends_on: [db, cache]
-  worker:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
-    depends_on: [api]
-`)
-	// Starting worker starts its dependencies first.
-	res := h.start("worker")
-	var order []string
-	for _, r := range res {
-		order = append(order, r.Name)
-	}
-	if !slices.Equal(order, []string{"cache", "db", "api", "worker"}) {
-		t.Fatalf("start order = %v", order)
-	}
-	// Start times recorded by the monitors agree with the dependencies
-	// (cache and db, independent, start concurrently).
-	started := map[string]time.Time{}
-	for _, name := range order {
-		started[name] = *h.status(name).StartedAt
-	}
-	for name, deps := range map[string][]string{"api": {"db", "cache"}, "worker": {"api"}} {
-		for _, d := range deps {
-			if started[name].Before(started[d]) {
-				t.Fatalf("%s started before its dependency %s", name, d)
-			}
-		}
-	}
-	stopped, err := h.sup.Stop(context.Background(), []string{"db", "api", "worker", "cache"}, StopOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	order = order[:0]
-	for _, r := range stopped {
-		order = append(order, r.Name)
-	}
-	if !slices.Equal(order, []string{"worker", "api", "db", "cache"}) {
-		t.Fatalf("stop order = %v", order)
-	}
-}
-
 func TestDigest_SurvivesJSONRoundTrip(t *testing.T) {
 	p := &Process{Name: "a", Command: "a", Env: map[string]string{}, Args: []string{}}
 	q := &Process{Name: "a", Command: "a"}
@@ -211,5 +159,41 @@ func TestParseConfig_DurationsShareTheFlagGrammar(t *testing.T) {
 	}
 	if _, err := parse(t, "processes:\n  kv:\n    command: kv\n    stop_timeout: -1\n", nil); err == nil {
 		t.Fatal("stop_timeout: -1 accepted")
+	}
+}
+
+func TestConfig_HealthNeedsARerunnableReadyProbe(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"processes:\n  a:\n    command: x\n    health: {every: 1s}\n", "ops.yaml:4: processes.a.health: needs a ready probe"},
+		{"processes:\n  a:\n    command: x\n    ready: {log: up}\n    health: {every: 1s}\n", "ops.yaml:5: processes.a.health: a log ready probe cannot be re-run"},
+		{"processes:\n  a:\n    command: x\n    ready: {tcp: \"127.0.0.1:1\"}\n    health: {every: 0s}\n", "ops.yaml:5: processes.a.health.every: must be positive"},
+		{"processes:\n  a:\n    command: x\n    ready: {tcp: \"127.0.0.1:1\"}\n    health: {failures: 0}\n", "ops.yaml:5: processes.a.health.failures: must be at least 1"},
+	} {
+		_, err := ParseConfig("ops.yaml", []byte(tc.yaml), os.LookupEnv)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %s", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+func TestConfig_YAMLSyntaxErrorsNameTheLineOfTheMistake(t *testing.T) {
+	for _, tc := range []struct {
+		yaml  string
+		line  int
+		field string
+	}{
+		{"processes:\n  a:\n    command: x\n    args: [1, 2\n  b:\n    command: y\n", 4, "processes.a.args"},
+		{"processes:\n  a:\n    command: x\n   bad: indent\n", 4, "processes.a.bad"},
+		{"processes:\n  a:\n    command: x\n  - b\n", 4, "processes"},
+		{"processes:\n  a:\n    command: x\n    ready: {tcp: 'a:1'\n    stop_timeout: 1s\n", 4, "processes.a.ready"},
+		{"processes:\n  a:\n    args: [\n      1,\n      2]\n    command: x\n  b:\n    command: y\n   c: 1\n", 9, "processes.b.c"},
+		{"processes:\n  a:\n    command: x\n    env:\n      A: 1\n      B: \"2\n", 6, "processes.a.env.B"},
+		{"processes:\n  a:\n    command: x\n    args:\n      - x\n     - http://a:1/\n", 6, "processes.a.args[1]"},
+	} {
+		_, err := ParseConfig("ops.yaml", []byte(tc.yaml), os.LookupEnv)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Line != tc.line || ce.Field != tc.field {
+			t.Errorf("%q: %v, want line %d, field %s", tc.yaml, err, tc.line, tc.field)
+		}
 	}
 }

@@ -1,10 +1,15 @@
+//go:build unix
+
+// Unix only: these run real processes under the supervisor and script them
+// with Unix semantics (a SIGTERM obeyed or ignored, exit by signal, process
+// groups, sh probes). Windows' process handling is tested in internal/proc.
+
 package supervisor
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -52,19 +57,5 @@ func TestHealth_UnhealthyIsShownWhenThePolicyDoesNotRestart(t *testing.T) {
 	})
 	if sts, _ := h.sup.Status(t.Context(), nil); AllRunning(sts) {
 		t.Fatal("an unhealthy process counts as running")
-	}
-}
-
-func TestConfig_HealthNeedsARerunnableReadyProbe(t *testing.T) {
-	for _, tc := range []struct{ yaml, want string }{
-		{"processes:\n  a:\n    command: x\n    health: {every: 1s}\n", "ops.yaml:4: processes.a.health: needs a ready probe"},
-		{"processes:\n  a:\n    command: x\n    ready: {log: up}\n    health: {every: 1s}\n", "ops.yaml:5: processes.a.health: a log ready probe cannot be re-run"},
-		{"processes:\n  a:\n    command: x\n    ready: {tcp: \"127.0.0.1:1\"}\n    health: {every: 0s}\n", "ops.yaml:5: processes.a.health.every: must be positive"},
-		{"processes:\n  a:\n    command: x\n    ready: {tcp: \"127.0.0.1:1\"}\n    health: {failures: 0}\n", "ops.yaml:5: processes.a.health.failures: must be at least 1"},
-	} {
-		_, err := ParseConfig("ops.yaml", []byte(tc.yaml), os.LookupEnv)
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("%q: %v, want %s", tc.yaml, err, tc.want)
-		}
 	}
 }

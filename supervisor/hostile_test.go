@@ -205,15 +205,7 @@ func (h *harness) mustRecord(name string) *state.ProcessRecord {
 }
 
 func TestStop_FailedStopIsATimeoutAndSupervisionStaysOn(t *testing.T) {
-	h := newHarness(t, `
-processes:
-  stubborn:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "ignore-term,print=ready,sleep"}
-    ready: {log: ready, timeout: 5s}
-    stop_timeout: 300ms
-    restart: {policy: always, backoff: 50ms}
-`)
+	h := newHarness(t, stubbornYAML+"    restart: {policy: always, backoff: 50ms}\n")
 	pid := h.start("stubborn")[0].PID
 	res, err := h.sup.Stop(context.Background(), []string{"stubborn"}, StopOptions{})
 	if !errors.Is(err, ErrStopTimeout) || len(res) != 1 || res[0].Outcome != StopTimeout {
@@ -231,14 +223,7 @@ processes:
 }
 
 func TestStopAll_GoesOnPastFailuresAndACorruptRecordHidesNothing(t *testing.T) {
-	h := newHarness(t, `
-processes:
-  stubborn:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "ignore-term,print=ready,sleep"}
-    ready: {log: ready, timeout: 5s}
-    stop_timeout: 300ms
-  zeta:
+	h := newHarness(t, stubbornYAML+`  zeta:
     command: {{exe}}
     env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleep"}
     ready: {log: ready, timeout: 5s}
@@ -370,27 +355,5 @@ processes:
 	h.start("app")
 	if _, err := os.Stat(db + ".1"); err != nil {
 		t.Fatalf("our own log was not rotated: %v", err)
-	}
-}
-
-func TestConfig_YAMLSyntaxErrorsNameTheLineOfTheMistake(t *testing.T) {
-	for _, tc := range []struct {
-		yaml  string
-		line  int
-		field string
-	}{
-		{"processes:\n  a:\n    command: x\n    args: [1, 2\n  b:\n    command: y\n", 4, "processes.a.args"},
-		{"processes:\n  a:\n    command: x\n   bad: indent\n", 4, "processes.a.bad"},
-		{"processes:\n  a:\n    command: x\n  - b\n", 4, "processes"},
-		{"processes:\n  a:\n    command: x\n    ready: {tcp: 'a:1'\n    stop_timeout: 1s\n", 4, "processes.a.ready"},
-		{"processes:\n  a:\n    args: [\n      1,\n      2]\n    command: x\n  b:\n    command: y\n   c: 1\n", 9, "processes.b.c"},
-		{"processes:\n  a:\n    command: x\n    env:\n      A: 1\n      B: \"2\n", 6, "processes.a.env.B"},
-		{"processes:\n  a:\n    command: x\n    args:\n      - x\n     - http://a:1/\n", 6, "processes.a.args[1]"},
-	} {
-		_, err := ParseConfig("ops.yaml", []byte(tc.yaml), os.LookupEnv)
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Line != tc.line || ce.Field != tc.field {
-			t.Errorf("%q: %v, want line %d, field %s", tc.yaml, err, tc.line, tc.field)
-		}
 	}
 }

@@ -1,9 +1,16 @@
+//go:build unix
+
+// Unix only: these run real processes under the supervisor and script them
+// with Unix semantics (a SIGTERM obeyed or ignored, exit by signal, process
+// groups, sh probes). Windows' process handling is tested in internal/proc.
+
 package supervisor
 
 import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +126,58 @@ processes:
 	prev, _ := os.ReadFile(path + ".1")
 	if strings.Contains(string(cur), "old line") || !strings.Contains(string(cur), "fresh") || !strings.HasPrefix(string(prev), "old line") {
 		t.Fatalf("after start: %s = %q, .1 starts %q", path, cur, prev[:min(len(prev), 20)])
+	}
+}
+
+func TestStartStop_DependencyOrder(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  db:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
+  cache:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
+  api:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
+    depends_on: [db, cache]
+  worker:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
+    depends_on: [api]
+`)
+	// Starting worker starts its dependencies first.
+	res := h.start("worker")
+	var order []string
+	for _, r := range res {
+		order = append(order, r.Name)
+	}
+	if !slices.Equal(order, []string{"cache", "db", "api", "worker"}) {
+		t.Fatalf("start order = %v", order)
+	}
+	// Start times recorded by the monitors agree with the dependencies
+	// (cache and db, independent, start concurrently).
+	started := map[string]time.Time{}
+	for _, name := range order {
+		started[name] = *h.status(name).StartedAt
+	}
+	for name, deps := range map[string][]string{"api": {"db", "cache"}, "worker": {"api"}} {
+		for _, d := range deps {
+			if started[name].Before(started[d]) {
+				t.Fatalf("%s started before its dependency %s", name, d)
+			}
+		}
+	}
+	stopped, err := h.sup.Stop(context.Background(), []string{"db", "api", "worker", "cache"}, StopOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order = order[:0]
+	for _, r := range stopped {
+		order = append(order, r.Name)
+	}
+	if !slices.Equal(order, []string{"worker", "api", "db", "cache"}) {
+		t.Fatalf("stop order = %v", order)
 	}
 }

@@ -217,23 +217,17 @@ func (m *monitor) stopRequested(ctx context.Context, pid int) bool {
 // sleep waits out a restart backoff; it returns false when a stop arrives
 // meanwhile, so a stopped process is never started again.
 func (m *monitor) sleep(ctx context.Context, d time.Duration, pid int) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-timer.C:
-			return !m.stopRequested(ctx, pid)
-		case <-tick.C:
-			if m.stopRequested(ctx, pid) {
-				return false
-			}
-		}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if proc.PollEvery(wctx, stopMarkerPoll, func() bool { return m.stopRequested(ctx, pid) }) == nil {
+		return false // a stop arrived
 	}
+	return !m.stopRequested(ctx, pid)
 }
+
+// stopMarkerPoll is how often a monitor in a restart backoff looks for a
+// stop marker.
+const stopMarkerPoll = 50 * time.Millisecond
 
 // spawn starts the process in its own session with its output appended to
 // the log file and stdin from the null device.
@@ -255,15 +249,21 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 		}
 		out = logf
 	}
-	defer out.Close() // the child holds its own copy
-	cmd := exec.Command(m.spec.Command, m.spec.Args...)
-	cmd.Dir = m.spec.Cwd
-	cmd.Env = append(m.spec.Environ(), state.TokenEnv+"="+token)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = proc.DetachedAttr()
-	if m.cgroup != nil {
-		cmd.SysProcAttr = proc.IntoCgroupAttr(int(m.cgroup.Fd()))
+	defer func() { _ = out.Close() }() // the child holds its own copy
+	// The environment is built once, for the retry without a cgroup too.
+	env := append(m.spec.Environ(), state.TokenEnv+"="+token)
+	command := func(attr *syscall.SysProcAttr) *exec.Cmd {
+		cmd := exec.Command(m.spec.Command, m.spec.Args...)
+		cmd.Dir, cmd.Env = m.spec.Cwd, env
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = attr
+		return cmd
 	}
+	attr := proc.DetachedAttr()
+	if m.cgroup != nil {
+		attr = proc.IntoCgroupAttr(int(m.cgroup.Fd()))
+	}
+	cmd := command(attr)
 	exited, err := m.reaper.Start(cmd)
 	if err != nil && m.cgroup != nil {
 		// The kernel refused the cgroup (no clone3, a controller's rules):
@@ -271,21 +271,18 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 		m.logger.Warn("start in a cgroup of its own failed; tracking without it", "err", err)
 		m.removeCgroup()
 		m.cgroup, m.cgroupDir = nil, ""
-		cmd = exec.Command(m.spec.Command, m.spec.Args...)
-		cmd.Dir, cmd.Env = m.spec.Cwd, append(m.spec.Environ(), state.TokenEnv+"="+token)
-		cmd.Stdout, cmd.Stderr = out, out
-		cmd.SysProcAttr = proc.DetachedAttr()
+		cmd = command(proc.DetachedAttr())
 		exited, err = m.reaper.Start(cmd)
 	}
 	if err != nil {
 		if pipeR != nil {
-			pipeR.Close()
+			_ = pipeR.Close() // the start error is the one to report
 		}
 		return nil, proc.Identity{}, fmt.Errorf("start %s: %w", m.spec.Command, err)
 	}
 	if pipeR != nil {
 		go func() {
-			defer pipeR.Close()
+			defer func() { _ = pipeR.Close() }() // read-only
 			if err := logfile.Stamper(pipeR, m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger, time.Now); err != nil {
 				m.logger.Error("copy output to the log", "err", err)
 			}
@@ -414,7 +411,7 @@ func (m *monitor) end(id proc.Identity, exited <-chan struct{}) {
 				m.logger.Warn("kill unhealthy process group", "err", err)
 			}
 			_ = h.Signal(proc.Kill) // gone already is fine
-			h.Close()
+			_ = h.Close()           // releasing a handle: nothing to act on
 		}
 	}
 }
@@ -430,21 +427,19 @@ const treePoll = 50 * time.Millisecond
 func (m *monitor) forget(ctx context.Context, id proc.Identity) {
 	self := os.Getpid()
 	warned := false
-	for {
+	// Not cut short by ctx: the descendants are ours to reap until the end.
+	_ = proc.PollEvery(context.Background(), treePoll, func() bool { // never fails: its context never ends
 		desc, err := proc.DescendantsOf(self)
 		if err != nil {
 			m.logger.Warn("cannot list the process's descendants; removing its record without waiting for them", "err", err)
-			break
+			return true
 		}
-		if len(desc) == 0 {
-			break
-		}
-		if !warned {
+		if len(desc) > 0 && !warned {
 			warned = true
 			m.logger.Warn("process ended but its descendants live on; keeping the record", "pid", id.PID, "descendants", len(desc))
 		}
-		time.Sleep(treePoll)
-	}
+		return len(desc) == 0
+	})
 	if m.stopRequested(ctx, id.PID) {
 		return
 	}
@@ -456,7 +451,7 @@ func (m *monitor) forget(ctx context.Context, id proc.Identity) {
 // signalStop sends the stop signal to the process group of id.
 func (m *monitor) signalStop(id proc.Identity) {
 	if h, err := proc.Open(id); err == nil {
-		defer h.Close()
+		defer func() { _ = h.Close() }() // releasing a handle: nothing to act on
 		if sig, err := proc.SignalNumber(m.spec.StopSignal); err == nil {
 			if err := proc.SignalGroup(id.PID, sig); err != nil {
 				m.logger.Warn("signal process group", "pid", id.PID, "err", err)
@@ -477,8 +472,11 @@ func (p appendFile) Write(b []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	return f.Write(b)
+	n, err := f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
 }
 
 func reply(out io.WriteCloser, r monitorReply) {

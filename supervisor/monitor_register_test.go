@@ -1,10 +1,17 @@
+//go:build unix
+
+// Unix only: these run real processes under the supervisor and script them
+// with Unix semantics (a SIGTERM obeyed or ignored, exit by signal, process
+// groups, sh probes). Windows' process handling is tested in internal/proc.
+
 package supervisor
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,8 +38,8 @@ processes:
 	if err != nil || rec == nil || rec.Monitor == nil {
 		t.Fatalf("record = %+v, %v; want one naming its monitor", rec, err)
 	}
-	if runtime.GOOS == "linux" {
-		exe, err := os.Readlink("/proc/" + strconv.Itoa(rec.Monitor.PID) + "/exe")
+	// Where the kernel names a process's executable (/proc/N/exe), it is this test binary.
+	if exe, err := os.Readlink("/proc/" + strconv.Itoa(rec.Monitor.PID) + "/exe"); !errors.Is(err, fs.ErrNotExist) {
 		if want := testExe(t); err != nil || exe != want {
 			t.Fatalf("monitor pid %d runs %q (%v), want %q", rec.Monitor.PID, exe, err, want)
 		}
@@ -41,16 +48,13 @@ processes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		data, _ := os.ReadFile(log)
-		if strings.Contains(string(data), MonitorEnvVar+"=\n") {
-			break
-		}
-		if strings.Contains(string(data), MonitorEnvVar+"=") || time.Now().After(deadline) {
-			t.Fatalf("the supervised process saw %s (or printed nothing):\n%s", MonitorEnvVar, data)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var data []byte
+	eventually(t, 5*time.Second, "the supervised process printed "+MonitorEnvVar, func() bool {
+		data, _ = os.ReadFile(log)
+		return strings.Contains(string(data), MonitorEnvVar+"=")
+	})
+	if !strings.Contains(string(data), MonitorEnvVar+"=\n") {
+		t.Fatalf("the supervised process saw %s:\n%s", MonitorEnvVar, data)
 	}
 	if _, err := sup.Stop(context.Background(), []string{"app"}, StopOptions{}); err != nil {
 		t.Fatal(err)

@@ -1,3 +1,9 @@
+//go:build unix
+
+// Unix only: these run real processes under the supervisor and script them
+// with Unix semantics (a SIGTERM obeyed or ignored, exit by signal, process
+// groups, sh probes). Windows' process handling is tested in internal/proc.
+
 package supervisor
 
 import (

@@ -1,3 +1,8 @@
+//go:build unix
+
+// Unix only: the Nomad job runs tasks through /bin/sh and the test names
+// Unix absolute paths, which Windows would resolve against the project.
+
 package supervisor
 
 import (

@@ -125,14 +125,14 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 		}
 		spec, ok := s.spec(step.Name)
 		if !ok {
-			return fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, step.Name, s.cfg.Path)
+			return s.notConfigured(step.Name)
 		}
 		_, err := s.startOne(ctx, spec)
 		return err
 	case ReloadRecord:
 		spec, ok := s.spec(step.Name)
 		if !ok {
-			return fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, step.Name, s.cfg.Path)
+			return s.notConfigured(step.Name)
 		}
 		return s.home.WriteApplied(step.Name, spec.Digest())
 	case ReloadStart:
@@ -145,16 +145,8 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 // Restart stops names (dependents first) and starts them again
 // (dependencies first). A name that was not running is simply started.
 func (s *Supervisor) Restart(ctx context.Context, names []string, opts StopOptions) ([]StartResult, error) {
-	if err := validNames(names); err != nil {
+	if err := s.startable(names); err != nil {
 		return nil, err
-	}
-	if _, _, err := s.monitorCommand(); err != nil {
-		return nil, err
-	}
-	for _, n := range names {
-		if _, ok := s.cfg.Processes[n]; !ok {
-			return nil, fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, n, s.cfg.Path)
-		}
 	}
 	if _, err := s.Stop(ctx, names, opts); err != nil {
 		return nil, err

@@ -1,3 +1,9 @@
+//go:build unix
+
+// Unix only: these run real processes under the supervisor and script them
+// with Unix semantics (a SIGTERM obeyed or ignored, exit by signal, process
+// groups, sh probes). Windows' process handling is tested in internal/proc.
+
 package supervisor
 
 import (
@@ -159,15 +165,19 @@ processes:
 	}
 }
 
-func TestStop_IgnoredTermFailsWithoutForceAndKillsWithForce(t *testing.T) {
-	h := newHarness(t, `
+// stubbornYAML declares "stubborn", which ignores SIGTERM: a stop without
+// --force times out after 300ms.
+const stubbornYAML = `
 processes:
   stubborn:
     command: {{exe}}
     env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "ignore-term,print=ready,sleep"}
     ready: {log: ready, timeout: 5s}
     stop_timeout: 300ms
-`)
+`
+
+func TestStop_IgnoredTermFailsWithoutForceAndKillsWithForce(t *testing.T) {
+	h := newHarness(t, stubbornYAML)
 	pid := h.start("stubborn")[0].PID
 	_, err := h.sup.Stop(context.Background(), []string{"stubborn"}, StopOptions{})
 	if !errors.Is(err, ErrStopTimeout) {

@@ -56,6 +56,28 @@ func (e *StartError) Unwrap() error { return e.Err }
 // failed to start (or, for a oneshot, to complete successfully).
 var ErrDependency = errors.New("a dependency did not start")
 
+// startable checks, before anything is touched, that names can be
+// started: valid, each in the config, and a monitor to run them found.
+func (s *Supervisor) startable(names []string) error {
+	if err := validNames(names); err != nil {
+		return err
+	}
+	if _, _, err := s.monitorCommand(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, ok := s.cfg.Processes[n]; !ok {
+			return s.notConfigured(n)
+		}
+	}
+	return nil
+}
+
+// notConfigured is the error for a name the config does not declare.
+func (s *Supervisor) notConfigured(name string) error {
+	return fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, name, s.cfg.Path)
+}
+
 // Start starts names and everything they depend on. Independent processes
 // start — and wait for readiness — concurrently; each waits only for what
 // it depends on (a oneshot dependency must have completed with exit 0). A
@@ -65,16 +87,8 @@ var ErrDependency = errors.New("a dependency did not start")
 // starts: the results hold every success, in start order, and the error
 // joins the failures (each a *StartError), real failures first.
 func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, error) {
-	if err := validNames(names); err != nil {
+	if err := s.startable(names); err != nil {
 		return nil, err
-	}
-	if _, _, err := s.monitorCommand(); err != nil {
-		return nil, err
-	}
-	for _, n := range names {
-		if _, ok := s.cfg.Processes[n]; !ok {
-			return nil, fmt.Errorf("%w %q (not in %s)", ErrUnknownProcess, n, s.cfg.Path)
-		}
 	}
 	order := s.cfg.Closure(names)
 	type outcome struct {
@@ -206,19 +220,19 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	if err != nil {
 		return proc.Identity{}, err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }() // the monitor holds its own copy
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return proc.Identity{}, err
 	}
-	defer stdinR.Close()
-	defer stdinW.Close()
+	defer func() { _ = stdinR.Close() }() // the monitor holds its own copy
+	defer func() { _ = stdinW.Close() }() // closed by hand after the spec is written; a second close is harmless
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return proc.Identity{}, err
 	}
-	defer stdoutR.Close()
-	defer stdoutW.Close()
+	defer func() { _ = stdoutR.Close() }() // read-only
+	defer func() { _ = stdoutW.Close() }() // the monitor holds its own copy
 
 	argv, env, err := s.monitorCommand()
 	if err != nil {
@@ -268,7 +282,7 @@ func (s *Supervisor) awaitReady(ctx context.Context, spec *Process, id proc.Iden
 	if err != nil {
 		return s.exitedEarly(ctx, spec.Name, id.PID, "right after it started")
 	}
-	defer h.Close()
+	defer func() { _ = h.Close() }() // releasing a handle: nothing to act on
 	if spec.Oneshot {
 		return s.awaitCompletion(ctx, spec, h, id)
 	}

@@ -136,7 +136,7 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 	leader, openErr := proc.Open(rec.Process)
 	switch {
 	case openErr == nil:
-		defer leader.Close()
+		defer func() { _ = leader.Close() }() // releasing a handle: nothing to act on
 	case errors.Is(openErr, proc.ErrIdentityMismatch), errors.Is(openErr, proc.ErrNotFound):
 		leader = nil
 	default:
@@ -243,7 +243,7 @@ func (s *Supervisor) signalTree(rec *state.ProcessRecord, leader *proc.Handle, m
 		if err := h.Signal(sig); err != nil && !errors.Is(err, proc.ErrNotFound) {
 			s.logger.Warn("signal descendant", "name", rec.Name, "pid", m.PID, "err", err)
 		}
-		h.Close()
+		_ = h.Close() // releasing a handle: nothing to act on
 		left = append(left, m)
 	}
 	return left
@@ -259,26 +259,30 @@ func (s *Supervisor) waitTreeGone(ctx context.Context, rec *state.ProcessRecord,
 			return members, err
 		}
 	}
-	t := time.NewTicker(memberPoll)
-	defer t.Stop()
-	for {
+	var scanErr error
+	err := proc.PollEvery(ctx, memberPoll, func() bool {
 		members = stillAlive(members)
-		if len(members) == 0 {
-			tr, err := new(scan).treeOf(rec)
-			if err != nil {
-				return nil, err
-			}
-			if len(tr.members) == 0 {
-				return nil, nil
-			}
-			members = s.signalTree(rec, nil, tr.members, sig)
+		if len(members) > 0 {
+			return false
 		}
-		select {
-		case <-ctx.Done():
-			return stillAlive(members), ctx.Err()
-		case <-t.C:
+		tr, err := new(scan).treeOf(rec)
+		if err != nil {
+			scanErr = err
+			return true
 		}
+		if len(tr.members) == 0 {
+			return true // a rescan found nothing: the tree is gone
+		}
+		members = s.signalTree(rec, nil, tr.members, sig)
+		return false
+	})
+	switch {
+	case scanErr != nil:
+		return nil, scanErr
+	case err != nil:
+		return stillAlive(members), err
 	}
+	return nil, nil
 }
 
 // stillAlive keeps the members that still run as recorded.
@@ -305,7 +309,7 @@ func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, r
 				}
 			}
 			cancel()
-			monitor.Close()
+			_ = monitor.Close() // releasing a handle: nothing to act on
 		}
 	}
 	if _, err := cgroupMembers(rec); err == nil && rec.Cgroup != "" {

@@ -248,16 +248,9 @@ func TestDeletes_ConcurrentClientsReportEachKeyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	srv := server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", Logger: servertest.Logger(t)})
-	if err := srv.Listen(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
-	a := srv.Addrs()
+	t.Cleanup(func() { db.Close() }) // after the server's cleanup: it stops first
+	a := serve(t, server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", Logger: servertest.Logger(t)}))
+	ctx := context.Background()
 	const keys = 500
 	deleters := map[string]func(key string) (bool, error){
 		"http": func(key string) (bool, error) {

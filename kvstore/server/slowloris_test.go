@@ -41,16 +41,8 @@ func slowSockets(t *testing.T, addr string, n int, partial string, from ...strin
 func startAll(t *testing.T) server.Addrs {
 	t.Helper()
 	db := servertest.OpenDB(t)
-	srv := server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0",
-		RESP: resp.Options{MaxConns: 1024}, Logger: servertest.Logger(t)})
-	if err := srv.Listen(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return srv.Addrs()
+	return serve(t, server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0",
+		RESP: resp.Options{MaxConns: 1024}, Logger: servertest.Logger(t)}))
 }
 
 // Each probe is a legitimate client from 127.0.0.1 that must be served.

@@ -68,16 +68,9 @@ func TestTLSAndPassword_OnEveryListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := servertest.OpenDB(t)
-	srv := server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0",
-		TLS: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, Password: "pw", Logger: servertest.Logger(t)})
-	if err := srv.Listen(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
-	a := srv.Addrs()
+	a := serve(t, server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0",
+		TLS: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, Password: "pw", Logger: servertest.Logger(t)}))
+	ctx := context.Background()
 	clientTLS := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 
 	// RESP

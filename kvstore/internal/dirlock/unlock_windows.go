@@ -7,6 +7,6 @@ import (
 )
 
 func unlockFile(f *os.File) error {
-	ol := new(windows.Overlapped)
-	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, ol)
+	ol := windows.Overlapped{Offset: lockOffset} // the byte tryLock locked
+	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol)
 }

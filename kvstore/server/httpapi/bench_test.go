@@ -15,19 +15,29 @@ import (
 	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
 )
 
-// BenchmarkFrontLatency is the latency the HTTP front adds: the same GET and
-// PUT as an in-process engine call and over HTTP on loopback (keep-alive),
-// with p50 and p99 reported for each.
-func BenchmarkFrontLatency(b *testing.B) {
+// benchDB is an engine without fsync holding key:0 .. key:999, each with
+// the 100-byte value it returns; it is closed when the benchmark ends.
+func benchDB(b *testing.B) (*kvstore.DB, []byte) {
+	b.Helper()
 	db, err := kvstore.Open(b.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, Logger: servertest.Logger(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	b.Cleanup(func() { db.Close() })
 	value := []byte(strings.Repeat("v", 100))
 	for i := range 1000 {
-		db.Set([]byte("key:"+strconv.Itoa(i)), value)
+		if err := db.Set([]byte("key:"+strconv.Itoa(i)), value); err != nil {
+			b.Fatal(err)
+		}
 	}
+	return db, value
+}
+
+// BenchmarkFrontLatency is the latency the HTTP front adds: the same GET and
+// PUT as an in-process engine call and over HTTP on loopback (keep-alive),
+// with p50 and p99 reported for each.
+func BenchmarkFrontLatency(b *testing.B) {
+	db, value := benchDB(b)
 	srv := httptest.NewServer(httpapi.New(db, httpapi.Options{Logger: servertest.Logger(b)}))
 	defer srv.Close()
 	client := srv.Client()
@@ -80,15 +90,7 @@ func BenchmarkFrontLatency(b *testing.B) {
 // in rounds so that machine load hits both alike. It reports both p50s and
 // their ratio (ours/bare).
 func BenchmarkHTTPGetVsBareHandler(b *testing.B) {
-	db, err := kvstore.Open(b.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, Logger: servertest.Logger(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	value := []byte(strings.Repeat("v", 100))
-	for i := range 1000 {
-		db.Set([]byte("key:"+strconv.Itoa(i)), value)
-	}
+	db, value := benchDB(b)
 	ours := httptest.NewServer(httpapi.New(db, httpapi.Options{Logger: servertest.Logger(b)}))
 	defer ours.Close()
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -159,6 +159,16 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 		fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
 }
 
+// readOnly reports whether r may read a GET/HEAD-only route; otherwise it
+// has answered 405 naming the allowed methods.
+func readOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	methodNotAllowed(w, r, "GET, HEAD")
+	return false
+}
+
 // ServeHTTP routes a request; a panic becomes a 500 with a JSON body.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -199,25 +209,19 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) metrics.Op {
 	case strings.HasPrefix(path, "/keys/"):
 		return h.serveKey(w, r, strings.TrimPrefix(path, "/keys/"))
 	case path == "/keys":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			methodNotAllowed(w, r, "GET, HEAD")
-			return metrics.OpScan
+		if readOnly(w, r) {
+			h.listKeys(w, r)
 		}
-		h.listKeys(w, r)
 		return metrics.OpScan
 	case path == "/health":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			methodNotAllowed(w, r, "GET, HEAD")
-			return metrics.OpPing
+		if readOnly(w, r) {
+			h.health(w)
 		}
-		h.health(w)
 		return metrics.OpPing
 	case path == "/metrics":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			methodNotAllowed(w, r, "GET, HEAD")
-			return metrics.OpStats
+		if readOnly(w, r) {
+			h.serveMetrics(w, r)
 		}
-		h.serveMetrics(w, r)
 		return metrics.OpStats
 	default:
 		writeError(w, http.StatusNotFound, CodeNotFoundRoute, fmt.Sprintf("no route %s (see /keys/{key}, /keys, /health, /metrics)", r.URL.Path))

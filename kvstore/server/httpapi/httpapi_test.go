@@ -108,11 +108,7 @@ func TestKeys_PutGetHeadDelete(t *testing.T) {
 }
 
 func TestKeys_BadRequestsGetPreciseErrors(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, MaxKeySize: 16, MaxValueSize: 1024, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncNone, MaxKeySize: 16, MaxValueSize: 1024})
 	_, base := serve(t, db, httpapi.Options{MaxKeyBytes: 16, MaxValueBytes: 1024})
 	for _, tc := range []struct {
 		method, path string

@@ -148,11 +148,7 @@ func TestMultiExec_RedisErrorRules(t *testing.T) {
 }
 
 func TestMultiExec_IsOneBatchWithOneFsync(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
 	c := goRedis(t, start(t, db, resp.Options{}))
 	ctx := context.Background()
 	before := db.Stats()
@@ -251,11 +247,7 @@ func TestCounters_ExactUnderFiftyConcurrentClients(t *testing.T) {
 func TestDel_ConcurrentDeletesCountEachKeyOnce(t *testing.T) {
 	// Under SyncAlways a delete waits for its fsync: the window in which a
 	// check-then-delete would count a key twice is wide open.
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
 	addr := start(t, db, resp.Options{})
 	const keys = 500
 	for i := range keys {

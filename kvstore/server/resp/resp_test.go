@@ -112,11 +112,7 @@ func TestGoRedis_StringCommands(t *testing.T) {
 }
 
 func TestGoRedis_EngineErrors(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, MaxKeySize: 8, MaxValueSize: 16, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncNone, MaxKeySize: 8, MaxValueSize: 16})
 	c := goRedis(t, start(t, db, resp.Options{MaxBulkBytes: 1024}))
 	ctx := context.Background()
 	for _, tc := range []struct{ key, value, want string }{
@@ -364,107 +360,6 @@ func requireTool(t testing.TB, name string) string {
 	return path
 }
 
-func TestRedisCLI_AgainstOurServer(t *testing.T) {
-	cli := requireTool(t, "redis-cli")
-	db := servertest.OpenDB(t)
-	host, port, _ := net.SplitHostPort(start(t, db, resp.Options{}))
-	run := func(args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, cli, append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("redis-cli %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"PING"}, "PONG"},
-		{[]string{"SET", "user:1", "alice"}, "OK"},
-		{[]string{"GET", "user:1"}, "alice"},
-		{[]string{"MSET", "user:2", "bob", "user:3", "carol"}, "OK"},
-		{[]string{"DBSIZE"}, "3"},
-		{[]string{"EXISTS", "user:1", "nope"}, "1"},
-		{[]string{"DEL", "user:3"}, "1"},
-		{[]string{"GET", "user:3"}, ""},
-	} {
-		if got := run(tc.args...); got != tc.want {
-			t.Errorf("redis-cli %v = %q, want %q", tc.args, got, tc.want)
-		}
-	}
-	if got := run("--scan", "--pattern", "user:*"); got != "user:1\nuser:2" {
-		t.Errorf("redis-cli --scan = %q", got)
-	}
-	if got := run("INFO", "keyspace"); !strings.Contains(got, "db0:keys=2") {
-		t.Errorf("INFO keyspace = %q", got)
-	}
-	// Piped commands go through one connection, pipelined.
-	cmd := exec.Command(cli, "-h", host, "-p", port)
-	cmd.Stdin = strings.NewReader("SET piped 1\nGET piped\nSET bad\n")
-	out, _ := cmd.CombinedOutput()
-	if got := string(out); !strings.Contains(got, "OK\n1\n") || !strings.Contains(got, "wrong number of arguments") {
-		t.Errorf("piped redis-cli output %q", got)
-	}
-}
-
-func TestRedisBenchmark_RunsWithoutErrors(t *testing.T) {
-	bench := requireTool(t, "redis-benchmark")
-	db := servertest.OpenDB(t)
-	host, port, _ := net.SplitHostPort(start(t, db, resp.Options{}))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bench, "-h", host, "-p", port, "-t", "set,get,mset,ping", "-n", "2000", "-c", "10", "-r", "500", "-q").CombinedOutput()
-	if err != nil {
-		t.Fatalf("redis-benchmark: %v\n%s", err, out)
-	}
-	text := string(out)
-	for _, want := range []string{"SET:", "GET:", "MSET", "PING"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("redis-benchmark output lacks %q:\n%s", want, text)
-		}
-	}
-	if strings.Contains(strings.ToLower(text), "error") {
-		t.Fatalf("redis-benchmark reported errors:\n%s", text)
-	}
-	if db.Len() == 0 || db.Len() > 500+10 {
-		t.Fatalf("engine holds %d keys after the benchmark, want 1..510", db.Len())
-	}
-}
-
-// TestRedisBenchmark_DefaultTestSet runs each test of redis-benchmark's
-// default set on its own: the string tests run to the end without an
-// error; each test of a data type devkit kv does not have (redis-benchmark
-// stops at the first error reply) ends with Redis's own unknown-command
-// error naming the command, and nothing else.
-func TestRedisBenchmark_DefaultTestSet(t *testing.T) {
-	bench := requireTool(t, "redis-benchmark")
-	host, port, _ := net.SplitHostPort(start(t, servertest.OpenDB(t), resp.Options{}))
-	for _, tc := range []struct{ test, line string }{
-		{"ping_inline", "PING_INLINE: "}, {"ping_mbulk", "PING_MBULK: "}, {"set", "SET: "}, {"get", "GET: "},
-		{"incr", "INCR: "}, {"mset", "MSET (10 keys): "},
-		{"lpush", "ERR unknown command 'LPUSH'"}, {"rpush", "ERR unknown command 'RPUSH'"},
-		{"lpop", "ERR unknown command 'LPOP'"}, {"rpop", "ERR unknown command 'RPOP'"},
-		{"sadd", "ERR unknown command 'SADD'"}, {"hset", "ERR unknown command 'HSET'"},
-		{"spop", "ERR unknown command 'SPOP'"}, {"zadd", "ERR unknown command 'ZADD'"},
-		{"zpopmin", "ERR unknown command 'ZPOPMIN'"}, {"lrange", "ERR unknown command 'LPUSH'"},
-	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, bench, "-h", host, "-p", port, "-t", tc.test, "-n", "500", "-c", "5", "-q").CombinedOutput()
-		cancel()
-		text := string(out)
-		supported := !strings.HasPrefix(tc.line, "ERR")
-		switch {
-		case supported && (err != nil || strings.Contains(text, "Error") || !strings.Contains(text, tc.line) || !strings.Contains(text, "requests per second")):
-			t.Errorf("redis-benchmark -t %s: %v\n%s", tc.test, err, text)
-		case !supported && (err == nil || !strings.Contains(text, "Error from server: "+tc.line)):
-			t.Errorf("redis-benchmark -t %s did not end with %q: %v\n%s", tc.test, tc.line, err, text)
-		}
-	}
-}
-
 func TestServer_ConcurrentClientsShareTheEngine(t *testing.T) {
 	db := servertest.OpenDB(t)
 	addr := start(t, db, resp.Options{})
@@ -532,11 +427,7 @@ func TestRaw_LargeBulkArrivesInPiecesAndIsStoredWhole(t *testing.T) {
 }
 
 func TestPipeline_SETsUnderSyncAlwaysShareFsyncsAndKeepOrder(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
 	c := goRedis(t, start(t, db, resp.Options{}))
 	ctx := context.Background()
 	const n = 200
@@ -573,11 +464,7 @@ func TestPipeline_SETsUnderSyncAlwaysShareFsyncsAndKeepOrder(t *testing.T) {
 }
 
 func TestPipeline_APartialCommandDoesNotHoldBackTheWritesBeforeIt(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
 	c := dialRaw(t, start(t, db, resp.Options{}))
 	// A whole SET, then the start of another one that never finishes.
 	c.send("*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$5\r\nxy")
@@ -606,11 +493,7 @@ func TestPipeline_RepliesAreNotHeldWhileTheNextCommandIsIncomplete(t *testing.T)
 }
 
 func TestMSET_IsOneAtomicBatchWithOneFsync(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
 	c := goRedis(t, start(t, db, resp.Options{}))
 	ctx := context.Background()
 	var pairs []any

@@ -218,11 +218,7 @@ func TestWatch_OptimisticTransactions(t *testing.T) {
 // TestPipeline_ReadsSeeTheWritesBeforeThem: writes are awaited once per
 // burst, but a read in the burst sees every write sent before it.
 func TestPipeline_ReadsSeeTheWritesBeforeThem(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
 	c := goRedis(t, start(t, db, resp.Options{}))
 	ctx := context.Background()
 	pipe := c.Pipeline()

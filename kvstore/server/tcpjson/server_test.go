@@ -125,11 +125,7 @@ func TestClient_SetGetDeleteRoundTrip(t *testing.T) {
 }
 
 func TestClient_EngineErrorsMatchSentinels(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, MaxKeySize: 8, MaxValueSize: 16, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncNone, MaxKeySize: 8, MaxValueSize: 16})
 	_, addr := start(t, db, tcpjson.Options{})
 	c := dial(t, addr)
 	ctx := context.Background()

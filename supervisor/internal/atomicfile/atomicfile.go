@@ -18,13 +18,13 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	defer func() { _ = os.Remove(tmp.Name()) }() // a no-op after a successful rename; a stray temp file is harmless
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write error is the one to report
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write error is the one to report
 		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {

@@ -38,7 +38,7 @@ func Acquire(ctx context.Context, path string, onWait func(holder int)) (*Lock, 
 			return &Lock{f: f}, nil
 		}
 		if !errors.Is(err, errWouldBlock) {
-			f.Close()
+			_ = f.Close() // the lock error is the one to report
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		if onWait != nil {
@@ -47,7 +47,7 @@ func Acquire(ctx context.Context, path string, onWait func(holder int)) (*Lock, 
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
+			_ = f.Close() // the lock error is the one to report
 			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
 		case <-t.C:
 		}
@@ -61,7 +61,7 @@ func TryAcquire(path string) (l *Lock, ok bool, err error) {
 		return nil, false, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if err := tryLock(f); err != nil {
-		f.Close()
+		_ = f.Close() // the lock error is the one to report
 		if errors.Is(err, errWouldBlock) {
 			return nil, false, nil
 		}

@@ -21,8 +21,14 @@ import (
 // errWouldBlock is returned by tryLock when another holder has the lock.
 var errWouldBlock = errors.New("lock held elsewhere")
 
+// lockOffset is where the one locked byte lies: 1 GiB into the file, far
+// past the holder's PID written at its start (as SQLite places its lock
+// bytes). Windows locks are mandatory, so a lock on byte 0 would keep the
+// next would-be owner from reading who holds it.
+const lockOffset = 1 << 30
+
 func tryLock(f *os.File) error {
-	var ol windows.Overlapped
+	ol := windows.Overlapped{Offset: lockOffset}
 	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol)
 	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
 		return errWouldBlock

@@ -45,7 +45,7 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 	}
 	pos := max(offset, 0)
 	if _, err := cur.Seek(pos, io.SeekStart); err != nil {
-		cur.Close()
+		_ = cur.Close() // read-only; the seek error is the one to report
 		return err
 	}
 	type rotated struct {
@@ -54,9 +54,9 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 	}
 	var old []rotated
 	defer func() {
-		cur.Close()
+		_ = cur.Close() // read-only
 		for _, o := range old {
-			o.f.Close()
+			_ = o.f.Close() // read-only
 		}
 	}()
 	for {
@@ -73,7 +73,7 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 			if time.Since(o.quietAt) < rotatedQuiet {
 				kept = append(kept, o)
 			} else {
-				o.f.Close()
+				_ = o.f.Close() // read-only
 			}
 		}
 		old = kept

@@ -17,7 +17,7 @@ func OpenAppend(path string, ledger Ledger) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
 	if err == nil {
 		if err := ledger.add(path); err != nil {
-			f.Close()
+			_ = f.Close() // the ledger error is the one to report
 			return nil, fmt.Errorf("log ledger: %w", err)
 		}
 		return f, nil

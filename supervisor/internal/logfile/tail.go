@@ -16,7 +16,7 @@ func Tail(path string, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	return tailOf(f, n)
 }
 
@@ -63,7 +63,7 @@ func TailSince(path string, offset int64, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err

@@ -27,23 +27,28 @@ func CopyTruncate(path string, maxSize int64, backups int, ledger Ledger) (rotat
 	if err != nil {
 		return false, err
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }() // read-only
 	dst, err := os.OpenFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return false, fmt.Errorf("rotate %s: %w", path, err)
 	}
-	defer dst.Close()
 	if err := ledger.add(path + ".1"); err != nil {
+		_ = dst.Close() // the ledger error is the one to report
 		return false, err
 	}
 	for { // copy until a pass finds nothing new, then truncate at once
 		n, err := io.Copy(dst, src)
 		if err != nil {
+			_ = dst.Close() // the copy error is the one to report
 			return false, fmt.Errorf("rotate %s: %w", path, err)
 		}
 		if n == 0 {
 			break
 		}
+	}
+	// The copy must be whole before the original is emptied.
+	if err := dst.Close(); err != nil {
+		return false, fmt.Errorf("rotate %s: %w", path, err)
 	}
 	return true, os.Truncate(path, 0)
 }
@@ -85,7 +90,7 @@ func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger
 	if err != nil {
 		return err
 	}
-	defer func() { f.Close() }()
+	defer func() { _ = f.Close() }() // unbuffered: every write was checked as it was made
 	size := int64(0)
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
@@ -100,7 +105,7 @@ func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger
 			checked = now()
 			if moved(f, path) {
 				if nf, oerr := OpenAppend(path, ledger); oerr == nil {
-					f.Close()
+					_ = f.Close() // the file rotated away; every write to it was checked
 					f, size = nf, 0
 				}
 			}
@@ -108,7 +113,7 @@ func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger
 		if len(chunk) > 0 {
 			if lineStart && maxSize > 0 && size > maxSize {
 				if _, rerr := RotateIfOver(path, maxSize, backups, ledger); rerr == nil {
-					f.Close()
+					_ = f.Close() // the file rotated away; every write to it was checked
 					if f, err = OpenAppend(path, ledger); err != nil {
 						return err
 					}

@@ -24,15 +24,15 @@ func SignalGroup(pgid int, sig syscall.Signal) error {
 			continue
 		}
 		if h, err := Open(child.Identity); err == nil {
-			h.Signal(sig)
-			h.Close()
+			_ = h.Signal(sig) // a descendant that exited meanwhile is fine; the root's error is returned
+			_ = h.Close()     // releasing a handle: nothing to act on
 		}
 	}
 	h, err := Open(root.Identity)
 	if err != nil {
 		return err
 	}
-	defer h.Close()
+	defer func() { _ = h.Close() }() // releasing a handle: nothing to act on
 	return h.Signal(sig)
 }
 
@@ -42,7 +42,7 @@ func descendants(root int) []int {
 	if err != nil {
 		return nil
 	}
-	defer windows.CloseHandle(snap)
+	defer func() { _ = windows.CloseHandle(snap) }() // releasing a snapshot: nothing to act on
 	children := map[int][]int{}
 	var e windows.ProcessEntry32
 	e.Size = uint32(unsafe.Sizeof(e))

@@ -30,7 +30,7 @@ func Open(id Identity) (*Handle, error) {
 	// Verify after opening: the pidfd pins the process we then check.
 	if _, err := Verify(id); err != nil {
 		if fd >= 0 {
-			unix.Close(fd)
+			_ = unix.Close(fd) // the verify error is the one to report
 		}
 		return nil, err
 	}

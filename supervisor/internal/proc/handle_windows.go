@@ -31,7 +31,7 @@ func Open(id Identity) (*Handle, error) {
 		err = ErrIdentityMismatch
 	}
 	if err != nil {
-		windows.CloseHandle(h)
+		_ = windows.CloseHandle(h) // the open error is the one to report
 		return nil, err
 	}
 	return &Handle{id: id, h: h}, nil

@@ -24,7 +24,7 @@ func Lookup(pid int) (Info, error) {
 	start := kp.Proc.P_starttime
 	sid, _ := unix.Getsid(pid) // a process gone meanwhile keeps sid 0, matching no session
 	return Info{
-		Identity: Identity{PID: pid, StartTime: strconv.FormatInt(int64(start.Sec), 10) + "." + strconv.FormatInt(int64(start.Usec), 10)},
+		Identity: Identity{PID: pid, StartTime: strconv.FormatInt(start.Sec, 10) + "." + strconv.FormatInt(int64(start.Usec), 10)},
 		PPID:     int(kp.Eproc.Ppid),
 		PGID:     int(kp.Eproc.Pgid),
 		Session:  sid,
@@ -38,5 +38,5 @@ func BootID() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("proc: sysctl kern.boottime: %w", err)
 	}
-	return strconv.FormatInt(int64(tv.Sec), 10), nil
+	return strconv.FormatInt(tv.Sec, 10), nil
 }

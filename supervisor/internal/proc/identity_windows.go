@@ -21,7 +21,7 @@ func Lookup(pid int) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("proc: open process %d: %w", pid, err)
 	}
-	defer windows.CloseHandle(h)
+	defer func() { _ = windows.CloseHandle(h) }() // releasing a handle: nothing to act on
 	return infoFromHandle(pid, h)
 }
 

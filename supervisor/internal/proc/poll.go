@@ -2,7 +2,6 @@ package proc
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -10,38 +9,32 @@ import (
 // re-checked: short enough that stop returns within milliseconds of an exit.
 const pollInterval = 5 * time.Millisecond
 
-// pollUntilGone re-verifies id until it no longer names a live process.
-func pollUntilGone(ctx context.Context, id Identity) error {
-	t := time.NewTicker(pollInterval)
+// PollEvery checks cond at once and then every interval until it holds
+// (nil) or ctx ends (ctx.Err()). It is the one poll loop of the supervisor,
+// for what the kernel cannot notify: waits for an exit without a waitable
+// handle, for a tree to empty, for a ready probe, for a stop during a
+// backoff. A cond with more to say than "done" records it in its closure.
+func PollEvery(ctx context.Context, interval time.Duration, cond func() bool) error {
+	if cond() {
+		return nil
+	}
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := Verify(id); errors.Is(err, ErrNotFound) || errors.Is(err, ErrIdentityMismatch) {
-			return nil
-		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		}
+		if cond() {
+			return nil
 		}
 	}
 }
 
-// PollUntil checks cond every pollInterval until it holds (nil), within
-// passes or ctx ends (an error). It is the one poll loop of the supervisor
-// for what the kernel cannot notify.
+// PollUntil is PollEvery at pollInterval for at most within.
 func PollUntil(ctx context.Context, within time.Duration, cond func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	for {
-		if cond() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	return PollEvery(ctx, pollInterval, cond)
 }

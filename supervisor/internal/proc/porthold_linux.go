@@ -56,7 +56,7 @@ func listeningInodes(table string, port int, into map[string]bool) {
 	if err != nil {
 		return // no such table (IPv6 off): no listeners in it
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	suffix := fmt.Sprintf(":%04X", port)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

@@ -2,27 +2,10 @@ package proc
 
 import (
 	"context"
-	"errors"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
 )
-
-func TestVerify_DetectsReuse(t *testing.T) {
-	self, err := Lookup(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Verify(self.Identity); err != nil {
-		t.Fatalf("Verify(self) = %v", err)
-	}
-	forged := self.Identity
-	forged.StartTime = "1"
-	if _, err := Open(forged); !errors.Is(err, ErrIdentityMismatch) {
-		t.Fatalf("Open(forged) = %v, want ErrIdentityMismatch", err)
-	}
-}
 
 func TestSignalGroup_TerminatesTheTree(t *testing.T) {
 	cmd := exec.Command("cmd", "/C", "ping -n 300 127.0.0.1 >NUL")

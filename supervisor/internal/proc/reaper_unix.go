@@ -99,14 +99,14 @@ func (r *Reaper) Run(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	exited, err := r.Start(cmd)
-	pw.Close()
+	_ = pw.Close() // the child holds its own copy; ours goes so that EOF comes
 	if err != nil {
-		pr.Close()
+		_ = pr.Close() // the start error is the one to report
 		return nil, err
 	}
 	outc := make(chan []byte, 1)
 	go func() {
-		defer pr.Close()
+		defer func() { _ = pr.Close() }()                 // read-only
 		data, _ := io.ReadAll(io.LimitReader(pr, 64<<10)) // diagnostics only
 		outc <- data
 	}()

@@ -25,7 +25,7 @@ func Snapshot() (Table, error) {
 		sid, _ := unix.Getsid(pid) // a process gone meanwhile keeps sid 0, matching nothing
 		start := kp.Proc.P_starttime
 		t[pid] = Info{
-			Identity: Identity{PID: pid, StartTime: strconv.FormatInt(int64(start.Sec), 10) + "." + strconv.FormatInt(int64(start.Usec), 10), BootID: boot},
+			Identity: Identity{PID: pid, StartTime: strconv.FormatInt(start.Sec, 10) + "." + strconv.FormatInt(int64(start.Usec), 10), BootID: boot},
 			PPID:     int(kp.Eproc.Ppid),
 			PGID:     int(kp.Eproc.Pgid),
 			Session:  sid,

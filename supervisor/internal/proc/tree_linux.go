@@ -18,7 +18,7 @@ func Snapshot() (Table, error) {
 		return nil, err
 	}
 	names, err := d.Readdirnames(-1)
-	d.Close()
+	_ = d.Close() // read-only
 	if err != nil {
 		return nil, err
 	}

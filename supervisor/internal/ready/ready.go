@@ -64,7 +64,7 @@ func (p HTTP) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the status matters
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("%s answered %s", p.URL, resp.Status)
 	}
@@ -127,7 +127,7 @@ func (p *Log) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -169,34 +169,33 @@ var ErrTimeout = errors.New("not ready before the timeout")
 func Wait(parent context.Context, probe Probe, interval, timeout time.Duration, alive func() error) error {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	var last error
-	for {
-		if err := alive(); err != nil {
-			return err
+	var last, dead error
+	err := proc.PollEvery(ctx, interval, func() bool {
+		if dead = alive(); dead != nil {
+			return true
 		}
 		err := probe.Check(ctx)
 		if err == nil {
-			return nil
+			return true
 		}
 		// An attempt cut short by the overall deadline says nothing new:
 		// keep the last real answer (such as "answered 503").
 		if last == nil || ctx.Err() == nil {
 			last = err
 		}
-		select {
-		case <-ctx.Done():
-			if err := parent.Err(); err != nil {
-				return fmt.Errorf("interrupted while waiting until ready: %w", err)
-			}
-			if last == nil {
-				return fmt.Errorf("%w (%s)", ErrTimeout, timeout)
-			}
-			return fmt.Errorf("%w (%s): %w", ErrTimeout, timeout, last)
-		case <-t.C:
-		}
+		return false
+	})
+	switch {
+	case dead != nil:
+		return dead
+	case err == nil:
+		return nil
+	case parent.Err() != nil:
+		return fmt.Errorf("interrupted while waiting until ready: %w", parent.Err())
+	case last == nil:
+		return fmt.Errorf("%w (%s)", ErrTimeout, timeout)
 	}
+	return fmt.Errorf("%w (%s): %w", ErrTimeout, timeout, last)
 }
 
 func trim(out []byte) string {

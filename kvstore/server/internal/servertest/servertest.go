@@ -17,11 +17,21 @@ import (
 )
 
 // OpenDB opens an engine on a fresh temporary directory with SyncNone (the
-// tests that are about durability pass their own options to Open) and
-// closes it at cleanup.
+// tests that are about durability use OpenDBWith) and closes it at cleanup.
 func OpenDB(t testing.TB) *kvstore.DB {
 	t.Helper()
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, Logger: Logger(t)})
+	return OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncNone})
+}
+
+// OpenDBWith opens an engine with o (its Logger defaulting to Logger(t))
+// on a fresh temporary directory and closes it at cleanup — after a
+// server the test started later has stopped.
+func OpenDBWith(t testing.TB, o kvstore.Options) *kvstore.DB {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = Logger(t)
+	}
+	db, err := kvstore.Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

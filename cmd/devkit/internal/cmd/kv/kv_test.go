@@ -214,15 +214,22 @@ func TestServe_InProcessDrainsAndKeepsWrites(t *testing.T) {
 	}
 }
 
-func TestServe_LockedDataDirectoryFailsNonZero(t *testing.T) {
+// lockedDataDir is a data directory an engine holds until the test ends.
+func lockedDataDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	holder, err := kvstore.Open(dir, kvstore.Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer holder.Close()
+	t.Cleanup(func() { holder.Close() })
+	return dir
+}
+
+func TestServe_LockedDataDirectoryFailsNonZero(t *testing.T) {
+	dir := lockedDataDir(t)
 	ios, _, _ := streams("")
-	err = serveRun(context.Background(), serveDefaults(ios, dir))
+	err := serveRun(context.Background(), serveDefaults(ios, dir))
 	if !errors.Is(err, kvstore.ErrLocked) || cmdutil.ExitCode(err) == 0 || !strings.Contains(err.Error(), "cannot open the engine") {
 		t.Fatalf("serve on a locked directory = %v (exit %d)", err, cmdutil.ExitCode(err))
 	}
@@ -305,12 +312,7 @@ func TestServe_APortConflictIsReportedBeforeTheEngineOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	dir := t.TempDir()
-	holder, err := kvstore.Open(dir, kvstore.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
+	dir := lockedDataDir(t)
 	ios, _, _ := streams("")
 	opts := serveDefaults(ios, dir)
 	opts.TCPAddr = busy.Addr().String()

@@ -1,3 +1,8 @@
+//go:build unix
+
+// Unix only: the server runs as a real process (startServe) and is killed with
+// SIGKILL.
+
 package kv
 
 import (

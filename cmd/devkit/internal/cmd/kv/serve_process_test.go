@@ -1,3 +1,8 @@
+//go:build unix
+
+// Unix only: these run devkit kv serve as a real process and end it with
+// SIGTERM or SIGKILL.
+
 package kv
 
 import (
@@ -12,34 +17,14 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 	"github.com/devkit-go/devkit/kvstore/server/tcpjson"
 )
-
-// childEnv makes the test binary act as `devkit kv` with its arguments:
-// the real-process tests re-execute themselves instead of building devkit.
-const childEnv = "DEVKIT_KV_TEST_CHILD"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		cmd := NewCmd(cmdutil.NewFactory(cmdutil.System()))
-		cmd.SilenceErrors, cmd.SilenceUsage = true, true
-		cmd.SetArgs(os.Args[1:])
-		err := cmd.Execute()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "devkit: %v\n", err)
-		}
-		os.Exit(cmdutil.ExitCode(err))
-	}
-	os.Exit(m.Run())
-}
 
 // serverProcess is `devkit kv serve` in a child process.
 type serverProcess struct {
@@ -57,9 +42,6 @@ var listeningLine = regexp.MustCompile(`msg=listening transport=(\w+) addr=(\S+)
 // is up, or the process exits.
 func startServe(t *testing.T, args ...string) *serverProcess {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("signals: the real-process tests run on Unix")
-	}
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--http", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--resp", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	pipe, err := cmd.StderrPipe()

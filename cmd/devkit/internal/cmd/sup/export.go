@@ -62,12 +62,8 @@ is; a log probe has no counterpart) bounded by TimeoutStartSec=. Without --out t
 run 'systemctl --user daemon-reload'.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return exportSystemdRun(cmd.Context(), opts)
+			opts.ProjectOptions, opts.Sup = bindProject(f, cmd)
+			return runVerb(cmd.Context(), runF, exportSystemdRun, opts)
 		},
 	}
 	systemd.Flags().StringVar(&opts.OutDir, "out", "", "directory to write the unit files to")
@@ -91,12 +87,8 @@ processes has no Nomad counterpart and is kept as a comment. The job is
 named after the project unless --job is given.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return exportNomadRun(cmd.Context(), opts)
+			opts.ProjectOptions, opts.Sup = bindProject(f, cmd)
+			return runVerb(cmd.Context(), runF, exportNomadRun, opts)
 		},
 	}
 	nomad.Flags().StringVar(&opts.OutFile, "out", "", "file to write the job to (default: stdout)")

@@ -35,3 +35,30 @@ func completeNames(f *cmdutil.Factory) cobra.CompletionFunc {
 		return names, cobra.ShellCompDirectiveNoFileComp
 	}
 }
+
+// bindProject is what every verb reads from sup's persistent flags and the
+// environment: the project, and the supervisor it opens lazily.
+func bindProject(f *cmdutil.Factory, cmd *cobra.Command) (ProjectOptions, SupervisorFunc) {
+	p := projectFrom(f, cmd)
+	return p, p.opener(f)
+}
+
+// bindNames is bindProject for a verb over process names, which are
+// checked first: a hostile name is a usage error before anything is opened
+// (and before runF, so the argv tests see it).
+func bindNames(f *cmdutil.Factory, cmd *cobra.Command, args []string) (ProjectOptions, SupervisorFunc, []string, error) {
+	if err := checkNames(args); err != nil {
+		return ProjectOptions{}, nil, nil, err
+	}
+	p, sup := bindProject(f, cmd)
+	return p, sup, args, nil
+}
+
+// runVerb hands opts to runF — the seam through which the argv tests see
+// what a command line gives — or, without one, to the verb's run.
+func runVerb[O any](ctx context.Context, runF, run func(context.Context, *O) error, opts *O) error {
+	if runF == nil {
+		runF = run
+	}
+	return runF(ctx, opts)
+}

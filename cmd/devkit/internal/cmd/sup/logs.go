@@ -40,11 +40,8 @@ copy-truncate, and rename-and-create (logrotate's default), where the
 renamed file is still read while it is written to — until interrupted
 (SIGINT or SIGTERM end it cleanly, exit 0).`,
 		ValidArgsFunction: completeNames(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
-			opts.Names = args
-			if err := checkNames(opts.Names); err != nil {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if opts.ProjectOptions, opts.Sup, opts.Names, err = bindNames(f, cmd, args); err != nil {
 				return err
 			}
 			if opts.Lines < 0 {
@@ -52,10 +49,7 @@ renamed file is still read while it is written to — until interrupted
 			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			if runF != nil {
-				return runF(ctx, opts)
-			}
-			return logsRun(ctx, opts)
+			return runVerb(ctx, runF, logsRun, opts)
 		},
 	}
 	cmd.Flags().IntVarP(&opts.Lines, "lines", "n", 20, "number of lines to print")

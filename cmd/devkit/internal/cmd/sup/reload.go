@@ -53,14 +53,10 @@ when one of its dependencies restarts. Reload acts on the current project only.
 --dry-run prints exactly the steps a real run would take, and changes nothing.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
+			opts.ProjectOptions, opts.Sup = bindProject(f, cmd)
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			if runF != nil {
-				return runF(ctx, opts)
-			}
-			return reloadRun(ctx, opts)
+			return runVerb(ctx, runF, reloadRun, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the steps without taking them")
@@ -95,7 +91,9 @@ func reloadRun(ctx context.Context, opts *ReloadOptions) error {
 		for _, s := range steps {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Action, s.Reason)
 		}
-		tw.Flush()
+		if werr := tw.Flush(); werr != nil { // stdout failed, as the JSON branch reports it
+			return werr
+		}
 	}
 	var se *supervisor.StartError
 	if errors.As(err, &se) {

@@ -31,19 +31,13 @@ func NewCmdRestart(f *cmdutil.Factory, runF func(context.Context, *RestartOption
 		Short:             "Stop processes (dependents first) and start them again",
 		Args:              cmdutil.MinimumNArgs(1),
 		ValidArgsFunction: completeNames(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
-			opts.Names = args
-			if err := checkNames(opts.Names); err != nil {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if opts.ProjectOptions, opts.Sup, opts.Names, err = bindNames(f, cmd, args); err != nil {
 				return err
 			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			if runF != nil {
-				return runF(ctx, opts)
-			}
-			return restartRun(ctx, opts)
+			return runVerb(ctx, runF, restartRun, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "kill what outlives the stop timeout")

@@ -67,19 +67,13 @@ run's lines); its dependents are not started, independent processes are.
 Starting a named process that already runs is refused (exit 1); with --all,
 running processes are left alone.`,
 		ValidArgsFunction: completeNames(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
-			opts.Names = args
-			if err := checkNames(opts.Names); err != nil {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if opts.ProjectOptions, opts.Sup, opts.Names, err = bindNames(f, cmd, args); err != nil {
 				return err
 			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			if runF != nil {
-				return runF(ctx, opts)
-			}
-			return startRun(ctx, opts)
+			return runVerb(ctx, runF, startRun, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "start every process in the config")

@@ -43,17 +43,11 @@ Exit 0 when every process asked about is running or completed, 3 otherwise.
 --json prints the versioned document described in docs/supervisor.md
 (schema "` + supervisor.StatusSchema + `").`,
 		ValidArgsFunction: completeNames(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
-			opts.Names = args
-			if err := checkNames(opts.Names); err != nil {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if opts.ProjectOptions, opts.Sup, opts.Names, err = bindNames(f, cmd, args); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return statusRun(cmd.Context(), opts)
+			return runVerb(cmd.Context(), runF, statusRun, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
@@ -75,7 +69,9 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		}
 	} else {
 		fmt.Fprintf(opts.IO.Out, "project %s\n", sup.Project())
-		writeStatusTable(opts, sts)
+		if err := writeStatusTable(opts, sts); err != nil {
+			return err // stdout failed
+		}
 	}
 	if !supervisor.AllRunning(sts) {
 		return cmdutil.SilentExit(cmdutil.ExitNegative)
@@ -83,10 +79,11 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	return nil
 }
 
-func writeStatusTable(opts *StatusOptions, sts []supervisor.ProcessStatus) {
+// writeStatusTable prints sts as a table; the error is stdout's.
+func writeStatusTable(opts *StatusOptions, sts []supervisor.ProcessStatus) error {
 	if len(sts) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no processes configured or recorded")
-		return
+		return nil
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tPID\tUPTIME\tRESTARTS\tDESCENDANTS\tDRIFT\tLOG")
@@ -106,12 +103,13 @@ func writeStatusTable(opts *StatusOptions, sts []supervisor.ProcessStatus) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, describeState(st), pid, uptime, st.Restarts, st.Descendants, drift, st.LogFile)
 	}
-	tw.Flush()
+	err := tw.Flush()
 	for _, st := range sts {
 		if st.Reason != "" {
 			fmt.Fprintf(opts.IO.ErrOut, "%s: %s\n", st.Name, st.Reason)
 		}
 	}
+	return err
 }
 
 // describeState renders the state with the exit details it implies.

@@ -51,17 +51,11 @@ stop goes on past failures (a corrupt record is reported by name) and exits
 1 if any. A stop that has to wait for a start of the same name says so, with
 the PID holding the lock.`,
 		ValidArgsFunction: completeNames(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ProjectOptions = projectFrom(f, cmd)
-			opts.Sup = opts.opener(f)
-			opts.Names = args
-			if err := checkNames(opts.Names); err != nil {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if opts.ProjectOptions, opts.Sup, opts.Names, err = bindNames(f, cmd, args); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return stopRun(cmd.Context(), opts)
+			return runVerb(cmd.Context(), runF, stopRun, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "stop every known process")

@@ -471,3 +471,23 @@ func TestSup_ExportNomad(t *testing.T) {
 		t.Fatalf("job file not named after the project:\n%s", data)
 	}
 }
+
+// brokenWriter fails every write, as a closed stdout does.
+type brokenWriter struct{}
+
+func (brokenWriter) Write([]byte) (int, error) { return 0, errors.New("stdout is gone") }
+
+// A table that cannot be written is an error (exit 1, naming it), not the
+// answer it would have printed: status and reload report stdout's failure
+// as their --json branches do.
+func TestSup_TablesOnAFailedStdoutAreAnError(t *testing.T) {
+	e := newEnv(t, "processes:\n  app:\n    command: sleep\n    args: [\"300\"]\n")
+	for _, verb := range [][]string{{"status"}, {"reload", "--dry-run"}} {
+		var errOut bytes.Buffer
+		ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: brokenWriter{}, ErrOut: &errOut}
+		code := runCLI(ios, append([]string{"sup", "-c", e.config()}, verb...))
+		if code != cmdutil.ExitFailure || !strings.Contains(errOut.String(), "stdout is gone") {
+			t.Errorf("%v on a failed stdout: exit %d, stderr %q; want exit 1 naming the write error", verb, code, errOut.String())
+		}
+	}
+}
