@@ -7,9 +7,9 @@
 //
 //	go run ./examples/supervise [-home DIR] [-keep]
 //
-// A program using the library must run the monitor when asked: here,
-// `supervise __monitor` calls supervisor.RunMonitor, and Options.MonitorCommand
-// points at it.
+// The per-process monitor needs nothing from this program: importing the
+// supervisor package registers it, and Options.MonitorCommand left empty
+// re-executes this same binary as the monitor.
 package main
 
 import (
@@ -58,15 +58,13 @@ func main() {
 	}
 }
 
-// dispatch runs the roles this program plays for the supervisor: the monitor
-// and the worker. It reports false for the main role.
+// dispatch runs the role this program plays for the supervisor, the worker.
+// It reports false for the main role.
 func dispatch(args []string) (int, bool) {
 	if len(args) == 0 {
 		return 0, false
 	}
 	switch args[0] {
-	case "__monitor":
-		return supervisor.RunMonitor(os.Stdin, os.Stdout), true
 	case "worker":
 		if err := worker(args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
@@ -124,8 +122,7 @@ func run(ctx context.Context, out io.Writer, home string) error {
 		return err
 	}
 	sup, err := supervisor.New(filepath.Join(home, "sup"), cfg, supervisor.Options{
-		MonitorCommand: []string{exe, "__monitor"},
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestMain lets the test binary play the program's other roles: the
+// TestMain lets the test binary play the program's worker role: the
 // supervisor re-executes os.Executable() as the monitor and the workers.
 func TestMain(m *testing.M) {
 	if code, ok := dispatch(os.Args[1:]); ok {
