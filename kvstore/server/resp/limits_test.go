@@ -96,7 +96,7 @@ func TestShutdown_AnswersWhatItRanClosesTheRestAndEveryAcknowledgedWriteIsStored
 	}
 	opts := resp.Options{Logger: servertest.Logger(t)}
 	if v, ok := os.LookupEnv(eventLoopEnv); ok {
-		opts.EventLoop = v == "1"
+		opts.GoroutinePerConn = v == "0"
 	}
 	srv := resp.NewServer(db, opts)
 	ln := servertest.Listen(t)
