@@ -108,8 +108,9 @@ func BenchmarkRedisBenchmarkSET(b *testing.B) {
 				requests *= 4 // pipelined: more requests for the same time
 			}
 			// Ours on both connection paths, each over its own engine.
-			goroutineAddr := startOn(b, openBenchDB(b, tc.policy), resp.Options{GoroutinePerConn: true})
-			loopAddr := startOn(b, openBenchDB(b, tc.policy), resp.Options{})
+			goroutineDB, loopDB := openBenchDB(b, tc.policy), openBenchDB(b, tc.policy)
+			goroutineAddr := startOn(b, goroutineDB, resp.Options{GoroutinePerConn: true})
+			loopAddr := startOn(b, loopDB, resp.Options{})
 
 			dir := b.TempDir()
 			port := freePort(b)
@@ -158,6 +159,14 @@ func BenchmarkRedisBenchmarkSET(b *testing.B) {
 				b.ReportMetric(median(cpu[i]), sv.name+"-cpu-ns/op")
 				if i < 2 {
 					b.ReportMetric(median(rps[i])/redisRPS, sv.name+"/redis")
+				}
+			}
+			if tc.policy == kvstore.SyncAlways {
+				// How many SETs shared an fsync, over the whole run.
+				for name, db := range map[string]*kvstore.DB{"goroutine": goroutineDB, "loop": loopDB} {
+					if st := db.Stats(); st.Fsyncs > 0 {
+						b.ReportMetric(float64(st.Sets)/float64(st.Fsyncs), name+"-sets/fsync")
+					}
 				}
 			}
 		})

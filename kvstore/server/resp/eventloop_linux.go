@@ -36,6 +36,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devkit-go/devkit/kvstore"
+
 	"github.com/devkit-go/devkit/kvstore/server/internal/connserver"
 )
 
@@ -78,6 +80,15 @@ type loop struct {
 	tick    time.Duration
 	parking []*elConn // parked in this round, not yet awaited
 	spare   []*elConn
+
+	// Gathering a group (SyncAlways only, see shouldSettle).
+	gather      bool          // the engine syncs each group: gathering pays
+	gatherUntil int64         // unix nanos the current gathering ends; 0: none
+	gatherTimer *time.Timer   // wakes the loop at gatherUntil
+	writers     int           // connections writing lately (the last two groups)
+	lastBatch   int           // connections in the last group awaited
+	settles     uint64        // groups awaited so far
+	lastSync    time.Duration // how long the last group's wait took
 }
 
 // elConn is a connection served by a loop.
@@ -97,6 +108,7 @@ type elConn struct {
 	wblocked int64 // unix nanos a write began waiting for room; 0: none
 	closing  bool  // close once the replies are written
 	closed   bool
+	settled  uint64 // the loop's settles count when this connection's writes were last awaited
 }
 
 func (ls *eventLoops) start() error {
@@ -137,7 +149,8 @@ func (ls *eventLoops) newLoop() (*loop, error) {
 		unix.Close(wakefd)
 		return nil, err
 	}
-	l := &loop{ls: ls, s: ls.s, epfd: epfd, wakefd: wakefd, conns: map[int]*elConn{}, tick: tickFor(ls.s.opts)}
+	l := &loop{ls: ls, s: ls.s, epfd: epfd, wakefd: wakefd, conns: map[int]*elConn{}, tick: tickFor(ls.s.opts),
+		gather: ls.s.store.SyncPolicy() == kvstore.SyncAlways}
 	return l, nil
 }
 
@@ -274,7 +287,7 @@ func (l *loop) run() {
 		var werr error
 		if err := rc.Read(func(uintptr) bool {
 			n, werr = unix.EpollWait(l.epfd, events, 0)
-			return n > 0 || len(l.parking) > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
+			return n > 0 || (len(l.parking) > 0 && l.gatherUntil == 0) || (werr != nil && !errors.Is(werr, unix.EINTR))
 		}); err != nil {
 			werr = err
 		}
@@ -310,7 +323,9 @@ func (l *loop) run() {
 		for _, c := range touched {
 			l.service(c)
 		}
-		l.settleParked()
+		if l.shouldSettle() {
+			l.settleParked()
+		}
 		if l.timeoutsDue {
 			l.timeoutsDue = false
 			l.checkTimeouts(time.Now())
@@ -336,12 +351,20 @@ const maxSettlePasses = 4
 // eventfd cost a hand-off and a wake per round and measured slower (see
 // docs/kvstore-server.md).
 func (l *loop) settleParked() {
+	l.gatherUntil = 0
 	for pass := 0; len(l.parking) > 0 && pass < maxSettlePasses; pass++ {
 		batch := l.parking
 		l.parking = l.spare[:0]
+		if pass == 0 {
+			l.countWriters(batch)
+		}
+		start := time.Now()
 		for _, c := range batch {
 			c.cl.settle()
 			c.parked = false
+		}
+		if pass == 0 {
+			l.lastSync = time.Since(start)
 		}
 		for _, c := range batch {
 			l.service(c)
@@ -349,6 +372,67 @@ func (l *loop) settleParked() {
 		clear(batch)
 		l.spare = batch[:0]
 	}
+}
+
+// Bounds on gathering a group (shouldSettle).
+const (
+	maxGather = 250 * time.Microsecond
+	// gatherShare is the part of the last group's wait that gathering the
+	// next one may add to it, at most.
+	gatherShare = 2
+)
+
+// shouldSettle reports whether the round's parked connections are awaited
+// now. Under SyncAlways a group's fsync takes far longer than the clients
+// that just got their replies take to send the next request, so, without
+// waiting, groups alternate between two halves of the clients (those that
+// sent while the last group synced, then the others) and each fsync serves
+// half of them, as each of Redis's turns does. When more connections have
+// been writing lately (the last two groups) than are parked now, the loop
+// keeps the group open and goes on polling its sockets until they are all
+// parked or the gathering time is up: the smaller of maxGather and
+// 1/gatherShare of the last group's wait, so that it adds at most that to
+// a write's latency, and nothing when a connection writes alone. This is
+// the commit delay of PostgreSQL's commit_delay and MySQL's
+// binlog_group_commit_sync_delay, bounded by what the fsync costs anyway.
+func (l *loop) shouldSettle() bool {
+	if len(l.parking) == 0 {
+		return false
+	}
+	if !l.gather || len(l.parking) >= l.writers {
+		return true
+	}
+	now := time.Now()
+	if l.gatherUntil == 0 {
+		wait := min(maxGather, l.lastSync/gatherShare)
+		if wait <= 0 {
+			return true
+		}
+		l.gatherUntil = now.Add(wait).UnixNano()
+		if l.gatherTimer == nil {
+			l.gatherTimer = time.AfterFunc(wait, func() { l.post(func() {}) })
+		} else {
+			l.gatherTimer.Reset(wait)
+		}
+		return false
+	}
+	return now.UnixNano() >= l.gatherUntil
+}
+
+// countWriters updates the estimate of the connections writing lately from
+// the group about to be awaited: its connections, and those of the group
+// before that are not in it.
+func (l *loop) countWriters(batch []*elConn) {
+	l.settles++
+	again := 0
+	for _, c := range batch {
+		if c.settled == l.settles-1 && l.settles > 1 {
+			again++
+		}
+		c.settled = l.settles
+	}
+	l.writers = len(batch) + l.lastBatch - again
+	l.lastBatch = len(batch)
 }
 
 // takeWork moves what other goroutines posted into the loop; it reports
