@@ -162,7 +162,8 @@ func TestShutdown_AnswersWhatItRanClosesTheRestAndEveryAcknowledgedWriteIsStored
 // A client that pipelines strict SETs and resets the connection without
 // reading a reply must cost only itself: its acknowledged-or-not writes are
 // awaited (the round's group still commits), its place is released, and
-// the next client is served.
+// the next client is served. (Such a connection is closed by its failed
+// reply write: with that close removed, the dead clients stay listed.)
 func TestServer_AClientThatPipelinesThenDiesLeavesTheServerServing(t *testing.T) {
 	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
 	if err != nil {
