@@ -1,12 +1,12 @@
 package resp
 
-// The epoll event loops (Options.EventLoop).
+// The epoll event loops (the default; Options.GoroutinePerConn turns them off).
 //
 // Invariants, the same as a connection goroutine's:
 //   - replies leave in the order commands arrived, and a write's reply only
 //     once the engine acknowledged it: a connection whose burst left writes
 //     pending is parked — none of its commands run and nothing is written —
-//     until the waiter has awaited them, oldest first;
+//     until the loop has awaited them, oldest first, at the end of its round;
 //   - every limit and error of commandReader holds (bufferParser), and the
 //     handshake, idle and write timeouts close a connection as the deadlines
 //     of a goroutine's connection do (checked every tick of the loop);
@@ -14,9 +14,13 @@ package resp
 //     replies of those already run are written, then it is closed.
 //
 // A loop owns its connections: only its goroutine reads, writes, runs
-// commands on or closes them. Other goroutines (the waiter, connserver's
-// hooks) hand it work through its mutex-guarded lists and wake it with an
-// eventfd. Sockets are edge-triggered: a read that does not fill the buffer
+// commands on or closes them. Other goroutines (connserver's hooks) hand it
+// work through its mutex-guarded lists and wake it with an eventfd.
+//
+// A round is Redis's event-loop turn: every ready connection runs its whole
+// commands, their writes join one open engine group, then the loop awaits
+// the group — one log write and, under SyncAlways, one fsync for every
+// connection of the round — and writes each connection's replies. Sockets are edge-triggered: a read that does not fill the buffer
 // drained the socket, so the next read waits for the next edge and a
 // request costs one read and one write.
 
@@ -33,6 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devkit-go/devkit/kvstore"
+
 	"github.com/devkit-go/devkit/kvstore/server/internal/connserver"
 )
 
@@ -46,15 +51,6 @@ type eventLoops struct {
 	mu      sync.Mutex // next, stopped
 	stopped bool
 	wg      sync.WaitGroup
-
-	// One waiter serves every loop: while it awaits one engine group, the
-	// writes of all loops' parked connections gather in the next (one log
-	// write and one fsync for them all), where a waiter per loop would
-	// seal a group per loop.
-	waitMu   sync.Mutex
-	waitCond *sync.Cond
-	waitq    []*elConn
-	waitQuit bool
 }
 
 func newEventLoops(s *Server) *eventLoops { return &eventLoops{s: s} }
@@ -72,7 +68,6 @@ type loop struct {
 
 	mu       sync.Mutex
 	incoming []*elConn
-	settled  []*elConn // back from the waiter
 	kills    []*elConn
 	drain    bool
 	quit     bool
@@ -83,10 +78,17 @@ type loop struct {
 	timeoutsDue bool // the loop's copy of tickDue
 
 	tick    time.Duration
-	parking []*elConn // parked in this round, not yet handed to the waiter
+	parking []*elConn // parked in this round, not yet awaited
 	spare   []*elConn
-	// inlineWaits: the loop awaits writes itself (settleInline).
-	inlineWaits bool
+
+	// Gathering a group (SyncAlways only, see shouldSettle).
+	gather      bool          // the engine syncs each group: gathering pays
+	gatherUntil int64         // unix nanos the current gathering ends; 0: none
+	gatherTimer *time.Timer   // wakes the loop at gatherUntil
+	writers     int           // connections writing lately (the last two groups)
+	lastBatch   int           // connections in the last group awaited
+	settles     uint64        // groups awaited so far
+	lastSync    time.Duration // how long the last group's wait took
 }
 
 // elConn is a connection served by a loop.
@@ -101,16 +103,20 @@ type elConn struct {
 
 	readable bool // the socket may hold unread bytes
 	eof      bool // the peer closed its side, or a read failed
-	parked   bool // the waiter holds it
+	parked   bool // its burst's writes are awaited before anything else
 	wbuf     []byte
 	wblocked int64 // unix nanos a write began waiting for room; 0: none
 	closing  bool  // close once the replies are written
 	closed   bool
+	settled  uint64 // the loop's settles count when this connection's writes were last awaited
 }
 
 func (ls *eventLoops) start() error {
 	ls.once.Do(func() {
-		n := runtime.GOMAXPROCS(0)
+		n := ls.s.opts.EventLoops
+		if n <= 0 {
+			n = max(1, runtime.GOMAXPROCS(0)/2)
+		}
 		for range n {
 			l, err := ls.newLoop()
 			if err != nil {
@@ -119,9 +125,7 @@ func (ls *eventLoops) start() error {
 			}
 			ls.loops = append(ls.loops, l)
 		}
-		ls.waitCond = sync.NewCond(&ls.waitMu)
-		ls.wg.Add(1 + len(ls.loops))
-		go ls.waiter()
+		ls.wg.Add(len(ls.loops))
 		for _, l := range ls.loops {
 			go l.run()
 		}
@@ -146,7 +150,7 @@ func (ls *eventLoops) newLoop() (*loop, error) {
 		return nil, err
 	}
 	l := &loop{ls: ls, s: ls.s, epfd: epfd, wakefd: wakefd, conns: map[int]*elConn{}, tick: tickFor(ls.s.opts),
-		inlineWaits: ls.s.store.SyncPolicy() != kvstore.SyncAlways}
+		gather: ls.s.store.SyncPolicy() == kvstore.SyncAlways}
 	return l, nil
 }
 
@@ -238,39 +242,7 @@ func (ls *eventLoops) stop() {
 	for _, l := range ls.loops {
 		l.post(func() { l.quit = true })
 	}
-	if ls.waitCond != nil {
-		ls.waitMu.Lock()
-		ls.waitQuit = true
-		ls.waitCond.Broadcast()
-		ls.waitMu.Unlock()
-	}
 	ls.wg.Wait()
-}
-
-// waiter awaits the pending writes of parked connections, in the order
-// they were parked, and hands each back to its loop.
-func (ls *eventLoops) waiter() {
-	defer ls.wg.Done()
-	var batch []*elConn
-	for {
-		ls.waitMu.Lock()
-		for len(ls.waitq) == 0 && !ls.waitQuit {
-			ls.waitCond.Wait()
-		}
-		if len(ls.waitq) == 0 {
-			ls.waitMu.Unlock()
-			return
-		}
-		batch, ls.waitq = ls.waitq, batch[:0]
-		ls.waitMu.Unlock()
-		for i, c := range batch {
-			c.cl.settle()
-			c.writeSettled()
-			l := c.l
-			l.post(func() { l.settled = append(l.settled, c) })
-			batch[i] = nil
-		}
-	}
 }
 
 // run is the loop. It never blocks an OS thread in epoll_wait: the epoll
@@ -315,7 +287,7 @@ func (l *loop) run() {
 		var werr error
 		if err := rc.Read(func(uintptr) bool {
 			n, werr = unix.EpollWait(l.epfd, events, 0)
-			return n > 0 || len(l.parking) > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
+			return n > 0 || (len(l.parking) > 0 && l.gatherUntil == 0) || (werr != nil && !errors.Is(werr, unix.EINTR))
 		}); err != nil {
 			werr = err
 		}
@@ -351,15 +323,8 @@ func (l *loop) run() {
 		for _, c := range touched {
 			l.service(c)
 		}
-		l.settleInline()
-		if len(l.parking) > 0 {
-			ls := l.ls
-			ls.waitMu.Lock()
-			ls.waitq = append(ls.waitq, l.parking...)
-			ls.waitCond.Signal()
-			ls.waitMu.Unlock()
-			clear(l.parking)
-			l.parking = l.parking[:0]
+		if l.shouldSettle() {
+			l.settleParked()
 		}
 		if l.timeoutsDue {
 			l.timeoutsDue = false
@@ -368,26 +333,38 @@ func (l *loop) run() {
 	}
 }
 
-// maxInlinePasses bounds the rounds of awaiting and serving parked
-// connections inline before the loop polls its sockets again (fairness to
-// the connections that have not sent anything yet).
-const maxInlinePasses = 4
+// maxSettlePasses bounds the rounds of awaiting and serving parked
+// connections before the loop polls its sockets again (fairness to the
+// connections that have not sent anything yet).
+const maxSettlePasses = 4
 
-// settleInline awaits the round's parked connections on the loop itself
-// when the engine acknowledges a write without waiting for the disk (sync
-// policy none or periodic): the wait is the group's log write, and a
-// hand-off to the waiter and back would cost more than it. Connections
-// still parked after maxInlinePasses stay in parking for the next round.
-func (l *loop) settleInline() {
-	if !l.inlineWaits {
-		return
-	}
-	for pass := 0; len(l.parking) > 0 && pass < maxInlinePasses; pass++ {
+// settleParked awaits the round's parked connections on the loop itself,
+// as Redis fsyncs once per event-loop turn before it writes the turn's
+// replies: the first wait seals the engine group that holds every parked
+// connection's writes (one log write and, under SyncAlways, one fsync for
+// all of them), the later ones find it finished. Each connection then
+// writes its replies and runs what else it has. Connections still parked
+// after maxSettlePasses stay in parking for the next round.
+//
+// The waits block the loop, as Redis's fsync blocks its thread: a waiter
+// goroutine that awaited them and handed the connections back through the
+// eventfd cost a hand-off and a wake per round and measured slower (see
+// docs/kvstore-server.md).
+func (l *loop) settleParked() {
+	l.gatherUntil = 0
+	for pass := 0; len(l.parking) > 0 && pass < maxSettlePasses; pass++ {
 		batch := l.parking
 		l.parking = l.spare[:0]
+		if pass == 0 {
+			l.countWriters(batch)
+		}
+		start := time.Now()
 		for _, c := range batch {
 			c.cl.settle()
 			c.parked = false
+		}
+		if pass == 0 {
+			l.lastSync = time.Since(start)
 		}
 		for _, c := range batch {
 			l.service(c)
@@ -397,26 +374,65 @@ func (l *loop) settleInline() {
 	}
 }
 
-// writeSettled sends a parked connection's replies from the waiter, as
-// soon as its writes are acknowledged, instead of after the hand-back to
-// its loop (a wake through the eventfd and Go's poller): the waiter owns the
-// connection until then. What the socket does not take at once is left to
-// the loop (wbuf), as is any error, which the loop's next write meets again.
-func (c *elConn) writeSettled() {
-	buf := c.cl.out.buf
-	if len(buf) == 0 {
-		return
+// Bounds on gathering a group (shouldSettle).
+const (
+	maxGather = 250 * time.Microsecond
+	// gatherShare is the part of the last group's wait that gathering the
+	// next one may add to it, at most.
+	gatherShare = 2
+)
+
+// shouldSettle reports whether the round's parked connections are awaited
+// now. Under SyncAlways a group's fsync takes far longer than the clients
+// that just got their replies take to send the next request, so, without
+// waiting, groups alternate between two halves of the clients (those that
+// sent while the last group synced, then the others) and each fsync serves
+// half of them, as each of Redis's turns does. When more connections have
+// been writing lately (the last two groups) than are parked now, the loop
+// keeps the group open and goes on polling its sockets until they are all
+// parked or the gathering time is up: the smaller of maxGather and
+// 1/gatherShare of the last group's wait, so that it adds at most that to
+// a write's latency, and nothing when a connection writes alone. This is
+// the commit delay of PostgreSQL's commit_delay and MySQL's
+// binlog_group_commit_sync_delay, bounded by what the fsync costs anyway.
+func (l *loop) shouldSettle() bool {
+	if len(l.parking) == 0 {
+		return false
 	}
-	n, err := unix.Write(c.fd, buf)
-	if err == nil && n == len(buf) {
-		c.cl.out.buf = buf[:0]
-		if cap(buf) > keepOutBytes {
-			c.cl.out.buf = nil
+	if !l.gather || len(l.parking) >= l.writers {
+		return true
+	}
+	now := time.Now()
+	if l.gatherUntil == 0 {
+		wait := min(maxGather, l.lastSync/gatherShare)
+		if wait <= 0 {
+			return true
 		}
-		c.cc.MarkIdle(time.Now())
-		return
+		l.gatherUntil = now.Add(wait).UnixNano()
+		if l.gatherTimer == nil {
+			l.gatherTimer = time.AfterFunc(wait, func() { l.post(func() {}) })
+		} else {
+			l.gatherTimer.Reset(wait)
+		}
+		return false
 	}
-	c.wbuf = buf[max(n, 0):]
+	return now.UnixNano() >= l.gatherUntil
+}
+
+// countWriters updates the estimate of the connections writing lately from
+// the group about to be awaited: its connections, and those of the group
+// before that are not in it.
+func (l *loop) countWriters(batch []*elConn) {
+	l.settles++
+	again := 0
+	for _, c := range batch {
+		if c.settled == l.settles-1 && l.settles > 1 {
+			again++
+		}
+		c.settled = l.settles
+	}
+	l.writers = len(batch) + l.lastBatch - again
+	l.lastBatch = len(batch)
 }
 
 // takeWork moves what other goroutines posted into the loop; it reports
@@ -424,8 +440,8 @@ func (c *elConn) writeSettled() {
 func (l *loop) takeWork(touched *[]*elConn) bool {
 	l.mu.Lock()
 	l.woken = false
-	incoming, settled, kills, drain, quit := l.incoming, l.settled, l.kills, l.drain, l.quit
-	l.incoming, l.settled, l.kills, l.drain = nil, nil, nil, false
+	incoming, kills, drain, quit := l.incoming, l.kills, l.drain, l.quit
+	l.incoming, l.kills, l.drain = nil, nil, false
 	l.timeoutsDue = l.timeoutsDue || l.tickDue
 	l.tickDue = false
 	if quit {
@@ -445,10 +461,6 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 		l.conns[c.fd] = c
 		*touched = append(*touched, c)
 	}
-	for _, c := range settled {
-		c.parked = false
-		*touched = append(*touched, c)
-	}
 	for _, c := range kills {
 		l.close(c)
 	}
@@ -460,6 +472,14 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 		}
 	}
 	if quit {
+		// The writes of parked connections are awaited (the engine must
+		// see every wait called); their replies are dropped with them.
+		for _, c := range l.parking {
+			c.cl.settle()
+			c.parked = false
+		}
+		clear(l.parking)
+		l.parking = l.parking[:0]
 		for _, c := range l.conns {
 			l.close(c)
 		}
@@ -595,7 +615,7 @@ func (l *loop) endBurst(c *elConn) {
 		c.closing = true
 	}
 	if len(cl.pending) > 0 {
-		// Handed to the waiter at the end of the loop's round, with the
+		// Awaited at the end of the loop's round (settleParked), with the
 		// other connections parked in it: the first wait then seals one
 		// engine group (one log write, one fsync) holding all their writes.
 		c.parked = true
@@ -677,7 +697,7 @@ func (l *loop) checkTimeouts(now time.Time) {
 }
 
 // close closes the socket and releases the connection's place. A parked
-// connection is closed when the waiter hands it back.
+// connection is closed once its writes are awaited (settleParked).
 func (l *loop) close(c *elConn) {
 	if c.closed {
 		return

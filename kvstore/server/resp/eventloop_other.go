@@ -4,7 +4,7 @@ package resp
 
 import "github.com/devkit-go/devkit/kvstore/server/internal/connserver"
 
-// eventLoops exist on Linux only; elsewhere Options.EventLoop is ignored.
+// eventLoops exist on Linux only; elsewhere every connection gets a goroutine.
 type eventLoops struct{}
 
 func newEventLoops(*Server) *eventLoops { return nil }

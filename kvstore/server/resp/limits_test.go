@@ -3,6 +3,7 @@ package resp_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -96,7 +97,7 @@ func TestShutdown_AnswersWhatItRanClosesTheRestAndEveryAcknowledgedWriteIsStored
 	}
 	opts := resp.Options{Logger: servertest.Logger(t)}
 	if v, ok := os.LookupEnv(eventLoopEnv); ok {
-		opts.EventLoop = v == "1"
+		opts.GoroutinePerConn = v == "0"
 	}
 	srv := resp.NewServer(db, opts)
 	ln := servertest.Listen(t)
@@ -156,4 +157,42 @@ func TestShutdown_AnswersWhatItRanClosesTheRestAndEveryAcknowledgedWriteIsStored
 		}
 	}
 	t.Logf("%d of %d pipelined SETs answered before the drain closed the connection", acked, n)
+}
+
+// A client that pipelines strict SETs and resets the connection without
+// reading a reply must cost only itself: its acknowledged-or-not writes are
+// awaited (the round's group still commits), its place is released, and
+// the next client is served. (Such a connection is closed by its failed
+// reply write: with that close removed, the dead clients stay listed.)
+func TestServer_AClientThatPipelinesThenDiesLeavesTheServerServing(t *testing.T) {
+	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncAlways, Logger: servertest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	addr := start(t, db, resp.Options{})
+	for round := range 5 {
+		dying := dialRaw(t, addr)
+		var burst strings.Builder
+		for i := range 2000 {
+			fmt.Fprintf(&burst, "*3\r\n$3\r\nSET\r\n$8\r\nk%d-%05d\r\n$1\r\nv\r\n", round, i)
+		}
+		dying.send(burst.String())
+		if round%2 == 1 {
+			dying.Conn.(*net.TCPConn).SetLinger(0) // close with a reset
+		}
+		dying.Close()
+	}
+	other := dialRaw(t, addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for n := clientCount(t, other); n != 1; n = clientCount(t, other) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clients listed: the dead ones are still counted", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	other.send("*3\r\n$3\r\nSET\r\n$5\r\nafter\r\n$1\r\n1\r\n*2\r\n$3\r\nGET\r\n$5\r\nafter\r\n")
+	if got := other.line() + other.line() + other.line(); got != "+OK\r\n$1\r\n1\r\n" {
+		t.Fatalf("after the dead clients: %q", got)
+	}
 }

@@ -30,7 +30,7 @@ func start(t testing.TB, store backend.Store, opts resp.Options) string {
 		opts.Logger = servertest.Logger(t)
 	}
 	if v, ok := os.LookupEnv(eventLoopEnv); ok {
-		opts.EventLoop = v == "1"
+		opts.GoroutinePerConn = v == "0"
 	}
 	return servertest.Serve(t, resp.NewServer(store, opts))
 }

@@ -80,14 +80,19 @@ type Options struct {
 	// AllowFlush lets FLUSHDB and FLUSHALL delete every key; they are
 	// refused otherwise.
 	AllowFlush bool
-	// EventLoop serves the connections from epoll event loops (one per
-	// GOMAXPROCS, Linux only) instead of a goroutine each: a request then
-	// costs one read and one write system call, where a goroutine's read
-	// adds one that finds nothing before it parks. Elsewhere, and for
-	// connections that are not plain TCP or Unix sockets (TLS), it is ignored.
-	EventLoop bool
-	Logger    *slog.Logger
-	Metrics   *metrics.Metrics
+	// GoroutinePerConn serves every connection from a goroutine of its
+	// own instead of the epoll event loops. The loops are the default on
+	// Linux: a request costs one read and one write system call (a
+	// goroutine's read adds one that finds nothing before it parks), and a
+	// loop's round awaits the engine once for all its connections, as
+	// Redis's turn fsyncs once. Elsewhere, and for connections that are not
+	// plain TCP or Unix sockets (TLS), connections get a goroutine anyway.
+	GoroutinePerConn bool
+	// EventLoops is the number of event loops; GOMAXPROCS/2 (at least 1)
+	// when zero, leaving CPU to the engine's and the runtime's goroutines.
+	EventLoops int
+	Logger     *slog.Logger
+	Metrics    *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -169,7 +174,7 @@ func NewServer(store backend.Store, opts Options) *Server {
 		Metrics:          opts.Metrics,
 		Logger:           opts.Logger,
 	}, s.serveConn)
-	if opts.EventLoop {
+	if !opts.GoroutinePerConn {
 		s.loops = newEventLoops(s)
 	}
 	return s
