@@ -18,9 +18,12 @@ package redisstore
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/devkit-go/devkit/ratelimit"
 )
@@ -98,4 +101,43 @@ func leanKeyOf(redisKey, prefix string) (key string, ok, penalty bool) {
 // period ms, block ms.
 func leanArgs(lim ratelimit.Limit) [3]any {
 	return [3]any{strconv.FormatInt(lim.Rate, 10), strconv.FormatInt(lim.Period.Milliseconds(), 10), strconv.FormatInt(lim.Block.Milliseconds(), 10)}
+}
+
+// countPlain is a lean check of cost 1 against a limit without a penalty
+// block, in one pipeline of plain commands: INCRBY and PTTL. Such a check
+// never takes a denial back (the counter was at the rate already) and meets
+// no MARK (only limits with a block set it), so it needs no script. The
+// first hit of a window sets the window's TTL after the pipeline (PEXPIRE
+// NX, one more round trip per window); until then the counter has none,
+// and every check that sees it so sets it (NX: the first one wins), so a
+// client that dies in between leaves no counter without expiry. A value that
+// is not a counter is left to the script, which replaces it. args are the
+// script's, for that case.
+func (s *Store) countPlain(ctx context.Context, window string, e *specEntry, args []any) ([]int64, error) {
+	pipe := s.client.Pipeline()
+	incr := pipe.IncrBy(ctx, window, 1)
+	pttl := pipe.PTTL(ctx, window)
+	if _, err := pipe.Exec(ctx); err != nil {
+		var reply redis.Error
+		if errors.As(incr.Err(), &reply) {
+			return s.lean.Run(ctx, s.client, []string{window}, args...).Int64Slice()
+		}
+		return nil, err
+	}
+	v, ttl := incr.Val(), pttl.Val()
+	var reset int64
+	switch {
+	case ttl >= 0:
+		reset = ttl.Microseconds()
+	case ttl == -1: // a new window (or one whose first hitter died)
+		if err := s.client.Do(ctx, "PEXPIRE", window, e.periodMs, "NX").Err(); err != nil {
+			return nil, err
+		}
+		reset = e.periodMs * 1000
+	default: // -2: the window ended after the INCRBY
+	}
+	if v <= e.rate {
+		return []int64{1, e.rate - v, reset, 0, 0}, nil
+	}
+	return []int64{0, 0, reset, reset, 0}, nil
 }

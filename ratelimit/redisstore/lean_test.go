@@ -326,6 +326,12 @@ func TestLean_ScriptAndGeneralDriverAgree(t *testing.T) {
 		// end near one is stretched past it, and times agree to slack.
 		const slack = 40 * time.Millisecond
 		var ends []time.Time
+		resyncs := 0
+		defer func() {
+			if resyncs > 12 {
+				t.Errorf("limit %s: %d of 120 steps straddled an end: the comparison says little", lim.Name, resyncs)
+			}
+		}()
 		for step := 0; step < 120; step++ {
 			pause := time.Duration(0)
 			if rng.IntN(4) == 0 {
@@ -353,10 +359,24 @@ func TestLean_ScriptAndGeneralDriverAgree(t *testing.T) {
 			if err := store.Check(ctx, ratelimit.CheckRequest{Key: twin, Limits: []ratelimit.Limit{lim, wide}, Cost: cost}, b); err != nil {
 				t.Fatal(err)
 			}
+			took := time.Since(now)
 			x, y := a[0], b[0]
 			d := x.ResetAfter - y.ResetAfter
 			if x.Allowed != y.Allowed || x.Remaining != y.Remaining || x.Blocked != y.Blocked ||
 				(x.RetryAfter < 0) != (y.RetryAfter < 0) || d > slack || d < -slack {
+				if took > slack/2 || min(x.ResetAfter, y.ResetAfter) < slack {
+					// The pair straddled an end after all (a loaded machine
+					// stalled it): the twins start again from nothing.
+					resyncs++
+					if _, err := store.Reset(ctx, alone); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := store.Reset(ctx, twin); err != nil {
+						t.Fatal(err)
+					}
+					ends = ends[:0]
+					continue
+				}
 				t.Fatalf("limit %s step %d cost %d: lean script %+v, general driver %+v", lim.Name, step, cost, x, y)
 			}
 			live := ends[:0]

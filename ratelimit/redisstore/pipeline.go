@@ -26,9 +26,12 @@ const DefaultPipeline = 4
 type pendingCheck struct {
 	ctx context.Context
 	// key is the identity key (check.lua) or the window key (lean_fw.lua,
-	// when lean), penalty the lean check's penalty key.
-	key, penalty string
-	lean         bool
+	// when lean).
+	key  string
+	lean bool
+	// plain: sent alone, the lean check needs no script (countPlain).
+	plain bool
+	entry *specEntry // the lean limit's, for countPlain
 	// args are the whole script call's for this check alone: for
 	// check.lua now, 1, then the check's own (cost, number of limits, one
 	// spec per limit); for lean_fw.lua 1, then cost, rate, period, block.
@@ -75,8 +78,8 @@ func newBatcher(s *Store, inflight int) *batcher {
 var replyChans = sync.Pool{New: func() any { return make(chan checkReply, 1) }}
 
 // do sends one check, alone or in a batch, and waits for its reply or the
-// end of ctx.
-func (b *batcher) do(ctx context.Context, p *pendingCheck) ([]int64, error) {
+// end of ctx. p is copied to the heap only when it queues.
+func (b *batcher) do(ctx context.Context, p pendingCheck) ([]int64, error) {
 	b.mu.Lock()
 	if b.senders < b.inflight {
 		// Fewer batches than allowed are on the wire: this check goes alone,
@@ -86,20 +89,23 @@ func (b *batcher) do(ctx context.Context, p *pendingCheck) ([]int64, error) {
 		s := b.store
 		var values []int64
 		var err error
-		if p.lean {
-			values, err = s.lean.Run(ctx, s.client, []string{p.key, p.penalty}, p.args...).Int64Slice()
-		} else {
+		switch {
+		case p.plain:
+			values, err = s.countPlain(ctx, p.key, p.entry, p.args)
+		case p.lean:
+			values, err = s.lean.Run(ctx, s.client, []string{p.key}, p.args...).Int64Slice()
+		default:
 			values, err = s.check.Run(ctx, s.client, []string{p.key}, p.args...).Int64Slice()
 		}
 		b.next()
 		return values, err
 	}
-	p.done = replyChans.Get().(chan checkReply)
-	b.queue = append(b.queue, p)
+	q := &pendingCheck{ctx: p.ctx, key: p.key, lean: p.lean, args: p.args, limits: p.limits, done: replyChans.Get().(chan checkReply)}
+	b.queue = append(b.queue, q)
 	b.mu.Unlock()
 	select {
-	case r := <-p.done:
-		replyChans.Put(p.done)
+	case r := <-q.done:
+		replyChans.Put(q.done)
 		return r.values, r.err
 	case <-ctx.Done():
 		// The channel may still receive the reply: it is not reused.
@@ -155,7 +161,7 @@ func newCall(lean bool, now int64, size int) *call {
 	c := &call{lean: lean, checks: make([]*pendingCheck, 0, size)}
 	if lean {
 		c.args = make([]any, 1, 1+size*4)
-		c.keys = make([]string, 0, 2*size)
+		c.keys = make([]string, 0, size)
 	} else {
 		c.args = make([]any, 2, 2+size*3)
 		c.args[0] = now
@@ -294,11 +300,10 @@ func (c *call) script(s *Store) *redis.Script {
 func (c *call) add(p *pendingCheck) {
 	c.checks = append(c.checks, p)
 	c.args = append(c.args, p.own()...)
+	c.keys = append(c.keys, p.key)
 	if c.lean {
-		c.keys = append(c.keys, p.key, p.penalty)
 		c.args[0] = len(c.checks)
 	} else {
-		c.keys = append(c.keys, p.key)
 		c.args[1] = len(c.checks)
 	}
 }

@@ -167,28 +167,34 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 	)
 	key := s.Key(req.Key)
 	if s.batch != nil {
-		raw, err = s.batch.do(ctx, &pendingCheck{ctx: ctx, key: key, args: args, limits: len(req.Limits)})
+		raw, err = s.batch.do(ctx, pendingCheck{ctx: ctx, key: key, args: args, limits: len(req.Limits)})
 	} else {
 		raw, err = s.check.Run(ctx, s.client, []string{key}, args...).Int64Slice()
 	}
 	return s.deliver(req, raw, err, out)
 }
 
-// checkLean checks one lean fixed-window limit (lean.go).
+// checkLean checks one lean fixed-window limit (lean.go). A check of cost
+// 1 against a limit without a penalty block, sent alone, needs no script:
+// countPlain.
 func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *specEntry, out []ratelimit.LimitResult) error {
 	if err := s.register(ctx, e); err != nil {
 		return err
 	}
-	window, penalty := s.leanKeys(req.Key, e.id)
+	window := s.prefix + "{" + req.Key + "}:" + e.id
 	args := []any{1, req.Cost, e.leanArgs[0], e.leanArgs[1], e.leanArgs[2]}
+	plain := req.Cost == 1 && e.blockMs == 0
 	var (
 		raw []int64
 		err error
 	)
-	if s.batch != nil {
-		raw, err = s.batch.do(ctx, &pendingCheck{ctx: ctx, key: window, penalty: penalty, lean: true, args: args, limits: 1})
-	} else {
-		raw, err = s.lean.Run(ctx, s.client, []string{window, penalty}, args...).Int64Slice()
+	switch {
+	case s.batch != nil:
+		raw, err = s.batch.do(ctx, pendingCheck{ctx: ctx, key: window, lean: true, plain: plain, entry: e, args: args, limits: 1})
+	case plain:
+		raw, err = s.countPlain(ctx, window, e, args)
+	default:
+		raw, err = s.lean.Run(ctx, s.client, []string{window}, args...).Int64Slice()
 	}
 	return s.deliver(req, raw, err, out)
 }
@@ -220,6 +226,8 @@ type specEntry struct {
 	id       string
 	lean     bool
 	leanArgs [3]any
+	// rate, periodMs and blockMs are a lean limit's, for countPlain.
+	rate, periodMs, blockMs int64
 	// registered is when the id was last added to the registry (Unix ns).
 	registered atomic.Int64
 }
@@ -246,6 +254,7 @@ func (c *specCache) of(lim ratelimit.Limit, lean bool) *specEntry {
 	e.id = e.spec[:limitIDLen]
 	if e.lean {
 		e.leanArgs = leanArgs(lim)
+		e.rate, e.periodMs, e.blockMs = lim.Rate, lim.Period.Milliseconds(), lim.Block.Milliseconds()
 	}
 	c.mu.Lock()
 	if c.specs == nil || len(c.specs) >= maxCachedSpecs {

@@ -82,6 +82,12 @@ for k = 1, checks do
       lv[i + 1], lm[i + 1] = false, false
       if v then
         local ttl = redis.call('PTTL', lk)
+        if ttl == -1 then
+          -- No expiry yet (lean.go countPlain sets it after its INCRBY):
+          -- the window starts now.
+          redis.call('PEXPIRE', lk, fmt('%d', period / 1000))
+          ttl = period / 1000
+        end
         if ttl > 0 then
           if v >= MARK then v, lm[i + 1] = v - MARK, true end
           sa, sb, lv[i + 1] = v, now + ttl * 1000 - period, v
