@@ -108,6 +108,21 @@ func TestLean_FixedWindowKeepsTheContractInRealTime(t *testing.T) {
 			{sleep: 400 * time.Millisecond, cost: 1, reset: 1100 * time.Millisecond, retry: 1100 * time.Millisecond, blocked: true},
 			{sleep: 1200 * time.Millisecond, cost: 1, allowed: true, remaining: 1, reset: 1500 * time.Millisecond},
 		}},
+		// GCRA, one request per 300ms with a burst of 3.
+		{"GCRA_BurstThenPacing", ratelimit.Limit{Algorithm: ratelimit.GCRA, Rate: 1, Period: 300 * time.Millisecond, Burst: 3}, []leanStep{
+			{cost: 1, allowed: true, remaining: 2, reset: 300 * time.Millisecond},
+			{cost: 2, allowed: true, remaining: 0, reset: 900 * time.Millisecond},
+			{cost: 1, remaining: 0, reset: 900 * time.Millisecond, retry: 300 * time.Millisecond},
+			{cost: 4, remaining: 0, reset: 900 * time.Millisecond, retry: -1},
+			{sleep: 320 * time.Millisecond, cost: 1, allowed: true, remaining: 0, reset: 900 * time.Millisecond},
+			{sleep: 950 * time.Millisecond, cost: 3, allowed: true, remaining: 0, reset: 900 * time.Millisecond},
+		}},
+		{"GCRA_PenaltyBlock", ratelimit.Limit{Algorithm: ratelimit.GCRA, Rate: 2, Period: 400 * time.Millisecond, Block: 1200 * time.Millisecond}, []leanStep{
+			{cost: 2, allowed: true, remaining: 0, reset: 400 * time.Millisecond},
+			{cost: 1, reset: 1200 * time.Millisecond, retry: 1200 * time.Millisecond, blocked: true},
+			{sleep: 600 * time.Millisecond, cost: 1, reset: 600 * time.Millisecond, retry: 600 * time.Millisecond, blocked: true},
+			{sleep: 650 * time.Millisecond, cost: 1, allowed: true, remaining: 1, reset: 200 * time.Millisecond},
+		}},
 	}
 	ctx := context.Background()
 	for name, newStore := range leanBackends(t) {
@@ -136,87 +151,105 @@ func TestLean_FixedWindowKeepsTheContractInRealTime(t *testing.T) {
 	}
 }
 
-// A fixed window checked alone (lean_fw.lua) and together with another
-// limit (check.lua) is one window: an identity that alternates both kinds
-// of check gets exactly the rate, not the rate twice.
+// A fixed window or GCRA limit checked alone (lean_fw.lua, lean_gcra.lua)
+// and together with another limit (check.lua) is one state: an identity
+// that alternates both kinds of check gets exactly the rate, not twice it.
 func TestLean_OneLimitAndMultiLimitChecksShareOneWindow(t *testing.T) {
-	ctx := context.Background()
 	for name, newStore := range leanBackends(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			store, _ := newStore(t)
-			fw := ratelimit.Limit{Name: "fw", Rate: 40, Period: time.Minute, Block: time.Minute}
-			wide := ratelimit.Limit{Name: "wide", Algorithm: ratelimit.TokenBucket, Rate: 1 << 20, Period: time.Second}
-			out := make([]ratelimit.LimitResult, 2)
-			allowed := 0
-			for i := 0; i < 100; i++ {
-				limits := []ratelimit.Limit{fw}
-				if i%2 == 1 {
-					limits = append(limits, wide)
-				}
-				if err := store.Check(ctx, ratelimit.CheckRequest{Key: "alt", Limits: limits, Cost: 1}, out[:len(limits)]); err != nil {
-					t.Fatal(err)
-				}
-				if out[0].Allowed {
-					allowed++
-				}
-				if i >= 40 && !out[0].Blocked {
-					t.Fatalf("check %d (%d limits) past the rate is not blocked: %+v", i, len(limits), out[0])
-				}
-			}
-			if allowed != 40 {
-				t.Fatalf("allowed %d of 100 alternating one- and two-limit checks, want exactly the rate 40", allowed)
-			}
-			// A peek (cost 0, the general script) sees the same window.
-			if err := store.Check(ctx, ratelimit.CheckRequest{Key: "alt", Limits: []ratelimit.Limit{fw}}, out[:1]); err != nil {
-				t.Fatal(err)
-			}
-			if out[0].Allowed || !out[0].Blocked {
-				t.Fatalf("peek after the block: %+v, want blocked", out[0])
+			for _, fw := range []ratelimit.Limit{
+				{Name: "fw", Rate: 40, Period: time.Minute, Block: time.Minute},
+				{Name: "gcra", Algorithm: ratelimit.GCRA, Rate: 40, Period: time.Hour, Burst: 40, Block: time.Minute},
+			} {
+				shareOneWindow(t, store, fw)
 			}
 		})
+	}
+}
+
+func shareOneWindow(t *testing.T, store *redisstore.Store, fw ratelimit.Limit) {
+	t.Helper()
+	ctx := context.Background()
+	wide := ratelimit.Limit{Name: "wide", Algorithm: ratelimit.TokenBucket, Rate: 1 << 20, Period: time.Second}
+	out := make([]ratelimit.LimitResult, 2)
+	allowed := 0
+	for i := 0; i < 100; i++ {
+		limits := []ratelimit.Limit{fw}
+		if i%2 == 1 {
+			limits = append(limits, wide)
+		}
+		if err := store.Check(ctx, ratelimit.CheckRequest{Key: "alt-" + fw.Name, Limits: limits, Cost: 1}, out[:len(limits)]); err != nil {
+			t.Fatal(err)
+		}
+		if out[0].Allowed {
+			allowed++
+		}
+		if i >= 40 && !out[0].Blocked {
+			t.Fatalf("%s: check %d (%d limits) past the rate is not blocked: %+v", fw.Algorithm, i, len(limits), out[0])
+		}
+	}
+	if allowed != 40 {
+		t.Fatalf("%s: allowed %d of 100 alternating one- and two-limit checks, want exactly the rate 40", fw.Algorithm, allowed)
+	}
+	// A peek (cost 0, the general script) sees the same state.
+	if err := store.Check(ctx, ratelimit.CheckRequest{Key: "alt-" + fw.Name, Limits: []ratelimit.Limit{fw}}, out[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Allowed || !out[0].Blocked {
+		t.Fatalf("%s: peek after the block: %+v, want blocked", fw.Algorithm, out[0])
 	}
 }
 
 // Reset clears a lean window and its penalty block on every store sharing
 // the Redis, and Info and Top see lean identities.
 func TestLean_ResetInfoTopSeeTheWindowKeys(t *testing.T) {
-	ctx := context.Background()
 	for name, newStore := range leanBackends(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			store, client := newStore(t)
-			lim := ratelimit.Limit{Name: "login", Rate: 3, Period: 15 * time.Minute, Block: time.Hour}
-			out := make([]ratelimit.LimitResult, 1)
-			for i := 0; i < 5; i++ {
-				if err := store.Check(ctx, ratelimit.CheckRequest{Key: "ip:1", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !out[0].Blocked {
-				t.Fatalf("not blocked after 5 of 3: %+v", out[0])
-			}
-			info, err := store.Info(ctx, "ip:1")
-			if err != nil || !info.Exists || info.Hits < 3 || info.BlockedFor < 59*time.Minute {
-				t.Fatalf("info of a blocked lean identity: %+v, %v", info, err)
-			}
-			top, err := store.Top(ctx, 5)
-			if err != nil || len(top) != 1 || top[0].Key != "ip:1" || top[0].Hits < 3 {
-				t.Fatalf("top: %+v, %v", top, err)
-			}
-			// Another process (a store of its own, same prefix) resets it.
-			other := redisstore.New(client, redisstore.Options{Prefix: store.Key("")[:len(store.Key(""))-2]})
-			existed, err := other.Reset(ctx, "ip:1")
-			if err != nil || !existed {
-				t.Fatalf("reset: %v, %v", existed, err)
-			}
-			if err := store.Check(ctx, ratelimit.CheckRequest{Key: "ip:1", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
-				t.Fatal(err)
-			}
-			if !out[0].Allowed || out[0].Remaining != 2 {
-				t.Fatalf("after reset: %+v, want allowed with 2 left", out[0])
+			for _, lim := range []ratelimit.Limit{
+				{Name: "login", Rate: 3, Period: 15 * time.Minute, Block: time.Hour},
+				{Name: "login", Algorithm: ratelimit.GCRA, Rate: 3, Period: 15 * time.Minute, Block: time.Hour},
+			} {
+				store, client := newStore(t)
+				resetInfoTop(t, store, client, lim)
 			}
 		})
+	}
+}
+
+func resetInfoTop(t *testing.T, store *redisstore.Store, client redis.UniversalClient, lim ratelimit.Limit) {
+	t.Helper()
+	ctx := context.Background()
+	out := make([]ratelimit.LimitResult, 1)
+	for i := 0; i < 5; i++ {
+		if err := store.Check(ctx, ratelimit.CheckRequest{Key: "ip:1", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !out[0].Blocked {
+		t.Fatalf("not blocked after 5 of 3: %+v", out[0])
+	}
+	info, err := store.Info(ctx, "ip:1")
+	if err != nil || !info.Exists || info.Hits < 3 || info.BlockedFor < 59*time.Minute {
+		t.Fatalf("info of a blocked lean identity: %+v, %v", info, err)
+	}
+	top, err := store.Top(ctx, 5)
+	if err != nil || len(top) != 1 || top[0].Key != "ip:1" || top[0].Hits < 3 {
+		t.Fatalf("top: %+v, %v", top, err)
+	}
+	// Another process (a store of its own, same prefix) resets it.
+	other := redisstore.New(client, redisstore.Options{Prefix: store.Key("")[:len(store.Key(""))-2]})
+	existed, err := other.Reset(ctx, "ip:1")
+	if err != nil || !existed {
+		t.Fatalf("reset: %v, %v", existed, err)
+	}
+	if err := store.Check(ctx, ratelimit.CheckRequest{Key: "ip:1", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+		t.Fatal(err)
+	}
+	if !out[0].Allowed || out[0].Remaining != 2 {
+		t.Fatalf("%s after reset: %+v, want allowed with 2 left", lim.Algorithm, out[0])
 	}
 }
 
@@ -257,47 +290,54 @@ func TestLean_ForeignValueInTheWindowKeyIsReplaced(t *testing.T) {
 }
 
 // Three stores (three proxies, each its own client) × 100 goroutines on one
-// identity: exactly the rate is allowed, through one-limit checks (the lean
-// script, batched by the default store) and two-limit checks.
+// identity: exactly the rate is allowed, for a fixed window and GCRA,
+// through one-limit checks (plain commands or the lean scripts, batched by
+// the default store) and two-limit checks.
 func TestLean_ExactWithThreeProxiesOnOneIdentity(t *testing.T) {
 	const rate = 500
 	for name, newStore := range leanBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			lim := ratelimit.Limit{Name: "hot", Rate: rate, Period: time.Hour}
-			wide := ratelimit.Limit{Name: "wide", Algorithm: ratelimit.GCRA, Rate: 1 << 30, Period: time.Second, Burst: 1 << 30}
-			first, _ := newStore(t)
-			prefix := first.Key("")[:len(first.Key(""))-2]
-			var allowed atomic.Int64
-			var wg sync.WaitGroup
-			for p := 0; p < 3; p++ {
-				_, client := newStore(t)
-				store := redisstore.New(client, redisstore.Options{Prefix: prefix})
-				for g := 0; g < 100; g++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						out := make([]ratelimit.LimitResult, 2)
-						for n := 0; n < 4; n++ {
-							limits := []ratelimit.Limit{lim}
-							if (g+n)%3 == 0 {
-								limits = append(limits, wide)
-							}
-							if err := store.Check(context.Background(), ratelimit.CheckRequest{Key: "tenant:acme", Limits: limits, Cost: 1}, out[:len(limits)]); err != nil {
-								t.Error(err)
-								return
-							}
-							if out[0].Allowed {
-								allowed.Add(1)
-							}
-						}
-					}()
+		for _, lim := range []ratelimit.Limit{
+			{Name: "hot", Rate: rate, Period: time.Hour},
+			{Name: "hot", Algorithm: ratelimit.GCRA, Rate: rate, Period: time.Hour},
+		} {
+			t.Run(name+"/"+lim.Algorithm.String(), func(t *testing.T) { exactOnOneIdentity(t, newStore, lim, rate) })
+		}
+	}
+}
+
+func exactOnOneIdentity(t *testing.T, newStore func(t *testing.T) (*redisstore.Store, redis.UniversalClient), lim ratelimit.Limit, rate int64) {
+	wide := ratelimit.Limit{Name: "wide", Algorithm: ratelimit.GCRA, Rate: 1 << 30, Period: time.Second, Burst: 1 << 30}
+	first, _ := newStore(t)
+	prefix := first.Key("")[:len(first.Key(""))-2]
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for p := 0; p < 3; p++ {
+		_, client := newStore(t)
+		store := redisstore.New(client, redisstore.Options{Prefix: prefix})
+		for g := 0; g < 100; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out := make([]ratelimit.LimitResult, 2)
+				for n := 0; n < 4; n++ {
+					limits := []ratelimit.Limit{lim}
+					if (g+n)%3 == 0 {
+						limits = append(limits, wide)
+					}
+					if err := store.Check(context.Background(), ratelimit.CheckRequest{Key: "tenant:acme", Limits: limits, Cost: 1}, out[:len(limits)]); err != nil {
+						t.Error(err)
+						return
+					}
+					if out[0].Allowed {
+						allowed.Add(1)
+					}
 				}
-			}
-			wg.Wait()
-			if got := allowed.Load(); got != rate {
-				t.Fatalf("allowed %d of 1200 checks, want exactly %d", got, rate)
-			}
-		})
+			}()
+		}
+	}
+	wg.Wait()
+	if got := allowed.Load(); got != rate {
+		t.Fatalf("allowed %d of 1200 checks, want exactly %d", got, rate)
 	}
 }
 
@@ -315,6 +355,8 @@ func TestLean_ScriptAndGeneralDriverAgree(t *testing.T) {
 		{Name: "a", Rate: 4, Period: 250 * time.Millisecond},
 		{Name: "b", Rate: 3, Period: 200 * time.Millisecond, Block: 450 * time.Millisecond},
 		{Name: "c", Rate: 5, Period: 500 * time.Millisecond, Block: 150 * time.Millisecond},
+		{Name: "g", Algorithm: ratelimit.GCRA, Rate: 4, Period: 400 * time.Millisecond, Burst: 3},
+		{Name: "h", Algorithm: ratelimit.GCRA, Rate: 2, Period: 300 * time.Millisecond, Burst: 2, Block: 350 * time.Millisecond},
 	}
 	for li, lim := range limits {
 		rng := rand.New(rand.NewPCG(uint64(li), 11))
@@ -362,7 +404,15 @@ func TestLean_ScriptAndGeneralDriverAgree(t *testing.T) {
 			took := time.Since(now)
 			x, y := a[0], b[0]
 			d := x.ResetAfter - y.ResetAfter
-			if x.Allowed != y.Allowed || x.Remaining != y.Remaining || x.Blocked != y.Blocked ||
+			// GCRA's remaining grows by one every interval: twins a moment
+			// apart may stand on either side of such an instant.
+			dr := x.Remaining - y.Remaining
+			if lim.Algorithm == ratelimit.FixedWindow && dr != 0 || dr > 1 || dr < -1 {
+				dr = 99
+			} else {
+				dr = 0
+			}
+			if x.Allowed != y.Allowed || dr != 0 || x.Blocked != y.Blocked ||
 				(x.RetryAfter < 0) != (y.RetryAfter < 0) || d > slack || d < -slack {
 				if took > slack/2 || min(x.ResetAfter, y.ResetAfter) < slack {
 					// The pair straddled an end after all (a loaded machine
@@ -386,6 +436,9 @@ func TestLean_ScriptAndGeneralDriverAgree(t *testing.T) {
 				}
 			}
 			ends = append(live, now.Add(x.ResetAfter))
+			if x.RetryAfter > 0 {
+				ends = append(ends, now.Add(x.RetryAfter)) // when the next request passes
+			}
 			if x.Blocked {
 				ends = append(ends, now.Add(lim.Block), now.Add(x.RetryAfter))
 			}

@@ -28,7 +28,7 @@ type pendingCheck struct {
 	// key is the identity key (check.lua) or the window key (lean_fw.lua,
 	// when lean).
 	key  string
-	lean bool
+	kind uint8 // kindGeneral, kindLeanFW, kindLeanGCRA
 	// plain: sent alone, the lean check needs no script (countPlain).
 	plain bool
 	entry *specEntry // the lean limit's, for countPlain
@@ -42,7 +42,7 @@ type pendingCheck struct {
 
 // own is the check's part of a batched call's arguments.
 func (p *pendingCheck) own() []any {
-	if p.lean {
+	if p.kind != kindGeneral {
 		return p.args[1:]
 	}
 	return p.args[2:]
@@ -89,18 +89,15 @@ func (b *batcher) do(ctx context.Context, p pendingCheck) ([]int64, error) {
 		s := b.store
 		var values []int64
 		var err error
-		switch {
-		case p.plain:
+		if p.plain {
 			values, err = s.countPlain(ctx, p.key, p.entry, p.args)
-		case p.lean:
-			values, err = s.lean.Run(ctx, s.client, []string{p.key}, p.args...).Int64Slice()
-		default:
-			values, err = s.check.Run(ctx, s.client, []string{p.key}, p.args...).Int64Slice()
+		} else {
+			values, err = s.script(p.kind).Run(ctx, s.client, []string{p.key}, p.args...).Int64Slice()
 		}
 		b.next()
 		return values, err
 	}
-	q := &pendingCheck{ctx: p.ctx, key: p.key, lean: p.lean, args: p.args, limits: p.limits, done: replyChans.Get().(chan checkReply)}
+	q := &pendingCheck{ctx: p.ctx, key: p.key, kind: p.kind, args: p.args, limits: p.limits, done: replyChans.Get().(chan checkReply)}
 	b.queue = append(b.queue, q)
 	b.mu.Unlock()
 	select {
@@ -149,17 +146,17 @@ func (b *batcher) take() []*pendingCheck {
 	return batch
 }
 
-// call is one script call: checks of one hash slot, all lean or none.
+// call is one script call: checks of one hash slot and one kind.
 type call struct {
-	lean   bool
+	kind   uint8
 	checks []*pendingCheck
 	keys   []string
 	args   []any
 }
 
-func newCall(lean bool, now int64, size int) *call {
-	c := &call{lean: lean, checks: make([]*pendingCheck, 0, size)}
-	if lean {
+func newCall(kind uint8, now int64, size int) *call {
+	c := &call{kind: kind, checks: make([]*pendingCheck, 0, size)}
+	if kind != kindGeneral {
 		c.args = make([]any, 1, 1+size*4)
 		c.keys = make([]string, 0, size)
 	} else {
@@ -206,28 +203,25 @@ func (b *batcher) send(batch []*pendingCheck) {
 	if b.cluster {
 		type slotScript struct {
 			slot uint16
-			lean bool
+			kind uint8
 		}
 		bySlot := make(map[slotScript]*call)
 		for _, p := range batch {
-			k := slotScript{slot(p.key), p.lean}
+			k := slotScript{slot(p.key), p.kind}
 			c := bySlot[k]
 			if c == nil {
-				c = newCall(p.lean, now, 1)
+				c = newCall(p.kind, now, 1)
 				bySlot[k] = c
 				calls = append(calls, c)
 			}
 			c.add(p)
 		}
 	} else {
-		var general, lean *call
+		var byKind [3]*call
 		for _, p := range batch {
-			c := &general
-			if p.lean {
-				c = &lean
-			}
+			c := &byKind[p.kind]
 			if *c == nil {
-				*c = newCall(p.lean, now, len(batch))
+				*c = newCall(p.kind, now, len(batch))
 				calls = append(calls, *c)
 			}
 			(*c).add(p)
@@ -290,18 +284,13 @@ func (b *batcher) exec(ctx context.Context, calls []*call) {
 }
 
 // script is the call's script.
-func (c *call) script(s *Store) *redis.Script {
-	if c.lean {
-		return s.lean
-	}
-	return s.check
-}
+func (c *call) script(s *Store) *redis.Script { return s.script(c.kind) }
 
 func (c *call) add(p *pendingCheck) {
 	c.checks = append(c.checks, p)
 	c.args = append(c.args, p.own()...)
 	c.keys = append(c.keys, p.key)
-	if c.lean {
+	if c.kind != kindGeneral {
 		c.args[0] = len(c.checks)
 	} else {
 		c.args[1] = len(c.checks)

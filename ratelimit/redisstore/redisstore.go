@@ -1,12 +1,19 @@
 // Package redisstore is the ratelimit.Store over Redis: single node,
 // sentinel or cluster, through go-redis's UniversalClient.
 //
-// Every check runs in one Lua script (EVALSHA; EVAL when the server does not
-// know it yet) on one key, the identity's "<prefix>{<key>}": all limits of a
-// check live in that key's value (a short string, see lua/codec.lua), so a
-// cluster never sees CROSSSLOT and a check is atomic. With pipelining, the
-// checks that arrive together run in one script call per hash slot. Time is
-// the server's (TIME), not the client's. Keys expire by themselves; nothing
+// Every check is atomic and decided by Redis alone, on the keys of one
+// identity, which share its hash tag "<prefix>{<key>}" (one slot: a cluster
+// never sees CROSSSLOT). On the server's clock, fixed-window and GCRA
+// limits each live in a key of their own ("<prefix>{<key>}:<limit id>",
+// see lean.go): a one-limit check is a short script (lean_fw.lua,
+// lean_gcra.lua), or, for a fixed window of cost 1 without a penalty
+// block, two plain commands. The other algorithms (and every limit under a
+// test clock) live in the identity's value "<prefix>{<key>}", a short
+// string (lua/codec.lua), which the general script (check.lua) reads and
+// writes together with the identity's lean keys, so a multi-limit check is
+// all-or-nothing. With pipelining, the checks that arrive together run in
+// one script call per hash slot and script. Time is the server's (TIME, or
+// the keys' TTLs), not the client's. Keys expire by themselves; nothing
 // scans for keys to delete.
 package redisstore
 
@@ -83,7 +90,8 @@ type Store struct {
 	prefix string
 	now    func() time.Time
 	check  *redis.Script
-	lean   *redis.Script // lean_fw.lua
+	// leanFW and leanGCRA are lean_fw.lua and lean_gcra.lua (lean.go).
+	leanFW, leanGCRA *redis.Script
 	// cluster is the client when it is a cluster client, else nil.
 	cluster *redis.ClusterClient
 	batch   *batcher // nil when Options.Pipeline is negative
@@ -98,7 +106,7 @@ var (
 
 // New returns a store over client.
 func New(client redis.UniversalClient, opts Options) *Store {
-	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(checkScriptSource()), lean: redis.NewScript(leanFWLua)}
+	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(checkScriptSource()), leanFW: redis.NewScript(leanFWLua), leanGCRA: redis.NewScript(leanGCRALua)}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
@@ -155,9 +163,7 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 	for _, lim := range req.Limits {
 		e := s.specs.of(lim, s.now == nil)
 		if e.lean {
-			if err := s.register(ctx, e); err != nil {
-				return err
-			}
+			s.register(e)
 		}
 		args = append(args, e.spec)
 	}
@@ -178,23 +184,21 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 // 1 against a limit without a penalty block, sent alone, needs no script:
 // countPlain.
 func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *specEntry, out []ratelimit.LimitResult) error {
-	if err := s.register(ctx, e); err != nil {
-		return err
-	}
+	s.register(e)
 	window := s.prefix + "{" + req.Key + "}:" + e.id
 	args := []any{1, req.Cost, e.leanArgs[0], e.leanArgs[1], e.leanArgs[2]}
-	plain := req.Cost == 1 && e.blockMs == 0
+	plain := !e.gcra && req.Cost == 1 && e.blockMs == 0
 	var (
 		raw []int64
 		err error
 	)
 	switch {
 	case s.batch != nil:
-		raw, err = s.batch.do(ctx, pendingCheck{ctx: ctx, key: window, lean: true, plain: plain, entry: e, args: args, limits: 1})
+		raw, err = s.batch.do(ctx, pendingCheck{ctx: ctx, key: window, kind: e.kind(), plain: plain, entry: e, args: args, limits: 1})
 	case plain:
 		raw, err = s.countPlain(ctx, window, e, args)
 	default:
-		raw, err = s.lean.Run(ctx, s.client, []string{window}, args...).Int64Slice()
+		raw, err = s.script(e.kind()).Run(ctx, s.client, []string{window}, args...).Int64Slice()
 	}
 	return s.deliver(req, raw, err, out)
 }
@@ -215,6 +219,31 @@ func (s *Store) deliver(req ratelimit.CheckRequest, raw []int64, err error, out 
 	return nil
 }
 
+// Kinds of script call: the general driver, the lean scripts.
+const (
+	kindGeneral uint8 = iota
+	kindLeanFW
+	kindLeanGCRA
+)
+
+func (e *specEntry) kind() uint8 {
+	if e.gcra {
+		return kindLeanGCRA
+	}
+	return kindLeanFW
+}
+
+// script is the script of a kind of call.
+func (s *Store) script(kind uint8) *redis.Script {
+	switch kind {
+	case kindLeanFW:
+		return s.leanFW
+	case kindLeanGCRA:
+		return s.leanGCRA
+	}
+	return s.check
+}
+
 // maxCachedSpecs bounds the spec cache: limits come from policies, a few
 // per rule, but a library caller may build them from anything.
 const maxCachedSpecs = 4096
@@ -225,11 +254,14 @@ type specEntry struct {
 	spec     string
 	id       string
 	lean     bool
+	gcra     bool // a lean GCRA limit (else a lean fixed window)
 	leanArgs [3]any
 	// rate, periodMs and blockMs are a lean limit's, for countPlain.
 	rate, periodMs, blockMs int64
-	// registered is when the id was last added to the registry (Unix ns).
-	registered atomic.Int64
+	// registered is when the id was last added to the registry (Unix ns);
+	// registering is set while an addition is under way.
+	registered  atomic.Int64
+	registering atomic.Bool
 }
 
 // specCache keeps each limit's entry, so that a check formats and
@@ -254,6 +286,7 @@ func (c *specCache) of(lim ratelimit.Limit, lean bool) *specEntry {
 	e.id = e.spec[:limitIDLen]
 	if e.lean {
 		e.leanArgs = leanArgs(lim)
+		e.gcra = lim.Algorithm == ratelimit.GCRA
 		e.rate, e.periodMs, e.blockMs = lim.Rate, lim.Period.Milliseconds(), lim.Block.Milliseconds()
 	}
 	c.mu.Lock()
@@ -267,14 +300,17 @@ func (c *specCache) of(lim ratelimit.Limit, lean bool) *specEntry {
 
 // limitSpec is a limit as the script takes it: "id:algorithm:rate:period
 // µs:capacity:block µs", one argument that the checks of a batch share.
-// A fixed window in the lean layout is algorithm 5.
+// In the lean layout a fixed window is algorithm 5, GCRA 6.
 func limitSpec(lim ratelimit.Limit, lean bool) string {
 	p := algo.ParamsOf(lim)
 	b := make([]byte, 0, 64)
 	b = append(b, encodeLimitID(algo.LimitID(lim.Name, p))...)
-	if lean {
+	switch {
+	case lean && lim.Algorithm == ratelimit.GCRA:
+		b = append(b, ':', '6', ':')
+	case lean:
 		b = append(b, ':', '5', ':')
-	} else {
+	default:
 		b = append(b, ':', '0'+p.Algorithm, ':')
 	}
 	b = strconv.AppendFloat(b, p.Rate, 'f', -1, 64)
@@ -391,10 +427,13 @@ func (s *Store) Info(ctx context.Context, key string) (ratelimit.KeyInfo, error)
 		}
 	}
 	for _, l := range lean {
-		if n, err := l.count.Int64(); err == nil && l.window.Val() > 0 {
+		if hits, until, ok := decodeLean(l.count.Val()); ok && l.count.Err() == nil && l.window.Val() > 0 {
 			info.Exists = true
-			info.Hits = max(info.Hits, n%leanMark)
+			info.Hits = max(info.Hits, hits)
 			info.TTL = max(info.TTL, l.window.Val())
+			if until > now {
+				info.BlockedFor = max(info.BlockedFor, algo.Micros(until-now))
+			}
 		}
 		if d := l.penalty.Val(); d > 0 {
 			info.Exists = true
@@ -489,8 +528,8 @@ func (s *Store) scanNode(ctx context.Context, c redis.UniversalClient, n int, to
 					continue
 				}
 				if key, ok, _ := leanKeyOf(k, s.prefix); ok {
-					if hits, err := vals[i].Int64(); err == nil && hits%leanMark > 0 {
-						top.offer(ratelimit.Consumer{Key: key, Hits: hits % leanMark, TTL: ttls[i].Val()}, n)
+					if hits, _, ok := decodeLean(vals[i].Val()); ok && hits > 0 {
+						top.offer(ratelimit.Consumer{Key: key, Hits: hits, TTL: ttls[i].Val()}, n)
 					}
 					continue
 				}

@@ -20,10 +20,22 @@
 -- remaining, reset µs, retry µs, blocked.
 local function run(algorithm, rate, period, capacity, a, b, c, now, cost)
   if algorithm == 0 or algorithm == 5 then return fixed_window(rate, period, capacity, a, b, c, now, cost) end
+  if algorithm == 6 then return gcra(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 1 then return sliding_window(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 2 then return token_bucket(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 4 then return sliding_log(rate, period, capacity, a, b, c, now, cost) end
   return gcra(rate, period, capacity, a, b, c, now, cost)
+end
+
+-- A GCRA limit in its own key (lean_gcra.lua): "<hits>:<tat>[,<block end>]".
+local function read_lean_gcra(lk)
+  local raw = redis.pcall('GET', lk)
+  if type(raw) ~= 'string' then return 0, 0, 0 end
+  local h, ta, xb = match(raw, '^(%d+):(%-?%d+),?(%-?%d*)$')
+  if not h then return 0, 0, 0 end
+  local x = 0
+  if xb ~= '' then x = tonumber(xb) + 1750000000000000 end
+  return tonumber(h), tonumber(ta) + 1750000000000000, x
 end
 
 -- Parsed specs by their text: {id, algorithm, rate, period, capacity, block}.
@@ -53,7 +65,7 @@ local lim, r, st, segs, exps, order, count = {}, {}, {}, {}, {}, {}, 0
 -- Per limit i of algorithm 5 (a fixed window in its own key, lean_fw.lua):
 -- lv[i+1] is its counter as stored (false for none), lm[i+1] whether it
 -- carries MARK.
-local lv, lm = {}, {}
+local lv, lm, lh = {}, {}, {}
 local MARK, MARK_ARG = 1125899906842624, '1125899906842624'
 
 for k = 1, checks do
@@ -97,6 +109,9 @@ for k = 1, checks do
         local bt = redis.call('PTTL', key .. '!' .. sp[1])
         if bt > 0 then sx = now + bt * 1000 end
       end
+    elseif algorithm == 6 then
+      sb, sc = 0, 0
+      lh[i + 1], sa, sx = read_lean_gcra(key .. ':' .. sp[1])
     else
       sa, sb, sc, sx = decode_limit(algorithm, period, segs[sp[1]])
     end
@@ -157,6 +172,20 @@ for k = 1, checks do
           -- A new penalty block: the penalty key, and MARK on the counter.
           redis.call('SET', key .. '!' .. id, 1, 'PX', fmt('%d', sp[6] / 1000))
           if lv[i + 1] and not lm[i + 1] then redis.call('INCRBY', lk, MARK_ARG) end
+        end
+      elseif sp[2] == 6 then
+        -- lean_gcra.lua's value; a denial without a block writes nothing.
+        local fresh_block = r[i * 6 + 5] and st[q + 4] <= now
+        if all_allowed or fresh_block then
+          local na, nx = st[q + 5], st[q + 8]
+          local value
+          if nx > 0 then
+            value = fmt('%d:%d,%d', lh[i + 1] + cost, na - 1750000000000000, nx - 1750000000000000)
+          else
+            value = fmt('%d:%d', lh[i + 1] + cost, na - 1750000000000000)
+          end
+          local keep = max(na, nx) - now
+          redis.call('SET', key .. ':' .. sp[1], value, 'PX', fmt('%d', ceil(keep / 1000) + 1))
         end
       elseif all_allowed or r[i * 6 + 5] then
         segments = true
