@@ -130,7 +130,12 @@ func (s *Store) Close() error { return nil }
 // Node implements ratelimit.Partitioned: in cluster mode, the address of the
 // master that holds key's slot, so that the limiter keeps one circuit
 // breaker per master; "" for a single node or sentinel.
-func (s *Store) Node(ctx context.Context, key string) string { return s.nodeOf(ctx, s.Key(key)) }
+func (s *Store) Node(ctx context.Context, key string) string {
+	if s.cluster == nil {
+		return "" // without building the key
+	}
+	return s.nodeOf(ctx, s.Key(key))
+}
 
 // nodeOf is the master of a Redis key's slot.
 func (s *Store) nodeOf(ctx context.Context, redisKey string) string {

@@ -185,7 +185,7 @@ for k = 1, checks do
             value = fmt('%d:%d', lh[i + 1] + cost, na - 1750000000000000)
           end
           local keep = max(na, nx) - now
-          redis.call('SET', key .. ':' .. sp[1], value, 'PX', fmt('%d', ceil(keep / 1000) + 1))
+          redis.call('SET', key .. ':' .. sp[1], value, 'PX', fmt('%d', (ceil(keep / 1000000) + 1) * 1000))
         end
       elseif all_allowed or r[i * 6 + 5] then
         segments = true

@@ -4,10 +4,13 @@
 --   <hits>:<theoretical arrival time>[,<end of a penalty block>]
 --
 -- (times in whole µs minus EPOCH) and whose TTL is when that state is back
--- to fresh: GET, TIME, SET ... PX, no spec to parse. It mirrors gcra.lua and
+-- to fresh, in whole seconds plus one (as check.lua's: a key of a limit far
+-- from its rate is not created and expired on every check; a past tat reads
+-- as fresh): GET, TIME, SET ... PX, no spec to parse. It mirrors gcra.lua and
 -- the driver's block handling (check.lua), which reads and writes the same
 -- key for a GCRA limit of a multi-limit check (algorithm 6). A test clock
--- never comes here.
+-- never comes here. (A TTL passed as a Lua number is written %.14g: whole
+-- milliseconds below 10^14, some 3000 years, are exact.)
 --
 -- KEYS[k]  the key of check k
 -- ARGV[1]  number of checks; then per check: cost (> 0), interval µs
@@ -41,7 +44,7 @@ local function check(key, i)
   local diff = now - (new_tat - tolerance)
   if diff >= 0 then
     local ttl = new_tat - now
-    redis.call('SET', key, fmt('%d:%d', hits + cost, new_tat - EPOCH), 'PX', fmt('%d', ceil(ttl / 1000) + 1))
+    redis.call('SET', key, fmt('%d:%d', hits + cost, new_tat - EPOCH), 'PX', (ceil(ttl / 1000000) + 1) * 1000)
     return 1, floor(diff / interval), ttl, 0, 0
   end
   local retry = -diff
@@ -58,7 +61,7 @@ local function check(key, i)
   local keep = nx
   if a > keep then keep = a end
   local value = fmt('%d:%d,%d', hits + cost, a - EPOCH, nx - EPOCH)
-  redis.call('SET', key, value, 'PX', fmt('%d', ceil((keep - now) / 1000) + 1))
+  redis.call('SET', key, value, 'PX', (ceil((keep - now) / 1000000) + 1) * 1000)
   if retry >= 0 and retry < block then retry = block end
   if reset < block then reset = block end
   if retry > 0 then retry = ceil(retry) end
