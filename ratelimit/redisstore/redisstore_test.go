@@ -139,7 +139,7 @@ func TestRedis_KeysExpireByThemselvesAndUseServerTime(t *testing.T) {
 	}
 	// Any other algorithm lives in the identity's value, its expiry kept in
 	// whole seconds, rounded up, plus one.
-	tb := ratelimit.Limit{Algorithm: ratelimit.TokenBucket, Rate: 5, Period: 2 * time.Second}
+	tb := ratelimit.Limit{Algorithm: ratelimit.TokenBucket, Rate: 1, Period: 2 * time.Second} // full again 2s after one request
 	if err := store.Check(ctx, ratelimit.CheckRequest{Key: "exp", Limits: []ratelimit.Limit{tb}, Cost: 1}, out); err != nil {
 		t.Fatal(err)
 	}
