@@ -232,8 +232,11 @@ func BenchmarkCompareMedians(b *testing.B) {
 				{"devkit-gcra-unbatched", "redis_rate-gcra"}, {"devkit-fixed-window-unbatched", "ulule-fixed-window"},
 				{"devkit-gcra", "devkit-gcra-unbatched"}}
 			ratios := make([][]float64, len(pairs))
+			// At least minMedianRounds rounds, whatever b.N: make bench's
+			// default -benchtime stops at one 2-second iteration, and a
+			// median of one round on a shared machine says little.
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for i := 0; i < max(b.N, minMedianRounds); i++ {
 				for j, p := range pairs {
 					var ours, peer float64
 					if i%2 == 0 {
@@ -257,6 +260,9 @@ func BenchmarkCompareMedians(b *testing.B) {
 		})
 	}
 }
+
+// minMedianRounds is the fewest rounds BenchmarkCompareMedians takes.
+const minMedianRounds = 7
 
 func median(v []float64) float64 {
 	v = slices.Clone(v)
