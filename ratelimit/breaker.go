@@ -61,10 +61,11 @@ const (
 // is a timeout, whatever error the client made of it: a deadline, an i/o
 // timeout on the socket), err the store's error.
 func classify(parent, budget context.Context, err error) outcome {
+	if err == nil {
+		return outcomeSuccess // before ne exists: it would escape on every call
+	}
 	var ne net.Error
 	switch {
-	case err == nil:
-		return outcomeSuccess
 	case parent.Err() != nil:
 		return outcomeCanceled
 	case budget.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():

@@ -105,6 +105,8 @@ type Limiter struct {
 	breakers *breakers
 	// nodes is the store when it spreads keys over nodes, else nil.
 	nodes Partitioned
+	// deadlines bound store calls by the budget (deadline.go).
+	deadlines sharedDeadlines
 }
 
 // New returns a limiter over store.
@@ -297,7 +299,7 @@ func (l *Limiter) checkRemote(ctx context.Context, req *Request, check CheckRequ
 	if budget <= 0 {
 		budget = l.budget
 	}
-	tctx, cancel := context.WithTimeout(ctx, budget)
+	tctx, cancel := l.deadlines.within(ctx, time.Now(), budget)
 	defer cancel()
 	if l.breakers == nil {
 		return l.store.Check(tctx, check, res.Limits)

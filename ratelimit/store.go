@@ -83,8 +83,10 @@ type KeyInfo struct {
 	Key string `json:"key"`
 	// StorageKey is the store's own name for key's state, whether or not
 	// it exists, for a person to look at it with the store's tools: for
-	// Redis the identity's key ("rl:{user:42}"; any other key the identity
-	// uses shares its hash tag {user:42}); empty for a store without a key
+	// Redis the identity's key ("rl:{user:42}"; the window keys of its
+	// single-limit fixed windows and GCRAs, "rl:{user:42}:<id>", share its
+	// hash tag, so `redis-cli --scan --pattern 'rl:{user:42}*'` lists them
+	// all); empty for a store without a key
 	// space of its own (memory).
 	StorageKey string `json:"storage_key,omitempty"`
 	Exists     bool   `json:"exists"`

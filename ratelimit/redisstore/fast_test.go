@@ -35,7 +35,7 @@ func TestFastPath_WritesWhatTheGeneralDriverWrites(t *testing.T) {
 		{Name: "odd", Algorithm: ratelimit.FixedWindow, Rate: 2, Period: 1500 * time.Millisecond},
 		{Name: "tb", Algorithm: ratelimit.TokenBucket, Rate: 3, Period: 1100 * time.Millisecond, Burst: 6},
 	}
-	other := limitSpec(ratelimit.Limit{Name: "other", Rate: 9, Period: time.Hour})
+	other := limitSpec(ratelimit.Limit{Name: "other", Rate: 9, Period: time.Hour}, false)
 	otherID := other[:limitIDLen]
 	starts := []func(key string){
 		func(key string) {},
@@ -49,7 +49,7 @@ func TestFastPath_WritesWhatTheGeneralDriverWrites(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		now := time.Now().UnixMicro()
 		lim := limits[n%len(limits)]
-		spec := limitSpec(lim)
+		spec := limitSpec(lim, false)
 		c.Del(ctx, fast, general)
 		if i := n / len(limits); i < len(starts) {
 			starts[i](fast)
@@ -67,7 +67,7 @@ func TestFastPath_WritesWhatTheGeneralDriverWrites(t *testing.T) {
 				now += rng.Int64N(300_000)
 			}
 			if rng.IntN(40) == 0 { // another limit of the identity
-				spec = limitSpec(limits[rng.IntN(len(limits))])
+				spec = limitSpec(limits[rng.IntN(len(limits))], false)
 			}
 			cost := 1 + rng.IntN(4)
 			if rng.IntN(10) == 0 {

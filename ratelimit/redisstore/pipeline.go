@@ -22,13 +22,30 @@ const maxBatch = 128
 // Options.Pipeline is zero.
 const DefaultPipeline = 4
 
-// pendingCheck is one check waiting for a pipeline.
+// pendingCheck is one check, sent alone or waiting for a pipeline.
 type pendingCheck struct {
-	ctx    context.Context
-	key    string
-	args   []any // cost, number of limits, one spec per limit
+	ctx context.Context
+	// key is the identity key (check.lua) or the window key (lean_fw.lua,
+	// when lean).
+	key  string
+	kind uint8 // kindGeneral, kindLeanFW, kindLeanGCRA
+	// plain: sent alone, the lean check needs no script (countPlain).
+	plain bool
+	entry *specEntry // the lean limit's, for countPlain
+	// args are the whole script call's for this check alone: for
+	// check.lua now, 1, then the check's own (cost, number of limits, one
+	// spec per limit); for lean_fw.lua 1, then cost, rate, period, block.
+	args   []any
 	limits int
 	done   chan checkReply // buffered: the sender never blocks on a caller that gave up
+}
+
+// own is the check's part of a batched call's arguments.
+func (p *pendingCheck) own() []any {
+	if p.kind != kindGeneral {
+		return p.args[1:]
+	}
+	return p.args[2:]
 }
 
 type checkReply struct {
@@ -41,8 +58,8 @@ type checkReply struct {
 // own goroutine (no added latency at low load); the others queue, and the
 // sender that finishes first takes the whole queue as the next batch — all
 // checks of one hash slot (all of them, without a cluster) in one script
-// call, one dispatch and one TIME for many checks, and the calls for several
-// slots in one pipeline.
+// call per script, one dispatch and one TIME for many checks, and the calls
+// for several slots in one pipeline.
 type batcher struct {
 	store    *Store
 	cluster  bool
@@ -61,9 +78,8 @@ func newBatcher(s *Store, inflight int) *batcher {
 var replyChans = sync.Pool{New: func() any { return make(chan checkReply, 1) }}
 
 // do sends one check, alone or in a batch, and waits for its reply or the
-// end of ctx. args are the whole script call's for this check alone (now,
-// 1, then the check's own); a queued check keeps only its own part.
-func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([]int64, error) {
+// end of ctx. p is copied to the heap only when it queues.
+func (b *batcher) do(ctx context.Context, p pendingCheck) ([]int64, error) {
 	b.mu.Lock()
 	if b.senders < b.inflight {
 		// Fewer batches than allowed are on the wire: this check goes alone,
@@ -71,16 +87,22 @@ func (b *batcher) do(ctx context.Context, key string, args []any, limits int) ([
 		b.senders++
 		b.mu.Unlock()
 		s := b.store
-		values, err := s.check.Run(ctx, s.client, []string{key}, args...).Int64Slice()
+		var values []int64
+		var err error
+		if p.plain {
+			values, err = s.countPlain(ctx, p.key, p.entry, p.args)
+		} else {
+			values, err = s.script(p.kind).Run(ctx, s.client, []string{p.key}, p.args...).Int64Slice()
+		}
 		b.next()
 		return values, err
 	}
-	p := &pendingCheck{ctx: ctx, key: key, args: args[2:], limits: limits, done: replyChans.Get().(chan checkReply)}
-	b.queue = append(b.queue, p)
+	q := &pendingCheck{ctx: p.ctx, key: p.key, kind: p.kind, args: p.args, limits: p.limits, done: replyChans.Get().(chan checkReply)}
+	b.queue = append(b.queue, q)
 	b.mu.Unlock()
 	select {
-	case r := <-p.done:
-		replyChans.Put(p.done)
+	case r := <-q.done:
+		replyChans.Put(q.done)
 		return r.values, r.err
 	case <-ctx.Done():
 		// The channel may still receive the reply: it is not reused.
@@ -124,11 +146,25 @@ func (b *batcher) take() []*pendingCheck {
 	return batch
 }
 
-// call is one script call: checks of one hash slot.
+// call is one script call: checks of one hash slot and one kind.
 type call struct {
+	kind   uint8
 	checks []*pendingCheck
 	keys   []string
 	args   []any
+}
+
+func newCall(kind uint8, now int64, size int) *call {
+	c := &call{kind: kind, checks: make([]*pendingCheck, 0, size)}
+	if kind != kindGeneral {
+		c.args = make([]any, 1, 1+size*4)
+		c.keys = make([]string, 0, size)
+	} else {
+		c.args = make([]any, 2, 2+size*3)
+		c.args[0] = now
+		c.keys = make([]string, 0, size)
+	}
+	return c
 }
 
 // batchContext is the latest deadline of the live checks of a batch (a
@@ -165,24 +201,31 @@ func (b *batcher) send(batch []*pendingCheck) {
 	now := s.nowArg()
 	var calls []*call
 	if b.cluster {
-		bySlot := make(map[uint16]*call)
+		type slotScript struct {
+			slot uint16
+			kind uint8
+		}
+		bySlot := make(map[slotScript]*call)
 		for _, p := range batch {
-			sl := slot(p.key)
-			c := bySlot[sl]
+			k := slotScript{slot(p.key), p.kind}
+			c := bySlot[k]
 			if c == nil {
-				c = &call{args: []any{now, 0}}
-				bySlot[sl] = c
+				c = newCall(p.kind, now, 1)
+				bySlot[k] = c
 				calls = append(calls, c)
 			}
 			c.add(p)
 		}
 	} else {
-		c := &call{args: make([]any, 2, 2+len(batch)*3), checks: make([]*pendingCheck, 0, len(batch)), keys: make([]string, 0, len(batch))}
-		c.args[0] = now
+		var byKind [3]*call
 		for _, p := range batch {
-			c.add(p)
+			c := &byKind[p.kind]
+			if *c == nil {
+				*c = newCall(p.kind, now, len(batch))
+				calls = append(calls, *c)
+			}
+			(*c).add(p)
 		}
-		calls = append(calls, c)
 	}
 	if !b.cluster || len(calls) == 1 {
 		b.exec(ctx, calls)
@@ -221,11 +264,11 @@ func (b *batcher) exec(ctx context.Context, calls []*call) {
 	s := b.store
 	cmds := make([]*redis.Cmd, len(calls))
 	if len(calls) == 1 {
-		cmds[0] = s.client.EvalSha(ctx, s.check.Hash(), calls[0].keys, calls[0].args...)
+		cmds[0] = s.client.EvalSha(ctx, calls[0].script(s).Hash(), calls[0].keys, calls[0].args...)
 	} else {
 		pipe := s.client.Pipeline()
 		for i, c := range calls {
-			cmds[i] = pipe.EvalSha(ctx, s.check.Hash(), c.keys, c.args...)
+			cmds[i] = pipe.EvalSha(ctx, c.script(s).Hash(), c.keys, c.args...)
 		}
 		_, _ = pipe.Exec(ctx) // errors are per command
 	}
@@ -233,18 +276,25 @@ func (b *batcher) exec(ctx context.Context, calls []*call) {
 		cmd := cmds[i]
 		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			// The server does not know the script yet: EVAL loads it.
-			cmd = s.check.Eval(ctx, s.client, c.keys, c.args...)
+			cmd = c.script(s).Eval(ctx, s.client, c.keys, c.args...)
 		}
 		values, err := cmd.Int64Slice()
 		c.deliver(values, err)
 	}
 }
 
+// script is the call's script.
+func (c *call) script(s *Store) *redis.Script { return s.script(c.kind) }
+
 func (c *call) add(p *pendingCheck) {
 	c.checks = append(c.checks, p)
+	c.args = append(c.args, p.own()...)
 	c.keys = append(c.keys, p.key)
-	c.args = append(c.args, p.args...)
-	c.args[1] = len(c.checks)
+	if c.kind != kindGeneral {
+		c.args[0] = len(c.checks)
+	} else {
+		c.args[1] = len(c.checks)
+	}
 }
 
 // deliver hands every check its slice of the call's reply: 5 values per limit.

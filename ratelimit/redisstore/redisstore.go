@@ -1,12 +1,19 @@
 // Package redisstore is the ratelimit.Store over Redis: single node,
 // sentinel or cluster, through go-redis's UniversalClient.
 //
-// Every check runs in one Lua script (EVALSHA; EVAL when the server does not
-// know it yet) on one key, the identity's "<prefix>{<key>}": all limits of a
-// check live in that key's value (a short string, see lua/codec.lua), so a
-// cluster never sees CROSSSLOT and a check is atomic. With pipelining, the
-// checks that arrive together run in one script call per hash slot. Time is
-// the server's (TIME), not the client's. Keys expire by themselves; nothing
+// Every check is atomic and decided by Redis alone, on the keys of one
+// identity, which share its hash tag "<prefix>{<key>}" (one slot: a cluster
+// never sees CROSSSLOT). On the server's clock, fixed-window and GCRA
+// limits each live in a key of their own ("<prefix>{<key>}:<limit id>",
+// see lean.go): a one-limit check is a short script (lean_fw.lua,
+// lean_gcra.lua), or, for a fixed window of cost 1 without a penalty
+// block, two plain commands. The other algorithms (and every limit under a
+// test clock) live in the identity's value "<prefix>{<key>}", a short
+// string (lua/codec.lua), which the general script (check.lua) reads and
+// writes together with the identity's lean keys, so a multi-limit check is
+// all-or-nothing. With pipelining, the checks that arrive together run in
+// one script call per hash slot and script. Time is the server's (TIME, or
+// the keys' TTLs), not the client's. Keys expire by themselves; nothing
 // scans for keys to delete.
 package redisstore
 
@@ -19,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -82,6 +90,8 @@ type Store struct {
 	prefix string
 	now    ratelimit.Clock
 	check  *redis.Script
+	// leanFW and leanGCRA are lean_fw.lua and lean_gcra.lua (lean.go).
+	leanFW, leanGCRA *redis.Script
 	// cluster is the client when it is a cluster client, else nil.
 	cluster *redis.ClusterClient
 	batch   *batcher // nil when Options.Pipeline is negative
@@ -96,7 +106,7 @@ var (
 
 // New returns a store over client.
 func New(client redis.UniversalClient, opts Options) *Store {
-	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(checkScriptSource())}
+	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(checkScriptSource()), leanFW: redis.NewScript(leanFWLua), leanGCRA: redis.NewScript(leanGCRALua)}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
@@ -120,7 +130,12 @@ func (s *Store) Close() error { return nil }
 // Node implements ratelimit.Partitioned: in cluster mode, the address of the
 // master that holds key's slot, so that the limiter keeps one circuit
 // breaker per master; "" for a single node or sentinel.
-func (s *Store) Node(ctx context.Context, key string) string { return s.nodeOf(ctx, s.redisKey(key)) }
+func (s *Store) Node(ctx context.Context, key string) string {
+	if s.cluster == nil {
+		return "" // without building the key
+	}
+	return s.nodeOf(ctx, s.redisKey(key))
+}
 
 // nodeOf is the master of a Redis key's slot.
 func (s *Store) nodeOf(ctx context.Context, redisKey string) string {
@@ -140,23 +155,61 @@ func (s *Store) redisKey(key string) string { return s.prefix + "{" + key + "}" 
 
 // Check implements ratelimit.Store.
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
+	if len(req.Limits) == 1 && req.Cost > 0 {
+		if e := s.specs.of(req.Limits[0], s.now == nil); e.lean {
+			return s.checkLean(ctx, req, e, out)
+		}
+	}
 	// The script's arguments: now and the number of checks (1), then this
 	// check's; a queued check's batch sends only the check's part, after
 	// its own head.
 	args := make([]any, 4, 4+len(req.Limits))
 	args[0], args[1], args[2], args[3] = s.nowArg(), 1, req.Cost, len(req.Limits)
 	for _, lim := range req.Limits {
-		args = append(args, s.specs.of(lim))
+		e := s.specs.of(lim, s.now == nil)
+		if e.lean {
+			s.register(e)
+		}
+		args = append(args, e.spec)
 	}
 	var (
 		raw []int64
 		err error
 	)
+	key := s.redisKey(req.Key)
 	if s.batch != nil {
-		raw, err = s.batch.do(ctx, s.redisKey(req.Key), args, len(req.Limits))
+		raw, err = s.batch.do(ctx, pendingCheck{ctx: ctx, key: key, args: args, limits: len(req.Limits)})
 	} else {
-		raw, err = s.check.Run(ctx, s.client, []string{s.redisKey(req.Key)}, args...).Int64Slice()
+		raw, err = s.check.Run(ctx, s.client, []string{key}, args...).Int64Slice()
 	}
+	return s.deliver(req, raw, err, out)
+}
+
+// checkLean checks one lean fixed-window limit (lean.go). A check of cost
+// 1 against a limit without a penalty block, sent alone, needs no script:
+// countPlain.
+func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *specEntry, out []ratelimit.LimitResult) error {
+	s.register(e)
+	window := s.prefix + "{" + req.Key + "}:" + e.id
+	args := []any{1, req.Cost, e.leanArgs[0], e.leanArgs[1], e.leanArgs[2]}
+	plain := !e.gcra && req.Cost == 1 && e.blockMs == 0
+	var (
+		raw []int64
+		err error
+	)
+	switch {
+	case s.batch != nil:
+		raw, err = s.batch.do(ctx, pendingCheck{ctx: ctx, key: window, kind: e.kind(), plain: plain, entry: e, args: args, limits: 1})
+	case plain:
+		raw, err = s.countPlain(ctx, window, e, args)
+	default:
+		raw, err = s.script(e.kind()).Run(ctx, s.client, []string{window}, args...).Int64Slice()
+	}
+	return s.deliver(req, raw, err, out)
+}
+
+// deliver parses a script's reply into out: 5 values per limit.
+func (s *Store) deliver(req ratelimit.CheckRequest, raw []int64, err error, out []ratelimit.LimitResult) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: check %q: %w", req.Key, err)
 	}
@@ -171,42 +224,100 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 	return nil
 }
 
+// Kinds of script call: the general driver, the lean scripts.
+const (
+	kindGeneral uint8 = iota
+	kindLeanFW
+	kindLeanGCRA
+)
+
+func (e *specEntry) kind() uint8 {
+	if e.gcra {
+		return kindLeanGCRA
+	}
+	return kindLeanFW
+}
+
+// script is the script of a kind of call.
+func (s *Store) script(kind uint8) *redis.Script {
+	switch kind {
+	case kindLeanFW:
+		return s.leanFW
+	case kindLeanGCRA:
+		return s.leanGCRA
+	}
+	return s.check
+}
+
 // maxCachedSpecs bounds the spec cache: limits come from policies, a few
 // per rule, but a library caller may build them from anything.
 const maxCachedSpecs = 4096
 
-// specCache keeps each limit's spec string (limitSpec), so that a check
-// formats and allocates none for the limits it has seen. Past
-// maxCachedSpecs entries it is emptied and starts again.
-type specCache struct {
-	mu    sync.RWMutex
-	specs map[ratelimit.Limit]string
+// specEntry is what a store keeps per limit: its spec string (limitSpec)
+// and, for a limit in the lean layout, its id and lean_fw.lua arguments.
+type specEntry struct {
+	spec     string
+	id       string
+	lean     bool
+	gcra     bool // a lean GCRA limit (else a lean fixed window)
+	leanArgs [3]any
+	// rate, periodMs and blockMs are a lean limit's, for countPlain.
+	rate, periodMs, blockMs int64
+	// registered is when the id was last added to the registry (Unix ns);
+	// registering is set while an addition is under way.
+	registered  atomic.Int64
+	registering atomic.Bool
 }
 
-func (c *specCache) of(lim ratelimit.Limit) string {
+// specCache keeps each limit's entry, so that a check formats and
+// allocates none for the limits it has seen. Past maxCachedSpecs entries
+// it is emptied and starts again.
+type specCache struct {
+	mu    sync.RWMutex
+	specs map[ratelimit.Limit]*specEntry
+}
+
+// of is lim's entry; lean says whether the store may use the lean layout
+// (it runs on the server's clock).
+func (c *specCache) of(lim ratelimit.Limit, lean bool) *specEntry {
 	c.mu.RLock()
-	spec, ok := c.specs[lim]
+	e, ok := c.specs[lim]
 	c.mu.RUnlock()
 	if ok {
-		return spec
+		return e
 	}
-	spec = limitSpec(lim)
+	e = &specEntry{lean: lean && leanEligible(lim)}
+	e.spec = limitSpec(lim, e.lean)
+	e.id = e.spec[:limitIDLen]
+	if e.lean {
+		e.leanArgs = leanArgs(lim)
+		e.gcra = lim.Algorithm == ratelimit.GCRA
+		e.rate, e.periodMs, e.blockMs = lim.Rate, lim.Period.Milliseconds(), lim.Block.Milliseconds()
+	}
 	c.mu.Lock()
 	if c.specs == nil || len(c.specs) >= maxCachedSpecs {
-		c.specs = make(map[ratelimit.Limit]string)
+		c.specs = make(map[ratelimit.Limit]*specEntry)
 	}
-	c.specs[lim] = spec
+	c.specs[lim] = e
 	c.mu.Unlock()
-	return spec
+	return e
 }
 
 // limitSpec is a limit as the script takes it: "id:algorithm:rate:period
 // µs:capacity:block µs", one argument that the checks of a batch share.
-func limitSpec(lim ratelimit.Limit) string {
+// In the lean layout a fixed window is algorithm 5, GCRA 6.
+func limitSpec(lim ratelimit.Limit, lean bool) string {
 	p := algo.ParamsOf(lim)
 	b := make([]byte, 0, 64)
 	b = append(b, encodeLimitID(algo.LimitID(lim.Name, p))...)
-	b = append(b, ':', '0'+p.Algorithm, ':')
+	switch {
+	case lean && lim.Algorithm == ratelimit.GCRA:
+		b = append(b, ':', '6', ':')
+	case lean:
+		b = append(b, ':', '5', ':')
+	default:
+		b = append(b, ':', '0'+p.Algorithm, ':')
+	}
 	b = strconv.AppendFloat(b, p.Rate, 'f', -1, 64)
 	b = append(b, ':')
 	b = strconv.AppendFloat(b, p.Period, 'f', -1, 64)
@@ -226,18 +337,39 @@ func (s *Store) nowArg() int64 {
 	return 0
 }
 
-// Reset implements ratelimit.Store: it deletes the key, then announces it
-// on the reset channel so that every limiter following it (FollowResets)
-// drops the key from its blocked cache.
+// Reset implements ratelimit.Store: it deletes the key (its identity value
+// and the window and penalty keys of every lean limit id of the registry),
+// then announces it on the reset channel so that every limiter following it
+// (FollowResets) drops the key from its blocked cache.
 func (s *Store) Reset(ctx context.Context, key string) (bool, error) {
-	n, err := s.client.Del(ctx, s.redisKey(key)).Result()
+	ids, err := s.leanIDs(ctx)
 	if err != nil {
-		return false, fmt.Errorf("redisstore: reset %q: %w", key, err)
+		return false, fmt.Errorf("redisstore: reset %q: read the lean limit ids: %w", key, err)
+	}
+	keys := []string{s.redisKey(key)}
+	var deleted int64
+	for i := 0; ; i++ {
+		if i < len(ids) {
+			w, p := s.leanKeys(key, ids[i])
+			keys = append(keys, w, p)
+		}
+		// All keys share the identity's slot: one DEL per 512 of them.
+		if len(keys) >= 512 || (i >= len(ids) && len(keys) > 0) {
+			n, err := s.client.Del(ctx, keys...).Result()
+			if err != nil {
+				return false, fmt.Errorf("redisstore: reset %q: %w", key, err)
+			}
+			deleted += n
+			keys = keys[:0]
+		}
+		if i >= len(ids) {
+			break
+		}
 	}
 	if err := s.client.Publish(ctx, s.ResetChannel(), key).Err(); err != nil {
-		return n > 0, fmt.Errorf("redisstore: reset %q: state deleted, but the proxies' blocked caches were not told: %w", key, err)
+		return deleted > 0, fmt.Errorf("redisstore: reset %q: state deleted, but the proxies' blocked caches were not told: %w", key, err)
 	}
-	return n > 0, nil
+	return deleted > 0, nil
 }
 
 // ResetChannel is the pub/sub channel on which resets are announced.
@@ -261,30 +393,59 @@ func (s *Store) FollowResets(ctx context.Context, onReset func(key string)) erro
 	}
 }
 
-// Info implements ratelimit.Store.
+// Info implements ratelimit.Store. Hits is the most of the identity
+// value's hits and of its lean window counters (each counts the requests
+// of its own window).
 func (s *Store) Info(ctx context.Context, key string) (ratelimit.KeyInfo, error) {
+	info := ratelimit.KeyInfo{Key: key}
+	ids, err := s.leanIDs(ctx)
+	if err != nil {
+		return info, fmt.Errorf("redisstore: info %q: read the lean limit ids: %w", key, err)
+	}
 	rk := s.redisKey(key)
-	info := ratelimit.KeyInfo{Key: key, StorageKey: rk}
+	info.StorageKey = rk
 	pipe := s.client.Pipeline()
 	val := pipe.Get(ctx, rk)
 	ttl := pipe.PTTL(ctx, rk)
 	clock := pipe.Time(ctx)
+	type leanCmds struct {
+		count           *redis.StringCmd
+		window, penalty *redis.DurationCmd
+	}
+	lean := make([]leanCmds, len(ids))
+	for i, id := range ids {
+		w, p := s.leanKeys(key, id)
+		lean[i] = leanCmds{pipe.Get(ctx, w), pipe.PTTL(ctx, w), pipe.PTTL(ctx, p)}
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 		return info, fmt.Errorf("redisstore: info %q: %w", key, err)
 	}
-	st, ok := decodeState(val.Val())
-	if val.Err() != nil || !ok {
-		return info, nil
-	}
-	info.Exists = true
-	info.Hits = st.hits
-	info.TTL = ttl.Val()
 	now := float64(clock.Val().UnixMicro())
 	if s.now != nil {
 		now = float64(s.now().UnixMicro())
 	}
-	if st.blockedUntil > now {
-		info.BlockedFor = algo.Micros(st.blockedUntil - now)
+	if st, ok := decodeState(val.Val()); val.Err() == nil && ok {
+		info.Exists = true
+		info.Hits = st.hits
+		info.TTL = ttl.Val()
+		if st.blockedUntil > now {
+			info.BlockedFor = algo.Micros(st.blockedUntil - now)
+		}
+	}
+	for _, l := range lean {
+		if hits, until, ok := decodeLean(l.count.Val()); ok && l.count.Err() == nil && l.window.Val() > 0 {
+			info.Exists = true
+			info.Hits = max(info.Hits, hits)
+			info.TTL = max(info.TTL, l.window.Val())
+			if until > now {
+				info.BlockedFor = max(info.BlockedFor, algo.Micros(until-now))
+			}
+		}
+		if d := l.penalty.Val(); d > 0 {
+			info.Exists = true
+			info.TTL = max(info.TTL, d)
+			info.BlockedFor = max(info.BlockedFor, d)
+		}
 	}
 	return info, nil
 }
@@ -359,6 +520,9 @@ func (s *Store) scanNode(ctx context.Context, c redis.UniversalClient, n int, to
 			vals := make([]*redis.StringCmd, len(keys))
 			ttls := make([]*redis.DurationCmd, len(keys))
 			for i, k := range keys {
+				if _, _, penalty := leanKeyOf(k, s.prefix); penalty {
+					continue // a penalty key: the window key has the hits
+				}
 				vals[i] = pipe.Get(ctx, k)
 				ttls[i] = pipe.PTTL(ctx, k)
 			}
@@ -366,7 +530,13 @@ func (s *Store) scanNode(ctx context.Context, c redis.UniversalClient, n int, to
 				return err
 			}
 			for i, k := range keys {
-				if vals[i].Err() != nil {
+				if vals[i] == nil || vals[i].Err() != nil {
+					continue
+				}
+				if key, ok, _ := leanKeyOf(k, s.prefix); ok {
+					if hits, _, ok := decodeLean(vals[i].Val()); ok && hits > 0 {
+						top.offer(ratelimit.Consumer{Key: key, Hits: hits, TTL: ttls[i].Val()}, n)
+					}
 					continue
 				}
 				st, ok := decodeState(vals[i].Val())
@@ -383,32 +553,56 @@ func (s *Store) scanNode(ctx context.Context, c redis.UniversalClient, n int, to
 	}
 }
 
-// consumerHeap is a min-heap by hits holding the n largest seen.
-type consumerHeap []ratelimit.Consumer
-
-func (h consumerHeap) Len() int { return len(h) }
-func (h consumerHeap) Less(i, j int) bool {
-	if h[i].Hits != h[j].Hits {
-		return h[i].Hits < h[j].Hits
-	}
-	return h[i].Key > h[j].Key
+// consumerHeap is a min-heap by hits holding the n largest seen, one entry
+// per identity: an identity met again (its identity value and its lean
+// window keys) keeps the most hits of its keys, so an identity evicted
+// earlier had fewer than every entry and its later keys decide alone.
+type consumerHeap struct {
+	h   []ratelimit.Consumer
+	pos map[string]int // index in h by key
 }
-func (h consumerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *consumerHeap) Push(x any)   { *h = append(*h, x.(ratelimit.Consumer)) }
+
+func (h *consumerHeap) Len() int { return len(h.h) }
+func (h *consumerHeap) Less(i, j int) bool {
+	if h.h[i].Hits != h.h[j].Hits {
+		return h.h[i].Hits < h.h[j].Hits
+	}
+	return h.h[i].Key > h.h[j].Key
+}
+func (h *consumerHeap) Swap(i, j int) {
+	h.h[i], h.h[j] = h.h[j], h.h[i]
+	h.pos[h.h[i].Key], h.pos[h.h[j].Key] = i, j
+}
+func (h *consumerHeap) Push(x any) {
+	c := x.(ratelimit.Consumer)
+	h.pos[c.Key] = len(h.h)
+	h.h = append(h.h, c)
+}
 func (h *consumerHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+	x := h.h[len(h.h)-1]
+	h.h = h.h[:len(h.h)-1]
+	delete(h.pos, x.Key)
 	return x
 }
 
 func (h *consumerHeap) offer(c ratelimit.Consumer, n int) {
+	if h.pos == nil {
+		h.pos = make(map[string]int)
+	}
+	if i, ok := h.pos[c.Key]; ok {
+		e := &h.h[i]
+		e.Hits, e.TTL = max(e.Hits, c.Hits), max(e.TTL, c.TTL)
+		heap.Fix(h, i)
+		return
+	}
 	if h.Len() < n {
 		heap.Push(h, c)
 		return
 	}
-	if (*h)[0].Hits < c.Hits || ((*h)[0].Hits == c.Hits && c.Key < (*h)[0].Key) {
-		(*h)[0] = c
+	if m := h.h[0]; m.Hits < c.Hits || (m.Hits == c.Hits && c.Key < m.Key) {
+		delete(h.pos, m.Key)
+		h.h[0] = c
+		h.pos[c.Key] = 0
 		heap.Fix(h, 0)
 	}
 }

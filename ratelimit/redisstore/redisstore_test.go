@@ -125,17 +125,27 @@ func TestRedis_KeysExpireByThemselvesAndUseServerTime(t *testing.T) {
 	if err := store.Check(ctx, ratelimit.CheckRequest{Key: "exp", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
 		t.Fatal(err)
 	}
-	// Info names the Redis key it read, for a person to look at it with
-	// redis-cli; it must be the key that holds the state.
-	info, err := store.Info(ctx, "exp")
-	if err != nil || !info.Exists || info.StorageKey != store.Key("exp") {
-		t.Fatalf("info = %+v, %v; want the storage key %q", info, err, store.Key("exp"))
+	// A fixed window lives in a key of its own whose TTL is the window.
+	keys, err := c.Keys(ctx, "rl:{exp}*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys of the identity: %q, %v", keys, err)
 	}
-	ttl, err := c.PTTL(ctx, info.StorageKey).Result()
+	ttl, err := c.PTTL(ctx, keys[0]).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The expiry is kept in whole seconds, rounded up, plus one.
+	if ttl < 1900*time.Millisecond || ttl > 2*time.Second {
+		t.Fatalf("TTL = %v, want the window, 2s", ttl)
+	}
+	// Any other algorithm lives in the identity's value, its expiry kept in
+	// whole seconds, rounded up, plus one.
+	tb := ratelimit.Limit{Algorithm: ratelimit.TokenBucket, Rate: 1, Period: 2 * time.Second} // full again 2s after one request
+	if err := store.Check(ctx, ratelimit.CheckRequest{Key: "exp", Limits: []ratelimit.Limit{tb}, Cost: 1}, out); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err = c.PTTL(ctx, store.Key("exp")).Result(); err != nil {
+		t.Fatal(err)
+	}
 	if ttl < 2*time.Second || ttl > 4*time.Second {
 		t.Fatalf("TTL = %v, want [2s, 4s]", ttl)
 	}
@@ -240,8 +250,8 @@ func TestSentinelURL_ChecksThroughTheMaster(t *testing.T) {
 		}
 	}
 	// The state is on the master the sentinel named.
-	if n, err := master.Client(t).Exists(ctx, store.Key("s")).Result(); err != nil || n != 1 {
-		t.Fatalf("key on master: %d, %v", n, err)
+	if keys, err := master.Client(t).Keys(ctx, "rl:{s}*").Result(); err != nil || len(keys) != 1 {
+		t.Fatalf("keys on master: %q, %v", keys, err)
 	}
 }
 

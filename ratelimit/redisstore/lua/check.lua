@@ -19,11 +19,23 @@
 -- Returns 5 integers per limit of every check, in order: allowed,
 -- remaining, reset µs, retry µs, blocked.
 local function run(algorithm, rate, period, capacity, a, b, c, now, cost)
-  if algorithm == 0 then return fixed_window(rate, period, capacity, a, b, c, now, cost) end
+  if algorithm == 0 or algorithm == 5 then return fixed_window(rate, period, capacity, a, b, c, now, cost) end
+  if algorithm == 6 then return gcra(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 1 then return sliding_window(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 2 then return token_bucket(rate, period, capacity, a, b, c, now, cost) end
   if algorithm == 4 then return sliding_log(rate, period, capacity, a, b, c, now, cost) end
   return gcra(rate, period, capacity, a, b, c, now, cost)
+end
+
+-- A GCRA limit in its own key (lean_gcra.lua): "<hits>:<tat>[,<block end>]".
+local function read_lean_gcra(lk)
+  local raw = redis.pcall('GET', lk)
+  if type(raw) ~= 'string' then return 0, 0, 0 end
+  local h, ta, xb = match(raw, '^(%d+):(%-?%d+),?(%-?%d*)$')
+  if not h then return 0, 0, 0 end
+  local x = 0
+  if xb ~= '' then x = tonumber(xb) + 1750000000000000 end
+  return tonumber(h), tonumber(ta) + 1750000000000000, x
 end
 
 -- Parsed specs by their text: {id, algorithm, rate, period, capacity, block}.
@@ -50,6 +62,11 @@ local ai = 3
 -- remaining, reset, retry, blocked, ttl; state st[8i+1..8i+8] = old a b c x,
 -- next a b c x.
 local lim, r, st, segs, exps, order, count = {}, {}, {}, {}, {}, {}, 0
+-- Per limit i of algorithm 5 (a fixed window in its own key, lean_fw.lua):
+-- lv[i+1] is its counter as stored (false for none), lm[i+1] whether it
+-- carries MARK.
+local lv, lm, lh = {}, {}, {}
+local MARK, MARK_ARG = 1125899906842624, '1125899906842624'
 
 for k = 1, checks do
   local key = KEYS[k]
@@ -68,7 +85,36 @@ for k = 1, checks do
     local sp = spec_of(ARGV[base + i])
     lim[i + 1] = sp
     local algorithm, rate, period, capacity, block = sp[2], sp[3], sp[4], sp[5], sp[6]
-    local sa, sb, sc, sx = decode_limit(algorithm, period, segs[sp[1]])
+    local sa, sb, sc, sx
+    if algorithm == 5 then
+      -- The window's counter and TTL, the penalty key's TTL (lean_fw.lua).
+      sa, sb, sc, sx = 0, 0, 0, 0
+      local lk = key .. ':' .. sp[1]
+      local v = tonumber(redis.pcall('GET', lk))
+      lv[i + 1], lm[i + 1] = false, false
+      if v then
+        local ttl = redis.call('PTTL', lk)
+        if ttl == -1 then
+          -- No expiry yet (lean.go countPlain sets it after its INCRBY):
+          -- the window starts now.
+          redis.call('PEXPIRE', lk, fmt('%d', period / 1000))
+          ttl = period / 1000
+        end
+        if ttl > 0 then
+          if v >= MARK then v, lm[i + 1] = v - MARK, true end
+          sa, sb, lv[i + 1] = v, now + ttl * 1000 - period, v
+        end
+      end
+      if block > 0 then
+        local bt = redis.call('PTTL', key .. '!' .. sp[1])
+        if bt > 0 then sx = now + bt * 1000 end
+      end
+    elseif algorithm == 6 then
+      sb, sc = 0, 0
+      lh[i + 1], sa, sx = read_lean_gcra(key .. ':' .. sp[1])
+    else
+      sa, sb, sc, sx = decode_limit(algorithm, period, segs[sp[1]])
+    end
     local allowed, remaining, reset, retry, blocked, ttl, na, nb, nc, nx
     if sx > now then
       local wait = ceil(sx - now)
@@ -108,10 +154,41 @@ for k = 1, checks do
 
   if cost > 0 then
     local keep = 0
+    local segments = false
     for i = 0, n - 1 do
-      if all_allowed or r[i * 6 + 5] then
-        local sp = lim[i + 1]
-        local q = i * 8
+      local sp = lim[i + 1]
+      local q = i * 8
+      if sp[2] == 5 then
+        local id = sp[1]
+        local lk = key .. ':' .. id
+        if all_allowed then
+          if lv[i + 1] then
+            redis.call('INCRBY', lk, fmt('%d', cost))
+          else
+            redis.call('DEL', lk) -- a foreign value or a counter without expiry
+            redis.call('SET', lk, fmt('%d', cost), 'PX', fmt('%d', sp[4] / 1000))
+          end
+        elseif r[i * 6 + 5] and st[q + 4] <= now then
+          -- A new penalty block: the penalty key, and MARK on the counter.
+          redis.call('SET', key .. '!' .. id, 1, 'PX', fmt('%d', sp[6] / 1000))
+          if lv[i + 1] and not lm[i + 1] then redis.call('INCRBY', lk, MARK_ARG) end
+        end
+      elseif sp[2] == 6 then
+        -- lean_gcra.lua's value; a denial without a block writes nothing.
+        local fresh_block = r[i * 6 + 5] and st[q + 4] <= now
+        if all_allowed or fresh_block then
+          local na, nx = st[q + 5], st[q + 8]
+          local value
+          if nx > 0 then
+            value = fmt('%d:%d,%d', lh[i + 1] + cost, na - 1750000000000000, nx - 1750000000000000)
+          else
+            value = fmt('%d:%d', lh[i + 1] + cost, na - 1750000000000000)
+          end
+          local keep = max(na, nx) - now
+          redis.call('SET', key .. ':' .. sp[1], value, 'PX', fmt('%d', (ceil(keep / 1000000) + 1) * 1000))
+        end
+      elseif all_allowed or r[i * 6 + 5] then
+        segments = true
         local id = sp[1]
         if segs[id] == nil then
           count = count + 1
@@ -123,17 +200,20 @@ for k = 1, checks do
       end
     end
     -- The TTL only grows, in whole seconds plus one: most checks keep it.
-    local ttl = -2
-    if raw then ttl = redis.call('PTTL', key) end
-    local key_exp = nil
-    if ttl >= 0 then key_exp = expiry_of(now, ttl * 1000) end
-    local value = encode_state(hits + cost, segs, exps, order, count, now, key_exp)
-    if ttl >= 0 and ttl * 1000 >= keep then
-      redis.call('SET', key, value, 'KEEPTTL')
-    else
-      local want = (ceil(keep / 1000000) + 1) * 1000
-      if ttl > want then want = ttl end
-      redis.call('SET', key, value, 'PX', want)
+    -- A check of lean limits only writes no identity value of its own.
+    if segments or raw then
+      local ttl = -2
+      if raw then ttl = redis.call('PTTL', key) end
+      local key_exp = nil
+      if ttl >= 0 then key_exp = expiry_of(now, ttl * 1000) end
+      local value = encode_state(hits + cost, segs, exps, order, count, now, key_exp)
+      if ttl >= 0 and ttl * 1000 >= keep then
+        redis.call('SET', key, value, 'KEEPTTL')
+      else
+        local want = (ceil(keep / 1000000) + 1) * 1000
+        if ttl > want then want = ttl end
+        redis.call('SET', key, value, 'PX', want)
+      end
     end
   end
 

@@ -1,0 +1,209 @@
+package redisstore
+
+// The lean layout (lua/lean_fw.lua, lua/lean_gcra.lua): with the server's
+// clock, each fixed-window and GCRA limit of an identity lives in a key of
+// its own, "<prefix>{<key>}:<limit id>". A fixed window's is an integer
+// counter whose TTL is the window, its penalty block in
+// "<prefix>{<key>}!<limit id>" (present while the block is in force); a
+// GCRA limit's holds "<hits>:<tat>[,<block end>]" and expires when that
+// state is back to fresh. The hash tag keeps them in the identity's slot,
+// so a multi-limit check (check.lua, algorithms 5 and 6) still reads and
+// writes them atomically with the identity's other limits. A one-limit
+// check runs a lean script: no spec to parse, no identity value to decode.
+//
+// Neither name can be an identity key (those end with "}"). Reset and Info
+// must know the limit ids an identity may hold: every id the store uses in
+// the lean layout is added to the set "<prefix>limits" before its first
+// check (and again every leanRegisterEvery, in case the set was lost), and
+// they read it.
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/internal/algo"
+)
+
+var (
+	//go:embed lua/lean_fw.lua
+	leanFWLua string
+	//go:embed lua/lean_gcra.lua
+	leanGCRALua string
+)
+
+// leanMaxRate bounds the rate (and the cost) of a lean limit: the counter
+// stays below leanMark, which Lua's doubles hold exactly.
+const leanMaxRate = 1 << 48
+
+// leanMark is added to a window counter while a penalty block is in force.
+const leanMark = 1 << 50
+
+// leanRegisterEvery is how often a lean limit id is added to the registry
+// again.
+const leanRegisterEvery = time.Minute
+
+// leanEligible reports whether lim is kept in the lean layout by a store on
+// the server's clock: a GCRA limit, or a fixed window (and block) of whole
+// milliseconds, as PEXPIRE takes them.
+func leanEligible(lim ratelimit.Limit) bool {
+	switch lim.Algorithm {
+	case ratelimit.GCRA:
+		return true
+	case ratelimit.FixedWindow:
+		return lim.Period%time.Millisecond == 0 && lim.Block%time.Millisecond == 0 && lim.Rate < leanMaxRate
+	}
+	return false
+}
+
+// registry is the set of the limit ids used in the lean layout.
+func (s *Store) registry() string { return s.prefix + "limits" }
+
+// leanKeys are the window and penalty keys of limit id for key, built in
+// one allocation.
+func (s *Store) leanKeys(key, id string) (window, penalty string) {
+	both := s.prefix + "{" + key + "}:" + id + s.prefix + "{" + key + "}!" + id
+	n := len(both) / 2
+	return both[:n], both[n:]
+}
+
+// register adds the entry's id to the registry when it is not there yet
+// (or was added more than leanRegisterEvery ago). It never holds up the
+// check: the SADD runs in a goroutine of its own (one per entry at a time),
+// and a failed one is tried again by the next check. The registry's key
+// may live on another node than the identity's (a cluster), which may be
+// down while the identity's is not.
+func (s *Store) register(e *specEntry) {
+	now := time.Now().UnixNano()
+	if last := e.registered.Load(); last != 0 && now-last < int64(leanRegisterEvery) {
+		return
+	}
+	if !e.registering.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer e.registering.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), ClientTimeout)
+		defer cancel()
+		if s.client.SAdd(ctx, s.registry(), e.id).Err() == nil {
+			e.registered.Store(time.Now().UnixNano())
+		}
+	}()
+}
+
+// leanIDs are the limit ids of the registry and those this store uses
+// itself (whose registration may still be under way).
+func (s *Store) leanIDs(ctx context.Context) ([]string, error) {
+	ids, err := s.client.SMembers(ctx, s.registry()).Result()
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+	}
+	s.specs.mu.RLock()
+	for _, e := range s.specs.specs {
+		if e.lean && !seen[e.id] {
+			seen[e.id] = true
+			ids = append(ids, e.id)
+		}
+	}
+	s.specs.mu.RUnlock()
+	return ids, nil
+}
+
+// leanKeyOf parses a Redis key of the store: for a lean window or penalty
+// key, the identity it belongs to, ok, and whether it is the penalty key.
+func leanKeyOf(redisKey, prefix string) (key string, ok, penalty bool) {
+	n := len(redisKey)
+	if n < len(prefix)+3+limitIDLen || redisKey[n-1] == '}' || redisKey[n-limitIDLen-2] != '}' {
+		return "", false, false
+	}
+	switch redisKey[n-limitIDLen-1] {
+	case ':':
+	case '!':
+		penalty = true
+	default:
+		return "", false, false
+	}
+	return redisKey[len(prefix)+1 : n-limitIDLen-2], true, penalty
+}
+
+// leanArgs are a lean limit's script arguments after the cost: for a
+// fixed window rate, period ms, block ms; for GCRA interval µs, capacity,
+// block µs (the numbers gcra.lua computes from the spec).
+func leanArgs(lim ratelimit.Limit) [3]any {
+	if lim.Algorithm == ratelimit.GCRA {
+		p := algo.ParamsOf(lim)
+		return [3]any{strconv.FormatFloat(p.Period/p.Rate, 'g', -1, 64), strconv.FormatFloat(p.Capacity, 'f', -1, 64), strconv.FormatFloat(p.Block, 'f', -1, 64)}
+	}
+	return [3]any{strconv.FormatInt(lim.Rate, 10), strconv.FormatInt(lim.Period.Milliseconds(), 10), strconv.FormatInt(lim.Block.Milliseconds(), 10)}
+}
+
+// countPlain is a lean check of cost 1 against a limit without a penalty
+// block, in one pipeline of plain commands: INCRBY and PTTL. Such a check
+// never takes a denial back (the counter was at the rate already) and meets
+// no MARK (only limits with a block set it), so it needs no script. The
+// first hit of a window sets the window's TTL after the pipeline (PEXPIRE
+// NX, one more round trip per window); until then the counter has none,
+// and every check that sees it so sets it (NX: the first one wins), so a
+// client that dies in between leaves no counter without expiry. A value that
+// is not a counter is left to the script, which replaces it. args are the
+// script's, for that case.
+func (s *Store) countPlain(ctx context.Context, window string, e *specEntry, args []any) ([]int64, error) {
+	pipe := s.client.Pipeline()
+	incr := pipe.IncrBy(ctx, window, 1)
+	pttl := pipe.PTTL(ctx, window)
+	if _, err := pipe.Exec(ctx); err != nil {
+		var reply redis.Error
+		if errors.As(incr.Err(), &reply) {
+			return s.leanFW.Run(ctx, s.client, []string{window}, args...).Int64Slice()
+		}
+		return nil, err
+	}
+	v, ttl := incr.Val(), pttl.Val()
+	var reset int64
+	switch {
+	case ttl >= 0:
+		reset = ttl.Microseconds()
+	case ttl == -1: // a new window (or one whose first hitter died)
+		if err := s.client.Do(ctx, "PEXPIRE", window, e.periodMs, "NX").Err(); err != nil {
+			return nil, err
+		}
+		reset = e.periodMs * 1000
+	default: // -2: the window ended after the INCRBY
+	}
+	if v <= e.rate {
+		return []int64{1, e.rate - v, reset, 0, 0}, nil
+	}
+	return []int64{0, 0, reset, reset, 0}, nil
+}
+
+// decodeLean reads a lean key's value: a fixed window's counter (hits is
+// its count), or a GCRA value "<hits>:<tat>[,<block end>]" (blockedUntil
+// is that end, µs; 0 for none).
+func decodeLean(val string) (hits int64, blockedUntil float64, ok bool) {
+	head, rest, gcra := strings.Cut(val, ":")
+	n, err := strconv.ParseInt(head, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	if !gcra {
+		return n % leanMark, 0, true
+	}
+	if _, x, found := strings.Cut(rest, ","); found && x != "" {
+		end, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		blockedUntil = float64(end + stateEpoch)
+	}
+	return n, blockedUntil, true
+}
