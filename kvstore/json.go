@@ -7,40 +7,18 @@ package kvstore
 
 import (
 	"encoding/json"
-	"fmt"
-	"math"
-	"strconv"
 	"time"
+
+	"github.com/devkit-go/devkit/kvstore/internal/jsonschema"
 )
-
-// seconds is a duration as JSON: float seconds.
-type seconds time.Duration
-
-// MarshalJSON implements json.Marshaler.
-func (s seconds) MarshalJSON() ([]byte, error) {
-	return strconv.AppendFloat(nil, time.Duration(s).Seconds(), 'g', -1, 64), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (s *seconds) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
-	if math.Abs(f*1e9) >= math.MaxInt64 {
-		return fmt.Errorf("kvstore: %s seconds is out of range for a duration", b)
-	}
-	*s = seconds(math.Round(f * 1e9))
-	return nil
-}
 
 // MarshalJSON implements json.Marshaler: see the schema rule above.
 func (s Stats) MarshalJSON() ([]byte, error) {
 	type plain Stats
 	return json.Marshal(struct {
 		plain
-		ReplayDuration seconds `json:"replay_duration_seconds"`
-	}{plain(s), seconds(s.ReplayDuration)})
+		ReplayDuration jsonschema.Seconds `json:"replay_duration_seconds"`
+	}{plain(s), jsonschema.Seconds(s.ReplayDuration)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler (the TCP JSON client decodes
@@ -49,7 +27,7 @@ func (s *Stats) UnmarshalJSON(b []byte) error {
 	type plain Stats
 	v := struct {
 		*plain
-		ReplayDuration seconds `json:"replay_duration_seconds"`
+		ReplayDuration jsonschema.Seconds `json:"replay_duration_seconds"`
 	}{plain: (*plain)(s)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -63,8 +41,8 @@ func (r RecoveryReport) MarshalJSON() ([]byte, error) {
 	type plain RecoveryReport
 	return json.Marshal(struct {
 		plain
-		Duration seconds `json:"duration_seconds"`
-	}{plain(r), seconds(r.Duration)})
+		Duration jsonschema.Seconds `json:"duration_seconds"`
+	}{plain(r), jsonschema.Seconds(r.Duration)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -72,7 +50,7 @@ func (r *RecoveryReport) UnmarshalJSON(b []byte) error {
 	type plain RecoveryReport
 	v := struct {
 		*plain
-		Duration seconds `json:"duration_seconds"`
+		Duration jsonschema.Seconds `json:"duration_seconds"`
 	}{plain: (*plain)(r)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -86,8 +64,8 @@ func (i SnapshotInfo) MarshalJSON() ([]byte, error) {
 	type plain SnapshotInfo
 	return json.Marshal(struct {
 		plain
-		Duration seconds `json:"duration_seconds"`
-	}{plain(i), seconds(i.Duration)})
+		Duration jsonschema.Seconds `json:"duration_seconds"`
+	}{plain(i), jsonschema.Seconds(i.Duration)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -95,7 +73,7 @@ func (i *SnapshotInfo) UnmarshalJSON(b []byte) error {
 	type plain SnapshotInfo
 	v := struct {
 		*plain
-		Duration seconds `json:"duration_seconds"`
+		Duration jsonschema.Seconds `json:"duration_seconds"`
 	}{plain: (*plain)(i)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err

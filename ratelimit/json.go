@@ -10,47 +10,19 @@ package ratelimit
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 	"time"
+
+	"github.com/devkit-go/devkit/ratelimit/internal/jsonschema"
 )
-
-// seconds is a duration as JSON: float seconds, -1 for a negative duration.
-type seconds time.Duration
-
-// MarshalJSON implements json.Marshaler.
-func (s seconds) MarshalJSON() ([]byte, error) {
-	if s < 0 {
-		return []byte("-1"), nil
-	}
-	return strconv.AppendFloat(nil, time.Duration(s).Seconds(), 'g', -1, 64), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (s *seconds) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
-	switch {
-	case f < 0:
-		*s = -1
-	case f*1e9 >= math.MaxInt64:
-		*s = math.MaxInt64
-	default:
-		*s = seconds(math.Round(f * 1e9))
-	}
-	return nil
-}
 
 // MarshalJSON implements json.Marshaler: see the schema rule above.
 func (k KeyInfo) MarshalJSON() ([]byte, error) {
 	type plain KeyInfo
 	return json.Marshal(struct {
 		plain
-		TTL        seconds `json:"ttl_seconds"`
-		BlockedFor seconds `json:"blocked_for_seconds"`
-	}{plain(k), seconds(k.TTL), seconds(k.BlockedFor)})
+		TTL        jsonschema.Seconds `json:"ttl_seconds"`
+		BlockedFor jsonschema.Seconds `json:"blocked_for_seconds"`
+	}{plain(k), jsonschema.Seconds(k.TTL), jsonschema.Seconds(k.BlockedFor)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -58,8 +30,8 @@ func (k *KeyInfo) UnmarshalJSON(b []byte) error {
 	type plain KeyInfo
 	v := struct {
 		*plain
-		TTL        seconds `json:"ttl_seconds"`
-		BlockedFor seconds `json:"blocked_for_seconds"`
+		TTL        jsonschema.Seconds `json:"ttl_seconds"`
+		BlockedFor jsonschema.Seconds `json:"blocked_for_seconds"`
 	}{plain: (*plain)(k)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -73,8 +45,8 @@ func (c Consumer) MarshalJSON() ([]byte, error) {
 	type plain Consumer
 	return json.Marshal(struct {
 		plain
-		TTL seconds `json:"ttl_seconds"`
-	}{plain(c), seconds(c.TTL)})
+		TTL jsonschema.Seconds `json:"ttl_seconds"`
+	}{plain(c), jsonschema.Seconds(c.TTL)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -82,7 +54,7 @@ func (c *Consumer) UnmarshalJSON(b []byte) error {
 	type plain Consumer
 	v := struct {
 		*plain
-		TTL seconds `json:"ttl_seconds"`
+		TTL jsonschema.Seconds `json:"ttl_seconds"`
 	}{plain: (*plain)(c)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -100,9 +72,9 @@ func (r LimitResult) MarshalJSON() ([]byte, error) {
 		Name     string `json:"name"`
 		Capacity int64  `json:"limit"`
 		plain
-		ResetAfter seconds `json:"reset_after_seconds"`
-		RetryAfter seconds `json:"retry_after_seconds"`
-	}{r.Limit.DisplayName(), r.Limit.Capacity(), plain(r), seconds(r.ResetAfter), seconds(r.RetryAfter)})
+		ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
+		RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
+	}{r.Limit.DisplayName(), r.Limit.Capacity(), plain(r), jsonschema.Seconds(r.ResetAfter), jsonschema.Seconds(r.RetryAfter)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler. The Limit is not rebuilt
@@ -111,8 +83,8 @@ func (r *LimitResult) UnmarshalJSON(b []byte) error {
 	type plain LimitResult
 	v := struct {
 		*plain
-		ResetAfter seconds `json:"reset_after_seconds"`
-		RetryAfter seconds `json:"retry_after_seconds"`
+		ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
+		RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
 	}{plain: (*plain)(r)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -126,9 +98,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result
 	return json.Marshal(struct {
 		plain
-		ResetAfter seconds `json:"reset_after_seconds"`
-		RetryAfter seconds `json:"retry_after_seconds"`
-	}{plain(r), seconds(r.ResetAfter), seconds(r.RetryAfter)})
+		ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
+		RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
+	}{plain(r), jsonschema.Seconds(r.ResetAfter), jsonschema.Seconds(r.RetryAfter)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -136,8 +108,8 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	type plain Result
 	v := struct {
 		*plain
-		ResetAfter seconds `json:"reset_after_seconds"`
-		RetryAfter seconds `json:"retry_after_seconds"`
+		ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
+		RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
 	}{plain: (*plain)(r)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -149,15 +121,15 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 // MarshalJSON implements json.Marshaler: see the schema rule above.
 func (c RuleCounters) MarshalJSON() ([]byte, error) {
 	type plain RuleCounters
-	bounds := make([]seconds, len(c.LatencyBounds))
+	bounds := make([]jsonschema.Seconds, len(c.LatencyBounds))
 	for i, d := range c.LatencyBounds {
-		bounds[i] = seconds(d)
+		bounds[i] = jsonschema.Seconds(d)
 	}
 	return json.Marshal(struct {
 		plain
-		LatencyBounds []seconds `json:"latency_bounds_seconds"`
-		LatencySum    seconds   `json:"latency_sum_seconds"`
-	}{plain(c), bounds, seconds(c.LatencySum)})
+		LatencyBounds []jsonschema.Seconds `json:"latency_bounds_seconds"`
+		LatencySum    jsonschema.Seconds   `json:"latency_sum_seconds"`
+	}{plain(c), bounds, jsonschema.Seconds(c.LatencySum)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -165,8 +137,8 @@ func (c *RuleCounters) UnmarshalJSON(b []byte) error {
 	type plain RuleCounters
 	v := struct {
 		*plain
-		LatencyBounds []seconds `json:"latency_bounds_seconds"`
-		LatencySum    seconds   `json:"latency_sum_seconds"`
+		LatencyBounds []jsonschema.Seconds `json:"latency_bounds_seconds"`
+		LatencySum    jsonschema.Seconds   `json:"latency_sum_seconds"`
 	}{plain: (*plain)(c)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err

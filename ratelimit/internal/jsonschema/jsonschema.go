@@ -1,4 +1,5 @@
-// Package jsonschema checks devkit's one naming rule for JSON output.
+// Package jsonschema is devkit's one rule for JSON output: it writes
+// durations (Seconds) and checks names (Check).
 package jsonschema
 
 // This file is a deliberate copy: one rule for the JSON of every --json
@@ -16,9 +17,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 var (
@@ -96,4 +100,36 @@ func nameProblem(name string) string {
 		return "durations whose name does not end in _seconds"
 	}
 	return ""
+}
+
+// Seconds is a duration as the rule writes it: float seconds, and -1 for a
+// negative duration, which a field uses to say "never" (a key without
+// expiry, a cost that exceeds the capacity). Types with time.Duration
+// fields convert them to Seconds in their MarshalJSON.
+type Seconds time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (s Seconds) MarshalJSON() ([]byte, error) {
+	if s < 0 {
+		return []byte("-1"), nil
+	}
+	return strconv.AppendFloat(nil, time.Duration(s).Seconds(), 'g', -1, 64), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler: any negative number is -1
+// ("never"); a number of seconds too large for a time.Duration is an error.
+func (s *Seconds) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	switch {
+	case f < 0:
+		*s = -1
+	case f*1e9 >= math.MaxInt64:
+		return fmt.Errorf("%s seconds is out of range for a duration", b)
+	default:
+		*s = Seconds(math.Round(f * 1e9))
+	}
+	return nil
 }

@@ -1,8 +1,10 @@
 package jsonschema
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheck_FindsEveryBrokenName(t *testing.T) {
@@ -37,5 +39,31 @@ func TestCheck_FindsEveryBrokenName(t *testing.T) {
 	}
 	if _, err := Check([]byte(`{"a":`)); err == nil {
 		t.Error("a truncated document passed")
+	}
+}
+
+func TestSeconds_OneEncodingForEveryDuration(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{{1500 * time.Millisecond, "1.5"}, {0, "0"}, {time.Nanosecond, "1e-09"}, {-time.Second, "-1"}, {-1, "-1"}} {
+		b, err := json.Marshal(Seconds(c.d))
+		if err != nil || string(b) != c.want {
+			t.Errorf("Marshal(%v) = %s, %v; want %s", c.d, b, err, c.want)
+		}
+		var back Seconds
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("Unmarshal(%s): %v", b, err)
+		}
+		if want := c.d; (want < 0 && back != -1) || (want >= 0 && time.Duration(back) != want) {
+			t.Errorf("round trip of %v gave %v", c.d, time.Duration(back))
+		}
+	}
+	var s Seconds
+	if err := json.Unmarshal([]byte("1e300"), &s); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("Unmarshal(1e300) = %v, %v; want an out-of-range error", time.Duration(s), err)
+	}
+	if err := json.Unmarshal([]byte(`"1s"`), &s); err == nil {
+		t.Errorf("Unmarshal of a Go duration string succeeded: %v", time.Duration(s))
 	}
 }
