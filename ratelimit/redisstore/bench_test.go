@@ -106,7 +106,7 @@ func BenchmarkRedis_ThreeSingleChecks(b *testing.B) {
 }
 
 // BenchmarkRedis_MemoryPerKey reports Redis's MEMORY USAGE of one limited
-// identity (key name included) per algorithm and identity length: short
+// identity (key names included, summed over the identity's keys) per algorithm and identity length: short
 // ("user:1234", 9 bytes), an IP login key (20 bytes) and a policy key with
 // tenant, IP, user and path (62 bytes). The default prefix adds 5 bytes.
 func BenchmarkRedis_MemoryPerKey(b *testing.B) {
@@ -135,12 +135,21 @@ func BenchmarkRedis_MemoryPerKey(b *testing.B) {
 					if err := store.Check(ctx, ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
 						b.Fatal(err)
 					}
-					n, err := c.MemoryUsage(ctx, store.Key(key)).Result()
-					if err != nil {
-						b.Fatal(err)
+					// Every key of the identity: its own and, for a single
+					// fixed window or GCRA, its window key, which share the
+					// hash tag (the registry of limit ids is not per identity).
+					keys, err := c.Keys(ctx, store.Key(key)+"*").Result()
+					if err != nil || len(keys) == 0 {
+						b.Fatalf("keys of %q: %q, %v", key, keys, err)
 					}
-					total += n
-					c.Del(ctx, store.Key(key)) // every sample is a fresh identity (one hit)
+					for _, k := range keys {
+						n, err := c.MemoryUsage(ctx, k).Result()
+						if err != nil {
+							b.Fatal(err)
+						}
+						total += n
+					}
+					c.Del(ctx, keys...) // every sample is a fresh identity (one hit)
 				}
 				b.ReportMetric(float64(total)/float64(b.N), "bytes/key")
 			})
