@@ -445,3 +445,47 @@ func TestLean_ScriptAndGeneralDriverAgree(t *testing.T) {
 		}
 	}
 }
+
+// cancelAfterPipeline is a go-redis hook that ends the caller's context as
+// soon as a pipeline's replies are in: the moment a budget runs out on a
+// loaded proxy, between two round trips of one check.
+type cancelAfterPipeline struct{ cancel context.CancelFunc }
+
+func (h cancelAfterPipeline) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h cancelAfterPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h cancelAfterPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.cancel()
+		return err
+	}
+}
+
+// A fixed window's counter must never be left without its TTL, whatever
+// instant the check's context ends at: a counter without expiry is kept by
+// Redis for ever, and an attacker who sends one request from each of many
+// addresses while the store is slow would grow Redis without bound.
+func TestLean_ACheckCutShortNeverLeavesACounterWithoutExpiry(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	ctx := context.Background()
+	check, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	c.AddHook(cancelAfterPipeline{cancel: cancel})
+	store := redisstore.New(c, redisstore.Options{Prefix: uniquePrefix(t), Pipeline: -1})
+	lim := ratelimit.Limit{Name: "api", Algorithm: ratelimit.FixedWindow, Rate: 100, Period: time.Hour}
+	out := make([]ratelimit.LimitResult, 1)
+	_ = store.Check(check, ratelimit.CheckRequest{Key: "one-shot", Limits: []ratelimit.Limit{lim}, Cost: 1}, out) // may fail: its context ended
+	keys, err := c.Keys(ctx, store.Key("one-shot")+"*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys of the identity: %q, %v", keys, err)
+	}
+	for _, k := range keys {
+		if ttl, err := c.PTTL(ctx, k).Result(); err != nil || ttl <= 0 {
+			t.Errorf("%s: PTTL %v, %v; want the window's expiry", k, ttl, err)
+		}
+	}
+}

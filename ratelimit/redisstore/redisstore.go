@@ -7,7 +7,7 @@
 // limits each live in a key of their own ("<prefix>{<key>}:<limit id>",
 // see lean.go): a one-limit check is a short script (lean_fw.lua,
 // lean_gcra.lua), or, for a fixed window of cost 1 without a penalty
-// block, two plain commands. The other algorithms (and every limit under a
+// block, one pipeline of plain commands. The other algorithms (and every limit under a
 // test clock) live in the identity's value "<prefix>{<key>}", a short
 // string (lua/codec.lua), which the general script (check.lua) reads and
 // writes together with the identity's lean keys, so a multi-limit check is
