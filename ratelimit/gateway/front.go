@@ -516,11 +516,13 @@ func (c *frontConn) serve() {
 
 // refuse answers a head that did not parse.
 func (c *frontConn) refuse(err error, tooLarge bool) {
-	var ne net.Error
+	// A read error is the connection's (*net.OpError); a parse error may
+	// be a net.Error too (*url.Error of a bad target) and is answered.
+	var oe *net.OpError
 	switch {
 	case tooLarge:
 		c.writeError(http.StatusRequestHeaderFieldsTooLarge, "request head too large")
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne):
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &oe):
 		// The client left, or was too slow (slowloris): nothing to say.
 	case strings.Contains(err.Error(), "unsupported transfer encoding") || strings.Contains(err.Error(), "too many transfer encodings"):
 		c.writeError(http.StatusNotImplemented, "unsupported transfer encoding")
@@ -536,6 +538,15 @@ func (c *frontConn) check(req *http.Request, scan *headScan) (int, string) {
 	}
 	if req.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+	}
+	if scan.sawTE && !req.ProtoAtLeast(1, 1) {
+		// The parser ignores Transfer-Encoding on HTTP/1.0 and reads no
+		// body: what the client sent as one would be the next request
+		// (RFC 9112 §6.1: the framing is faulty).
+		return http.StatusBadRequest, "Transfer-Encoding in an HTTP/1.0 request"
+	}
+	if req.RequestURI == "*" && req.Method != http.MethodOptions {
+		return http.StatusBadRequest, "request target * is for OPTIONS only"
 	}
 	for k := range req.Header {
 		if !validFieldName(k) {
@@ -644,8 +655,23 @@ func (c *frontConn) runHandler(w *response, req *http.Request) (ok bool) {
 			}
 		}
 	}()
+	if req.RequestURI == "*" {
+		// OPTIONS * asks about the server, not a resource: answered here
+		// (as net/http does), never forwarded as a path.
+		serverOptions(w, req)
+		return true
+	}
 	c.f.handler.ServeHTTP(w, req)
 	return true
+}
+
+// serverOptions answers OPTIONS *: 200 and no body; a body over 4 KiB is
+// not read (the front's drain then closes the connection).
+func serverOptions(w http.ResponseWriter, req *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if req.ContentLength != 0 {
+		io.Copy(io.Discard, io.LimitReader(req.Body, 4<<10))
+	}
 }
 
 // CloseNotify support: a read behind the handler that learns of the client

@@ -1,0 +1,95 @@
+package gateway_test
+
+// Attacks on the gateway's HTTP/1.1 front found by sending it what net/http's
+// server is sent in the wild, over real sockets, with net/http's server
+// beside it as the reference: the front must be at least as safe.
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/ratelimit/gateway"
+)
+
+// readAnswers reads every answer on conn until it is closed (or 3 s pass):
+// the raw bytes and whether the gateway closed the connection.
+func readAnswers(t *testing.T, conn net.Conn) (string, bool) {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	b, err := io.ReadAll(conn)
+	var ne net.Error
+	return string(b), !(errorsAs(err, &ne) && ne.Timeout())
+}
+
+// A request line the parser refuses (a control byte in the target: the
+// URL parser's error is a net.Error) is answered 400, like net/http does,
+// instead of the connection being dropped without a word as if the
+// client had left.
+func TestFrontAttack_UnparsableTargetIsAnswered400(t *testing.T) {
+	srv, up := startFrontGateway(t, gateway.Config{})
+	for _, target := range []string{"/a\x01b", "/a\x7fb", "http://a\x00b/"} {
+		codes, closed := exchange(t, srv.Addr(), "GET "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		if len(codes) != 1 || codes[0] != http.StatusBadRequest || !closed {
+			t.Errorf("target %q: answers %v, closed %v: want one 400 and the connection closed", target, codes, closed)
+		}
+	}
+	if seen := up.seen(); len(seen) != 0 {
+		t.Errorf("the upstream saw %v: want nothing", seen)
+	}
+}
+
+// An HTTP/1.0 request with Transfer-Encoding has no framing the parser
+// believes (it ignores the field on 1.0 and reads no body), so a request
+// hidden in the "chunked" body was served as the next one on a keep-alive
+// connection. RFC 9112 §6.1: such a message's framing is faulty; it is
+// refused with 400 and the connection closed, so nothing behind it is read.
+func TestFrontAttack_HTTP10WithTransferEncodingRefused(t *testing.T) {
+	srv, up := startFrontGateway(t, gateway.Config{})
+	smuggled := "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+	raw := "POST /a HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n" + smuggled
+	codes, closed := exchange(t, srv.Addr(), raw)
+	if len(codes) != 1 || codes[0] != http.StatusBadRequest || !closed {
+		t.Errorf("answers %v, closed %v: want one 400 and the connection closed", codes, closed)
+	}
+	if seen := up.seen(); len(seen) != 0 {
+		t.Errorf("the upstream saw %v: want nothing", seen)
+	}
+}
+
+// "OPTIONS *" asks about the server, not a resource: net/http answers it
+// itself (200, no body). The front forwarded it to the upstream as a
+// request for the resource "/*", which the client never named; any other
+// method with the target "*" is refused.
+func TestFrontAttack_AsteriskTargetNeverForwardedAsAPath(t *testing.T) {
+	srv, up := startFrontGateway(t, gateway.Config{})
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\nGET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	br := bufio.NewReader(conn)
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || len(b) != 0 {
+		t.Errorf("OPTIONS *: %d %q: want 200 and no body", resp.StatusCode, b)
+	}
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("the request after OPTIONS *: %v %v: want it served on the same connection", resp, err)
+	}
+	codes, closed := exchange(t, srv.Addr(), "GET * HTTP/1.1\r\nHost: x\r\n\r\n")
+	if len(codes) != 1 || codes[0] != http.StatusBadRequest || !closed {
+		t.Errorf("GET *: answers %v, closed %v: want one 400 and the connection closed", codes, closed)
+	}
+	if seen := up.seen(); len(seen) != 1 || seen[0] != "GET /after" {
+		t.Errorf("the upstream saw %v: want only GET /after", seen)
+	}
+}
