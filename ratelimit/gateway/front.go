@@ -905,8 +905,8 @@ func (w *response) sendContinue() error {
 func (w *response) writeInformational(code int) {
 	w.c.wmu.Lock()
 	defer w.c.wmu.Unlock()
-	if w.headerSent || (code == http.StatusContinue && w.sentContinue) {
-		return
+	if w.headerSent || (code == http.StatusContinue && w.sentContinue) || !w.req.ProtoAtLeast(1, 1) {
+		return // an HTTP/1.0 client is sent no 1xx (RFC 9110 §15.2)
 	}
 	w.sentContinue = w.sentContinue || code == http.StatusContinue
 	bw := w.c.bw
@@ -995,6 +995,14 @@ func (w *response) sendHeaderRaw(final bool, raw []byte) {
 	w.headerSent = true
 	h := w.header
 	req := w.req
+	// The front frames the body itself: a Transfer-Encoding the handler set
+	// would stand beside the Content-Length or announce chunks never sent
+	// (a client would read the body as chunk sizes); a 1xx or 204 answer
+	// carries no Content-Length (RFC 9110 §8.6).
+	delete(h, "Transfer-Encoding")
+	if w.status < 200 || w.status == http.StatusNoContent {
+		delete(h, "Content-Length")
+	}
 	if !w.noBody || w.head {
 		switch {
 		case w.length >= 0:
@@ -1194,7 +1202,7 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 	for _, announced := range h["Trailer"] {
 		for _, k := range strings.Split(announced, ",") {
 			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
-			if !validFieldName(k) {
+			if !validFieldName(k) || forbiddenTrailers[k] {
 				continue
 			}
 			for _, v := range h[k] {
@@ -1205,7 +1213,7 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 		}
 	}
 	for k, vv := range h {
-		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && validFieldName(name) {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && validFieldName(name) && !forbiddenTrailers[http.CanonicalHeaderKey(name)] {
 			for _, v := range vv {
 				bw.WriteString(name + ": ")
 				writeValue(bw, v)
@@ -1213,6 +1221,17 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 			}
 		}
 	}
+}
+
+// forbiddenTrailers are the fields never sent as trailers: framing,
+// routing, authentication and control fields (RFC 9110 §6.5.1; net/http's
+// list, httpguts.ValidTrailerHeader). Read only.
+var forbiddenTrailers = map[string]bool{
+	"Authorization": true, "Cache-Control": true, "Connection": true, "Content-Encoding": true,
+	"Content-Length": true, "Content-Range": true, "Content-Type": true, "Expect": true, "Host": true,
+	"Keep-Alive": true, "Max-Forwards": true, "Pragma": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Proxy-Connection": true, "Range": true, "Realm": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Www-Authenticate": true,
 }
 
 func hasToken(values []string, token string) bool {
