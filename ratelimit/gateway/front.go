@@ -488,6 +488,11 @@ func (c *frontConn) serve() {
 			// The head is not all here: it must be within ReadHeaderTimeout
 			// (slowloris). A head all buffered reads nothing more.
 			c.setReadDeadline(now.Add(c.f.readHeaderTimeout))
+			// The answers held back for a batch go out before the wait:
+			// the rest of this head may never come.
+			if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
+				return
+			}
 		}
 		c.cr.scan = &scan
 		req, err := http.ReadRequest(c.br)
@@ -598,6 +603,11 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		c.bgMu.Lock()
 		c.body = b
 		c.bgMu.Unlock()
+		if c.bw.Buffered() > 0 && (req.ContentLength < 0 || int64(c.br.Buffered()) < req.ContentLength) {
+			// Reading the body may wait on the client, which may wait
+			// for the answers held back for a batch: they go out first.
+			c.bw.Flush()
+		}
 	}
 	if d := start.Add(c.f.writeTimeout); d.Sub(c.writeDeadline) > deadlineSlack || d.Before(c.writeDeadline) {
 		c.nc.SetWriteDeadline(d)

@@ -93,3 +93,61 @@ func TestFrontAttack_AsteriskTargetNeverForwardedAsAPath(t *testing.T) {
 		t.Errorf("the upstream saw %v: want only GET /after", seen)
 	}
 }
+
+// An answer is sent when its request is done, even when part of the next
+// request is already there: the front held the answers of pipelined
+// requests back while more was buffered, also when what was buffered was
+// only the start of a head, so the answer waited for the rest of that
+// head, and was lost when the head never completed (the read timed out or
+// the client half-closed, and the connection closed with the answer still
+// in the buffer). net/http sends it at once.
+func TestFrontAttack_AnswerNotHeldBehindAPartialNextHead(t *testing.T) {
+	srv, up := startFrontGateway(t, gateway.Config{ReadHeaderTimeout: 5 * time.Second})
+	for _, halfClose := range []bool{false, true} {
+		conn, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		io.WriteString(conn, "GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHo")
+		if halfClose {
+			conn.(*net.TCPConn).CloseWrite()
+		}
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("half-close %v: the first answer: %v (want it within 2 s, before the next head is complete)", halfClose, err)
+		}
+		if b, _ := io.ReadAll(io.LimitReader(resp.Body, 64)); resp.StatusCode != http.StatusOK || string(b) != "path=/first" {
+			t.Errorf("half-close %v: %d %q: want 200 path=/first", halfClose, resp.StatusCode, b)
+		}
+	}
+	if seen := up.seen(); len(seen) != 2 {
+		t.Errorf("the upstream saw %v: want GET /first twice", seen)
+	}
+}
+
+// The same for a next request whose body is not all there: its handler
+// waits for the body, the client for the answer before it.
+func TestFrontAttack_AnswerNotHeldBehindAPartialNextBody(t *testing.T) {
+	srv, _ := startFrontGateway(t, gateway.Config{})
+	for _, second := range []string{
+		"POST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n01234",
+		"POST /second HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n01234\r\n",
+	} {
+		conn, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		io.WriteString(conn, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"+second)
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%q behind: the first answer: %v (want it within 2 s)", second, err)
+		}
+		if b, _ := io.ReadAll(io.LimitReader(resp.Body, 64)); resp.StatusCode != http.StatusOK || string(b) != "path=/first" {
+			t.Errorf("%q behind: %d %q: want 200 path=/first", second, resp.StatusCode, b)
+		}
+	}
+}
