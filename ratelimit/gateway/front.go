@@ -371,6 +371,10 @@ type headScan struct {
 	name            [len("transfer-encoding:")]byte // the line's start, lower case
 	bareLF, obsFold bool
 	sawCL, sawTE    bool
+	// The Host field's value is checked as it passes: ReadRequest drops
+	// the field when the target is absolute-form (its host wins), and a
+	// peer may route by the field.
+	inHost, hostChars, hostSpace, hostBad bool
 }
 
 func (s *headScan) reset() { *s = headScan{firstLine: true} }
@@ -390,7 +394,12 @@ func (s *headScan) feed(p []byte) {
 			}
 			s.lineLen++
 			s.prevCR = p[i] == '\r'
-			if s.lineLen >= len(s.name) {
+			if s.inHost {
+				s.hostByte(p[i])
+			} else if s.lineLen == len("host:") && !s.firstLine && string(s.name[:len("host:")]) == "host:" {
+				s.inHost = true
+			}
+			if s.lineLen >= len(s.name) && !s.inHost {
 				// Past the field name, only the line's end matters: skip to it.
 				j := bytes.IndexByte(p[i+1:], '\n')
 				if j < 0 {
@@ -425,6 +434,21 @@ func (s *headScan) feed(p []byte) {
 			s.sawTE = s.sawTE || n >= len(te) && string(s.name[:len(te)]) == te
 		}
 		s.firstLine, s.lineLen, s.prevCR = false, 0, false
+		s.inHost, s.hostChars, s.hostSpace = false, false, false
+	}
+}
+
+// hostByte checks a byte of the Host field's value: host bytes, with
+// optional whitespace around them (the line's CR is the line's).
+func (s *headScan) hostByte(c byte) {
+	switch {
+	case c == '\r':
+	case c == ' ' || c == '\t':
+		s.hostSpace = s.hostChars
+	case s.hostSpace || !validHostByte(c):
+		s.hostBad = true
+	default:
+		s.hostChars = true
 	}
 }
 
@@ -437,6 +461,8 @@ func (s *headScan) verdict() (int, string) {
 		return http.StatusBadRequest, "obsolete line folding in request head"
 	case s.sawCL && s.sawTE:
 		return http.StatusBadRequest, "both Content-Length and Transfer-Encoding"
+	case s.hostBad:
+		return http.StatusBadRequest, "malformed Host header"
 	}
 	return 0, ""
 }
@@ -1288,15 +1314,20 @@ var tokenBytes = func() (t [256]bool) {
 // reg-name, IP literal), nothing that could mean something else.
 func validHost(h string) bool {
 	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("-._~!$&'()*+,;=:[]%", c) >= 0:
-		default:
+		if !validHostByte(h[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+func validHostByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	default:
+		return strings.IndexByte("-._~!$&'()*+,;=:[]%", c) >= 0
+	}
 }
 
 // maxHeaderBytes bounds a request head (request line and fields).

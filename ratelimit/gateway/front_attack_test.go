@@ -151,3 +151,25 @@ func TestFrontAttack_AnswerNotHeldBehindAPartialNextBody(t *testing.T) {
 		}
 	}
 }
+
+// With an absolute-form target the host is the target's, and the Host
+// field was not checked at all: userinfo or a space in it passed, where
+// net/http answers 400 (a peer that routes by the field would read it).
+func TestFrontAttack_HostFieldCheckedBesideAnAbsoluteTarget(t *testing.T) {
+	srv, up := startFrontGateway(t, gateway.Config{})
+	for _, host := range []string{"a b", "user@evil", "a/b"} {
+		codes, closed := exchange(t, srv.Addr(), "GET http://a/x HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+		if len(codes) != 1 || codes[0] != http.StatusBadRequest || !closed {
+			t.Errorf("Host %q: answers %v, closed %v: want one 400 and the connection closed", host, codes, closed)
+		}
+	}
+	for _, host := range []string{"a:80", " \tb.example \t", "[::1]:8080"} {
+		codes, _ := exchange(t, srv.Addr(), "GET http://a/ok HTTP/1.1\r\nHost:"+host+"\r\nConnection: close\r\n\r\n")
+		if len(codes) != 1 || codes[0] != http.StatusOK {
+			t.Errorf("Host %q: answers %v: want 200", host, codes)
+		}
+	}
+	if seen := up.seen(); len(seen) != 3 {
+		t.Errorf("the upstream saw %v: want only the three GET /ok", seen)
+	}
+}
