@@ -304,6 +304,9 @@ type frontConn struct {
 	bgRunning bool
 	bgDone    chan struct{}
 	bgGone    chan bool // CloseNotify's channel, for the request in progress
+	// clientGone: a background read saw the connection end (written by
+	// it, read after stopBackgroundRead).
+	clientGone bool
 }
 
 // connReader is the bufio.Reader's source: it bounds the bytes of a request
@@ -647,6 +650,12 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 	if c.state.Load() == connHijacked {
 		return false
 	}
+	if c.clientGone && !w.wroteHdr {
+		// The handler was told the client left (the upstream request was
+		// cancelled) and answered nothing: no made-up 200 goes out (a
+		// client that only half-closed would take it for the answer).
+		return false
+	}
 	w.finish()
 	if c.broken || w.closeAfter {
 		c.bw.Flush()
@@ -706,7 +715,7 @@ func (c *frontConn) runHandler(w *response, req *http.Request) (ok bool) {
 func serverOptions(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Length", "0")
 	if req.ContentLength != 0 {
-		io.Copy(io.Discard, io.LimitReader(req.Body, 4<<10))
+		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 4<<10)) // a failed read ends the connection in the drain
 	}
 }
 
@@ -752,7 +761,7 @@ func (c *frontConn) startBackgroundReadLocked() {
 		}
 		var ne net.Error
 		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
-			c.cr.err = err
+			c.cr.err, c.clientGone = err, true
 			gone <- true
 		}
 	}()

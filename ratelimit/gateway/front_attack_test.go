@@ -9,21 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/devkit-go/devkit/ratelimit/gateway"
 )
-
-// readAnswers reads every answer on conn until it is closed (or 3 s pass):
-// the raw bytes and whether the gateway closed the connection.
-func readAnswers(t *testing.T, conn net.Conn) (string, bool) {
-	t.Helper()
-	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
-	b, err := io.ReadAll(conn)
-	var ne net.Error
-	return string(b), !(errorsAs(err, &ne) && ne.Timeout())
-}
 
 // A request line the parser refuses (a control byte in the target: the
 // URL parser's error is a net.Error) is answered 400, like net/http does,
@@ -171,5 +163,32 @@ func TestFrontAttack_HostFieldCheckedBesideAnAbsoluteTarget(t *testing.T) {
 	}
 	if seen := up.seen(); len(seen) != 3 {
 		t.Errorf("the upstream saw %v: want only the three GET /ok", seen)
+	}
+}
+
+// A client that sends its request and half-closes (CloseWrite, as
+// "nc -N" and some health checkers do) is taken for gone: the upstream
+// request is cancelled and the gateway answers nothing, and the front then
+// sent the handler's default, an empty 200, as if it were the upstream's
+// answer (net/http does the same). Now the connection closes with no
+// made-up answer.
+func TestFrontAttack_HalfClosedClientNeverGetsAMadeUpAnswer(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(200 * time.Millisecond)
+		io.WriteString(w, "the upstream's answer")
+	}))
+	t.Cleanup(up.Close)
+	srv := startGateway(t, up.URL, openTestPolicy, gateway.Config{Logger: discardLogger()})
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	conn.(*net.TCPConn).CloseWrite()
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	raw, _ := io.ReadAll(conn)
+	if len(raw) > 0 && !strings.Contains(string(raw), "the upstream's answer") {
+		t.Errorf("answered %q: want the upstream's answer or nothing", raw)
 	}
 }
