@@ -32,7 +32,8 @@ package gateway
 //     connection by its remote address, connOf): a handler learns of a
 //     client gone through CloseNotify, which httputil.ReverseProxy asks
 //     for exactly when the context cannot tell it.
-//   - Shutdown closes the listeners and idle connections at once, lets
+//   - Shutdown closes the listeners and idle connections (and those
+//     still reading a head) at once, lets
 //     requests in flight finish (then closes their connections), and
 //     reports an error only if requests were still in flight when ctx ended.
 
@@ -186,8 +187,13 @@ func (f *front) Shutdown(ctx context.Context) error {
 		f.mu.Lock()
 		n := len(f.conns)
 		for c := range f.conns {
-			if c.state.Load() == connIdle {
-				// Wakes its wait for a next request, which then sees closing.
+			// A connection waiting for a request, or for the rest of a
+			// head, has no request in flight: it is claimed (the claim
+			// and the connection's own start of a request exclude each
+			// other) and its read woken, again on every tick (it may have
+			// set a deadline of its own just before the claim).
+			if c.state.CompareAndSwap(connIdle, connCut) || c.state.CompareAndSwap(connHead, connCut) ||
+				c.state.Load() == connCut {
 				c.nc.SetReadDeadline(aLongTimeAgo)
 			}
 		}
@@ -208,8 +214,8 @@ func (f *front) Shutdown(ctx context.Context) error {
 	}
 }
 
-// inFlight counts connections with a request in progress (its head's
-// first byte read, its answer not yet complete).
+// inFlight counts connections with a request in progress (its head
+// read, its answer not yet complete).
 func (f *front) inFlight() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -266,6 +272,11 @@ func (f *front) connOf(r *http.Request) *frontConn {
 const (
 	connIdle int32 = iota
 	connActive
+	// connHead: reading a request head; no request in flight yet.
+	connHead
+	// connCut: claimed by Shutdown while idle or reading a head; it
+	// serves no more.
+	connCut
 	connHijacked
 )
 
@@ -504,7 +515,10 @@ func (c *frontConn) serve() {
 				return
 			}
 		}
-		c.setState(connActive)
+		if !c.state.CompareAndSwap(connIdle, connHead) {
+			c.bw.Flush() // claimed by Shutdown: what was answered goes out
+			return
+		}
 		now := time.Now()
 		c.now = now
 		c.cr.limit = int64(c.f.maxHeaderBytes) + 4096
@@ -534,6 +548,9 @@ func (c *frontConn) serve() {
 		if status, why := c.check(req, &scan); status != 0 {
 			c.writeError(status, why)
 			return
+		}
+		if !c.state.CompareAndSwap(connHead, connActive) {
+			return // claimed by Shutdown: this request is not served
 		}
 		if !c.serveOne(req, now) {
 			return

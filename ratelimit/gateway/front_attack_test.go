@@ -6,6 +6,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -190,5 +191,30 @@ func TestFrontAttack_HalfClosedClientNeverGetsAMadeUpAnswer(t *testing.T) {
 	raw, _ := io.ReadAll(conn)
 	if len(raw) > 0 && !strings.Contains(string(raw), "the upstream's answer") {
 		t.Errorf("answered %q: want the upstream's answer or nothing", raw)
+	}
+}
+
+// A connection that sent only part of a head has no request in flight,
+// yet Shutdown waited for it to the end of ShutdownTimeout and then
+// reported requests cut off: one slowloris connection made every graceful
+// stop slow and an error. net/http closes such connections at once. An
+// answer in progress is still waited for.
+func TestFrontAttack_ShutdownNotHeldByAPartialHead(t *testing.T) {
+	srv, _ := startFrontGateway(t, gateway.Config{ShutdownTimeout: 3 * time.Second, ReadHeaderTimeout: 10 * time.Second})
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "GET /a HTTP/1.1\r\nHo")
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	err = srv.Shutdown(context.Background())
+	if took := time.Since(start); err != nil || took > time.Second {
+		t.Errorf("Shutdown took %v: %v; want at once and no error", took.Round(time.Millisecond), err)
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	if b, err := io.ReadAll(conn); err != nil {
+		t.Errorf("the connection still open after Shutdown (read %q): %v", b, err)
 	}
 }
