@@ -542,6 +542,11 @@ func (c *frontConn) serve() {
 		c.cr.scan = nil
 		c.cr.limit = -1
 		if err != nil {
+			if c.state.Load() == connCut {
+				// Shutdown woke the read: the head is cut, not malformed.
+				c.writeError(http.StatusServiceUnavailable, "shutting down")
+				return
+			}
 			c.refuse(err, c.cr.hitMax)
 			return
 		}
@@ -550,7 +555,10 @@ func (c *frontConn) serve() {
 			return
 		}
 		if !c.state.CompareAndSwap(connHead, connActive) {
-			return // claimed by Shutdown: this request is not served
+			// Claimed by Shutdown: not served, and the client told so (it
+			// may send it elsewhere: nothing of it was done).
+			c.writeError(http.StatusServiceUnavailable, "shutting down")
+			return
 		}
 		if !c.serveOne(req, now) {
 			return
