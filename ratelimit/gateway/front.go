@@ -32,7 +32,8 @@ package gateway
 //     connection by its remote address, connOf): a handler learns of a
 //     client gone through CloseNotify, which httputil.ReverseProxy asks
 //     for exactly when the context cannot tell it.
-//   - Shutdown closes the listeners and idle connections at once, lets
+//   - Shutdown closes the listeners and idle connections (and those
+//     still reading a head) at once, lets
 //     requests in flight finish (then closes their connections), and
 //     reports an error only if requests were still in flight when ctx ended.
 
@@ -186,8 +187,13 @@ func (f *front) Shutdown(ctx context.Context) error {
 		f.mu.Lock()
 		n := len(f.conns)
 		for c := range f.conns {
-			if c.state.Load() == connIdle {
-				// Wakes its wait for a next request, which then sees closing.
+			// A connection waiting for a request, or for the rest of a
+			// head, has no request in flight: it is claimed (the claim
+			// and the connection's own start of a request exclude each
+			// other) and its read woken, again on every tick (it may have
+			// set a deadline of its own just before the claim).
+			if c.state.CompareAndSwap(connIdle, connCut) || c.state.CompareAndSwap(connHead, connCut) ||
+				c.state.Load() == connCut {
 				c.nc.SetReadDeadline(aLongTimeAgo)
 			}
 		}
@@ -208,8 +214,8 @@ func (f *front) Shutdown(ctx context.Context) error {
 	}
 }
 
-// inFlight counts connections with a request in progress (its head's
-// first byte read, its answer not yet complete).
+// inFlight counts connections with a request in progress (its head
+// read, its answer not yet complete).
 func (f *front) inFlight() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -266,6 +272,11 @@ func (f *front) connOf(r *http.Request) *frontConn {
 const (
 	connIdle int32 = iota
 	connActive
+	// connHead: reading a request head; no request in flight yet.
+	connHead
+	// connCut: claimed by Shutdown while idle or reading a head; it
+	// serves no more.
+	connCut
 	connHijacked
 )
 
@@ -304,6 +315,9 @@ type frontConn struct {
 	bgRunning bool
 	bgDone    chan struct{}
 	bgGone    chan bool // CloseNotify's channel, for the request in progress
+	// clientGone: a background read saw the connection end (written by
+	// it, read after stopBackgroundRead).
+	clientGone bool
 }
 
 // connReader is the bufio.Reader's source: it bounds the bytes of a request
@@ -371,6 +385,10 @@ type headScan struct {
 	name            [len("transfer-encoding:")]byte // the line's start, lower case
 	bareLF, obsFold bool
 	sawCL, sawTE    bool
+	// The Host field's value is checked as it passes: ReadRequest drops
+	// the field when the target is absolute-form (its host wins), and a
+	// peer may route by the field.
+	inHost, hostChars, hostSpace, hostBad bool
 }
 
 func (s *headScan) reset() { *s = headScan{firstLine: true} }
@@ -390,7 +408,12 @@ func (s *headScan) feed(p []byte) {
 			}
 			s.lineLen++
 			s.prevCR = p[i] == '\r'
-			if s.lineLen >= len(s.name) {
+			if s.inHost {
+				s.hostByte(p[i])
+			} else if s.lineLen == len("host:") && !s.firstLine && string(s.name[:len("host:")]) == "host:" {
+				s.inHost = true
+			}
+			if s.lineLen >= len(s.name) && !s.inHost {
 				// Past the field name, only the line's end matters: skip to it.
 				j := bytes.IndexByte(p[i+1:], '\n')
 				if j < 0 {
@@ -425,6 +448,21 @@ func (s *headScan) feed(p []byte) {
 			s.sawTE = s.sawTE || n >= len(te) && string(s.name[:len(te)]) == te
 		}
 		s.firstLine, s.lineLen, s.prevCR = false, 0, false
+		s.inHost, s.hostChars, s.hostSpace = false, false, false
+	}
+}
+
+// hostByte checks a byte of the Host field's value: host bytes, with
+// optional whitespace around them (the line's CR is the line's).
+func (s *headScan) hostByte(c byte) {
+	switch {
+	case c == '\r':
+	case c == ' ' || c == '\t':
+		s.hostSpace = s.hostChars
+	case s.hostSpace || !validHostByte(c):
+		s.hostBad = true
+	default:
+		s.hostChars = true
 	}
 }
 
@@ -437,6 +475,8 @@ func (s *headScan) verdict() (int, string) {
 		return http.StatusBadRequest, "obsolete line folding in request head"
 	case s.sawCL && s.sawTE:
 		return http.StatusBadRequest, "both Content-Length and Transfer-Encoding"
+	case s.hostBad:
+		return http.StatusBadRequest, "malformed Host header"
 	}
 	return 0, ""
 }
@@ -475,7 +515,10 @@ func (c *frontConn) serve() {
 				return
 			}
 		}
-		c.setState(connActive)
+		if !c.state.CompareAndSwap(connIdle, connHead) {
+			c.bw.Flush() // claimed by Shutdown: what was answered goes out
+			return
+		}
 		now := time.Now()
 		c.now = now
 		c.cr.limit = int64(c.f.maxHeaderBytes) + 4096
@@ -488,17 +531,33 @@ func (c *frontConn) serve() {
 			// The head is not all here: it must be within ReadHeaderTimeout
 			// (slowloris). A head all buffered reads nothing more.
 			c.setReadDeadline(now.Add(c.f.readHeaderTimeout))
+			// The answers held back for a batch go out before the wait:
+			// the rest of this head may never come.
+			if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
+				return
+			}
 		}
 		c.cr.scan = &scan
 		req, err := http.ReadRequest(c.br)
 		c.cr.scan = nil
 		c.cr.limit = -1
 		if err != nil {
+			if c.state.Load() == connCut {
+				// Shutdown woke the read: the head is cut, not malformed.
+				c.writeError(http.StatusServiceUnavailable, "shutting down")
+				return
+			}
 			c.refuse(err, c.cr.hitMax)
 			return
 		}
 		if status, why := c.check(req, &scan); status != 0 {
 			c.writeError(status, why)
+			return
+		}
+		if !c.state.CompareAndSwap(connHead, connActive) {
+			// Claimed by Shutdown: not served, and the client told so (it
+			// may send it elsewhere: nothing of it was done).
+			c.writeError(http.StatusServiceUnavailable, "shutting down")
 			return
 		}
 		if !c.serveOne(req, now) {
@@ -516,11 +575,13 @@ func (c *frontConn) serve() {
 
 // refuse answers a head that did not parse.
 func (c *frontConn) refuse(err error, tooLarge bool) {
-	var ne net.Error
+	// A read error is the connection's (*net.OpError); a parse error may
+	// be a net.Error too (*url.Error of a bad target) and is answered.
+	var oe *net.OpError
 	switch {
 	case tooLarge:
 		c.writeError(http.StatusRequestHeaderFieldsTooLarge, "request head too large")
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne):
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &oe):
 		// The client left, or was too slow (slowloris): nothing to say.
 	case strings.Contains(err.Error(), "unsupported transfer encoding") || strings.Contains(err.Error(), "too many transfer encodings"):
 		c.writeError(http.StatusNotImplemented, "unsupported transfer encoding")
@@ -536,6 +597,15 @@ func (c *frontConn) check(req *http.Request, scan *headScan) (int, string) {
 	}
 	if req.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+	}
+	if scan.sawTE && !req.ProtoAtLeast(1, 1) {
+		// The parser ignores Transfer-Encoding on HTTP/1.0 and reads no
+		// body: what the client sent as one would be the next request
+		// (RFC 9112 §6.1: the framing is faulty).
+		return http.StatusBadRequest, "Transfer-Encoding in an HTTP/1.0 request"
+	}
+	if req.RequestURI == "*" && req.Method != http.MethodOptions {
+		return http.StatusBadRequest, "request target * is for OPTIONS only"
 	}
 	for k := range req.Header {
 		if !validFieldName(k) {
@@ -587,6 +657,11 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		c.bgMu.Lock()
 		c.body = b
 		c.bgMu.Unlock()
+		if c.bw.Buffered() > 0 && (req.ContentLength < 0 || int64(c.br.Buffered()) < req.ContentLength) {
+			// Reading the body may wait on the client, which may wait
+			// for the answers held back for a batch: they go out first.
+			c.bw.Flush()
+		}
 	}
 	if d := start.Add(c.f.writeTimeout); d.Sub(c.writeDeadline) > deadlineSlack || d.Before(c.writeDeadline) {
 		c.nc.SetWriteDeadline(d)
@@ -598,6 +673,12 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 	}
 	c.stopBackgroundRead()
 	if c.state.Load() == connHijacked {
+		return false
+	}
+	if c.clientGone && !w.wroteHdr {
+		// The handler was told the client left (the upstream request was
+		// cancelled) and answered nothing: no made-up 200 goes out (a
+		// client that only half-closed would take it for the answer).
 		return false
 	}
 	w.finish()
@@ -644,8 +725,23 @@ func (c *frontConn) runHandler(w *response, req *http.Request) (ok bool) {
 			}
 		}
 	}()
+	if req.RequestURI == "*" {
+		// OPTIONS * asks about the server, not a resource: answered here
+		// (as net/http does), never forwarded as a path.
+		serverOptions(w, req)
+		return true
+	}
 	c.f.handler.ServeHTTP(w, req)
 	return true
+}
+
+// serverOptions answers OPTIONS *: 200 and no body; a body over 4 KiB is
+// not read (the front's drain then closes the connection).
+func serverOptions(w http.ResponseWriter, req *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if req.ContentLength != 0 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 4<<10)) // a failed read ends the connection in the drain
+	}
 }
 
 // CloseNotify support: a read behind the handler that learns of the client
@@ -690,7 +786,7 @@ func (c *frontConn) startBackgroundReadLocked() {
 		}
 		var ne net.Error
 		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
-			c.cr.err = err
+			c.cr.err, c.clientGone = err, true
 			gone <- true
 		}
 	}()
@@ -879,8 +975,8 @@ func (w *response) sendContinue() error {
 func (w *response) writeInformational(code int) {
 	w.c.wmu.Lock()
 	defer w.c.wmu.Unlock()
-	if w.headerSent || (code == http.StatusContinue && w.sentContinue) {
-		return
+	if w.headerSent || (code == http.StatusContinue && w.sentContinue) || !w.req.ProtoAtLeast(1, 1) {
+		return // an HTTP/1.0 client is sent no 1xx (RFC 9110 §15.2)
 	}
 	w.sentContinue = w.sentContinue || code == http.StatusContinue
 	bw := w.c.bw
@@ -969,6 +1065,14 @@ func (w *response) sendHeaderRaw(final bool, raw []byte) {
 	w.headerSent = true
 	h := w.header
 	req := w.req
+	// The front frames the body itself: a Transfer-Encoding the handler set
+	// would stand beside the Content-Length or announce chunks never sent
+	// (a client would read the body as chunk sizes); a 1xx or 204 answer
+	// carries no Content-Length (RFC 9110 §8.6).
+	delete(h, "Transfer-Encoding")
+	if w.status < 200 || w.status == http.StatusNoContent {
+		delete(h, "Content-Length")
+	}
 	if !w.noBody || w.head {
 		switch {
 		case w.length >= 0:
@@ -1168,7 +1272,7 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 	for _, announced := range h["Trailer"] {
 		for _, k := range strings.Split(announced, ",") {
 			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
-			if !validFieldName(k) {
+			if !validFieldName(k) || forbiddenTrailers[k] {
 				continue
 			}
 			for _, v := range h[k] {
@@ -1179,7 +1283,7 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 		}
 	}
 	for k, vv := range h {
-		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && validFieldName(name) {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && validFieldName(name) && !forbiddenTrailers[http.CanonicalHeaderKey(name)] {
 			for _, v := range vv {
 				bw.WriteString(name + ": ")
 				writeValue(bw, v)
@@ -1187,6 +1291,17 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 			}
 		}
 	}
+}
+
+// forbiddenTrailers are the fields never sent as trailers: framing,
+// routing, authentication and control fields (RFC 9110 §6.5.1; net/http's
+// list, httpguts.ValidTrailerHeader). Read only.
+var forbiddenTrailers = map[string]bool{
+	"Authorization": true, "Cache-Control": true, "Connection": true, "Content-Encoding": true,
+	"Content-Length": true, "Content-Range": true, "Content-Type": true, "Expect": true, "Host": true,
+	"Keep-Alive": true, "Max-Forwards": true, "Pragma": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Proxy-Connection": true, "Range": true, "Realm": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Www-Authenticate": true,
 }
 
 func hasToken(values []string, token string) bool {
@@ -1233,15 +1348,20 @@ var tokenBytes = func() (t [256]bool) {
 // reg-name, IP literal), nothing that could mean something else.
 func validHost(h string) bool {
 	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("-._~!$&'()*+,;=:[]%", c) >= 0:
-		default:
+		if !validHostByte(h[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+func validHostByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	default:
+		return strings.IndexByte("-._~!$&'()*+,;=:[]%", c) >= 0
+	}
 }
 
 // maxHeaderBytes bounds a request head (request line and fields).

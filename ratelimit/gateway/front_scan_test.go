@@ -17,6 +17,9 @@ func referenceScan(head []byte) headScan {
 			if !first && len(head) > 0 && (head[0] == ' ' || head[0] == '\t') {
 				r.obsFold = true
 			}
+			if !first {
+				r.hostBad = r.hostBad || referenceHostBad(head)
+			}
 			return r
 		}
 		line := head[:i]
@@ -37,9 +40,25 @@ func referenceScan(head []byte) headScan {
 			lower := bytes.ToLower(line)
 			r.sawCL = r.sawCL || bytes.HasPrefix(lower, []byte("content-length:"))
 			r.sawTE = r.sawTE || bytes.HasPrefix(lower, []byte("transfer-encoding:"))
+			r.hostBad = r.hostBad || referenceHostBad(line)
 		}
 		first = false
 	}
+}
+
+// referenceHostBad: line is a Host field whose value, CRs dropped and
+// trimmed of whitespace, has a byte that is not a host's.
+func referenceHostBad(line []byte) bool {
+	if len(line) < len("host:") || !bytes.EqualFold(line[:len("host:")], []byte("host:")) {
+		return false
+	}
+	v := bytes.Trim(bytes.ReplaceAll(line[len("host:"):], []byte("\r"), nil), " \t")
+	for _, c := range v {
+		if !validHostByte(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // FuzzHeadScan: headScan, fed a head in arbitrary pieces (as reads
@@ -51,6 +70,8 @@ func FuzzHeadScan(f *testing.F) {
 		"GET /a HTTP/1.1\nHost: x\n\n",
 		"GET /a HTTP/1.1\r\nX: a\r\n b\r\n\r\n",
 		"GET /a HTTP/1.1\r\nTRANSFER-ENCODING: chunked\r\nX-Long-Header-Name-Here: " + string(bytes.Repeat([]byte("v"), 100)) + "\r\n\r\n",
+		"GET http://a/ HTTP/1.1\r\nHost: a b\r\n\r\n", "GET / HTTP/1.1\r\nhOST:\t[::1]:80 \r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: u@h\r\nX: y\r\n\r\n", "GET / HTTP/1.1\r\nHostX: a b\r\n\r\n",
 		"\r\n", "\n", "GET\r\r\n\r\n", "GET / HTTP/1.1\r\nContent-Length:\r\n\r\n",
 	} {
 		f.Add([]byte(s), uint64(0x9e3779b97f4a7c15))
@@ -71,10 +92,10 @@ func FuzzHeadScan(f *testing.F) {
 			rest = rest[n:]
 		}
 		if got.done != want.done || got.bareLF != want.bareLF || got.obsFold != want.obsFold ||
-			got.sawCL != want.sawCL || got.sawTE != want.sawTE {
-			t.Fatalf("head %q:\n got done=%v bareLF=%v obsFold=%v CL=%v TE=%v\nwant done=%v bareLF=%v obsFold=%v CL=%v TE=%v",
-				head, got.done, got.bareLF, got.obsFold, got.sawCL, got.sawTE,
-				want.done, want.bareLF, want.obsFold, want.sawCL, want.sawTE)
+			got.sawCL != want.sawCL || got.sawTE != want.sawTE || got.hostBad != want.hostBad {
+			t.Fatalf("head %q:\n got done=%v bareLF=%v obsFold=%v CL=%v TE=%v hostBad=%v\nwant done=%v bareLF=%v obsFold=%v CL=%v TE=%v hostBad=%v",
+				head, got.done, got.bareLF, got.obsFold, got.sawCL, got.sawTE, got.hostBad,
+				want.done, want.bareLF, want.obsFold, want.sawCL, want.sawTE, want.hostBad)
 		}
 	})
 }
