@@ -155,7 +155,10 @@ func (s *Store) redisKey(key string) string { return s.prefix + "{" + key + "}" 
 
 // Check implements ratelimit.Store.
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
-	if len(req.Limits) == 1 && req.Cost > 0 {
+	// A cost of leanMaxRate or more (above every lean rate, so denied) goes
+	// to the general script: lean_fw.lua's counter would run into its MARK
+	// or overflow int64, and read as allowed or as a foreign value.
+	if len(req.Limits) == 1 && req.Cost > 0 && req.Cost < leanMaxRate {
 		if e := s.specs.of(req.Limits[0], s.now == nil); e.lean {
 			return s.checkLean(ctx, req, e, out)
 		}

@@ -1,0 +1,110 @@
+package redisstore_test
+
+// Attacks on the lean layout (lean.go): inputs and timings a hostile client
+// or a careless caller can produce, each against a real redis-server or the
+// real 3-master cluster.
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
+)
+
+// A cost far above any rate (a library caller's CheckN, or a policy with a
+// huge max_cost) is denied with retry -1 and consumes nothing; it must not
+// wrap the counter into its penalty MARK, overflow it, or corrupt a GCRA
+// value so that a block in force is forgotten.
+func TestLeanAttack_HugeCostIsDeniedAndChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range leanBackends(t) {
+		for _, lim := range []ratelimit.Limit{
+			{Name: "fw", Rate: 10, Period: time.Hour},
+			{Name: "fwb", Rate: 10, Period: time.Hour, Block: time.Hour},
+			{Name: "gc", Algorithm: ratelimit.GCRA, Rate: 10, Period: time.Hour},
+			{Name: "gcb", Algorithm: ratelimit.GCRA, Rate: 10, Period: time.Hour, Block: time.Hour},
+		} {
+			for _, cost := range []int64{1 << 48, 1 << 50, 1<<53 + 1, math.MaxInt64} {
+				for _, multi := range []bool{false, true} {
+					t.Run(name, func(t *testing.T) {
+						store, _ := newStore(t)
+						limits := []ratelimit.Limit{lim}
+						if multi {
+							limits = append(limits, ratelimit.Limit{Name: "wide", Algorithm: ratelimit.GCRA, Rate: 1 << 30, Period: time.Second, Burst: 1 << 30})
+						}
+						out := make([]ratelimit.LimitResult, len(limits))
+						check := func(cost int64) {
+							t.Helper()
+							if err := store.Check(ctx, ratelimit.CheckRequest{Key: "k", Limits: limits, Cost: cost}, out); err != nil {
+								t.Fatalf("%s cost %d: %v", lim.Name, cost, err)
+							}
+						}
+						check(4)
+						check(cost)
+						if out[0].Allowed || out[0].RetryAfter != -1 {
+							t.Fatalf("%s multi=%v: cost %d against rate 10: %+v, want denied with retry -1", lim.Name, multi, cost, out[0])
+						}
+						check(1)
+						if lim.Block > 0 {
+							if out[0].Allowed || !out[0].Blocked {
+								t.Fatalf("%s multi=%v: after cost %d started a block: %+v, want blocked", lim.Name, multi, cost, out[0])
+							}
+							return
+						}
+						if !out[0].Allowed || out[0].Remaining != 5 {
+							t.Fatalf("%s multi=%v: after cost %d was denied: %+v, want allowed with 5 left", lim.Name, multi, cost, out[0])
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// Every key the layout writes expires by itself (the registry set alone
+// lives on): after plain, lean-script and multi-limit checks, denials,
+// blocks and costs above the rate, no key of the prefix but the registry
+// has PTTL -1.
+func TestLeanAttack_EveryKeyButTheRegistryExpires(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	prefix := uniquePrefix(t)
+	limits := []ratelimit.Limit{
+		{Name: "fw", Rate: 3, Period: time.Hour},
+		{Name: "fwb", Rate: 3, Period: time.Hour, Block: time.Hour},
+		{Name: "gc", Algorithm: ratelimit.GCRA, Rate: 3, Period: time.Hour},
+		{Name: "gcb", Algorithm: ratelimit.GCRA, Rate: 3, Period: time.Hour, Block: time.Hour},
+		{Name: "sw", Algorithm: ratelimit.SlidingWindow, Rate: 3, Period: time.Hour},
+	}
+	for _, opts := range []redisstore.Options{{Prefix: prefix}, {Prefix: prefix, Pipeline: -1}} {
+		store := redisstore.New(c, opts)
+		out := make([]ratelimit.LimitResult, 2)
+		for i, lim := range limits {
+			for _, cost := range []int64{1, 1, 2, 5, 1, 1 << 50} {
+				for _, multi := range [][]ratelimit.Limit{{lim}, {lim, limits[(i+1)%len(limits)]}} {
+					if err := store.Check(ctx, ratelimit.CheckRequest{Key: "id:" + lim.Name, Limits: multi, Cost: cost}, out[:len(multi)]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the background registration
+	keys, err := c.Keys(ctx, prefix+"*").Result()
+	if err != nil || len(keys) < 5 {
+		t.Fatalf("keys: %q, %v", keys, err)
+	}
+	for _, k := range keys {
+		if k == prefix+"limits" {
+			continue
+		}
+		if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 {
+			t.Errorf("key %q has PTTL %v", k, ttl)
+		}
+	}
+}
