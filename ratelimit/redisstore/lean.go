@@ -68,7 +68,8 @@ func (s *Store) registry() string { return s.prefix + "limits" }
 // leanKeys are the window and penalty keys of limit id for key, built in
 // one allocation.
 func (s *Store) leanKeys(key, id string) (window, penalty string) {
-	both := s.prefix + "{" + key + "}:" + id + s.prefix + "{" + key + "}!" + id
+	tag := hashTag(key)
+	both := s.prefix + "{" + tag + "}:" + id + s.prefix + "{" + tag + "}!" + id
 	n := len(both) / 2
 	return both[:n], both[n:]
 }
@@ -133,7 +134,7 @@ func leanKeyOf(redisKey, prefix string) (key string, ok, penalty bool) {
 	default:
 		return "", false, false
 	}
-	return redisKey[len(prefix)+1 : n-limitIDLen-2], true, penalty
+	return untag(redisKey[len(prefix)+1 : n-limitIDLen-2]), true, penalty
 }
 
 // leanArgs are a lean limit's script arguments after the cost: for a

@@ -15,6 +15,53 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
+// An identity whose hash tag would be empty ("" or one starting with "}":
+// "<prefix>{}..." makes Redis hash the whole key) must still keep all its
+// keys in one slot: multi-limit checks, Reset, Info and Top work on a
+// cluster as for any other identity.
+func TestLeanAttack_IdentityWithAnEmptyHashTagStaysInOneSlot(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	c := cl.Client(t)
+	store := redisstore.New(c, redisstore.Options{Prefix: uniquePrefix(t)})
+	fw := ratelimit.Limit{Name: "fw", Rate: 2, Period: time.Hour}
+	gc := ratelimit.Limit{Name: "gc", Algorithm: ratelimit.GCRA, Rate: 100, Period: time.Hour}
+	for _, key := range []string{"}", "}abc", "", "}{", "=}x", "=", "a}b", "x{y}", "*?[\\"} {
+		out := make([]ratelimit.LimitResult, 2)
+		for i := 0; i < 3; i++ {
+			if err := store.Check(ctx, ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{fw, gc}, Cost: 1}, out); err != nil {
+				t.Fatalf("identity %q: two-limit check: %v", key, err)
+			}
+			if want := i < 2; out[0].Allowed != want {
+				t.Fatalf("identity %q: check %d allowed=%v, want %v", key, i, out[0].Allowed, want)
+			}
+		}
+		info, err := store.Info(ctx, key)
+		if err != nil || !info.Exists || info.Hits < 2 {
+			t.Fatalf("identity %q: info %+v, %v", key, info, err)
+		}
+		if existed, err := store.Reset(ctx, key); err != nil || !existed {
+			t.Fatalf("identity %q: reset %v, %v", key, existed, err)
+		}
+		if err := store.Check(ctx, ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{fw}, Cost: 1}, out[:1]); err != nil || !out[0].Allowed || out[0].Remaining != 1 {
+			t.Fatalf("identity %q after reset: %+v, %v", key, out[0], err)
+		}
+	}
+	top, err := store.Top(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, cons := range top {
+		seen[cons.Key] = true
+	}
+	for _, key := range []string{"}", "}abc", "", "=}x", "=", "a}b", "x{y}"} {
+		if !seen[key] {
+			t.Errorf("top misses identity %q: %+v", key, top)
+		}
+	}
+}
+
 // A cost far above any rate (a library caller's CheckN, or a policy with a
 // huge max_cost) is denied with retry -1 and consumes nothing; it must not
 // wrap the counter into its penalty MARK, overflow it, or corrupt a GCRA

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -240,7 +241,7 @@ func resetInfoTop(t *testing.T, store *redisstore.Store, client redis.UniversalC
 		t.Fatalf("top: %+v, %v", top, err)
 	}
 	// Another process (a store of its own, same prefix) resets it.
-	other := redisstore.New(client, redisstore.Options{Prefix: store.Key("")[:len(store.Key(""))-2]})
+	other := redisstore.New(client, redisstore.Options{Prefix: strings.TrimSuffix(store.Key("x"), "{x}")})
 	existed, err := other.Reset(ctx, "ip:1")
 	if err != nil || !existed {
 		t.Fatalf("reset: %v, %v", existed, err)
@@ -308,7 +309,7 @@ func TestLean_ExactWithThreeProxiesOnOneIdentity(t *testing.T) {
 func exactOnOneIdentity(t *testing.T, newStore func(t *testing.T) (*redisstore.Store, redis.UniversalClient), lim ratelimit.Limit, rate int64) {
 	wide := ratelimit.Limit{Name: "wide", Algorithm: ratelimit.GCRA, Rate: 1 << 30, Period: time.Second, Burst: 1 << 30}
 	first, _ := newStore(t)
-	prefix := first.Key("")[:len(first.Key(""))-2]
+	prefix := strings.TrimSuffix(first.Key("x"), "{x}")
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for p := 0; p < 3; p++ {

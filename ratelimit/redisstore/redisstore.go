@@ -151,7 +151,30 @@ func (s *Store) nodeOf(ctx context.Context, redisKey string) string {
 
 // redisKey is the Redis key holding key's state. The braces are a hash tag:
 // all of one identity's limits share one slot.
-func (s *Store) redisKey(key string) string { return s.prefix + "{" + key + "}" }
+func (s *Store) redisKey(key string) string { return s.prefix + "{" + hashTag(key) + "}" }
+
+// hashTag is what an identity's keys hold between their braces: the
+// identity itself, or, when it is empty or starts with "}" or "=", the
+// identity after a "=". Redis hashes a key whose first "{" is followed at
+// once by "}" whole, so "<prefix>{}abc}" and its window key
+// "<prefix>{}abc}:<id>" would land in different slots (a cluster refuses
+// the multi-limit check, CROSSSLOT, and Reset's DEL); "=" keeps the tag
+// non-empty, and escaping a leading "=" too keeps the mapping one to one
+// (untag undoes it).
+func hashTag(key string) string {
+	if key == "" || key[0] == '}' || key[0] == '=' {
+		return "=" + key
+	}
+	return key
+}
+
+// untag is the identity of a hash tag (hashTag's inverse).
+func untag(tag string) string {
+	if tag != "" && tag[0] == '=' {
+		return tag[1:]
+	}
+	return tag
+}
 
 // Check implements ratelimit.Store.
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
@@ -193,7 +216,7 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 // countPlain.
 func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *specEntry, out []ratelimit.LimitResult) error {
 	s.register(e)
-	window := s.prefix + "{" + req.Key + "}:" + e.id
+	window := s.prefix + "{" + hashTag(req.Key) + "}:" + e.id
 	args := []any{1, req.Cost, e.leanArgs[0], e.leanArgs[1], e.leanArgs[2]}
 	plain := !e.gcra && req.Cost == 1 && e.blockMs == 0
 	var (
@@ -546,7 +569,7 @@ func (s *Store) scanNode(ctx context.Context, c redis.UniversalClient, n int, to
 				if !ok || st.hits <= 0 {
 					continue
 				}
-				key := strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+"{"), "}")
+				key := untag(strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+"{"), "}"))
 				top.offer(ratelimit.Consumer{Key: key, Hits: st.hits, TTL: ttls[i].Val()}, n)
 			}
 		}
