@@ -75,27 +75,39 @@ func (s *Store) leanKeys(key, id string) (window, penalty string) {
 }
 
 // register adds the entry's id to the registry when it is not there yet
-// (or was added more than leanRegisterEvery ago). It never holds up the
-// check: the SADD runs in a goroutine of its own (one per entry at a time),
-// and a failed one is tried again by the next check. The registry's key
-// may live on another node than the identity's (a cluster), which may be
-// down while the identity's is not.
-func (s *Store) register(e *specEntry) {
+// (or was added more than leanRegisterEvery ago). The SADD runs in a
+// goroutine of its own (one per entry at a time), and a failed one is tried
+// again by the next check. A later check never waits for it, but the first
+// checks of an entry wait (up to the end of their ctx) for its first
+// attempt: a Reset or Info by another process reads only the registry, and
+// a window key written before its id is there would be missed (the reset
+// answering "nothing there" and leaving the identity limited). The
+// registry's key may live on another node than the identity's (a cluster),
+// which may be down while the identity's is not: after a failed first
+// attempt, checks go on without waiting.
+func (s *Store) register(ctx context.Context, e *specEntry) {
 	now := time.Now().UnixNano()
-	if last := e.registered.Load(); last != 0 && now-last < int64(leanRegisterEvery) {
+	last := e.registered.Load()
+	if last != 0 && now-last < int64(leanRegisterEvery) {
 		return
 	}
-	if !e.registering.CompareAndSwap(false, true) {
-		return
+	if e.registering.CompareAndSwap(false, true) {
+		go func() {
+			defer e.registering.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), ClientTimeout)
+			defer cancel()
+			if s.client.SAdd(ctx, s.registry(), e.id).Err() == nil {
+				e.registered.Store(time.Now().UnixNano())
+			}
+			e.firstTry.Do(func() { close(e.firstTried) })
+		}()
 	}
-	go func() {
-		defer e.registering.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), ClientTimeout)
-		defer cancel()
-		if s.client.SAdd(ctx, s.registry(), e.id).Err() == nil {
-			e.registered.Store(time.Now().UnixNano())
+	if last == 0 {
+		select {
+		case <-e.firstTried:
+		case <-ctx.Done():
 		}
-	}()
+	}
 }
 
 // leanIDs are the limit ids of the registry and those this store uses

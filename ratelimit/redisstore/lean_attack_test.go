@@ -7,8 +7,11 @@ package redisstore_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/redisstore"
@@ -108,6 +111,70 @@ func TestLeanAttack_HugeCostIsDeniedAndChangesNothing(t *testing.T) {
 					})
 				}
 			}
+		}
+	}
+}
+
+// delaySAdd holds every SADD (the registry's) of a client for a while: the
+// background registration of a lean limit id lags the first checks.
+type delaySAdd struct {
+	wait    time.Duration // below ClientTimeout: the SADD succeeds, late
+	release chan struct{}
+}
+
+func (h delaySAdd) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h delaySAdd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.EqualFold(cmd.Name(), "sadd") {
+			select {
+			case <-h.release:
+			case <-time.After(h.wait):
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h delaySAdd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A Reset by another process (the CLI, another proxy) right after an
+// identity's first check must delete its window, even when the check's
+// store has not written the limit id to the registry yet (slow Redis,
+// registry master busy): otherwise the reset answers "nothing there" and
+// the identity stays limited.
+func TestLeanAttack_ResetRightAfterTheFirstCheckFindsTheWindow(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartRedis(t)
+	for _, lim := range []ratelimit.Limit{
+		{Name: "login", Rate: 2, Period: time.Hour},
+		{Name: "login", Algorithm: ratelimit.GCRA, Rate: 2, Period: time.Hour},
+	} {
+		prefix := uniquePrefix(t) + lim.Algorithm.String() + ":"
+		slow := srv.Client(t)
+		release := make(chan struct{})
+		slow.AddHook(delaySAdd{wait: 500 * time.Millisecond, release: release})
+		proxy := redisstore.New(slow, redisstore.Options{Prefix: prefix})
+		cli := redisstore.New(srv.Client(t), redisstore.Options{Prefix: prefix})
+		out := make([]ratelimit.LimitResult, 1)
+		for i := 0; i < 3; i++ {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := proxy.Check(cctx, ratelimit.CheckRequest{Key: "ip:1", Limits: []ratelimit.Limit{lim}, Cost: 1}, out)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out[0].Allowed {
+			t.Fatalf("%s: third check of 2 allowed", lim.Algorithm)
+		}
+		existed, err := cli.Reset(ctx, "ip:1")
+		close(release)
+		if err != nil || !existed {
+			t.Fatalf("%s: reset by another process right after the checks: existed=%v, %v; want the window deleted", lim.Algorithm, existed, err)
+		}
+		if err := proxy.Check(ctx, ratelimit.CheckRequest{Key: "ip:1", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil || !out[0].Allowed {
+			t.Fatalf("%s: check after the reset: %+v, %v; want allowed", lim.Algorithm, out[0], err)
 		}
 	}
 }

@@ -448,8 +448,9 @@ func TestLean_ScriptAndGeneralDriverAgree(t *testing.T) {
 }
 
 // cancelAfterPipeline is a go-redis hook that ends the caller's context as
-// soon as a pipeline's replies are in: the moment a budget runs out on a
-// loaded proxy, between two round trips of one check.
+// soon as the replies of a check's pipeline (the one with the INCRBY) are
+// in: the moment a budget runs out on a loaded proxy, between two round
+// trips of one check. Other pipelines (a new connection's handshake) pass.
 type cancelAfterPipeline struct{ cancel context.CancelFunc }
 
 func (h cancelAfterPipeline) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -459,7 +460,11 @@ func (h cancelAfterPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHo
 func (h cancelAfterPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		h.cancel()
+		for _, cmd := range cmds {
+			if cmd.Name() == "incrby" {
+				h.cancel()
+			}
+		}
 		return err
 	}
 }

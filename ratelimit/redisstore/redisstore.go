@@ -194,7 +194,7 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 	for _, lim := range req.Limits {
 		e := s.specs.of(lim, s.now == nil)
 		if e.lean {
-			s.register(e)
+			s.register(ctx, e)
 		}
 		args = append(args, e.spec)
 	}
@@ -215,7 +215,7 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 // 1 against a limit without a penalty block, sent alone, needs no script:
 // countPlain.
 func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *specEntry, out []ratelimit.LimitResult) error {
-	s.register(e)
+	s.register(ctx, e)
 	window := s.prefix + "{" + hashTag(req.Key) + "}:" + e.id
 	args := []any{1, req.Cost, e.leanArgs[0], e.leanArgs[1], e.leanArgs[2]}
 	plain := !e.gcra && req.Cost == 1 && e.blockMs == 0
@@ -293,6 +293,9 @@ type specEntry struct {
 	// registering is set while an addition is under way.
 	registered  atomic.Int64
 	registering atomic.Bool
+	// firstTried is closed when the first addition has been tried.
+	firstTried chan struct{}
+	firstTry   sync.Once
 }
 
 // specCache keeps each limit's entry, so that a check formats and
@@ -317,6 +320,7 @@ func (c *specCache) of(lim ratelimit.Limit, lean bool) *specEntry {
 	e.id = e.spec[:limitIDLen]
 	if e.lean {
 		e.leanArgs = leanArgs(lim)
+		e.firstTried = make(chan struct{})
 		e.gcra = lim.Algorithm == ratelimit.GCRA
 		e.rate, e.periodMs, e.blockMs = lim.Rate, lim.Period.Milliseconds(), lim.Block.Milliseconds()
 	}
