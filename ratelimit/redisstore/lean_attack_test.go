@@ -8,6 +8,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,5 +221,75 @@ func TestLeanAttack_EveryKeyButTheRegistryExpires(t *testing.T) {
 		if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 {
 			t.Errorf("key %q has PTTL %v", k, ttl)
 		}
+	}
+}
+
+// holdScriptReplies holds the reply of each script call (EVALSHA) while
+// armed, until released: a check in flight while something else happens.
+type holdScriptReplies struct {
+	armed   *atomic.Bool
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func (h holdScriptReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h holdScriptReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if strings.HasPrefix(cmd.Name(), "eval") && h.armed.CompareAndSwap(true, false) {
+			h.arrived <- struct{}{}
+			<-h.release
+		}
+		return err
+	}
+}
+func (h holdScriptReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A check in flight during a Reset must not put its (pre-reset) block into
+// the limiter's blocked cache after the reset cleared it: the identity,
+// reset in the store, would stay blocked by this proxy for the rest of the
+// block (an hour here).
+func TestLeanAttack_ABlockAnsweredDuringAResetIsNotCached(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	hold := holdScriptReplies{armed: &atomic.Bool{}, arrived: make(chan struct{}), release: make(chan struct{})}
+	c.AddHook(hold)
+	store := redisstore.New(c, redisstore.Options{Prefix: uniquePrefix(t)})
+	l := ratelimit.New(store, ratelimit.Options{BlockedCacheSize: 64})
+	login := ratelimit.Limit{Name: "login", Rate: 1, Period: time.Minute, Block: time.Hour}
+	for i := 0; i < 2; i++ {
+		if _, err := l.Allow(ctx, "ip:9", login); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The block is in the store; the cache is emptied by a reset and the
+	// store blocked again, so the next check goes to the store.
+	if _, err := l.Reset(ctx, "ip:9"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := store.Check(ctx, ratelimit.CheckRequest{Key: "ip:9", Limits: []ratelimit.Limit{login}, Cost: 1}, make([]ratelimit.LimitResult, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold.armed.Store(true)
+	done := make(chan ratelimit.Result)
+	go func() {
+		r, _ := l.Allow(ctx, "ip:9", login)
+		done <- r
+	}()
+	<-hold.arrived // the store answered "blocked"; the limiter has not seen it yet
+	if _, err := l.Reset(ctx, "ip:9"); err != nil {
+		t.Fatal(err)
+	}
+	close(hold.release)
+	if r := <-done; r.Allowed {
+		t.Fatalf("the check in flight: %+v, want the store's pre-reset denial", r)
+	}
+	if r, err := l.Allow(ctx, "ip:9", login); err != nil || !r.Allowed {
+		t.Fatalf("after the reset: %+v (source %v), %v; want allowed by the store", r, r.Source, err)
 	}
 }
