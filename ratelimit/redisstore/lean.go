@@ -78,8 +78,8 @@ func (s *Store) leanKeys(key, id string) (window, penalty string) {
 // (or was added more than leanRegisterEvery ago). The SADD runs in a
 // goroutine of its own (one per entry at a time), and a failed one is tried
 // again by the next check. A later check never waits for it, but the first
-// checks of an entry wait (up to the end of their ctx) for its first
-// attempt: a Reset or Info by another process reads only the registry, and
+// checks of an entry wait (up to half of what is left of their ctx's
+// budget) for its first attempt: a Reset or Info by another process reads only the registry, and
 // a window key written before its id is there would be missed (the reset
 // answering "nothing there" and leaving the identity limited). The
 // registry's key may live on another node than the identity's (a cluster),
@@ -103,8 +103,17 @@ func (s *Store) register(ctx context.Context, e *specEntry) {
 		}()
 	}
 	if last == 0 {
+		// At most half the check's budget: with the registry's node down
+		// (connection hanging), the first checks still have time to run.
+		wait := ClientTimeout
+		if d, ok := ctx.Deadline(); ok {
+			wait = time.Until(d) / 2
+		}
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
 		select {
 		case <-e.firstTried:
+		case <-timer.C:
 		case <-ctx.Done():
 		}
 	}

@@ -293,3 +293,26 @@ func TestLeanAttack_ABlockAnsweredDuringAResetIsNotCached(t *testing.T) {
 		t.Fatalf("after the reset: %+v (source %v), %v; want allowed by the store", r, r.Source, err)
 	}
 }
+
+// The first check of a new limit id waits for its registration only within
+// its budget: with the registry's node slow or hanging, it still has time
+// to run and is answered, never failed by its own deadline.
+func TestLeanAttack_ASlowRegistryNeverFailsTheFirstCheck(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartRedis(t)
+	slow := srv.Client(t)
+	release := make(chan struct{})
+	defer close(release)
+	slow.AddHook(delaySAdd{wait: 800 * time.Millisecond, release: release})
+	store := redisstore.New(slow, redisstore.Options{Prefix: uniquePrefix(t)})
+	if err := store.Ping(ctx); err != nil { // a connection is up: the check's budget is its own
+		t.Fatal(err)
+	}
+	out := make([]ratelimit.LimitResult, 1)
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err := store.Check(cctx, ratelimit.CheckRequest{Key: "ip:1", Limits: []ratelimit.Limit{{Name: "api", Rate: 5, Period: time.Minute}}, Cost: 1}, out)
+	if err != nil || !out[0].Allowed {
+		t.Fatalf("first check with the registry slow: %+v, %v; want allowed within its 300 ms", out[0], err)
+	}
+}
