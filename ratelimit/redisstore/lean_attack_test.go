@@ -8,6 +8,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -314,5 +315,71 @@ func TestLeanAttack_ASlowRegistryNeverFailsTheFirstCheck(t *testing.T) {
 	err := store.Check(cctx, ratelimit.CheckRequest{Key: "ip:1", Limits: []ratelimit.Limit{{Name: "api", Rate: 5, Period: time.Minute}}, Cost: 1}, out)
 	if err != nil || !out[0].Allowed {
 		t.Fatalf("first check with the registry slow: %+v, %v; want allowed within its 300 ms", out[0], err)
+	}
+}
+
+// Three stores × 100 goroutines on one identity with costs 1 to 3 (plain
+// commands, the lean script, the batched script and two-limit checks on
+// the same window, with and without a penalty block): never more than the
+// rate is spent, and a denial from below the rate is taken back, so
+// cost-1 checks afterwards fill the window exactly to the rate.
+func TestLeanAttack_MixedCostsSpendExactlyTheRate(t *testing.T) {
+	const rate = 400
+	wide := ratelimit.Limit{Name: "wide", Algorithm: ratelimit.GCRA, Rate: 1 << 30, Period: time.Second, Burst: 1 << 30}
+	for name, newStore := range leanBackends(t) {
+		for _, lim := range []ratelimit.Limit{
+			{Name: "hot", Rate: rate, Period: time.Hour},
+			{Name: "hot", Algorithm: ratelimit.GCRA, Rate: rate, Period: time.Hour},
+		} {
+			t.Run(name+"/"+lim.Algorithm.String(), func(t *testing.T) {
+				first, _ := newStore(t)
+				prefix := strings.TrimSuffix(first.Key("x"), "{x}")
+				var spent atomic.Int64
+				var wg sync.WaitGroup
+				stores := make([]*redisstore.Store, 3)
+				for p := range stores {
+					_, client := newStore(t)
+					stores[p] = redisstore.New(client, redisstore.Options{Prefix: prefix, Pipeline: []int{0, -1, 2}[p]})
+				}
+				check := func(store *redisstore.Store, limits []ratelimit.Limit, cost int64) bool {
+					out := make([]ratelimit.LimitResult, len(limits))
+					if err := store.Check(context.Background(), ratelimit.CheckRequest{Key: "t", Limits: limits, Cost: cost}, out); err != nil {
+						t.Error(err)
+						return false
+					}
+					if out[0].Allowed {
+						spent.Add(cost)
+					}
+					return out[0].Allowed
+				}
+				for p := range stores {
+					for g := 0; g < 100; g++ {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for n := 0; n < 4; n++ {
+								limits := []ratelimit.Limit{lim}
+								if (g+n)%3 == 0 {
+									limits = append(limits, wide)
+								}
+								check(stores[p], limits, int64(1+(g*7+n)%3))
+							}
+						}()
+					}
+				}
+				wg.Wait()
+				if got := spent.Load(); got > rate {
+					t.Fatalf("spent %d of %d", got, rate)
+				}
+				for i := 0; spent.Load() < rate+5 && i < rate; i++ {
+					if !check(stores[i%3], []ratelimit.Limit{lim}, 1) {
+						break
+					}
+				}
+				if got := spent.Load(); got != rate {
+					t.Fatalf("spent %d after filling with cost 1, want exactly %d", got, rate)
+				}
+			})
+		}
 	}
 }
