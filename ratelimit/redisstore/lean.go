@@ -46,8 +46,12 @@ const leanMaxRate = 1 << 48
 const leanMark = 1 << 50
 
 // leanRegisterEvery is how often a lean limit id is added to the registry
-// again.
-const leanRegisterEvery = time.Minute
+// again: the set may be lost (a restart without persistence, FLUSHALL, a
+// failover to a replica that missed the SADD), and until it is written
+// again a Reset or Info by another process misses the windows written
+// since. One SADD a second per limit id and proxy, in the background, keeps
+// that gap to about a second.
+const leanRegisterEvery = time.Second
 
 // leanEligible reports whether lim is kept in the lean layout by a store on
 // the server's clock: a GCRA limit, or a fixed window (and block) of whole

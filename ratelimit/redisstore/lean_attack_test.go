@@ -383,3 +383,53 @@ func TestLeanAttack_MixedCostsSpendExactlyTheRate(t *testing.T) {
 		}
 	}
 }
+
+// The registry set can be lost while the proxies run (a restart without
+// persistence, FLUSHALL, a failover to a replica that missed the SADD);
+// the proxies write it again within seconds, so a Reset by another process
+// soon after finds the windows written since.
+func TestLeanAttack_ALostRegistryIsWrittenAgainSoon(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	prefix := uniquePrefix(t)
+	proxy := redisstore.New(c, redisstore.Options{Prefix: prefix})
+	cli := redisstore.New(srv.Client(t), redisstore.Options{Prefix: prefix})
+	lim := ratelimit.Limit{Name: "login", Rate: 1, Period: time.Hour}
+	out := make([]ratelimit.LimitResult, 1)
+	checkIP := func(ip string) {
+		t.Helper()
+		if err := proxy.Check(ctx, ratelimit.CheckRequest{Key: ip, Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkIP("ip:1")
+	if err := c.FlushAll(ctx).Err(); err != nil { // the registry and every window are gone
+		t.Fatal(err)
+	}
+	checkIP("ip:2")
+	time.Sleep(1500 * time.Millisecond)
+	checkIP("ip:3")
+	checkIP("ip:3") // denied: ip:3 is limited
+	if out[0].Allowed {
+		t.Fatal("second check of 1 allowed")
+	}
+	deadline := time.Now().Add(time.Second) // the background SADD of the proxy
+	for {
+		existed, err := cli.Reset(ctx, "ip:3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if existed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("reset by another process 1.5 s after the registry was lost: nothing found, ip:3 stays limited")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkIP("ip:3")
+	if !out[0].Allowed {
+		t.Fatalf("ip:3 after the reset: %+v", out[0])
+	}
+}
