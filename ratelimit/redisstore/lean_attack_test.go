@@ -433,3 +433,58 @@ func TestLeanAttack_ALostRegistryIsWrittenAgainSoon(t *testing.T) {
 		t.Fatalf("ip:3 after the reset: %+v", out[0])
 	}
 }
+
+// A Redis that forgot its scripts (restart, SCRIPT FLUSH) under load:
+// every path (lean scripts alone and batched, the general script batched
+// with them, on a cluster too) loads them again; no check fails, and the
+// counts stay exact.
+func TestLeanAttack_ScriptsForgottenUnderLoadAreLoadedAgain(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range leanBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			store, client := newStore(t)
+			limits := []ratelimit.Limit{
+				{Name: "fw", Rate: 1000, Period: time.Hour, Block: time.Hour},
+				{Name: "gc", Algorithm: ratelimit.GCRA, Rate: 1000, Period: time.Hour},
+			}
+			var allowed [2]atomic.Int64
+			var wg sync.WaitGroup
+			flush := func() {
+				if cc, ok := client.(*redis.ClusterClient); ok {
+					_ = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() })
+					return
+				}
+				_ = client.ScriptFlush(ctx).Err()
+			}
+			for g := 0; g < 40; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					out := make([]ratelimit.LimitResult, 2)
+					for n := 0; n < 10; n++ {
+						if g == 0 && n%3 == 0 {
+							flush()
+						}
+						lim := limits[(g+n)%2]
+						ls := []ratelimit.Limit{lim}
+						if n%4 == 0 {
+							ls = append(ls, ratelimit.Limit{Name: "sw", Algorithm: ratelimit.SlidingWindow, Rate: 1 << 20, Period: time.Hour})
+						}
+						if err := store.Check(ctx, ratelimit.CheckRequest{Key: "k", Limits: ls, Cost: 2}, out[:len(ls)]); err != nil {
+							t.Errorf("check after SCRIPT FLUSH: %v", err)
+							return
+						}
+						if out[0].Allowed {
+							allowed[(g+n)%2].Add(2)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			info, err := store.Info(ctx, "k")
+			if err != nil || info.Hits != max(allowed[0].Load(), allowed[1].Load()) {
+				t.Fatalf("info %+v, %v; allowed %d and %d", info, err, allowed[0].Load(), allowed[1].Load())
+			}
+		})
+	}
+}
