@@ -488,3 +488,57 @@ func TestLeanAttack_ScriptsForgottenUnderLoadAreLoadedAgain(t *testing.T) {
 		})
 	}
 }
+
+// With the registry's master down (a cluster), Reset and Info of an
+// identity on a healthy master say so with an error, never "nothing
+// there"; checks of identities on the healthy masters go on.
+func TestLeanAttack_RegistryOnADeadMasterIsAnErrorNotAnEmptyAnswer(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t)
+	c := cl.Client(t)
+	prefix := uniquePrefix(t)
+	store := redisstore.New(c, redisstore.Options{Prefix: prefix})
+	registryNode := -1
+	if m, err := c.MasterForKey(ctx, prefix+"limits"); err == nil {
+		for i, a := range cl.Addrs {
+			if a == m.Options().Addr {
+				registryNode = i
+			}
+		}
+	}
+	if registryNode < 0 {
+		t.Fatal("no master for the registry key")
+	}
+	// An identity on another master.
+	var key string
+	for i := 0; key == ""; i++ {
+		k := "ip:" + strings.Repeat("x", i)
+		if store.Node(ctx, k) != cl.Addrs[registryNode] {
+			key = k
+		}
+	}
+	lim := ratelimit.Limit{Name: "login", Rate: 1, Period: time.Hour}
+	out := make([]ratelimit.LimitResult, 1)
+	for i := 0; i < 2; i++ {
+		if err := store.Check(ctx, ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.StopNode(registryNode)
+	cli := redisstore.New(cl.Client(t), redisstore.Options{Prefix: prefix})
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if existed, err := cli.Reset(rctx, key); err == nil {
+		t.Fatalf("reset with the registry's master down: existed=%v, no error", existed)
+	}
+	ictx, cancelInfo := context.WithTimeout(ctx, time.Second)
+	defer cancelInfo()
+	if info, err := cli.Info(ictx, key); err == nil {
+		t.Fatalf("info with the registry's master down: %+v, no error", info)
+	}
+	cctx, cancelCheck := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelCheck()
+	if err := store.Check(cctx, ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil || out[0].Allowed {
+		t.Fatalf("check on a healthy master: %+v, %v; want denied", out[0], err)
+	}
+}
