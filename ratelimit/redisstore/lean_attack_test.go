@@ -542,3 +542,35 @@ func TestLeanAttack_RegistryOnADeadMasterIsAnErrorNotAnEmptyAnswer(t *testing.T)
 		t.Fatalf("check on a healthy master: %+v, %v; want denied", out[0], err)
 	}
 }
+
+// Denied costs below 2^48 against a full window (the lean script) must
+// not pile up in the counter until it reads as carrying the penalty MARK
+// (2^50): the next check would take the MARK off and find the window all
+// but empty.
+func TestLeanAttack_DeniedBigCostsDoNotPileUpIntoTheMark(t *testing.T) {
+	ctx := context.Background()
+	for name, newStore := range leanBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			store, _ := newStore(t)
+			lim := ratelimit.Limit{Name: "fw", Rate: 10, Period: time.Hour}
+			out := make([]ratelimit.LimitResult, 1)
+			check := func(cost int64) {
+				t.Helper()
+				if err := store.Check(ctx, ratelimit.CheckRequest{Key: "k", Limits: []ratelimit.Limit{lim}, Cost: cost}, out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check(10)
+			for i := 0; i < 5; i++ {
+				check(1<<48 - 1)
+				if out[0].Allowed {
+					t.Fatalf("cost 2^48-1 against rate 10 allowed: %+v", out[0])
+				}
+			}
+			check(1)
+			if out[0].Allowed {
+				t.Fatalf("a full window after denied big costs: %+v, want denied", out[0])
+			}
+		})
+	}
+}
