@@ -68,7 +68,12 @@ const DefaultPrefix = "rl:"
 
 // Options configure a Store. The zero value is usable.
 type Options struct {
-	// Prefix starts every key; empty means DefaultPrefix.
+	// Prefix starts every key; empty means DefaultPrefix. It should hold no
+	// "{": Redis Cluster hashes a key by its first "{...}", so a prefix with
+	// one puts every identity in one slot, and one with "{}" makes Redis
+	// hash each key whole, splitting an identity's keys over slots (its
+	// resets then fail on a cluster with CROSSSLOT, and its multi-limit
+	// checks whenever the slots are on different masters).
 	Prefix string
 	// Pipeline is the number of batches of checks in flight at once.
 	// Checks that arrive while that many are on the wire are sent together
