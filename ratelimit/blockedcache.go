@@ -3,11 +3,16 @@ package ratelimit
 // The blocked cache may only deny what the store would deny: an entry is
 // added for a denial with a RetryAfter, is consulted only for the same key
 // and the same set of limits with a cost at least as large, and is dropped
-// once its time has passed or the key is reset.
+// once its time has passed or the key is reset. A denial answered by the
+// store across a reset (the check was sent before it) is not added: put
+// takes the shard's reset count read before the check was sent, and a
+// reset in between (delete) refuses it, so a reset is never undone by a
+// check that was in flight.
 
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +27,9 @@ type blockedCache struct {
 type blockedShard struct {
 	mu      sync.Mutex
 	entries map[string]blockedEntry
+	// resets counts the deletions (resets) of the shard's keys; written
+	// under mu.
+	resets atomic.Uint64
 }
 
 type blockedEntry struct {
@@ -77,10 +85,19 @@ func (c *blockedCache) get(key string, limits uint64, cost int64, now time.Time)
 	return e.until, e.binding, e.limits == limits && cost >= e.cost
 }
 
-func (c *blockedCache) put(key string, limits uint64, binding int, cost int64, until, now time.Time) {
+// epoch is the reset count of key's shard, to pass to put for a check
+// about to be sent.
+func (c *blockedCache) epoch(key string) uint64 { return c.shard(key).resets.Load() }
+
+// put adds a denial of key, unless a key of its shard was reset since
+// epoch was read (the denial may predate that reset).
+func (c *blockedCache) put(key string, limits uint64, binding int, cost int64, until, now time.Time, epoch uint64) {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.resets.Load() != epoch {
+		return
+	}
 	if len(s.entries) >= c.perShard {
 		// Full: drop expired entries; if none, drop one at random (map order).
 		for k, e := range s.entries {
@@ -105,5 +122,6 @@ func (c *blockedCache) delete(key string) {
 	s := c.shard(key)
 	s.mu.Lock()
 	delete(s.entries, key)
+	s.resets.Add(1)
 	s.mu.Unlock()
 }

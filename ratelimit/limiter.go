@@ -258,9 +258,10 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 	if l.customClock {
 		now = l.now()
 	}
-	var fingerprint uint64
+	var fingerprint, epoch uint64
 	if l.blocked != nil {
 		fingerprint = limitsFingerprint(req.Limits)
+		epoch = l.blocked.epoch(req.Key)
 		if until, binding, ok := l.blocked.get(req.Key, fingerprint, cost, now); ok && binding < len(req.Limits) {
 			// The limit that holds the block is reported as the store would,
 			// so the answer carries the same headers (RateLimit included).
@@ -288,7 +289,7 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 	}
 	res.summarize()
 	if !res.Allowed && l.blocked != nil && res.RetryAfter > 0 {
-		l.blocked.put(req.Key, fingerprint, res.bindingIndex(), cost, now.Add(res.RetryAfter), now)
+		l.blocked.put(req.Key, fingerprint, res.bindingIndex(), cost, now.Add(res.RetryAfter), now, epoch)
 	}
 }
 
@@ -349,11 +350,15 @@ func (l *Limiter) failureDecision(req *Request, err error, res *Result) {
 
 // Reset deletes all state of key, in the store and in the blocked cache,
 // and reports whether the store had any.
+// The cache entry is dropped after the store's state (a check between the
+// two would otherwise cache the old block again); a check in flight across
+// the reset caches nothing (blockedCache.put).
 func (l *Limiter) Reset(ctx context.Context, key string) (bool, error) {
+	existed, err := l.store.Reset(ctx, key)
 	if l.blocked != nil {
 		l.blocked.delete(key)
 	}
-	return l.store.Reset(ctx, key)
+	return existed, err
 }
 
 // FollowResets drops from the blocked cache every key reset by any process

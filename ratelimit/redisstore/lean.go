@@ -46,8 +46,12 @@ const leanMaxRate = 1 << 48
 const leanMark = 1 << 50
 
 // leanRegisterEvery is how often a lean limit id is added to the registry
-// again.
-const leanRegisterEvery = time.Minute
+// again: the set may be lost (a restart without persistence, FLUSHALL, a
+// failover to a replica that missed the SADD), and until it is written
+// again a Reset or Info by another process misses the windows written
+// since. One SADD a second per limit id and proxy, in the background, keeps
+// that gap to about a second.
+const leanRegisterEvery = time.Second
 
 // leanEligible reports whether lim is kept in the lean layout by a store on
 // the server's clock: a GCRA limit, or a fixed window (and block) of whole
@@ -68,33 +72,55 @@ func (s *Store) registry() string { return s.prefix + "limits" }
 // leanKeys are the window and penalty keys of limit id for key, built in
 // one allocation.
 func (s *Store) leanKeys(key, id string) (window, penalty string) {
-	both := s.prefix + "{" + key + "}:" + id + s.prefix + "{" + key + "}!" + id
+	tag := hashTag(key)
+	both := s.prefix + "{" + tag + "}:" + id + s.prefix + "{" + tag + "}!" + id
 	n := len(both) / 2
 	return both[:n], both[n:]
 }
 
 // register adds the entry's id to the registry when it is not there yet
-// (or was added more than leanRegisterEvery ago). It never holds up the
-// check: the SADD runs in a goroutine of its own (one per entry at a time),
-// and a failed one is tried again by the next check. The registry's key
-// may live on another node than the identity's (a cluster), which may be
-// down while the identity's is not.
-func (s *Store) register(e *specEntry) {
+// (or was added more than leanRegisterEvery ago). The SADD runs in a
+// goroutine of its own (one per entry at a time), and a failed one is tried
+// again by the next check. A later check never waits for it, but the first
+// checks of an entry wait (up to half of what is left of their ctx's
+// budget) for its first attempt: a Reset or Info by another process reads only the registry, and
+// a window key written before its id is there would be missed (the reset
+// answering "nothing there" and leaving the identity limited). The
+// registry's key may live on another node than the identity's (a cluster),
+// which may be down while the identity's is not: after a failed first
+// attempt, checks go on without waiting.
+func (s *Store) register(ctx context.Context, e *specEntry) {
 	now := time.Now().UnixNano()
-	if last := e.registered.Load(); last != 0 && now-last < int64(leanRegisterEvery) {
+	last := e.registered.Load()
+	if last != 0 && now-last < int64(leanRegisterEvery) {
 		return
 	}
-	if !e.registering.CompareAndSwap(false, true) {
-		return
+	if e.registering.CompareAndSwap(false, true) {
+		go func() {
+			defer e.registering.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), ClientTimeout)
+			defer cancel()
+			if s.client.SAdd(ctx, s.registry(), e.id).Err() == nil {
+				e.registered.Store(time.Now().UnixNano())
+			}
+			e.firstTry.Do(func() { close(e.firstTried) })
+		}()
 	}
-	go func() {
-		defer e.registering.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), ClientTimeout)
-		defer cancel()
-		if s.client.SAdd(ctx, s.registry(), e.id).Err() == nil {
-			e.registered.Store(time.Now().UnixNano())
+	if last == 0 {
+		// At most half the check's budget: with the registry's node down
+		// (connection hanging), the first checks still have time to run.
+		wait := ClientTimeout
+		if d, ok := ctx.Deadline(); ok {
+			wait = time.Until(d) / 2
 		}
-	}()
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-e.firstTried:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // leanIDs are the limit ids of the registry and those this store uses
@@ -133,7 +159,7 @@ func leanKeyOf(redisKey, prefix string) (key string, ok, penalty bool) {
 	default:
 		return "", false, false
 	}
-	return redisKey[len(prefix)+1 : n-limitIDLen-2], true, penalty
+	return untag(redisKey[len(prefix)+1 : n-limitIDLen-2]), true, penalty
 }
 
 // leanArgs are a lean limit's script arguments after the cost: for a

@@ -68,7 +68,12 @@ const DefaultPrefix = "rl:"
 
 // Options configure a Store. The zero value is usable.
 type Options struct {
-	// Prefix starts every key; empty means DefaultPrefix.
+	// Prefix starts every key; empty means DefaultPrefix. It should hold no
+	// "{": Redis Cluster hashes a key by its first "{...}", so a prefix with
+	// one puts every identity in one slot, and one with "{}" makes Redis
+	// hash each key whole, splitting an identity's keys over slots (its
+	// resets then fail on a cluster with CROSSSLOT, and its multi-limit
+	// checks whenever the slots are on different masters).
 	Prefix string
 	// Pipeline is the number of batches of checks in flight at once.
 	// Checks that arrive while that many are on the wire are sent together
@@ -151,11 +156,37 @@ func (s *Store) nodeOf(ctx context.Context, redisKey string) string {
 
 // redisKey is the Redis key holding key's state. The braces are a hash tag:
 // all of one identity's limits share one slot.
-func (s *Store) redisKey(key string) string { return s.prefix + "{" + key + "}" }
+func (s *Store) redisKey(key string) string { return s.prefix + "{" + hashTag(key) + "}" }
+
+// hashTag is what an identity's keys hold between their braces: the
+// identity itself, or, when it is empty or starts with "}" or "=", the
+// identity after a "=". Redis hashes a key whose first "{" is followed at
+// once by "}" whole, so "<prefix>{}abc}" and its window key
+// "<prefix>{}abc}:<id>" would land in different slots (a cluster refuses
+// the multi-limit check, CROSSSLOT, and Reset's DEL); "=" keeps the tag
+// non-empty, and escaping a leading "=" too keeps the mapping one to one
+// (untag undoes it).
+func hashTag(key string) string {
+	if key == "" || key[0] == '}' || key[0] == '=' {
+		return "=" + key
+	}
+	return key
+}
+
+// untag is the identity of a hash tag (hashTag's inverse).
+func untag(tag string) string {
+	if tag != "" && tag[0] == '=' {
+		return tag[1:]
+	}
+	return tag
+}
 
 // Check implements ratelimit.Store.
 func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []ratelimit.LimitResult) error {
-	if len(req.Limits) == 1 && req.Cost > 0 {
+	// A cost of leanMaxRate or more (above every lean rate, so denied) goes
+	// to the general script: lean_fw.lua's counter would run into its MARK
+	// or overflow int64, and read as allowed or as a foreign value.
+	if len(req.Limits) == 1 && req.Cost > 0 && req.Cost < leanMaxRate {
 		if e := s.specs.of(req.Limits[0], s.now == nil); e.lean {
 			return s.checkLean(ctx, req, e, out)
 		}
@@ -168,7 +199,7 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 	for _, lim := range req.Limits {
 		e := s.specs.of(lim, s.now == nil)
 		if e.lean {
-			s.register(e)
+			s.register(ctx, e)
 		}
 		args = append(args, e.spec)
 	}
@@ -189,8 +220,8 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 // 1 against a limit without a penalty block, sent alone, needs no script:
 // countPlain.
 func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *specEntry, out []ratelimit.LimitResult) error {
-	s.register(e)
-	window := s.prefix + "{" + req.Key + "}:" + e.id
+	s.register(ctx, e)
+	window := s.prefix + "{" + hashTag(req.Key) + "}:" + e.id
 	args := []any{1, req.Cost, e.leanArgs[0], e.leanArgs[1], e.leanArgs[2]}
 	plain := !e.gcra && req.Cost == 1 && e.blockMs == 0
 	var (
@@ -267,6 +298,9 @@ type specEntry struct {
 	// registering is set while an addition is under way.
 	registered  atomic.Int64
 	registering atomic.Bool
+	// firstTried is closed when the first addition has been tried.
+	firstTried chan struct{}
+	firstTry   sync.Once
 }
 
 // specCache keeps each limit's entry, so that a check formats and
@@ -291,6 +325,7 @@ func (c *specCache) of(lim ratelimit.Limit, lean bool) *specEntry {
 	e.id = e.spec[:limitIDLen]
 	if e.lean {
 		e.leanArgs = leanArgs(lim)
+		e.firstTried = make(chan struct{})
 		e.gcra = lim.Algorithm == ratelimit.GCRA
 		e.rate, e.periodMs, e.blockMs = lim.Rate, lim.Period.Milliseconds(), lim.Block.Milliseconds()
 	}
@@ -543,7 +578,7 @@ func (s *Store) scanNode(ctx context.Context, c redis.UniversalClient, n int, to
 				if !ok || st.hits <= 0 {
 					continue
 				}
-				key := strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+"{"), "}")
+				key := untag(strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+"{"), "}"))
 				top.offer(ratelimit.Consumer{Key: key, Hits: st.hits, TTL: ttls[i].Val()}, n)
 			}
 		}

@@ -178,11 +178,14 @@ for k = 1, checks do
         local fresh_block = r[i * 6 + 5] and st[q + 4] <= now
         if all_allowed or fresh_block then
           local na, nx = st[q + 5], st[q + 8]
+          -- Hits stop at 2^53, as in lean_gcra.lua: %d of a larger number
+          -- would write a value that reads back as fresh state.
+          local spent = min(lh[i + 1] + cost, 9007199254740992)
           local value
           if nx > 0 then
-            value = fmt('%d:%d,%d', lh[i + 1] + cost, na - 1750000000000000, nx - 1750000000000000)
+            value = fmt('%d:%d,%d', spent, na - 1750000000000000, nx - 1750000000000000)
           else
-            value = fmt('%d:%d', lh[i + 1] + cost, na - 1750000000000000)
+            value = fmt('%d:%d', spent, na - 1750000000000000)
           end
           local keep = max(na, nx) - now
           redis.call('SET', key .. ':' .. sp[1], value, 'PX', fmt('%d', (ceil(keep / 1000000) + 1) * 1000))

@@ -15,11 +15,12 @@
 -- Returns 5 integers per check: allowed, remaining, reset µs, retry µs,
 -- blocked.
 --
--- The counter may run past the rate: a denial from a counter already at the
--- rate is not taken back (it changes no answer: every later request of the
--- window is denied either way, and the counter then also counts the denied
--- requests for top); one from below the rate (a cost too big for what is
--- left) is. While a block is in force the counter carries MARK, so that the
+-- The counter may run past the rate: a denial of cost 1 from a counter
+-- already at the rate is not taken back (it changes no answer: every later
+-- request of the window is denied either way, and the counter then also
+-- counts the denied requests for top); one from below the rate (a cost too
+-- big for what is left), or of a cost above 1, is, so the counter grows by
+-- at most one per request and never reaches MARK. While a block is in force the counter carries MARK, so that the
 -- common check needs no look at the penalty key; a window key created while
 -- a block is in force (the window ended first) is checked against it. The
 -- general driver (check.lua, algorithm 5) keeps the same invariants.
@@ -74,7 +75,9 @@ local function check(key, a)
   local count = v - cost
   if fresh then
     call('DEL', key)
-  elseif count < rate then
+  elseif count < rate or cost > 1 then
+    -- (A denied cost above 1 is always taken back: left in, costs up to
+    -- 2^48 each would pile up into MARK in a few requests.)
     call('DECRBY', key, costs)
   end
   local reset = ttl * 1000

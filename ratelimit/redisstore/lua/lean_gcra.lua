@@ -19,6 +19,10 @@
 -- blocked.
 local EPOCH = 1750000000000000
 local ceil, floor, tonumber, match, fmt = math.ceil, math.floor, tonumber, string.match, string.format
+-- Hits stop at 2^53 (exact in a double, written by %d without overflow),
+-- however large the costs: a cost near 2^63 would otherwise write a value
+-- that reads back as fresh state, forgetting a block in force.
+local HITS_MAX = 9007199254740992
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 
@@ -37,6 +41,8 @@ local function check(key, i)
     local wait = ceil(x - now)
     return 0, 0, wait, wait, 1
   end
+  local spent = hits + cost
+  if spent > HITS_MAX then spent = HITS_MAX end
   local tolerance = interval * capacity
   local tat = a
   if tat < now then tat = now end
@@ -44,7 +50,7 @@ local function check(key, i)
   local diff = now - (new_tat - tolerance)
   if diff >= 0 then
     local ttl = new_tat - now
-    redis.call('SET', key, fmt('%d:%d', hits + cost, new_tat - EPOCH), 'PX', (ceil(ttl / 1000000) + 1) * 1000)
+    redis.call('SET', key, fmt('%d:%d', spent, new_tat - EPOCH), 'PX', (ceil(ttl / 1000000) + 1) * 1000)
     return 1, floor(diff / interval), ttl, 0, 0
   end
   local retry = -diff
@@ -60,7 +66,7 @@ local function check(key, i)
   local nx = now + block
   local keep = nx
   if a > keep then keep = a end
-  local value = fmt('%d:%d,%d', hits + cost, a - EPOCH, nx - EPOCH)
+  local value = fmt('%d:%d,%d', spent, a - EPOCH, nx - EPOCH)
   redis.call('SET', key, value, 'PX', (ceil((keep - now) / 1000000) + 1) * 1000)
   if retry >= 0 and retry < block then retry = block end
   if reset < block then reset = block end
