@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -81,22 +82,29 @@ no store and a missing flag), 1 store error.`,
 	return cmd
 }
 
-// CheckResult is the JSON output of check.
-type CheckResult struct {
-	Key          string  `json:"key"`
-	Allowed      bool    `json:"allowed"`
-	Algorithm    string  `json:"algorithm"`
-	Limit        int64   `json:"limit"`
-	Remaining    int64   `json:"remaining"`
-	ResetAfter   float64 `json:"reset_after_seconds"`
-	RetryAfter   float64 `json:"retry_after_seconds"`
-	Blocked      bool    `json:"blocked"`
+// checkJSON is what check --json adds to the library's LimitResult of the
+// binding limit (the first that denied, else the first): one flat object,
+// whose limit fields (name, limit, allowed, remaining, reset_after_seconds,
+// retry_after_seconds, blocked) are the library's schema, not a copy.
+type checkJSON struct {
+	Key          string  `json:"key,omitempty"`
+	Algorithm    string  `json:"algorithm,omitempty"`
 	Cost         int64   `json:"cost"`
 	StoreSeconds float64 `json:"store_seconds"`
-	// Rule and Limits are set for a request checked against a policy.
+	// Rule, Plan and Limits are set for a request checked against a policy.
 	Rule   string           `json:"rule,omitempty"`
 	Plan   string           `json:"plan,omitempty"`
-	Limits []rl.LimitResult `json:"limits,omitempty"` // the library's schema
+	Limits []rl.LimitResult `json:"limits,omitempty"`
+}
+
+// writeCheckJSON writes the binding result and what check adds to it.
+func writeCheckJSON(w io.Writer, binding rl.LimitResult, extra checkJSON) error {
+	b, err := cmdutil.JSONObject(binding, extra)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // checkRun answers for the described request with --policy, else for KEY.
@@ -115,7 +123,12 @@ func checkRequestRun(ctx context.Context, opts *CheckOptions) error {
 	method := strings.ToUpper(opts.Request.Method)
 	if !limited {
 		if opts.JSON {
-			res := CheckResult{Allowed: true, Cost: 0}
+			// No limit applies: there is no library result to print.
+			res := struct {
+				Allowed bool   `json:"allowed"`
+				Cost    int64  `json:"cost"`
+				Rule    string `json:"rule,omitempty"`
+			}{Allowed: true}
 			if d.Rule != nil {
 				res.Rule = d.Rule.Name
 			}
@@ -139,17 +152,19 @@ func checkRequestRun(ctx context.Context, opts *CheckOptions) error {
 		return err
 	}
 	took := time.Since(start)
-	allowed := true
-	for _, r := range out {
+	for i := range out {
+		out[i].Limit = d.Request.Limits[i] // the store leaves it to the caller
+	}
+	allowed, binding := true, 0
+	for i, r := range out {
+		if allowed && !r.Allowed {
+			binding = i
+		}
 		allowed = allowed && r.Allowed
 	}
 	if opts.JSON {
-		cr := CheckResult{Key: d.Request.Key, Allowed: allowed, Cost: cost, Rule: d.Rule.Name, Plan: d.Plan,
-			StoreSeconds: took.Seconds(), Limits: out}
-		if len(out) > 0 {
-			cr.Algorithm, cr.Limit, cr.Remaining = d.Request.Limits[0].Algorithm.String(), d.Request.Limits[0].Capacity(), out[0].Remaining
-		}
-		err = cmdutil.WriteJSON(opts.IO.Out, cr)
+		err = writeCheckJSON(opts.IO.Out, out[binding], checkJSON{Key: d.Request.Key, Algorithm: d.Request.Limits[binding].Algorithm.String(),
+			Cost: cost, StoreSeconds: took.Seconds(), Rule: d.Rule.Name, Plan: d.Plan, Limits: out})
 	} else {
 		verdict := "allowed"
 		if !allowed {
@@ -208,13 +223,10 @@ func checkKeyRun(ctx context.Context, opts *CheckOptions) error {
 		return err
 	}
 	took := time.Since(start)
+	out[0].Limit = lim // the store leaves it to the caller
 	r := out[0]
 	if opts.JSON {
-		err = cmdutil.WriteJSON(opts.IO.Out, CheckResult{
-			Key: opts.Key, Allowed: r.Allowed, Algorithm: lim.Algorithm.String(), Limit: lim.Capacity(),
-			Remaining: r.Remaining, ResetAfter: secs(r.ResetAfter), RetryAfter: secs(r.RetryAfter),
-			Blocked: r.Blocked, Cost: opts.Cost, StoreSeconds: took.Seconds(),
-		})
+		err = writeCheckJSON(opts.IO.Out, r, checkJSON{Key: opts.Key, Algorithm: lim.Algorithm.String(), Cost: opts.Cost, StoreSeconds: took.Seconds()})
 	} else if r.Allowed {
 		_, err = fmt.Fprintf(opts.IO.Out, "allowed: %s has %d of %d left; full again in %s\n",
 			opts.Key, r.Remaining, lim.Capacity(), human(r.ResetAfter))

@@ -148,14 +148,6 @@ func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, commandTimeout)
 }
 
-// secs renders a duration as seconds for JSON.
-func secs(d time.Duration) float64 {
-	if d < 0 {
-		return -1
-	}
-	return d.Seconds()
-}
-
 func human(d time.Duration) string {
 	if d < 0 {
 		return "never"

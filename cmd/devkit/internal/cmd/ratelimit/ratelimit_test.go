@@ -78,11 +78,23 @@ func TestCheckInfoResetHealth_RealRedis(t *testing.T) {
 		}
 	}
 	out, _, code := run(t, env, append(login, "--json")...)
-	var res CheckResult
+	// One flat object: the library's LimitResult fields of the binding
+	// limit, and what check adds (key, algorithm, cost, store_seconds).
+	var res struct {
+		Key        string  `json:"key"`
+		Name       string  `json:"name"`
+		Algorithm  string  `json:"algorithm"`
+		Limit      int64   `json:"limit"`
+		Allowed    bool    `json:"allowed"`
+		Blocked    bool    `json:"blocked"`
+		RetryAfter float64 `json:"retry_after_seconds"`
+		Cost       int64   `json:"cost"`
+	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("json %q: %v", out, err)
 	}
-	if code != cmdutil.ExitNegative || res.Allowed || !res.Blocked || res.RetryAfter != 3600 || res.Limit != 5 {
+	if code != cmdutil.ExitNegative || res.Allowed || !res.Blocked || res.RetryAfter != 3600 || res.Limit != 5 ||
+		res.Key != "login:203.0.113.9" || res.Algorithm != "fixed-window" || res.Cost != 1 || res.Name == "" {
 		t.Fatalf("attempt 6: exit %d %+v", code, res)
 	}
 	out, _, code = run(t, env, "info", "login:203.0.113.9")
