@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -103,8 +104,7 @@ func writeCheckJSON(w io.Writer, binding rl.LimitResult, extra checkJSON) error 
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return cmdutil.WriteJSON(w, json.RawMessage(b)) // indented, as every --json
 }
 
 // checkRun answers for the described request with --policy, else for KEY.
