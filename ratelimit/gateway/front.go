@@ -94,8 +94,7 @@ type front struct {
 
 type dateValue struct {
 	sec   int64
-	v     []string // the Date field's value
-	field []byte   // "Date: …\r\n"
+	field []byte // "Date: …\r\n"
 }
 
 func newFront(h http.Handler, cfg Config, log *slog.Logger) *front {
@@ -248,7 +247,7 @@ func (f *front) dateField(now time.Time) *dateValue {
 		return d
 	}
 	v := now.UTC().Format(http.TimeFormat)
-	d := &dateValue{sec: sec, v: []string{v}, field: []byte("Date: " + v + "\r\n")}
+	d := &dateValue{sec: sec, field: []byte("Date: " + v + "\r\n")}
 	f.date.Store(d)
 	return d
 }
