@@ -747,7 +747,7 @@ func serverOptions(w http.ResponseWriter, req *http.Request) {
 // leaving. It is started on demand (ReverseProxy asks for it) once the
 // request body is read, and stopped before anything else reads.
 
-func (c *frontConn) closeNotify(w *response) <-chan bool {
+func (c *frontConn) closeNotify() <-chan bool {
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
 	if c.bgGone == nil {
@@ -1185,7 +1185,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // CloseNotify reports the client leaving (ReverseProxy cancels the
 // upstream request then).
-func (w *response) CloseNotify() <-chan bool { return w.c.closeNotify(w) }
+func (w *response) CloseNotify() <-chan bool { return w.c.closeNotify() }
 
 // SetReadDeadline and SetWriteDeadline serve http.ResponseController.
 func (w *response) SetReadDeadline(t time.Time) error {
