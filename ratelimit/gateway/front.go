@@ -641,7 +641,6 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 	req.RemoteAddr = c.remoteAddr
 	w := &c.res
 	w.reset(c, req)
-	var b *requestBody
 	if req.Body != http.NoBody && req.Body != nil {
 		if req.ContentLength != 0 {
 			c.setReadDeadline(start.Add(c.f.readTimeout))
@@ -649,10 +648,8 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		w.expectContinue = req.Header["Expect"] != nil // only 100-continue passes check
 		// A body of its own per request: the upstream transport may still
 		// hold the last one (it reads from another goroutine).
-		b = &requestBody{src: req.Body, w: w, expect: w.expectContinue}
+		b := &requestBody{src: req.Body, w: w, expect: w.expectContinue}
 		req.Body = b
-	}
-	if b != nil {
 		c.bgMu.Lock()
 		c.body = b
 		c.bgMu.Unlock()
