@@ -814,7 +814,7 @@ func (c *frontConn) hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// What the background read got, or what is buffered, is the caller's.
 	br := c.br
 	if c.cr.hasByte {
-		br = bufio.NewReaderSize(io.MultiReader(strings.NewReader(string([]byte{c.cr.byte})), c.br), 4096)
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader([]byte{c.cr.byte}), c.br), 4096)
 		c.cr.hasByte = false
 	}
 	return c.nc, bufio.NewReadWriter(br, bufio.NewWriter(c.nc)), nil
