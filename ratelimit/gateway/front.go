@@ -940,7 +940,7 @@ func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 	}
-	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+	if code <= 199 && code != http.StatusSwitchingProtocols { // code >= 100: checked above
 		w.writeInformational(code)
 		return
 	}
