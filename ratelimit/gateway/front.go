@@ -94,8 +94,7 @@ type front struct {
 
 type dateValue struct {
 	sec   int64
-	v     []string // the Date field's value
-	field []byte   // "Date: …\r\n"
+	field []byte // "Date: …\r\n"
 }
 
 func newFront(h http.Handler, cfg Config, log *slog.Logger) *front {
@@ -248,7 +247,7 @@ func (f *front) dateField(now time.Time) *dateValue {
 		return d
 	}
 	v := now.UTC().Format(http.TimeFormat)
-	d := &dateValue{sec: sec, v: []string{v}, field: []byte("Date: " + v + "\r\n")}
+	d := &dateValue{sec: sec, field: []byte("Date: " + v + "\r\n")}
 	f.date.Store(d)
 	return d
 }
@@ -642,7 +641,6 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 	req.RemoteAddr = c.remoteAddr
 	w := &c.res
 	w.reset(c, req)
-	var b *requestBody
 	if req.Body != http.NoBody && req.Body != nil {
 		if req.ContentLength != 0 {
 			c.setReadDeadline(start.Add(c.f.readTimeout))
@@ -650,10 +648,8 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		w.expectContinue = req.Header["Expect"] != nil // only 100-continue passes check
 		// A body of its own per request: the upstream transport may still
 		// hold the last one (it reads from another goroutine).
-		b = &requestBody{src: req.Body, w: w, expect: w.expectContinue}
+		b := &requestBody{src: req.Body, w: w, expect: w.expectContinue}
 		req.Body = b
-	}
-	if b != nil {
 		c.bgMu.Lock()
 		c.body = b
 		c.bgMu.Unlock()
@@ -748,7 +744,7 @@ func serverOptions(w http.ResponseWriter, req *http.Request) {
 // leaving. It is started on demand (ReverseProxy asks for it) once the
 // request body is read, and stopped before anything else reads.
 
-func (c *frontConn) closeNotify(w *response) <-chan bool {
+func (c *frontConn) closeNotify() <-chan bool {
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
 	if c.bgGone == nil {
@@ -818,7 +814,7 @@ func (c *frontConn) hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// What the background read got, or what is buffered, is the caller's.
 	br := c.br
 	if c.cr.hasByte {
-		br = bufio.NewReaderSize(io.MultiReader(strings.NewReader(string([]byte{c.cr.byte})), c.br), 4096)
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader([]byte{c.cr.byte}), c.br), 4096)
 		c.cr.hasByte = false
 	}
 	return c.nc, bufio.NewReadWriter(br, bufio.NewWriter(c.nc)), nil
@@ -944,7 +940,7 @@ func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 	}
-	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+	if code <= 199 && code != http.StatusSwitchingProtocols { // code >= 100: checked above
 		w.writeInformational(code)
 		return
 	}
@@ -1186,7 +1182,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // CloseNotify reports the client leaving (ReverseProxy cancels the
 // upstream request then).
-func (w *response) CloseNotify() <-chan bool { return w.c.closeNotify(w) }
+func (w *response) CloseNotify() <-chan bool { return w.c.closeNotify() }
 
 // SetReadDeadline and SetWriteDeadline serve http.ResponseController.
 func (w *response) SetReadDeadline(t time.Time) error {

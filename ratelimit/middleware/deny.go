@@ -62,7 +62,9 @@ type RawWriter interface {
 // rawBuffers hold a raw denial while it is written (the writer copies it).
 var rawBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-func newDeniedParts(lim ratelimit.Limit, window string) *deniedParts {
+// newDeniedParts renders lim's parts; window and policy are its
+// limitFields (Period.String() and its RateLimit-Policy value).
+func newDeniedParts(lim ratelimit.Limit, window, policy string) *deniedParts {
 	name := lim.DisplayName()
 	d := &deniedParts{capacity: strconv.FormatInt(lim.Capacity(), 10)}
 	d.rateLimitHead = string(append(appendSFString(nil, name), ";r="...))
@@ -89,7 +91,7 @@ func newDeniedParts(lim ratelimit.Limit, window string) *deniedParts {
 	d.tail = tail
 	f := append([]byte(keyLimit+": "), d.capacity...)
 	f = append(f, "\r\n"+keyPolicy+": "...)
-	f = append(f, PolicyValue([]ratelimit.LimitResult{{Limit: lim}})...)
+	f = append(f, policy...)
 	f = append(f, "\r\nContent-Type: "+problemJSON+"\r\n"...)
 	d.fields = f
 	return d

@@ -70,7 +70,7 @@ func (m *Middleware) limitFields(res *ratelimit.Result) limitFields {
 		return v.(limitFields)
 	}
 	v := limitFields{policy: PolicyValue(res.Limits), window: lim.Period.String()}
-	v.denied = newDeniedParts(lim, v.window)
+	v.denied = newDeniedParts(lim, v.window, v.policy)
 	m.policyValues.Store(lim, v)
 	return v
 }
