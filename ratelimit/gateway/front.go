@@ -56,6 +56,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/devkit-go/devkit/ratelimit/middleware"
 )
 
@@ -607,7 +609,7 @@ func (c *frontConn) check(req *http.Request, scan *headScan) (int, string) {
 		return http.StatusBadRequest, "request target * is for OPTIONS only"
 	}
 	for k := range req.Header {
-		if !validFieldName(k) {
+		if !httpguts.ValidHeaderFieldName(k) {
 			// "Content-Length : 5" is no Content-Length to the parser, and
 			// may be one to a peer.
 			return http.StatusBadRequest, "invalid header field name"
@@ -1097,12 +1099,12 @@ func (w *response) sendHeaderRaw(final bool, raw []byte) {
 		w.closeAfter = false
 	}
 	_, hasDate := h["Date"]
-	if cv := h["Connection"]; len(cv) > 0 && hasToken(cv, "close") {
+	if cv := h["Connection"]; len(cv) > 0 && httpguts.HeaderValuesContainsToken(cv, "close") {
 		w.closeAfter = true
 	}
 	if w.closeAfter {
 		h["Connection"] = closeValue
-	} else if !req.ProtoAtLeast(1, 1) && hasToken(req.Header["Connection"], "keep-alive") {
+	} else if !req.ProtoAtLeast(1, 1) && httpguts.HeaderValuesContainsToken(req.Header["Connection"], "keep-alive") {
 		h["Connection"] = keepAliveValue
 	}
 	bw := w.c.bw
@@ -1231,7 +1233,7 @@ func statusLine(code int) string {
 // space (no field is ever split by a value).
 func writeFields(bw *bufio.Writer, h http.Header) {
 	for k, vv := range h {
-		if !validFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
+		if !httpguts.ValidHeaderFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
 		for _, v := range vv {
@@ -1268,7 +1270,7 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 	for _, announced := range h["Trailer"] {
 		for _, k := range strings.Split(announced, ",") {
 			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
-			if !validFieldName(k) || forbiddenTrailers[k] {
+			if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidTrailerHeader(k) {
 				continue
 			}
 			for _, v := range h[k] {
@@ -1279,7 +1281,7 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 		}
 	}
 	for k, vv := range h {
-		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && validFieldName(name) && !forbiddenTrailers[http.CanonicalHeaderKey(name)] {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && httpguts.ValidHeaderFieldName(name) && httpguts.ValidTrailerHeader(name) {
 			for _, v := range vv {
 				bw.WriteString(name + ": ")
 				writeValue(bw, v)
@@ -1288,57 +1290,6 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 		}
 	}
 }
-
-// forbiddenTrailers are the fields never sent as trailers: framing,
-// routing, authentication and control fields (RFC 9110 §6.5.1; net/http's
-// list, httpguts.ValidTrailerHeader). Read only.
-var forbiddenTrailers = map[string]bool{
-	"Authorization": true, "Cache-Control": true, "Connection": true, "Content-Encoding": true,
-	"Content-Length": true, "Content-Range": true, "Content-Type": true, "Expect": true, "Host": true,
-	"Keep-Alive": true, "Max-Forwards": true, "Pragma": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Proxy-Connection": true, "Range": true, "Realm": true, "Te": true,
-	"Trailer": true, "Transfer-Encoding": true, "Www-Authenticate": true,
-}
-
-func hasToken(values []string, token string) bool {
-	for _, v := range values {
-		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// validFieldName: a token (RFC 9110 §5.6.2).
-func validFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isTokenByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isTokenByte(c byte) bool { return tokenBytes[c] }
-
-// tokenBytes are the bytes of a token. Read only.
-var tokenBytes = func() (t [256]bool) {
-	for c := 0; c < 256; c++ {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-			t[c] = true
-		}
-	}
-	for _, c := range []byte("!#$%&'*+-.^_`|~") {
-		t[c] = true
-	}
-	return t
-}()
 
 // validHost: the bytes of a uri-host with an optional port (RFC 3986
 // reg-name, IP literal), nothing that could mean something else.
