@@ -714,3 +714,18 @@ func (l *loop) close(c *elConn) {
 	l.s.dropClient(c.cl)
 	c.cc.Finish()
 }
+
+// wouldWait reports whether execute would first await the connection's
+// pending writes (the event loop parks the connection instead).
+func (s *Server) wouldWait(cl *client, args [][]byte) bool {
+	cmd := s.cmds.lookup(args[0])
+	if cmd == nil || !cmd.arityOK(len(args)) || cl.quit || (!cl.authed && cmd.flags&flagNoAuth == 0) ||
+		(cl.multi && cmd.flags&flagNoQueue == 0) {
+		return false
+	}
+	pending := len(cl.pending)
+	if cl.batchOpen && !isPlainSet(cmd, args) {
+		pending++
+	}
+	return pending > 0 && (cmd.flags&flagDefers == 0 || pending >= maxPending)
+}

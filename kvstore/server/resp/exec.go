@@ -262,21 +262,6 @@ func (s *Server) execute(cl *client, args [][]byte) {
 	*c = call{}
 }
 
-// wouldWait reports whether execute would first await the connection's
-// pending writes (an event loop parks the connection instead).
-func (s *Server) wouldWait(cl *client, args [][]byte) bool {
-	cmd := s.cmds.lookup(args[0])
-	if cmd == nil || !cmd.arityOK(len(args)) || cl.quit || (!cl.authed && cmd.flags&flagNoAuth == 0) ||
-		(cl.multi && cmd.flags&flagNoQueue == 0) {
-		return false
-	}
-	pending := len(cl.pending)
-	if cl.batchOpen && !isPlainSet(cmd, args) {
-		pending++
-	}
-	return pending > 0 && (cmd.flags&flagDefers == 0 || pending >= maxPending)
-}
-
 // Bounds on what one MULTI may queue, so that a client cannot hold the
 // server's memory with a transaction it never executes.
 const maxQueued = 100000

@@ -89,26 +89,28 @@ func (c *call) expiresAt(key []byte) (at time.Time, hasTTL, exists bool, err err
 // cmdTTL answers TTL (seconds, rounded as Redis does) and PTTL (ms): -2 for a
 // missing key, -1 for a key without expiry.
 func cmdTTL(c *call) {
-	at, hasTTL, exists, err := c.expiresAt(c.args[1])
-	switch {
-	case err != nil:
-		c.fail(err)
-	case !exists:
-		c.w.integer(-2)
-	case !hasTTL:
-		c.w.integer(-1)
-	default:
+	replyExpiry(c, func(at time.Time) int64 {
 		ms := max(time.Until(at).Milliseconds(), 0)
 		if c.cmd.name == "ttl" {
-			c.w.integer((ms + 500) / 1000)
-		} else {
-			c.w.integer(ms)
+			return (ms + 500) / 1000
 		}
-	}
+		return ms
+	})
 }
 
 // cmdExpireTime answers EXPIRETIME (unix seconds) and PEXPIRETIME (ms).
 func cmdExpireTime(c *call) {
+	replyExpiry(c, func(at time.Time) int64 {
+		if c.cmd.name == "expiretime" {
+			return at.Unix()
+		}
+		return at.UnixMilli()
+	})
+}
+
+// replyExpiry replies -2 for a missing key, -1 for a key without expiry,
+// else conv of its expiry.
+func replyExpiry(c *call, conv func(time.Time) int64) {
 	at, hasTTL, exists, err := c.expiresAt(c.args[1])
 	switch {
 	case err != nil:
@@ -117,10 +119,8 @@ func cmdExpireTime(c *call) {
 		c.w.integer(-2)
 	case !hasTTL:
 		c.w.integer(-1)
-	case c.cmd.name == "expiretime":
-		c.w.integer(at.Unix())
 	default:
-		c.w.integer(at.UnixMilli())
+		c.w.integer(conv(at))
 	}
 }
 
@@ -128,7 +128,6 @@ func cmdExpireTime(c *call) {
 // 1 when the expiry was set (a time in the past deletes the key), 0 when
 // the key is missing or the condition did not hold.
 func cmdExpire(c *call) {
-	unit := map[string]string{"expire": "EX", "pexpire": "PX", "expireat": "EXAT", "pexpireat": "PXAT"}[c.cmd.name]
 	key := c.args[1]
 	n, ok := parseStrictInt(c.args[2])
 	if !ok {
@@ -136,14 +135,14 @@ func cmdExpire(c *call) {
 		return
 	}
 	var at time.Time
-	switch unit {
-	case "EX":
+	switch c.cmd.name {
+	case "expire":
 		at = time.Now().Add(time.Duration(max(min(n, math.MaxInt64/int64(time.Second)), -math.MaxInt64/int64(time.Second))) * time.Second)
-	case "PX":
+	case "pexpire":
 		at = time.Now().Add(time.Duration(max(min(n, math.MaxInt64/int64(time.Millisecond)), -math.MaxInt64/int64(time.Millisecond))) * time.Millisecond)
-	case "EXAT":
+	case "expireat":
 		at = time.Unix(max(min(n, math.MaxInt64/int64(time.Second)), 0), 0)
-	case "PXAT":
+	case "pexpireat":
 		at = time.UnixMilli(max(n, 0))
 	}
 	nx, xx, gt, lt := false, false, false, false
