@@ -43,12 +43,10 @@ bench: ## run the benchmarks and rewrite docs/benchmarks.md
 
 fuzz: ## run every Fuzz* target of every module briefly (FUZZTIME, default 15s each)
 	@set -e; found=0; for m in $(MODULES); do \
-		for f in $$(cd $$m && git ls-files '*_test.go' | xargs grep -l '^func Fuzz' 2>/dev/null); do \
-			pkg=./$$(dirname $$f); \
-			for t in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$m/$$f | cut -d' ' -f2); do \
-				found=$$((found+1)); echo "== $$m $$pkg $$t"; \
-				(cd $$m && GOWORK=off $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $${FUZZTIME:-15s} $$pkg); \
-			done; \
+		for hit in $$(cd $$m && git grep -o '^func Fuzz[A-Za-z0-9_]*' -- '*_test.go' | sed 's/:func /:/'); do \
+			pkg=./$$(dirname $${hit%%:*}); t=$${hit#*:}; \
+			found=$$((found+1)); echo "== $$m $$pkg $$t"; \
+			(cd $$m && GOWORK=off $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $${FUZZTIME:-15s} $$pkg); \
 		done; \
 	done; echo "fuzz: $$found targets"; [ $$found -gt 0 ]
 

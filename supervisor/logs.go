@@ -84,6 +84,7 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 	}
 	var mu sync.Mutex
 	writers := make([]*prefixWriter, len(names))
+	paths := make([]string, len(names))
 	ends := make([]int64, len(names))
 	for i, name := range names {
 		writers[i] = &prefixWriter{mu: &mu, w: w, prefix: fmt.Sprintf("%-*s | ", width, name)}
@@ -91,6 +92,7 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 		if err != nil {
 			return err
 		}
+		paths[i] = path
 		ends[i] = -1 // no log yet: follow waits for it
 		if fi, err := os.Stat(path); err == nil {
 			ends[i] = fi.Size()
@@ -115,12 +117,11 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 	}
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
-	for i, name := range names {
-		path, _ := s.LogPath(name) // cannot fail: the loop above resolved the same name
+	for i := range names {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = logfile.Follow(ctx, writers[i], path, ends[i])
+			errs[i] = logfile.Follow(ctx, writers[i], paths[i], ends[i])
 			writers[i].flush()
 		}()
 	}

@@ -329,22 +329,16 @@ func (s *Supervisor) awaitCompletion(ctx context.Context, spec *Process, h *proc
 
 // completion judges the recorded exit of a oneshot: success is exit 0.
 func (s *Supervisor) completion(ctx context.Context, name string, pid int) error {
-	e := s.exitOf(ctx, name, pid)
-	id := proc.Identity{PID: pid}
+	e := s.awaitExit(ctx, name, pid, monitorExitWait)
 	switch {
 	case e == nil:
-		return fmt.Errorf("oneshot process %d ended without a recorded exit", id.PID)
+		return fmt.Errorf("oneshot process %d ended without a recorded exit", pid)
 	case e.Signal != "":
-		return fmt.Errorf("oneshot process %d was killed by %s", id.PID, e.Signal)
+		return fmt.Errorf("oneshot process %d was killed by %s", pid, e.Signal)
 	case e.Code != 0:
-		return fmt.Errorf("oneshot process %d exited with code %d", id.PID, e.Code)
+		return fmt.Errorf("oneshot process %d exited with code %d", pid, e.Code)
 	}
 	return nil
-}
-
-// exitOf waits briefly for the monitor to record the exit of pid.
-func (s *Supervisor) exitOf(ctx context.Context, name string, pid int) *state.ExitRecord {
-	return s.awaitExit(ctx, name, pid, monitorExitWait)
 }
 
 // awaitExit polls for the exit record of pid for up to within: the monitor

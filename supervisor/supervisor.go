@@ -177,9 +177,12 @@ func (s *Supervisor) knownHere(name string) bool {
 
 // isLegacy reports whether name is known only from the old layout.
 func (s *Supervisor) isLegacy(name string) bool {
-	if s.knownHere(name) {
-		return false
-	}
+	return !s.knownHere(name) && s.legacyHas(name)
+}
+
+// legacyHas reports whether the old layout holds a record of name (even a
+// corrupt one).
+func (s *Supervisor) legacyHas(name string) bool {
 	r, err := s.legacy.ReadRecord(name)
 	return r != nil || errors.Is(err, ErrCorrupt)
 }
@@ -229,7 +232,7 @@ func (s *Supervisor) checkKnown(name string) error {
 		return err
 	}
 	// A record that exists, even a corrupt one, makes the name known.
-	if s.knownHere(name) || s.isLegacy(name) {
+	if s.knownHere(name) || s.legacyHas(name) {
 		return nil
 	}
 	return fmt.Errorf("%w %q", ErrUnknownProcess, name)

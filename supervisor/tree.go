@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/devkit-go/devkit/supervisor/internal/proc"
 	"github.com/devkit-go/devkit/supervisor/internal/state"
@@ -169,8 +168,7 @@ func cgroupMembers(rec *state.ProcessRecord) ([]proc.Info, error) {
 	if rec.Cgroup == "" {
 		return nil, nil
 	}
-	base := filepath.Base(rec.Cgroup)
-	if !strings.HasPrefix(base, state.CgroupPrefix+rec.Name+"-") || rec.Monitor == nil || base != state.CgroupPrefix+rec.Name+"-"+strconv.Itoa(rec.Monitor.PID) {
+	if rec.Monitor == nil || filepath.Base(rec.Cgroup) != state.CgroupPrefix+rec.Name+"-"+strconv.Itoa(rec.Monitor.PID) {
 		return nil, fmt.Errorf("%w: %s names cgroup %s, which devkit sup did not make", ErrCorrupt, rec.Name, rec.Cgroup)
 	}
 	return proc.CgroupMembers(rec.Cgroup)

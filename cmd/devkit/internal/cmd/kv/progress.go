@@ -12,11 +12,7 @@ import (
 // runs, only on a terminal (or when force says so), and returns the function
 // that stops and clears it; calling that function more than once is fine.
 func startProgressLine(w io.Writer, force *bool, line func(elapsed time.Duration) string) func() {
-	show := isTerminal(w)
-	if force != nil {
-		show = *force
-	}
-	if !show {
+	if !showProgress(w, force) {
 		return func() {}
 	}
 	stop := make(chan struct{})
@@ -38,6 +34,15 @@ func startProgressLine(w io.Writer, force *bool, line func(elapsed time.Duration
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(stop); <-finished }) }
+}
+
+// showProgress reports whether progress is drawn on w: as force says when
+// it is set (--progress), else only on a terminal.
+func showProgress(w io.Writer, force *bool) bool {
+	if force != nil {
+		return *force
+	}
+	return isTerminal(w)
 }
 
 // renderBar renders frac (0 to 1) as a bar 30 characters wide.

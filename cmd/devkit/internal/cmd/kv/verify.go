@@ -83,12 +83,8 @@ func (r *VerifyReport) UnmarshalJSON(b []byte) error {
 
 func verifyRun(_ context.Context, opts *VerifyOptions) error {
 	var bar *progressBar
-	show := isTerminal(opts.IO.ErrOut)
-	if opts.Progress != nil {
-		show = *opts.Progress
-	}
 	eo := kvstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if show {
+	if showProgress(opts.IO.ErrOut, opts.Progress) {
 		bar = &progressBar{w: opts.IO.ErrOut, label: "reading"}
 		eo.Progress = func(read, total int64) {
 			bar.total = total
