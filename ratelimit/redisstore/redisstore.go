@@ -222,7 +222,7 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 // countPlain.
 func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *specEntry, out []ratelimit.LimitResult) error {
 	s.register(ctx, e)
-	window := s.prefix + "{" + hashTag(req.Key) + "}:" + e.id
+	window := s.leanWindow(req.Key, e.id)
 	args := []any{1, req.Cost, e.leanArgs[0], e.leanArgs[1], e.leanArgs[2]}
 	plain := !e.gcra && req.Cost == 1 && e.blockMs == 0
 	var (
