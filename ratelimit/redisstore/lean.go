@@ -69,6 +69,11 @@ func leanEligible(lim ratelimit.Limit) bool {
 // registry is the set of the limit ids used in the lean layout.
 func (s *Store) registry() string { return s.prefix + "limits" }
 
+// leanWindow is the window key of limit id for key (leanKeys' first).
+func (s *Store) leanWindow(key, id string) string {
+	return s.prefix + "{" + hashTag(key) + "}:" + id
+}
+
 // leanKeys are the window and penalty keys of limit id for key, built in
 // one allocation.
 func (s *Store) leanKeys(key, id string) (window, penalty string) {

@@ -155,14 +155,12 @@ type call struct {
 }
 
 func newCall(kind uint8, now int64, size int) *call {
-	c := &call{kind: kind, checks: make([]*pendingCheck, 0, size)}
+	c := &call{kind: kind, checks: make([]*pendingCheck, 0, size), keys: make([]string, 0, size)}
 	if kind != kindGeneral {
 		c.args = make([]any, 1, 1+size*4)
-		c.keys = make([]string, 0, size)
 	} else {
 		c.args = make([]any, 2, 2+size*3)
 		c.args[0] = now
-		c.keys = make([]string, 0, size)
 	}
 	return c
 }

@@ -23,6 +23,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,7 +222,7 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 // countPlain.
 func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *specEntry, out []ratelimit.LimitResult) error {
 	s.register(ctx, e)
-	window := s.prefix + "{" + hashTag(req.Key) + "}:" + e.id
+	window := s.leanWindow(req.Key, e.id)
 	args := []any{1, req.Cost, e.leanArgs[0], e.leanArgs[1], e.leanArgs[2]}
 	plain := !e.gcra && req.Cost == 1 && e.blockMs == 0
 	var (
@@ -381,25 +382,25 @@ func (s *Store) Reset(ctx context.Context, key string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("redisstore: reset %q: read the lean limit ids: %w", key, err)
 	}
-	keys := []string{s.redisKey(key)}
+	keys := make([]string, 1, 1+2*len(ids))
+	keys[0] = s.redisKey(key)
+	for _, id := range ids {
+		w, p := s.leanKeys(key, id)
+		keys = append(keys, w, p)
+	}
+	// All keys share the identity's slot: one DEL per 512 of them, all in
+	// one round trip.
+	pipe := s.client.Pipeline()
+	var dels []*redis.IntCmd
+	for chunk := range slices.Chunk(keys, 512) {
+		dels = append(dels, pipe.Del(ctx, chunk...))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, fmt.Errorf("redisstore: reset %q: %w", key, err)
+	}
 	var deleted int64
-	for i := 0; ; i++ {
-		if i < len(ids) {
-			w, p := s.leanKeys(key, ids[i])
-			keys = append(keys, w, p)
-		}
-		// All keys share the identity's slot: one DEL per 512 of them.
-		if len(keys) >= 512 || (i >= len(ids) && len(keys) > 0) {
-			n, err := s.client.Del(ctx, keys...).Result()
-			if err != nil {
-				return false, fmt.Errorf("redisstore: reset %q: %w", key, err)
-			}
-			deleted += n
-			keys = keys[:0]
-		}
-		if i >= len(ids) {
-			break
-		}
+	for _, d := range dels {
+		deleted += d.Val()
 	}
 	if err := s.client.Publish(ctx, s.ResetChannel(), key).Err(); err != nil {
 		return deleted > 0, fmt.Errorf("redisstore: reset %q: state deleted, but the proxies' blocked caches were not told: %w", key, err)
