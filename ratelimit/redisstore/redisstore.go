@@ -69,12 +69,9 @@ const DefaultPrefix = "rl:"
 
 // Options configure a Store. The zero value is usable.
 type Options struct {
-	// Prefix starts every key; empty means DefaultPrefix. It should hold no
-	// "{": Redis Cluster hashes a key by its first "{...}", so a prefix with
-	// one puts every identity in one slot, and one with "{}" makes Redis
-	// hash each key whole, splitting an identity's keys over slots (its
-	// resets then fail on a cluster with CROSSSLOT, and its multi-limit
-	// checks whenever the slots are on different masters).
+	// Prefix starts every key; empty means DefaultPrefix. It must hold no
+	// "{" or "}" (CheckPrefix says why; callers that take a prefix from
+	// users check it there first).
 	Prefix string
 	// Pipeline is the number of batches of checks in flight at once.
 	// Checks that arrive while that many are on the wire are sent together
@@ -88,6 +85,22 @@ type Options struct {
 	// the one rule of every Now). For tests only: with several clients,
 	// their clocks would disagree.
 	Now ratelimit.Clock
+}
+
+// CheckPrefix reports why prefix cannot start the store's keys, or nil.
+// Redis Cluster hashes a key by its first "{...}": a prefix with a "{"
+// puts every identity in one slot (or breaks the store's own hash tag), and
+// one with "{}" makes Redis hash each key whole, splitting an identity's
+// keys over slots (its resets then fail with CROSSSLOT, and its multi-limit
+// checks whenever the slots are on different masters). A "}" alone makes
+// the store's keys unparsable for Info and Top.
+func CheckPrefix(prefix string) error {
+	if i := strings.IndexAny(prefix, "{}"); i >= 0 {
+		return fmt.Errorf("redisstore: prefix %q holds %q: Redis Cluster hashes a key by its first {...}, "+
+			"so the store's own hash tag must be the first; use a prefix without braces, such as %q",
+			prefix, prefix[i:i+1], strings.NewReplacer("{", "", "}", "").Replace(prefix))
+	}
+	return nil
 }
 
 // Store keeps rate-limit state in Redis. It is safe for concurrent use.

@@ -1,6 +1,10 @@
 package redisstore
 
-import "testing"
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
 
 func TestSlot(t *testing.T) {
 	// Values from the Redis Cluster specification and CLUSTER KEYSLOT.
@@ -40,5 +44,20 @@ func TestDecodeState(t *testing.T) {
 	}
 	if _, ok := decodeState("not state"); ok {
 		t.Fatal("garbage decoded")
+	}
+}
+
+// A prefix with a brace would take the place of the store's own hash tag.
+func TestCheckPrefix_RefusesBracesOnly(t *testing.T) {
+	for _, ok := range []string{"", DefaultPrefix, "app:", "a:b:c-", "ümlaut:"} {
+		if err := CheckPrefix(ok); err != nil {
+			t.Errorf("CheckPrefix(%q) = %v, want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"{", "}", "app{x}:", "app{}:", "a}b{"} {
+		err := CheckPrefix(bad)
+		if err == nil || !strings.Contains(err.Error(), strconv.Quote(bad)) {
+			t.Errorf("CheckPrefix(%q) = %v, want an error naming it", bad, err)
+		}
 	}
 }

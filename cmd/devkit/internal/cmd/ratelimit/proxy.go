@@ -15,7 +15,6 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/gateway"
 	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/policy"
-	"github.com/devkit-go/devkit/ratelimit/redisstore"
 )
 
 // ProxyOptions are the inputs of `devkit ratelimit proxy`.
@@ -119,12 +118,12 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 
 	var store rl.Store
 	if raw := opts.Store.url(); raw != "" {
-		client, err := opts.Store.connectClient(raw)
+		rs, client, err := opts.Store.openStore(raw)
 		if err != nil {
-			return cmdutil.UsageError(err)
+			return err
 		}
 		defer client.Close()
-		store = redisstore.New(client, redisstore.Options{Prefix: opts.Store.Prefix})
+		store = rs
 	} else {
 		log.Warn("no --redis or REDIS_URL: limits are kept in this process's memory, not shared")
 		store = memory.New(memory.Options{})

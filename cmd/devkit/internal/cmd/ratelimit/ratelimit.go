@@ -111,20 +111,29 @@ func (so *StoreOptions) openRedis() (*redisstore.Store, func(), error) {
 	if raw == "" {
 		return nil, nil, cmdutil.UsageError(errNoStore)
 	}
-	client, err := so.connectClient(raw)
+	store, client, err := so.openStore(raw)
 	if err != nil {
-		return nil, nil, cmdutil.UsageError(err)
+		return nil, nil, err
 	}
-	store := redisstore.New(client, redisstore.Options{Prefix: so.Prefix})
 	return store, func() { client.Close() }, nil
 }
 
-// connectClient opens the Redis client at raw with Connect.
-func (so *StoreOptions) connectClient(raw string) (redis.UniversalClient, error) {
-	if so.Connect == nil {
-		return redisstore.NewClient(raw)
+// openStore checks --prefix, opens the Redis client at raw with Connect and
+// the store over it; its errors are usage errors. The caller closes the
+// client.
+func (so *StoreOptions) openStore(raw string) (*redisstore.Store, redis.UniversalClient, error) {
+	if err := redisstore.CheckPrefix(so.Prefix); err != nil {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("--prefix: %w", err))
 	}
-	return so.Connect(raw)
+	connect := so.Connect
+	if connect == nil {
+		connect = redisstore.NewClient
+	}
+	client, err := connect(raw)
+	if err != nil {
+		return nil, nil, cmdutil.UsageError(err)
+	}
+	return redisstore.New(client, redisstore.Options{Prefix: so.Prefix}), client, nil
 }
 
 // commandTimeout bounds one-shot store calls.

@@ -68,6 +68,28 @@ func TestCheck_UsageErrors(t *testing.T) {
 	}
 }
 
+// A --prefix with a brace would put the store's keys in the wrong cluster
+// slots (or every identity in one): every verb that opens the store refuses
+// it as a usage error before it connects, naming the flag and a fix.
+func TestStoreVerbs_PrefixWithABraceIsAUsageError(t *testing.T) {
+	env := map[string]string{"REDIS_URL": "redis://127.0.0.1:1"}
+	for _, prefix := range []string{"app{x}:", "app{}:", "}:", "{"} {
+		for _, verb := range [][]string{
+			{"check", "k", "--limit", "5", "--window", "1m"},
+			{"info", "k"},
+			{"reset", "k"},
+			{"top"},
+			{"proxy", "--upstream", "http://127.0.0.1:1", "--policy", "../../../../../examples/policies/saas.yaml", "--listen", "127.0.0.1:0"},
+		} {
+			args := append([]string{"--prefix", prefix}, verb...)
+			_, stderr, code := run(t, env, args...)
+			if code != cmdutil.ExitUsage || !strings.Contains(stderr, "--prefix") || !strings.Contains(stderr, "without braces") {
+				t.Errorf("%v: exit %d, stderr %q; want 2 naming --prefix", args, code, stderr)
+			}
+		}
+	}
+}
+
 func TestCheckInfoResetHealth_RealRedis(t *testing.T) {
 	srv := redistest.StartRedis(t)
 	env := map[string]string{"REDIS_URL": srv.URL()}
