@@ -21,6 +21,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,8 @@ import (
 var (
 	//go:embed lua/lean_fw.lua
 	leanFWLua string
+	//go:embed lua/register.lua
+	registerLua string
 	//go:embed lua/lean_gcra.lua
 	leanGCRALua string
 )
@@ -46,10 +49,10 @@ const leanMaxRate = 1 << 48
 const leanMark = 1 << 50
 
 // leanRegisterEvery is how often a lean limit id is added to the registry
-// again: the set may be lost (a restart without persistence, FLUSHALL, a
-// failover to a replica that missed the SADD), and until it is written
+// again (which also moves its expiry on): the set may be lost (a restart without persistence, FLUSHALL, a
+// failover to a replica that missed the write), and until it is written
 // again a Reset or Info by another process misses the windows written
-// since. One SADD a second per limit id and proxy, in the background, keeps
+// since. One registration a second per limit id and proxy, in the background, keeps
 // that gap to about a second.
 const leanRegisterEvery = time.Second
 
@@ -66,8 +69,30 @@ func leanEligible(lim ratelimit.Limit) bool {
 	return false
 }
 
-// registry is the set of the limit ids used in the lean layout.
-func (s *Store) registry() string { return s.prefix + "limits" }
+// registry is the sorted set of the limit ids used in the lean layout,
+// scored by when their keys are gone (lua/register.lua).
+func (s *Store) registry() string { return s.prefix + "lean-ids" }
+
+// legacyRegistry is the plain set in which versions before the sorted
+// registry kept their ids (never pruned): Reset and Info read it too, so a
+// new CLI still finds the windows of older proxies during an upgrade. It can
+// be deleted once no older proxy runs.
+func (s *Store) legacyRegistry() string { return s.prefix + "limits" }
+
+// registryMargin is added to a limit's lifetime in the registry: the lean
+// scripts round a key's TTL up to whole seconds plus one.
+const registryMargin = 5 * time.Second
+
+// leanLifetime is how long a key of a lean limit can live after one check:
+// its window (for GCRA, the burst tolerance) or its penalty block, plus
+// registryMargin; in milliseconds.
+func leanLifetime(lim ratelimit.Limit) int64 {
+	life := max(lim.Period, lim.Block)
+	if p := algo.ParamsOf(lim); lim.Algorithm == ratelimit.GCRA && p.Rate > 0 {
+		life = max(life, time.Duration(p.Period/p.Rate*p.Capacity)*time.Microsecond)
+	}
+	return (life + registryMargin).Milliseconds()
+}
 
 // leanWindow is the window key of limit id for key (leanKeys' first).
 func (s *Store) leanWindow(key, id string) string {
@@ -84,7 +109,7 @@ func (s *Store) leanKeys(key, id string) (window, penalty string) {
 }
 
 // register adds the entry's id to the registry when it is not there yet
-// (or was added more than leanRegisterEvery ago). The SADD runs in a
+// (or was added more than leanRegisterEvery ago). The registration runs in a
 // goroutine of its own (one per entry at a time), and a failed one is tried
 // again by the next check. A later check never waits for it, but the first
 // checks of an entry wait (up to half of what is left of their ctx's
@@ -105,7 +130,7 @@ func (s *Store) register(ctx context.Context, e *specEntry) {
 			defer e.registering.Store(false)
 			ctx, cancel := context.WithTimeout(context.Background(), ClientTimeout)
 			defer cancel()
-			if s.client.SAdd(ctx, s.registry(), e.id).Err() == nil {
+			if s.registerScript.Run(ctx, s.client, []string{s.registry()}, e.id, e.lifetimeMs).Err() == nil {
 				e.registered.Store(time.Now().UnixNano())
 			}
 			e.firstTry.Do(func() { close(e.firstTried) })
@@ -131,13 +156,19 @@ func (s *Store) register(ctx context.Context, e *specEntry) {
 // leanIDs are the limit ids of the registry and those this store uses
 // itself (whose registration may still be under way).
 func (s *Store) leanIDs(ctx context.Context) ([]string, error) {
-	ids, err := s.client.SMembers(ctx, s.registry()).Result()
-	if err != nil {
+	pipe := s.client.Pipeline()
+	current := pipe.ZRange(ctx, s.registry(), 0, -1)
+	legacy := pipe.SMembers(ctx, s.legacyRegistry())
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		seen[id] = true
+	var ids []string
+	seen := make(map[string]bool)
+	for _, id := range slices.Concat(current.Val(), legacy.Val()) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
 	}
 	s.specs.mu.RLock()
 	for _, e := range s.specs.specs {

@@ -7,6 +7,8 @@ package redisstore_test
 import (
 	"context"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,17 +119,31 @@ func TestLeanAttack_HugeCostIsDeniedAndChangesNothing(t *testing.T) {
 	}
 }
 
-// delaySAdd holds every SADD (the registry's) of a client for a while: the
-// background registration of a lean limit id lags the first checks.
-type delaySAdd struct {
-	wait    time.Duration // below ClientTimeout: the SADD succeeds, late
-	release chan struct{}
+// isRegistration reports whether cmd is the registration of a lean limit
+// id (register.lua on the registry key).
+func isRegistration(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 4 || !strings.HasPrefix(strings.ToLower(cmd.Name()), "eval") {
+		return false
+	}
+	key, _ := args[3].(string)
+	return strings.HasSuffix(key, "lean-ids")
 }
 
-func (h delaySAdd) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h delaySAdd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+// delayRegistration holds the first registration command of a lean limit
+// id by a client for a while (once: the script's EVALSHA and the EVAL that
+// follows a NOSCRIPT share one ClientTimeout): the background registration
+// lags the first checks.
+type delayRegistration struct {
+	wait    time.Duration // below ClientTimeout: the registration succeeds, late
+	release chan struct{}
+	done    *atomic.Bool
+}
+
+func (h delayRegistration) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h delayRegistration) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if strings.EqualFold(cmd.Name(), "sadd") {
+		if isRegistration(cmd) && h.done.CompareAndSwap(false, true) {
 			select {
 			case <-h.release:
 			case <-time.After(h.wait):
@@ -136,7 +152,7 @@ func (h delaySAdd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		return next(ctx, cmd)
 	}
 }
-func (h delaySAdd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h delayRegistration) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
@@ -155,7 +171,7 @@ func TestLeanAttack_ResetRightAfterTheFirstCheckFindsTheWindow(t *testing.T) {
 		prefix := uniquePrefix(t) + lim.Algorithm.String() + ":"
 		slow := srv.Client(t)
 		release := make(chan struct{})
-		slow.AddHook(delaySAdd{wait: 500 * time.Millisecond, release: release})
+		slow.AddHook(delayRegistration{wait: 500 * time.Millisecond, release: release, done: &atomic.Bool{}})
 		proxy := redisstore.New(slow, redisstore.Options{Prefix: prefix})
 		cli := redisstore.New(srv.Client(t), redisstore.Options{Prefix: prefix})
 		out := make([]ratelimit.LimitResult, 1)
@@ -181,11 +197,11 @@ func TestLeanAttack_ResetRightAfterTheFirstCheckFindsTheWindow(t *testing.T) {
 	}
 }
 
-// Every key the layout writes expires by itself (the registry set alone
-// lives on): after plain, lean-script and multi-limit checks, denials,
-// blocks and costs above the rate, no key of the prefix but the registry
-// has PTTL -1.
-func TestLeanAttack_EveryKeyButTheRegistryExpires(t *testing.T) {
+// Every key the layout writes expires by itself, the registry of limit ids
+// too (with its last id): after plain, lean-script and multi-limit checks,
+// denials, blocks and costs above the rate, no key of the prefix has
+// PTTL -1.
+func TestLeanAttack_EveryKeyExpires(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.StartRedis(t)
 	c := srv.Client(t)
@@ -215,10 +231,10 @@ func TestLeanAttack_EveryKeyButTheRegistryExpires(t *testing.T) {
 	if err != nil || len(keys) < 5 {
 		t.Fatalf("keys: %q, %v", keys, err)
 	}
+	if !slices.Contains(keys, prefix+"lean-ids") {
+		t.Fatalf("keys %q: no registry", keys)
+	}
 	for _, k := range keys {
-		if k == prefix+"limits" {
-			continue
-		}
 		if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 {
 			t.Errorf("key %q has PTTL %v", k, ttl)
 		}
@@ -237,7 +253,7 @@ func (h holdScriptReplies) DialHook(next redis.DialHook) redis.DialHook { return
 func (h holdScriptReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if strings.HasPrefix(cmd.Name(), "eval") && h.armed.CompareAndSwap(true, false) {
+		if strings.HasPrefix(cmd.Name(), "eval") && !isRegistration(cmd) && h.armed.CompareAndSwap(true, false) {
 			h.arrived <- struct{}{}
 			<-h.release
 		}
@@ -304,7 +320,7 @@ func TestLeanAttack_ASlowRegistryNeverFailsTheFirstCheck(t *testing.T) {
 	slow := srv.Client(t)
 	release := make(chan struct{})
 	defer close(release)
-	slow.AddHook(delaySAdd{wait: 800 * time.Millisecond, release: release})
+	slow.AddHook(delayRegistration{wait: 800 * time.Millisecond, release: release, done: &atomic.Bool{}})
 	store := redisstore.New(slow, redisstore.Options{Prefix: uniquePrefix(t)})
 	if err := store.Ping(ctx); err != nil { // a connection is up: the check's budget is its own
 		t.Fatal(err)
@@ -384,8 +400,8 @@ func TestLeanAttack_MixedCostsSpendExactlyTheRate(t *testing.T) {
 	}
 }
 
-// The registry set can be lost while the proxies run (a restart without
-// persistence, FLUSHALL, a failover to a replica that missed the SADD);
+// The registry can be lost while the proxies run (a restart without
+// persistence, FLUSHALL, a failover to a replica that missed the write);
 // the proxies write it again within seconds, so a Reset by another process
 // soon after finds the windows written since.
 func TestLeanAttack_ALostRegistryIsWrittenAgainSoon(t *testing.T) {
@@ -414,7 +430,7 @@ func TestLeanAttack_ALostRegistryIsWrittenAgainSoon(t *testing.T) {
 	if out[0].Allowed {
 		t.Fatal("second check of 1 allowed")
 	}
-	deadline := time.Now().Add(time.Second) // the background SADD of the proxy
+	deadline := time.Now().Add(time.Second) // the background registration of the proxy
 	for {
 		existed, err := cli.Reset(ctx, "ip:3")
 		if err != nil {
@@ -499,7 +515,7 @@ func TestLeanAttack_RegistryOnADeadMasterIsAnErrorNotAnEmptyAnswer(t *testing.T)
 	prefix := uniquePrefix(t)
 	store := redisstore.New(c, redisstore.Options{Prefix: prefix})
 	registryNode := -1
-	if m, err := c.MasterForKey(ctx, prefix+"limits"); err == nil {
+	if m, err := c.MasterForKey(ctx, prefix+"lean-ids"); err == nil {
 		for i, a := range cl.Addrs {
 			if a == m.Options().Addr {
 				registryNode = i
@@ -572,5 +588,88 @@ func TestLeanAttack_DeniedBigCostsDoNotPileUpIntoTheMark(t *testing.T) {
 				t.Fatalf("a full window after denied big costs: %+v, want denied", out[0])
 			}
 		})
+	}
+}
+
+// A policy edited many times (every edit of a limit is a new limit id) must
+// not grow the registry for ever: every Reset and Info reads it whole and
+// touches two keys per id. Ids whose keys are all gone leave it; the ids of
+// limits in use, and their windows, stay and are found by a Reset.
+func TestLeanAttack_PolicyEditsDoNotGrowTheRegistry(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	prefix := uniquePrefix(t)
+	store := redisstore.New(c, redisstore.Options{Prefix: prefix})
+	out := make([]ratelimit.LimitResult, 1)
+	check := func(lim ratelimit.Limit, key string) {
+		t.Helper()
+		if err := store.Check(ctx, ratelimit.CheckRequest{Key: key, Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 30 edits of a short limit, then one long one that stays in use.
+	for i := 0; i < 30; i++ {
+		check(ratelimit.Limit{Name: "edit" + strconv.Itoa(i), Rate: int64(10 + i), Period: 100 * time.Millisecond}, "ip:1")
+	}
+	long := ratelimit.Limit{Name: "login", Rate: 1, Period: time.Hour, Block: time.Hour}
+	check(long, "ip:2")
+	check(long, "ip:2") // denied, blocked for an hour
+	registry := prefix + "lean-ids"
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(3 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: registry %q", what, c.ZRange(ctx, registry, 0, -1).Val())
+			}
+		}
+	}
+	waitFor("31 ids registered", func() bool { return c.ZCard(ctx, registry).Val() == 31 })
+	// The short ids' keys are gone after 100 ms; their registry entries
+	// after the margin for rounding (5 s). The next registration prunes.
+	time.Sleep(5200 * time.Millisecond)
+	check(long, "ip:3")
+	waitFor("only the id in use left", func() bool { return c.ZCard(ctx, registry).Val() == 1 })
+	if ttl := c.PTTL(ctx, registry).Val(); ttl <= 59*time.Minute || ttl > time.Hour+10*time.Second {
+		t.Fatalf("registry PTTL %v, want about the hour block", ttl)
+	}
+	cli := redisstore.New(srv.Client(t), redisstore.Options{Prefix: prefix})
+	if existed, err := cli.Reset(ctx, "ip:2"); err != nil || !existed {
+		t.Fatalf("reset of the blocked ip:2 by another process: existed=%v, %v", existed, err)
+	}
+	check(long, "ip:2")
+	if !out[0].Allowed {
+		t.Fatalf("ip:2 after the reset: %+v", out[0])
+	}
+}
+
+// During an upgrade, older proxies still list their ids in the plain set
+// `<prefix>limits`: a Reset by the new CLI must find their windows too.
+func TestLeanAttack_ResetFindsTheWindowsOfOlderProxies(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartRedis(t)
+	c := srv.Client(t)
+	prefix := uniquePrefix(t)
+	old := redisstore.New(c, redisstore.Options{Prefix: prefix})
+	lim := ratelimit.Limit{Name: "login", Rate: 1, Period: time.Hour}
+	out := make([]ratelimit.LimitResult, 1)
+	for i := 0; i < 2; i++ {
+		if err := old.Check(ctx, ratelimit.CheckRequest{Key: "ip:1", Limits: []ratelimit.Limit{lim}, Cost: 1}, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What an older version leaves: its id in the plain set, none in the sorted one.
+	ids := c.ZRange(ctx, prefix+"lean-ids", 0, -1).Val()
+	if len(ids) != 1 {
+		t.Fatalf("registry %q", ids)
+	}
+	c.Del(ctx, prefix+"lean-ids")
+	c.SAdd(ctx, prefix+"limits", ids[0])
+	cli := redisstore.New(srv.Client(t), redisstore.Options{Prefix: prefix})
+	if existed, err := cli.Reset(ctx, "ip:1"); err != nil || !existed {
+		t.Fatalf("reset with the id only in the older set: existed=%v, %v; want the window deleted", existed, err)
+	}
+	if left := c.Keys(ctx, prefix+"{*").Val(); len(left) != 0 {
+		t.Fatalf("keys of ip:1 left after the reset: %q", left)
 	}
 }

@@ -109,8 +109,9 @@ type Store struct {
 	prefix string
 	now    ratelimit.Clock
 	check  *redis.Script
-	// leanFW and leanGCRA are lean_fw.lua and lean_gcra.lua (lean.go).
-	leanFW, leanGCRA *redis.Script
+	// leanFW and leanGCRA are lean_fw.lua and lean_gcra.lua, registerScript
+	// register.lua (lean.go).
+	leanFW, leanGCRA, registerScript *redis.Script
 	// cluster is the client when it is a cluster client, else nil.
 	cluster *redis.ClusterClient
 	batch   *batcher // nil when Options.Pipeline is negative
@@ -125,7 +126,7 @@ var (
 
 // New returns a store over client.
 func New(client redis.UniversalClient, opts Options) *Store {
-	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(checkScriptSource()), leanFW: redis.NewScript(leanFWLua), leanGCRA: redis.NewScript(leanGCRALua)}
+	s := &Store{client: client, prefix: opts.Prefix, now: opts.Now, check: redis.NewScript(checkScriptSource()), leanFW: redis.NewScript(leanFWLua), leanGCRA: redis.NewScript(leanGCRALua), registerScript: redis.NewScript(registerLua)}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
@@ -306,8 +307,9 @@ type specEntry struct {
 	lean     bool
 	gcra     bool // a lean GCRA limit (else a lean fixed window)
 	leanArgs [3]any
-	// rate, periodMs and blockMs are a lean limit's, for countPlain.
-	rate, periodMs, blockMs int64
+	// rate, periodMs and blockMs are a lean limit's, for countPlain;
+	// lifetimeMs is leanLifetime's, for the registry.
+	rate, periodMs, blockMs, lifetimeMs int64
 	// registered is when the id was last added to the registry (Unix ns);
 	// registering is set while an addition is under way.
 	registered  atomic.Int64
@@ -342,6 +344,7 @@ func (c *specCache) of(lim ratelimit.Limit, lean bool) *specEntry {
 		e.firstTried = make(chan struct{})
 		e.gcra = lim.Algorithm == ratelimit.GCRA
 		e.rate, e.periodMs, e.blockMs = lim.Rate, lim.Period.Milliseconds(), lim.Block.Milliseconds()
+		e.lifetimeMs = leanLifetime(lim)
 	}
 	c.mu.Lock()
 	if c.specs == nil || len(c.specs) >= maxCachedSpecs {
