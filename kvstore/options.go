@@ -127,6 +127,9 @@ type Options struct {
 	fs vfs.FS
 	// clock is the time expiry is judged by; time.Now when nil (tests move it).
 	clock func() time.Time
+	// noPrealloc turns preallocated log segments off (the benchmark that
+	// measures them runs an engine without them side by side).
+	noPrealloc bool
 }
 
 // withDefaultsFS is the file system of the default options.

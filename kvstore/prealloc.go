@@ -121,6 +121,7 @@ func (db *DB) newSegment(firstSeq uint64) (*wal.Writer, error) {
 	if tmp := db.prep.take(); tmp != "" {
 		w, err := wal.InstallPrepared(db.opts.fs, db.dir, tmp, firstSeq)
 		if err == nil {
+			db.stats.preallocated.Add(1)
 			return w, nil
 		}
 		db.opts.Logger.Warn("kvstore: cannot install the prepared log segment; appending to a new one",
@@ -136,6 +137,9 @@ func (db *DB) newSegment(firstSeq uint64) (*wal.Writer, error) {
 // notePreallocation counts a synced group and asks for the next segment to
 // be prepared when it is time. Called by the leader.
 func (db *DB) notePreallocation() {
+	if db.opts.noPrealloc {
+		return
+	}
 	if db.syncedGroups < preallocAfterGroups {
 		db.syncedGroups++
 	}
