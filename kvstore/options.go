@@ -130,6 +130,9 @@ type Options struct {
 	// noPrealloc turns preallocated log segments off (the benchmark that
 	// measures them runs an engine without them side by side).
 	noPrealloc bool
+	// preallocAfter overrides preallocAfterGroups (the kill -9 test of
+	// preallocated segments prepares from the first group on).
+	preallocAfter int
 }
 
 // withDefaultsFS is the file system of the default options.

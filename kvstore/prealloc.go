@@ -43,7 +43,7 @@ import (
 const preparedSegmentName = "prepared-segment.wal" + tmpSuffix
 
 // preallocAfterGroups is how many groups the engine syncs before it
-// prepares segments.
+// prepares segments (Options.preallocAfter in tests).
 const preallocAfterGroups = 64
 
 // preparer zero-fills the next log segment in the background, one at a
@@ -140,10 +140,14 @@ func (db *DB) notePreallocation() {
 	if db.opts.noPrealloc {
 		return
 	}
-	if db.syncedGroups < preallocAfterGroups {
+	after := preallocAfterGroups
+	if db.opts.preallocAfter > 0 {
+		after = db.opts.preallocAfter
+	}
+	if db.syncedGroups < after {
 		db.syncedGroups++
 	}
-	if db.prepAsked || db.syncedGroups < preallocAfterGroups {
+	if db.prepAsked || db.syncedGroups < after {
 		return
 	}
 	if db.seg.Preallocated() && db.seg.Size() < db.opts.SegmentSize/2 {
