@@ -27,6 +27,12 @@ type DB struct {
 	// Owned by the current leader of the pipeline.
 	seg         *wal.Writer
 	lastWritten uint64
+	// syncedGroups counts synced groups since Open, up to
+	// preallocAfterGroups; prepAsked: the segment after seg is being (or
+	// was) prepared. See prealloc.go.
+	syncedGroups int
+	prepAsked    bool
+	prep         preparer
 	// curSeg is seg for the periodic syncer, which is not a leader.
 	curSeg atomic.Pointer[wal.Writer]
 
@@ -68,6 +74,7 @@ func Open(dir string, opts Options) (*DB, error) {
 // which is released when the open fails), recovering with act.
 func openLocked(dir string, o Options, lock *dirlock.Lock, act recoveryActions) (*DB, error) {
 	db := &DB{dir: dir, opts: o, lock: lock, expiredSeen: make(chan string, expiredSeenQueue)}
+	db.prep.db = db
 	db.bgCtx, db.bgCancel = context.WithCancel(context.Background())
 	if err := db.recoverForOpen(act); err != nil {
 		if lerr := lock.Release(); lerr != nil {
@@ -402,7 +409,13 @@ func (db *DB) Close() error {
 	if db.failure() == nil {
 		if serr := db.seg.Sync(); serr != nil {
 			err = fmt.Errorf("kvstore: close: fdatasync %s: %w", db.seg.Path(), serr)
+		} else if terr := db.seg.TrimTail(); terr != nil {
+			// Harmless to leave: the next open reads the zeros as the end.
+			db.opts.Logger.Warn("kvstore: close: cannot cut the log's zero tail", "file", db.seg.Path(), "err", terr)
 		}
+	}
+	if derr := db.prep.discard(); derr != nil {
+		db.opts.Logger.Warn("kvstore: close: cannot remove the prepared log segment; the next open removes it", "err", derr)
 	}
 	if cerr := db.seg.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("kvstore: close: %w", cerr)

@@ -22,7 +22,7 @@ func (e logEnv) write(g *group) error {
 	if err := db.failure(); err != nil {
 		return err
 	}
-	if db.seg.Size() >= db.opts.SegmentSize {
+	if db.seg.Size() >= db.opts.SegmentSize || db.rotateEarly() {
 		if err := db.rotate(); err != nil {
 			return db.fail(fmt.Errorf("start a new log segment: %w", err))
 		}
@@ -53,6 +53,7 @@ func (e logEnv) sync(g *group) error {
 	}
 	db.stats.fsyncs.Add(1)
 	db.stats.syncedRecords.Add(uint64(g.count))
+	db.notePreallocation()
 	return nil
 }
 
@@ -117,17 +118,22 @@ func (g *group) ref(mu mutation, keyOff, keyLen, valOff, valLen int) {
 	g.muts = append(g.muts, mu)
 }
 
-// rotate closes the current segment durably and starts the next one at the
-// next sequence number. Called by the leader.
+// rotate closes the current segment durably, cut back to its last record,
+// and starts the next one at the next sequence number: a prepared one when
+// ready (see prealloc.go). Called by the leader.
 func (db *DB) rotate() error {
 	old := db.seg
 	if err := old.Sync(); err != nil {
 		return err
 	}
-	w, err := wal.CreateSegment(db.opts.fs, db.dir, db.lastWritten+1, true)
+	if err := old.TrimTail(); err != nil {
+		return err
+	}
+	w, err := db.newSegment(db.lastWritten + 1)
 	if err != nil {
 		return err
 	}
+	db.prepAsked = false
 	db.seg = w
 	db.curSeg.Store(w)
 	db.stats.segments.Add(1)

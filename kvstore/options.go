@@ -127,6 +127,12 @@ type Options struct {
 	fs vfs.FS
 	// clock is the time expiry is judged by; time.Now when nil (tests move it).
 	clock func() time.Time
+	// noPrealloc turns preallocated log segments off (the benchmark that
+	// measures them runs an engine without them side by side).
+	noPrealloc bool
+	// preallocAfter overrides preallocAfterGroups (the kill -9 test of
+	// preallocated segments prepares from the first group on).
+	preallocAfter int
 }
 
 // withDefaultsFS is the file system of the default options.

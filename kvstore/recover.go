@@ -158,7 +158,7 @@ func (db *DB) recoverForOpen(act recoveryActions) error {
 		db.stats.snapshotPath.Store(&rc.report.Snapshot)
 	}
 	if rc.tail != nil {
-		db.seg, err = wal.OpenSegmentForAppend(db.opts.fs, rc.tail.path, rc.tail.firstSeq, rc.tail.size)
+		db.seg, err = wal.OpenSegmentForAppend(db.opts.fs, rc.tail.path, rc.tail.firstSeq, rc.tail.size, rc.tail.zeroTail)
 	} else {
 		db.seg, err = wal.CreateSegment(db.opts.fs, db.dir, rc.next, true)
 		db.stats.segments.Add(1)
@@ -244,6 +244,9 @@ func (rc *recovery) run() error {
 	rc.report.LogSegments = int64(len(segs))
 	for _, s := range segs {
 		size := s.Size
+		if end, ok := rp.dataEnd[s.Path]; ok {
+			size = end // not its zero tail
+		}
 		if rc.tail != nil && rc.tail.path == s.Path {
 			size = rc.tail.size
 		}
@@ -260,12 +263,17 @@ type replay struct {
 	load    *loader
 	buf     []byte
 	tail    *tailSegment // the segment to keep appending to
+	// dataEnd is where the records of a segment with a zero tail end.
+	dataEnd map[string]int64
 }
 
 type tailSegment struct {
 	path     string
 	firstSeq uint64
 	size     int64
+	// zeroTail: only zeros follow size (a preallocated segment); they are
+	// kept and written over.
+	zeroTail bool
 }
 
 // segment replays one segment. stop reports that the log was cut here and
@@ -301,14 +309,30 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 		return stop, stop && rp.tail == nil, err
 	}
 	off := wal.HeaderSize
+	prealloc, zeroTail := wal.Preallocated(buf), false
 	for off < len(buf) {
 		rec, n, err := wal.DecodeRecord(buf[off:], maxPayload)
 		if err == nil && rec.Seq >= rp.next && rec.Seq != rp.next {
 			err = fmt.Errorf("%w: sequence %d where %d was expected", wal.ErrBadRecord, rec.Seq, rp.next)
 		}
+		if err != nil && prealloc && wal.ZeroFrom(buf, off) {
+			// The zero tail of a preallocated segment: the clean end.
+			zeroTail = true
+			if rp.dataEnd == nil {
+				rp.dataEnd = make(map[string]int64)
+			}
+			rp.dataEnd[seg.Path] = int64(off)
+			break
+		}
 		if err != nil {
 			if _, valid := wal.ValidRecordAfter(buf, off, rp.next-1, maxPayload); newest && !valid {
-				rc.report.TornTailBytes += int64(len(buf) - off)
+				torn := len(buf) - off
+				if prealloc {
+					// Zeros after the torn bytes are the segment's zero
+					// tail: cut with them, but not counted as torn.
+					torn = max(wal.NonZeroEnd(buf), off) - off
+				}
+				rc.report.TornTailBytes += int64(torn)
 				rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
 				return false, false, nil
 			}
@@ -337,7 +361,7 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 		off += n
 	}
 	if newest {
-		rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
+		rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off), zeroTail: zeroTail}
 	}
 	return false, false, nil
 }

@@ -36,12 +36,16 @@ func ReadSegment(fs vfs.FS, path string, buf []byte) ([]byte, error) {
 // after lastSeq starts beyond offset from in buf. It is how a torn tail
 // (nothing valid follows the damage) is told from mid-log corruption (good
 // records follow it). Candidates are filtered on the sequence field before
-// a checksum is computed, so a long garbage tail is scanned quickly.
+// a checksum is computed, so a long garbage tail is scanned quickly, and
+// the zero tail of a preallocated segment is not scanned at all: a record's
+// header holds its sequence number, never zero, so none starts past the
+// last non-zero byte.
 func ValidRecordAfter(buf []byte, from int, lastSeq uint64, maxPayload int) (int, bool) {
 	// Any record after the damage must carry a sequence number in
 	// (lastSeq, lastSeq+records that could fit].
 	maxSeq := lastSeq + uint64(len(buf)/RecordHeaderSize) + 1
-	for off := from + 1; off+RecordHeaderSize <= len(buf); off++ {
+	last := nonZeroEnd(buf)
+	for off := from + 1; off < last && off+RecordHeaderSize <= len(buf); off++ {
 		seq := binary.LittleEndian.Uint64(buf[off+9 : off+17])
 		if seq <= lastSeq || seq > maxSeq {
 			continue

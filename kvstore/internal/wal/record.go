@@ -18,6 +18,14 @@
 //	               set, delete: type u8, uvarint(len key), key, uvarint(len value), value
 //	               set with TTL: type u8, uvarint(len key), key, expireAt u64, uvarint(len value), value
 //
+// The end of a segment's records: the end of the file, or zero bytes up to
+// it (the zero tail of a preallocated segment, see Writer). No record is all
+// zeros — type 0 does not exist, sequence numbers start at 1, and the
+// checksum of a zero header does not match — so at a record boundary, zeros
+// to the end of the file are the clean end of the log, never a record and
+// never damage; anything else there that does not decode is a torn or
+// damaged record, as before preallocation.
+//
 // Types 4 and 5 (and TTL ops in batches) were added after the first format;
 // logs written before them hold only types 1..3 and decode unchanged.
 package wal
