@@ -345,3 +345,80 @@ func TestPrealloc_OnlyTheNewestSegmentEndsInZeros(t *testing.T) {
 	defer db.Close()
 	wantPrefix(t, db, n+600, n+601)
 }
+
+// powerLossWrite puts, at the data end of the newest (preallocated) segment
+// of dir, the records of one write of 30 sets after the n acknowledged ones,
+// then spoils it from the data end to first+hole bytes with fill: what a
+// power loss leaves when a drive kept later sectors of the write but not the
+// first ones (fill 0), or what damage looks like (fill not 0). It returns
+// the segment's path and data end before the write.
+func powerLossWrite(t *testing.T, dir string, n, hole int, fill byte) (string, int) {
+	t.Helper()
+	seg, b := newestSegment(t, dir)
+	end := wal.NonZeroEnd(b)
+	var w []byte
+	for i := 0; i < 30; i++ {
+		k := fmt.Sprintf("k%03d", n+i)
+		w = wal.AppendRecord(w, wal.Record{Type: wal.TypeSet, Seq: uint64(n + i + 1), Key: []byte(k), Value: bytes.Repeat([]byte("v"), 80)})
+	}
+	copy(b[end:], w)
+	for i := end; i < end+hole; i++ {
+		b[i] = fill
+	}
+	writeFile(t, seg.Path, b)
+	return seg.Path, end
+}
+
+// A power loss while a write goes over zeros can keep its later sectors and
+// lose its first: a hole of zeros, then valid records. None of them was
+// acknowledged (an acknowledged write's fdatasync made every sector before
+// it durable), so Open reads it as a torn tail and cuts it, as it does an
+// appended write cut short — it does not refuse to open as for mid-log
+// damage. Damage that is not a whole never-written sector still refuses.
+func TestPrealloc_APowerLossHoleBeforeUnacknowledgedRecordsIsATornTail(t *testing.T) {
+	src := t.TempDir()
+	db := openT(t, src, preallocOptions)
+	n := writeUntilPreallocated(t, db, 0)
+	crashed := copyDir(t, src)
+	db.Close()
+	path, end := powerLossWrite(t, crashed, n, 2*wal.SectorSize, 0)
+	_, b := newestSegment(t, crashed)
+	torn := int64(wal.NonZeroEnd(b) - end)
+
+	rep, err := Verify(crashed, Options{})
+	if err != nil || rep.TornTailBytes != torn || rep.Records != uint64(n) {
+		t.Fatalf("Verify: %v, torn tail %d, records %d; want a torn tail of %d and the %d acknowledged records", err, rep.TornTailBytes, rep.Records, torn, n)
+	}
+	db = openT(t, crashed, preallocOptions)
+	wantPrefix(t, db, n, n+30)
+	if st := db.Stats(); st.TornTailBytes != torn {
+		t.Fatalf("open: torn tail %d, want %d", st.TornTailBytes, torn)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != int64(end) {
+		t.Fatalf("the torn write was not cut off: %v, %d bytes, want %d", err, fi.Size(), end)
+	}
+	mustSet(t, db, fmt.Sprintf("k%03d", n), "after")
+	db.Close()
+
+	for name, spoil := range map[string]struct {
+		hole int
+		fill byte
+	}{
+		"garbage, not zeros":               {2 * wal.SectorSize, 0xa5},
+		"zeros short of an aligned sector": {40, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := t.TempDir()
+			db := openT(t, src, preallocOptions)
+			n := writeUntilPreallocated(t, db, 0)
+			crashed := copyDir(t, src)
+			db.Close()
+			powerLossWrite(t, crashed, n, spoil.hole, spoil.fill)
+			_, err := Open(crashed, preallocOptions)
+			var ce *CorruptionError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Open = %v, want mid-log damage (*CorruptionError)", err)
+			}
+		})
+	}
+}

@@ -325,7 +325,14 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 			break
 		}
 		if err != nil {
-			if _, valid := wal.ValidRecordAfter(buf, off, rp.next-1, maxPayload); newest && !valid {
+			// A torn tail: nothing valid follows the damage, or (written
+			// over zeros) a sector the write never reached lies before
+			// what does — the one write in flight at a power loss, whose
+			// sectors landed out of order. An acknowledged write's
+			// fdatasync made every sector before it durable, so no
+			// acknowledged record is after such a hole.
+			after, valid := wal.ValidRecordAfter(buf, off, rp.next-1, maxPayload)
+			if newest && (!valid || prealloc && wal.ZeroSectorIn(buf, off, after)) {
 				torn := len(buf) - off
 				if prealloc {
 					// Zeros after the torn bytes are the segment's zero

@@ -358,6 +358,27 @@ func nonZeroEnd(b []byte) int {
 	return end
 }
 
+// SectorSize is the unit a drive persists atomically, at the least: a power
+// loss can keep some sectors of a write and lose others, in any order.
+const SectorSize = 512
+
+// ZeroSectorIn reports whether b[from:to] holds a whole SectorSize-aligned
+// sector of zeros (offsets in b are file offsets). Where a record does not
+// decode, in a segment written over zeros, such a sector between it and the
+// next valid record marks a write cut short by a power loss with its sectors
+// persisted out of order: the sector was never written. (etcd's WAL reads a
+// torn entry the same way.)
+func ZeroSectorIn(b []byte, from, to int) bool {
+	var zeros [SectorSize]byte
+	to = min(to, len(b))
+	for off := (from + SectorSize - 1) / SectorSize * SectorSize; off+SectorSize <= to; off += SectorSize {
+		if bytes.Equal(b[off:off+SectorSize], zeros[:]) {
+			return true
+		}
+	}
+	return false
+}
+
 // NonZeroEnd is the offset just past the last non-zero byte of b: how much
 // of a torn tail is not the zero tail after it.
 func NonZeroEnd(b []byte) int { return nonZeroEnd(b) }

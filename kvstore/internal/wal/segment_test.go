@@ -109,3 +109,31 @@ func TestPrepareSegment_StopsAndRemovesTheFileWhenCancelled(t *testing.T) {
 		t.Fatalf("a cancelled preparation left its file: %v", err)
 	}
 }
+
+// Only a whole aligned sector of zeros counts: a run as long but across a
+// sector boundary, or ending at to, does not.
+func TestZeroSectorIn_OnlyAWholeAlignedSector(t *testing.T) {
+	b := bytes.Repeat([]byte{1}, 4*SectorSize)
+	zero := func(from, to int) []byte {
+		c := bytes.Clone(b)
+		clear(c[from:to])
+		return c
+	}
+	for _, tc := range []struct {
+		name     string
+		b        []byte
+		from, to int
+		want     bool
+	}{
+		{"aligned sector", zero(SectorSize, 2*SectorSize), 0, len(b), true},
+		{"a sector's worth across a boundary", zero(SectorSize+1, 2*SectorSize+1), 0, len(b), false},
+		{"aligned sector past to", zero(2*SectorSize, 3*SectorSize), 0, 3*SectorSize - 1, false},
+		{"aligned sector before from", zero(SectorSize, 2*SectorSize), SectorSize + 1, len(b), false},
+		{"from inside a zero run reaching an aligned sector", zero(SectorSize-7, 2*SectorSize), SectorSize - 7, len(b), true},
+		{"no zeros", b, 0, len(b), false},
+	} {
+		if got := ZeroSectorIn(tc.b, tc.from, tc.to); got != tc.want {
+			t.Errorf("%s: ZeroSectorIn = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
