@@ -245,25 +245,17 @@ func (ls *eventLoops) stop() {
 	ls.wg.Wait()
 }
 
-// run is the loop. It never blocks an OS thread in epoll_wait: the epoll
-// descriptor is itself registered with Go's poller, epoll_wait is called
-// with a zero timeout, and when nothing is ready the goroutine parks until
-// the descriptor turns readable (a socket event or a wake). A thread blocked
-// in a system call would cost a P hand-off to the runtime and a futex wake
-// on every return.
+// run is the loop.
 func (l *loop) run() {
 	defer l.ls.wg.Done()
 	defer unix.Close(l.wakefd)
-	if err := unix.SetNonblock(l.epfd, true); err != nil {
-		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
-	}
-	ep := os.NewFile(uintptr(l.epfd), "epoll")
-	defer ep.Close()
-	rc, err := ep.SyscallConn()
+	wait, closeWait, err := l.newWaiter()
 	if err != nil {
+		unix.Close(l.epfd)
 		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
 		return
 	}
+	defer closeWait()
 	ticker := time.NewTicker(l.tick)
 	done := make(chan struct{})
 	defer func() { ticker.Stop(); close(done) }()
@@ -283,14 +275,10 @@ func (l *loop) run() {
 	events := make([]unix.EpollEvent, 256)
 	touched := make([]*elConn, 0, 256)
 	for {
-		var n int
-		var werr error
-		if err := rc.Read(func(uintptr) bool {
-			n, werr = unix.EpollWait(l.epfd, events, 0)
-			return n > 0 || (len(l.parking) > 0 && l.gatherUntil == 0) || (werr != nil && !errors.Is(werr, unix.EINTR))
-		}); err != nil {
-			werr = err
-		}
+		// With parked connections to settle, only look for what is ready;
+		// while a group gathers, the gathering timer's wake ends the wait.
+		block := len(l.parking) == 0 || l.gatherUntil != 0
+		n, werr := wait(events, block)
 		if werr != nil {
 			l.s.opts.Logger.Error("epoll_wait failed", "transport", "resp", "err", werr)
 			time.Sleep(l.tick)
@@ -331,6 +319,63 @@ func (l *loop) run() {
 			l.checkTimeouts(time.Now())
 		}
 	}
+}
+
+// newWaiter returns how the loop waits for events, and how that is undone
+// (closing the epoll descriptor). wait returns the ready events; with
+// block false it does not wait for any.
+//
+// Where the runtime keeps an idle P (fewer loops than GOMAXPROCS, the
+// default), the loop blocks in epoll_wait itself, as Redis's loop does:
+// one system call per wake, and the thread keeps its P meanwhile (sysmon
+// leaves a P in a system call alone while another is idle). Otherwise a
+// loop blocked in a system call would hold a P that other goroutines need
+// until sysmon retook it (up to 10 ms later), so the epoll descriptor is
+// registered with Go's poller, polled with a zero timeout, and an idle
+// loop parks like any goroutine. That costs a second epoll_pwait per wake
+// (the runtime's, on its descriptor that holds ours), a netpoller thread
+// woken for every readable socket and sysmon put to deep sleep at every
+// park and woken again by the next system call: 1–2 µs of CPU per request
+// more (see docs/kvstore-server.md), which is why it is not the default.
+func (l *loop) newWaiter() (wait func(events []unix.EpollEvent, block bool) (int, error), closeFn func(), err error) {
+	if len(l.ls.loops) < runtime.GOMAXPROCS(0) {
+		wait = func(events []unix.EpollEvent, block bool) (int, error) {
+			timeout := 0
+			if block {
+				timeout = -1
+			}
+			n, err := unix.EpollWait(l.epfd, events, timeout)
+			if errors.Is(err, unix.EINTR) {
+				return 0, nil
+			}
+			return n, err
+		}
+		return wait, func() { unix.Close(l.epfd) }, nil
+	}
+	if err := unix.SetNonblock(l.epfd, true); err != nil {
+		return nil, nil, err
+	}
+	ep := os.NewFile(uintptr(l.epfd), "epoll")
+	rc, err := ep.SyscallConn()
+	if err != nil {
+		ep.Close()
+		return nil, nil, err
+	}
+	wait = func(events []unix.EpollEvent, block bool) (int, error) {
+		var n int
+		var werr error
+		if err := rc.Read(func(uintptr) bool {
+			n, werr = unix.EpollWait(l.epfd, events, 0)
+			return n > 0 || !block || (werr != nil && !errors.Is(werr, unix.EINTR))
+		}); err != nil {
+			return 0, err
+		}
+		if errors.Is(werr, unix.EINTR) {
+			return 0, nil
+		}
+		return n, werr
+	}
+	return wait, func() { ep.Close() }, nil
 }
 
 // maxSettlePasses bounds the rounds of awaiting and serving parked
