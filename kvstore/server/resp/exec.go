@@ -37,6 +37,8 @@ type call struct {
 type txn interface {
 	Get(key []byte) ([]byte, error)
 	ExpiresAt(key []byte) (time.Time, bool)
+	// Expiry is existence and expiry in one lookup (see kvstore.DB.Expiry).
+	Expiry(key []byte) (at time.Time, hasTTL bool, err error)
 	Version(key []byte) uint64
 	Now() time.Time
 	Set(key, value []byte) error
