@@ -79,7 +79,7 @@ type loop struct {
 
 	tick    time.Duration
 	now     time.Time // read once per round, and again after waiting for the engine
-	rounds  uint      // rounds so far (see yieldEvery)
+	yielded time.Time // when the loop last yielded (see yieldAfter)
 	parking []*elConn // parked in this round, not yet awaited
 	spare   []*elConn
 
@@ -280,7 +280,8 @@ func (l *loop) run() {
 		// With parked connections to settle, only look for what is ready;
 		// while a group gathers, the gathering timer's wake ends the wait.
 		block := len(l.parking) == 0 || l.gatherUntil != 0
-		if l.rounds++; l.rounds%yieldEvery == 0 {
+		if l.now.Sub(l.yielded) >= yieldAfter {
+			l.yielded = l.now
 			runtime.Gosched()
 		}
 		n, werr := wait(events, block)
@@ -384,14 +385,14 @@ func (l *loop) newWaiter() (wait func(events []unix.EpollEvent, block bool) (int
 	return wait, func() { ep.Close() }, nil
 }
 
-// yieldEvery is how many rounds a loop runs between two yields to the
-// scheduler. A loop that never yields looks stuck to sysmon: after 10 ms it
-// preempts the goroutine (a signal) or, caught in epoll_wait, takes its P
-// away, and then polls at its fastest (20 µs) for a while. Yielding every
-// few milliseconds of a busy loop avoids that: perf stat counted 6600
-// nanosleeps and 130 tgkills in 3 s of GET without the yields, 500 and 1
-// with them.
-const yieldEvery = 64
+// yieldAfter is how long a loop runs between two yields to the scheduler.
+// A loop that never yields looks stuck to sysmon: after 10 ms it preempts
+// the goroutine (a signal) or, caught in epoll_wait, takes its P away, and
+// then polls at its fastest (20 µs) for a while. Yielding every few
+// milliseconds avoids that: perf stat counted 6600 nanosleeps and 130
+// tgkills in 3 s of GET without the yields, about 500 and 1 with them.
+// (A yield wakes an idle P's thread, a futex call: at most 500 a second.)
+const yieldAfter = 2 * time.Millisecond
 
 // maxSettlePasses bounds the rounds of awaiting and serving parked
 // connections before the loop polls its sockets again (fairness to the
