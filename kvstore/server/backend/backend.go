@@ -32,6 +32,9 @@ type Store interface {
 	// Version is a key's version for WATCH.
 	Version(key []byte) uint64
 	ExpiresAt(key []byte) (time.Time, bool)
+	// Expiry reads existence and expiry in one lookup (TTL, PTTL):
+	// ErrNotFound for a missing key, hasTTL false for one without.
+	Expiry(key []byte) (at time.Time, hasTTL bool, err error)
 	// FlushAll deletes every key with one record.
 	FlushAll() error
 	// Checkpoint writes a consistent copy of the store into dst.

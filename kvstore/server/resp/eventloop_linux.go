@@ -78,6 +78,8 @@ type loop struct {
 	timeoutsDue bool // the loop's copy of tickDue
 
 	tick    time.Duration
+	now     time.Time // read once per round, and again after waiting for the engine
+	yielded time.Time // when the loop last yielded (see yieldAfter)
 	parking []*elConn // parked in this round, not yet awaited
 	spare   []*elConn
 
@@ -245,25 +247,17 @@ func (ls *eventLoops) stop() {
 	ls.wg.Wait()
 }
 
-// run is the loop. It never blocks an OS thread in epoll_wait: the epoll
-// descriptor is itself registered with Go's poller, epoll_wait is called
-// with a zero timeout, and when nothing is ready the goroutine parks until
-// the descriptor turns readable (a socket event or a wake). A thread blocked
-// in a system call would cost a P hand-off to the runtime and a futex wake
-// on every return.
+// run is the loop.
 func (l *loop) run() {
 	defer l.ls.wg.Done()
 	defer unix.Close(l.wakefd)
-	if err := unix.SetNonblock(l.epfd, true); err != nil {
-		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
-	}
-	ep := os.NewFile(uintptr(l.epfd), "epoll")
-	defer ep.Close()
-	rc, err := ep.SyscallConn()
+	wait, closeWait, err := l.newWaiter()
 	if err != nil {
+		unix.Close(l.epfd)
 		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
 		return
 	}
+	defer closeWait()
 	ticker := time.NewTicker(l.tick)
 	done := make(chan struct{})
 	defer func() { ticker.Stop(); close(done) }()
@@ -283,14 +277,15 @@ func (l *loop) run() {
 	events := make([]unix.EpollEvent, 256)
 	touched := make([]*elConn, 0, 256)
 	for {
-		var n int
-		var werr error
-		if err := rc.Read(func(uintptr) bool {
-			n, werr = unix.EpollWait(l.epfd, events, 0)
-			return n > 0 || (len(l.parking) > 0 && l.gatherUntil == 0) || (werr != nil && !errors.Is(werr, unix.EINTR))
-		}); err != nil {
-			werr = err
+		// With parked connections to settle, only look for what is ready;
+		// while a group gathers, the gathering timer's wake ends the wait.
+		block := len(l.parking) == 0 || l.gatherUntil != 0
+		if l.now.Sub(l.yielded) >= yieldAfter {
+			l.yielded = l.now
+			runtime.Gosched()
 		}
+		n, werr := wait(events, block)
+		l.now = time.Now()
 		if werr != nil {
 			l.s.opts.Logger.Error("epoll_wait failed", "transport", "resp", "err", werr)
 			time.Sleep(l.tick)
@@ -328,10 +323,76 @@ func (l *loop) run() {
 		}
 		if l.timeoutsDue {
 			l.timeoutsDue = false
-			l.checkTimeouts(time.Now())
+			l.checkTimeouts(l.now)
 		}
 	}
 }
+
+// newWaiter returns how the loop waits for events, and how that is undone
+// (closing the epoll descriptor). wait returns the ready events; with
+// block false it does not wait for any.
+//
+// Where the runtime keeps an idle P (fewer loops than GOMAXPROCS, the
+// default), the loop blocks in epoll_wait itself, as Redis's loop does:
+// one system call per wake, and the thread keeps its P meanwhile (sysmon
+// leaves a P in a system call alone while another is idle). Otherwise a
+// loop blocked in a system call would hold a P that other goroutines need
+// until sysmon retook it (up to 10 ms later), so the epoll descriptor is
+// registered with Go's poller, polled with a zero timeout, and an idle
+// loop parks like any goroutine. That costs a second epoll_pwait per wake
+// (the runtime's, on its descriptor that holds ours), a netpoller thread
+// woken for every readable socket and sysmon put to deep sleep at every
+// park and woken again by the next system call: 1–2 µs of CPU per request
+// more (see docs/kvstore-server.md), which is why it is not the default.
+func (l *loop) newWaiter() (wait func(events []unix.EpollEvent, block bool) (int, error), closeFn func(), err error) {
+	if len(l.ls.loops) < runtime.GOMAXPROCS(0) {
+		wait = func(events []unix.EpollEvent, block bool) (int, error) {
+			timeout := 0
+			if block {
+				timeout = -1
+			}
+			n, err := unix.EpollWait(l.epfd, events, timeout)
+			if errors.Is(err, unix.EINTR) {
+				return 0, nil
+			}
+			return n, err
+		}
+		return wait, func() { unix.Close(l.epfd) }, nil
+	}
+	if err := unix.SetNonblock(l.epfd, true); err != nil {
+		return nil, nil, err
+	}
+	ep := os.NewFile(uintptr(l.epfd), "epoll")
+	rc, err := ep.SyscallConn()
+	if err != nil {
+		ep.Close()
+		return nil, nil, err
+	}
+	wait = func(events []unix.EpollEvent, block bool) (int, error) {
+		var n int
+		var werr error
+		if err := rc.Read(func(uintptr) bool {
+			n, werr = unix.EpollWait(l.epfd, events, 0)
+			return n > 0 || !block || (werr != nil && !errors.Is(werr, unix.EINTR))
+		}); err != nil {
+			return 0, err
+		}
+		if errors.Is(werr, unix.EINTR) {
+			return 0, nil
+		}
+		return n, werr
+	}
+	return wait, func() { ep.Close() }, nil
+}
+
+// yieldAfter is how long a loop runs between two yields to the scheduler.
+// A loop that never yields looks stuck to sysmon: after 10 ms it preempts
+// the goroutine (a signal) or, caught in epoll_wait, takes its P away, and
+// then polls at its fastest (20 µs) for a while. Yielding every few
+// milliseconds avoids that: perf stat counted 6600 nanosleeps and 130
+// tgkills in 3 s of GET without the yields, about 500 and 1 with them.
+// (A yield wakes an idle P's thread, a futex call: at most 500 a second.)
+const yieldAfter = 2 * time.Millisecond
 
 // maxSettlePasses bounds the rounds of awaiting and serving parked
 // connections before the loop polls its sockets again (fairness to the
@@ -363,8 +424,9 @@ func (l *loop) settleParked() {
 			c.cl.settle()
 			c.parked = false
 		}
+		l.now = time.Now()
 		if pass == 0 {
-			l.lastSync = time.Since(start)
+			l.lastSync = l.now.Sub(start)
 		}
 		for _, c := range batch {
 			l.service(c)
@@ -594,7 +656,7 @@ func (l *loop) runCommands(c *elConn) bool {
 		c.cc.RequestRead()
 		ran = true
 		if len(args) > 0 {
-			l.s.execute(cl, args)
+			l.s.execute(cl, args, l.now)
 		}
 		if c.cc.Draining() {
 			break
@@ -635,7 +697,7 @@ func (l *loop) startWrite(c *elConn) {
 	}
 }
 
-func (l *loop) becameIdle(c *elConn) { c.cc.MarkIdle(time.Now()) }
+func (l *loop) becameIdle(c *elConn) { c.cc.MarkIdle(l.now) }
 
 // writeOut writes the pending replies; it reports whether they are all out.
 func (l *loop) writeOut(c *elConn) bool {
@@ -646,7 +708,7 @@ func (l *loop) writeOut(c *elConn) bool {
 		}
 		if errors.Is(err, unix.EAGAIN) {
 			if c.wblocked == 0 {
-				c.wblocked = time.Now().UnixNano()
+				c.wblocked = l.now.UnixNano()
 			}
 			return false
 		}

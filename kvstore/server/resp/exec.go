@@ -37,6 +37,8 @@ type call struct {
 type txn interface {
 	Get(key []byte) ([]byte, error)
 	ExpiresAt(key []byte) (time.Time, bool)
+	// Expiry is existence and expiry in one lookup (see kvstore.DB.Expiry).
+	Expiry(key []byte) (at time.Time, hasTTL bool, err error)
 	Version(key []byte) uint64
 	Now() time.Time
 	Set(key, value []byte) error
@@ -203,10 +205,10 @@ func (cl *client) settle() bool {
 	return ok
 }
 
-// execute runs one command and writes its reply; a panic becomes an error
-// reply and the connection carries on.
-func (s *Server) execute(cl *client, args [][]byte) {
-	start := time.Now()
+// execute runs one command, received at start, and writes its reply; a
+// panic becomes an error reply and the connection carries on. (An event
+// loop passes the time it read once for its whole round.)
+func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	op := metrics.OpOther
 	errs := cl.out.errs
 	defer func() {

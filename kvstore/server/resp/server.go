@@ -346,7 +346,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		args, err := in.readCommand()
 		c.RequestRead()
 		if err == nil && len(args) > 0 {
-			s.execute(cl, args)
+			s.execute(cl, args, time.Now())
 		}
 		if err != nil {
 			var pe *ProtocolError

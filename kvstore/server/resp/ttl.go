@@ -69,21 +69,20 @@ func (o ttlOption) set(tx txn, key, value []byte) error {
 	return tx.Set(key, value)
 }
 
-// expiresAt reads key's expiry through the transaction when there is one;
-// exists is false for a missing key.
+// expiresAt reads key's existence and expiry in one lookup, through the
+// transaction when there is one; exists is false for a missing key. (Two
+// reads could put a delete between them and answer "no expiry" for a key
+// that is gone.)
 func (c *call) expiresAt(key []byte) (at time.Time, hasTTL, exists bool, err error) {
-	if _, err := c.get(key); err != nil {
-		if errors.Is(err, kvstore.ErrNotFound) {
-			return time.Time{}, false, false, nil
-		}
-		return time.Time{}, false, false, err
-	}
 	if c.tx != nil {
-		at, hasTTL = c.tx.ExpiresAt(key)
+		at, hasTTL, err = c.tx.Expiry(key)
 	} else {
-		at, hasTTL = c.s.store.ExpiresAt(key)
+		at, hasTTL, err = c.s.store.Expiry(key)
 	}
-	return at, hasTTL, true, nil
+	if errors.Is(err, kvstore.ErrNotFound) {
+		return time.Time{}, false, false, nil
+	}
+	return at, hasTTL, err == nil, err
 }
 
 // cmdTTL answers TTL (seconds, rounded as Redis does) and PTTL (ms): -2 for a

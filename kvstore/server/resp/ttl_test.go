@@ -241,3 +241,52 @@ func TestPipeline_ReadsSeeTheWritesBeforeThem(t *testing.T) {
 		t.Fatal("EXISTS in the pipeline missed the SET")
 	}
 }
+
+// TestTTL_AKeyDeletedMeanwhileIsMissingNeverWithoutExpiry: TTL and PTTL
+// read existence and expiry in one lookup. While another writer keeps
+// deleting a key and setting it again with a TTL, every answer is -2 (gone)
+// or the TTL; -1 (exists without expiry) never: the key never has none.
+// (Read with two lookups, existence then expiry, a delete between them
+// answered -1: seen failing in a few hundred requests.)
+func TestTTL_AKeyDeletedMeanwhileIsMissingNeverWithoutExpiry(t *testing.T) {
+	db := servertest.OpenDB(t)
+	c := goRedis(t, start(t, db, resp.Options{}))
+	ctx := context.Background()
+	stop := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		key := []byte("flicker")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			db.SetWithTTL(key, []byte("v"), time.Now().Add(time.Hour))
+			db.Delete(key)
+		}
+	}()
+	defer func() { close(stop); <-writerDone }()
+	seen := map[string]int{}
+	for i := range 20000 {
+		cmd := "TTL"
+		if i%2 == 1 {
+			cmd = "PTTL"
+		}
+		n, err := c.Do(ctx, cmd, "flicker").Int64()
+		switch {
+		case err != nil:
+			t.Fatalf("%s: %v", cmd, err)
+		case n == -1:
+			t.Fatalf("%s answered -1 (no expiry) after %d requests for a key that always has one: %v", cmd, i, seen)
+		case n == -2:
+			seen["missing"]++
+		case n > 0:
+			seen["ttl"]++
+		default:
+			t.Fatalf("%s = %d", cmd, n)
+		}
+	}
+	t.Logf("answers: %v", seen)
+}
