@@ -606,11 +606,14 @@ func (l *loop) parse(lc *evConn, head []byte) *http.Request {
 	if status, _ := lc.scan.verdict(); status != 0 {
 		return nil
 	}
-	l.hr.Reset(head)
-	l.br.Reset(&l.hr)
-	req, err := http.ReadRequest(l.br)
-	if err != nil {
-		return nil
+	req := quickParse(head)
+	if req == nil {
+		l.hr.Reset(head)
+		l.br.Reset(&l.hr)
+		var err error
+		if req, err = http.ReadRequest(l.br); err != nil {
+			return nil
+		}
 	}
 	if status, _ := lc.c.check(req, &lc.scan); status != 0 {
 		return nil
