@@ -423,7 +423,9 @@ func (l *loop) takeWork(touched *[]*evConn) bool {
 	}
 	l.mu.Unlock()
 	for _, lc := range incoming {
-		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(lc.fd)}
+		// EPOLLOUT only while a write waits for room (watchWrites): every
+		// ACK of an answer would otherwise wake the loop for nothing.
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(lc.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, lc.fd, &ev); err != nil {
 			l.f.log.Warn("gateway: epoll_ctl failed; closing the connection", "err", err)
 			l.conns[lc.fd] = lc
@@ -696,6 +698,7 @@ func (l *loop) writeOut(lc *evConn, now time.Time) bool {
 		if errors.Is(err, unix.EAGAIN) {
 			if lc.wblocked == 0 {
 				lc.wblocked = now.UnixNano()
+				l.watchWrites(lc, true)
 			}
 			return false
 		}
@@ -707,12 +710,26 @@ func (l *loop) writeOut(lc *evConn, now time.Time) bool {
 			return false
 		}
 	}
-	lc.wblocked = 0
+	if lc.wblocked != 0 {
+		lc.wblocked = 0
+		l.watchWrites(lc, false)
+	}
 	lc.idleSince = now.UnixNano()
 	if cap(lc.out) > loopFlushAt {
 		lc.out = nil
 	}
 	return true
+}
+
+// watchWrites adds EPOLLOUT to the connection's events, or takes it off.
+func (l *loop) watchWrites(lc *evConn, on bool) {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(lc.fd)}
+	if on {
+		ev.Events |= unix.EPOLLOUT
+	}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, lc.fd, &ev); err != nil {
+		l.close(lc)
+	}
 }
 
 // checkTimeouts closes the connections past their header, idle or write

@@ -387,3 +387,35 @@ func TestGateway_SuiteWithGoroutinePerConn(t *testing.T) {
 		t.Fatalf("the suite with GoroutinePerConn: %v\n%s", err, out)
 	}
 }
+
+// A client that pipelines more denials than the socket buffers hold and
+// reads them late gets every answer, in order: the loop resumes writing
+// when the socket has room again.
+func TestLoop_SlowReaderGetsEveryAnswer(t *testing.T) {
+	forEachMode(t, func(t *testing.T, gpc bool) {
+		srv, _ := startFrontGateway(t, gateway.Config{GoroutinePerConn: gpc})
+		spend(t, srv.Addr())
+		conn, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		const n = 20000 // 14 MB of answers: more than the kernel's buffers on both sides
+		go io.WriteString(conn, strings.Repeat("GET /limited HTTP/1.1\r\nHost: x\r\n\r\n", n)+
+			"GET /api/last HTTP/1.1\r\nHost: x\r\n\r\n")
+		time.Sleep(300 * time.Millisecond) // the answers fill the buffers; the loop waits for room
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(conn)
+		for i := 0; i <= n; i++ {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("answer %d of %d: %v", i, n+1, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := 429; i < n && resp.StatusCode != want || i == n && string(b) != "path=/api/last" {
+				t.Fatalf("answer %d: %d %q", i, resp.StatusCode, b)
+			}
+		}
+	})
+}

@@ -107,10 +107,16 @@ func quickParse(head []byte) *http.Request {
 	if n < 0 {
 		return nil
 	}
-	// One string holds the whole head, one slice every field's values.
+	// One string holds the whole head; one allocation the request, its URL
+	// and (up to 8 fields) the values.
 	s := string(head)
 	pos := tEnd + 1 + 10
-	strs := make([]string, n)
+	box := new(parsedRequest)
+	strs := box.values[:]
+	if n > len(box.values) {
+		strs = make([]string, n)
+	}
+	strs = strs[:n]
 	h := make(http.Header, n)
 	host, sawHost := "", false
 	for i := 0; ; i++ {
@@ -171,18 +177,27 @@ func quickParse(head []byte) *http.Request {
 		method = s[:sp]
 	}
 	rawTarget := s[sp+1 : tEnd]
-	u := &url.URL{Path: rawTarget}
+	u := &box.url
+	u.Path = rawTarget
 	if q >= 0 {
 		u.Path, u.RawQuery = rawTarget[:q], rawTarget[q+1:]
 		u.ForceQuery = u.RawQuery == ""
 	}
-	req := &http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: minor, Header: h,
+	req := &box.req
+	*req = http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: minor, Header: h,
 		Body: http.NoBody, Host: host, RequestURI: rawTarget}
 	if minor == 0 {
 		req.Proto = "HTTP/1.0"
 		req.Close = true // without a Connection field, HTTP/1.0 closes
 	}
 	return req
+}
+
+// parsedRequest is what quickParse allocates at once.
+type parsedRequest struct {
+	req    http.Request
+	url    url.URL
+	values [8]string
 }
 
 // indexByteN is the index of c in the first n bytes of b, -1 if absent.
