@@ -83,9 +83,10 @@ type eventLoops struct {
 	mu    sync.Mutex // stopped
 	// stopped: no connection is adopted any more.
 	stopped bool
-	// live counts the connections the loops serve.
-	live atomic.Int64
-	wg   sync.WaitGroup
+	// live counts the connections the loops serve; checking those whose
+	// check runs on a goroutine (a request in flight).
+	live, checking atomic.Int64
+	wg             sync.WaitGroup
 }
 
 func newEventLoops(f *front, local bool) *eventLoops {
@@ -273,6 +274,9 @@ func (ls *eventLoops) adopt(nc net.Conn) bool {
 // count is the connections the loops serve.
 func (ls *eventLoops) count() int { return int(ls.live.Load()) }
 
+// inFlight is the requests the loops have in flight (checks on a goroutine).
+func (ls *eventLoops) inFlight() int { return int(ls.checking.Load()) }
+
 // drain starts the loops' part of a graceful shutdown.
 func (ls *eventLoops) drain() {
 	ls.mu.Lock()
@@ -440,6 +444,7 @@ func (l *loop) takeWork(touched *[]*evConn) bool {
 	}
 	for _, lc := range finished {
 		lc.busy = false
+		l.ls.checking.Add(-1)
 		req := lc.asyncReq
 		lc.asyncReq = nil
 		switch {
@@ -584,6 +589,7 @@ func (l *loop) serveHeads(lc *evConn, now time.Time) (progress bool) {
 		if !l.ls.local {
 			// The check may wait on the store: not on the loop.
 			lc.busy = true
+			l.ls.checking.Add(1)
 			go func() {
 				handoff, keep := l.serveRequest(lc, req, now)
 				l.post(func() {
