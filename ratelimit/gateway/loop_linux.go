@@ -780,7 +780,8 @@ func (l *loop) release(lc *evConn) {
 	if l.conns[lc.fd] == lc {
 		delete(l.conns, lc.fd)
 	}
-	unix.Close(lc.fd)
+	// Forgotten before the close: a client that saw it closed finds it gone.
 	l.f.byRemote.CompareAndDelete(lc.c.remoteAddr, lc.c)
 	l.ls.live.Add(-1)
+	unix.Close(lc.fd)
 }
