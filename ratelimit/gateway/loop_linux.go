@@ -141,8 +141,12 @@ type evConn struct {
 	readable, eof, closing, closed bool
 	// busy: its check runs on another goroutine, which owns c and out
 	// until the loop takes the result (async*) back.
-	busy                    bool
-	asyncReq                *http.Request
+	busy     bool
+	asyncReq *http.Request
+	// box is the request quickParse fills, reused once a request answered
+	// here is done with (a request handed over, or checked on a goroutine,
+	// keeps its box).
+	box                     *parsedRequest
 	asyncStart              time.Time
 	asyncHandoff, asyncKeep bool
 }
@@ -589,6 +593,7 @@ func (l *loop) serveHeads(lc *evConn, now time.Time) (progress bool) {
 		if !l.ls.local {
 			// The check may wait on the store: not on the loop.
 			lc.busy = true
+			lc.box = nil // the request is the goroutine's
 			l.ls.checking.Add(1)
 			go func() {
 				handoff, keep := l.serveRequest(lc, req, now)
@@ -617,7 +622,10 @@ func (l *loop) parse(lc *evConn, head []byte) *http.Request {
 	if status, _ := lc.scan.verdict(); status != 0 {
 		return nil
 	}
-	req := quickParse(head)
+	if lc.box == nil {
+		lc.box = new(parsedRequest)
+	}
+	req := quickParseInto(head, lc.box)
 	if req == nil {
 		l.hr.Reset(head)
 		l.br.Reset(&l.hr)
