@@ -4,6 +4,10 @@ package gateway
 // costs is mostly the server's own work, so it does the least it can on top
 // of the standard library's parser.
 //
+// On Linux a client connection starts in an event loop (loop_linux.go),
+// which answers denials itself and hands the connection here, with what it
+// read and had not sent, when it needs more (serveResumed).
+//
 // Invariants:
 //   - Requests are parsed by http.ReadRequest from one bufio.Reader per
 //     connection, and answered in order: a connection is one goroutine, and
@@ -80,7 +84,11 @@ var errFrontClosed = http.ErrServerClosed
 var aLongTimeAgo = time.Unix(1, 0)
 
 type front struct {
-	handler                                                   http.Handler
+	handler http.Handler
+	// resume is what a request an event loop limited goes on with (the
+	// handler past the limit); loops are the event loops, nil when off.
+	resume                                                    http.Handler
+	loops                                                     *eventLoops
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
 	maxHeaderBytes                                            int
 	log                                                       *slog.Logger
@@ -138,6 +146,9 @@ func (f *front) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if f.loops != nil && f.loops.adopt(nc) {
+			continue
+		}
 		c := f.newConn(nc)
 		if c == nil {
 			nc.Close()
@@ -148,13 +159,7 @@ func (f *front) Serve(ln net.Listener) error {
 }
 
 func (f *front) newConn(nc net.Conn) *frontConn {
-	c := &frontConn{f: f, nc: nc, remoteAddr: nc.RemoteAddr().String()}
-	if ap, err := netip.ParseAddrPort(c.remoteAddr); err == nil {
-		c.peer = ap.Addr().Unmap().WithZone("")
-	}
-	c.cr.c, c.cr.limit = c, -1
-	c.br = bufio.NewReaderSize(&c.cr, 4096)
-	c.bw = bufio.NewWriterSize(checkedWriter{c}, 4096)
+	c := f.initConn(nc, nc.RemoteAddr().String())
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closing.Load() {
@@ -162,6 +167,18 @@ func (f *front) newConn(nc net.Conn) *frontConn {
 	}
 	f.conns[c] = struct{}{}
 	f.byRemote.Store(c.remoteAddr, c)
+	return c
+}
+
+// initConn is a connection on nc, not yet registered.
+func (f *front) initConn(nc net.Conn, remoteAddr string) *frontConn {
+	c := &frontConn{f: f, nc: nc, remoteAddr: remoteAddr}
+	if ap, err := netip.ParseAddrPort(c.remoteAddr); err == nil {
+		c.peer = ap.Addr().Unmap().WithZone("")
+	}
+	c.cr.c, c.cr.limit = c, -1
+	c.br = bufio.NewReaderSize(&c.cr, 4096)
+	c.bw = bufio.NewWriterSize(checkedWriter{c}, 4096)
 	return c
 }
 
@@ -182,11 +199,21 @@ func (f *front) Shutdown(ctx context.Context) error {
 		ln.Close()
 	}
 	f.mu.Unlock()
+	if f.loops != nil {
+		f.loops.drain()
+		defer f.loops.stop()
+	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		// The loops' count first: a connection they hand over is in
+		// f.conns before it leaves their count.
+		n := 0
+		if f.loops != nil {
+			n = f.loops.count()
+		}
 		f.mu.Lock()
-		n := len(f.conns)
+		n += len(f.conns)
 		for c := range f.conns {
 			// A connection waiting for a request, or for the rest of a
 			// head, has no request in flight: it is claimed (the claim
@@ -218,9 +245,12 @@ func (f *front) Shutdown(ctx context.Context) error {
 // inFlight counts connections with a request in progress (its head
 // read, its answer not yet complete).
 func (f *front) inFlight() int {
+	n := 0
+	if f.loops != nil {
+		n = f.loops.inFlight()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := 0
 	for c := range f.conns {
 		if c.state.Load() == connActive {
 			n++
@@ -239,6 +269,9 @@ func (f *front) Close() {
 	}
 	for c := range f.conns {
 		c.nc.Close()
+	}
+	if f.loops != nil {
+		f.loops.closeAll()
 	}
 }
 
@@ -319,6 +352,12 @@ type frontConn struct {
 	// clientGone: a background read saw the connection end (written by
 	// it, read after stopBackgroundRead).
 	clientGone bool
+	// headStart, when set, is when the head now being read began in an
+	// event loop (the header timeout runs from then).
+	headStart time.Time
+	// inLoop: an event loop serves the connection; forward then marks
+	// handoff instead of forwarding (the loop hands the request over).
+	inLoop, handoff bool
 }
 
 // connReader is the bufio.Reader's source: it bounds the bytes of a request
@@ -332,6 +371,9 @@ type connReader struct {
 	hasByte bool
 	byte    byte
 	err     error // a background read's error, returned once
+	// pending are bytes an event loop read and handed over with the
+	// connection: read before the socket.
+	pending []byte
 }
 
 func (r *connReader) Read(p []byte) (int, error) {
@@ -351,6 +393,11 @@ func (r *connReader) Read(p []byte) (int, error) {
 	var err error
 	if r.hasByte {
 		p[0], r.hasByte, n = r.byte, false, 1
+	} else if len(r.pending) > 0 {
+		n = copy(p, r.pending)
+		if r.pending = r.pending[n:]; len(r.pending) == 0 {
+			r.pending = nil
+		}
 	} else if r.err != nil {
 		err, r.err = r.err, nil
 		return 0, err
@@ -394,7 +441,10 @@ type headScan struct {
 
 func (s *headScan) reset() { *s = headScan{firstLine: true} }
 
-func (s *headScan) feed(p []byte) {
+// feed checks p, the head's next bytes, and returns how many of them are
+// the head's: all of p, or up to and including the LF of the blank line
+// that ends it.
+func (s *headScan) feed(p []byte) int {
 	for i := 0; i < len(p) && !s.done; i++ {
 		b := p[i]
 		if b != '\n' {
@@ -422,7 +472,7 @@ func (s *headScan) feed(p []byte) {
 						s.lineLen += len(rest)
 						s.prevCR = rest[len(rest)-1] == '\r'
 					}
-					return
+					return len(p)
 				}
 				if j > 0 {
 					s.lineLen += j
@@ -441,7 +491,7 @@ func (s *headScan) feed(p []byte) {
 		}
 		if n == 0 {
 			s.done = true // the blank line ending the head
-			return
+			return i + 1
 		}
 		if !s.firstLine {
 			const cl, te = "content-length:", "transfer-encoding:"
@@ -451,6 +501,7 @@ func (s *headScan) feed(p []byte) {
 		s.firstLine, s.lineLen, s.prevCR = false, 0, false
 		s.inHost, s.hostChars, s.hostSpace = false, false, false
 	}
+	return len(p)
 }
 
 // hostByte checks a byte of the Host field's value: host bytes, with
@@ -492,13 +543,49 @@ func (c *frontConn) setReadDeadline(t time.Time) {
 }
 
 func (c *frontConn) serve() {
-	defer func() {
-		if c.state.Load() != connHijacked {
-			c.setState(connIdle)
-			c.nc.Close()
+	defer c.end()
+	c.serveRequests()
+}
+
+// end closes the connection (unless hijacked) and forgets it.
+func (c *frontConn) end() {
+	if c.state.Load() != connHijacked {
+		c.setState(connIdle)
+		c.nc.Close()
+	}
+	c.f.forget(c)
+}
+
+// serveResumed goes on, on a goroutine of its own, with a connection an
+// event loop served until now (see loop_linux.go): it writes what the loop
+// answered and had not sent yet, serves req when there is one (its limit
+// already checked by the loop: it goes to the resume handler, with the
+// fields the limit set on the response), then the connection's next
+// requests, starting with the bytes the loop read (cr.pending).
+func (c *frontConn) serveResumed(unsent []byte, req *http.Request, start time.Time) {
+	defer c.end()
+	if len(unsent) > 0 {
+		c.writeDeadline = time.Now().Add(c.f.writeTimeout)
+		c.nc.SetWriteDeadline(c.writeDeadline)
+		if _, err := c.nc.Write(unsent); err != nil {
+			return
 		}
-		c.f.forget(c)
-	}()
+	}
+	if req != nil {
+		// The loop set connActive before Shutdown could see the connection.
+		if !c.serveOne(req, start, true) {
+			return
+		}
+		if c.br.Buffered() == 0 && len(c.cr.pending) == 0 && c.bw.Flush() != nil {
+			return
+		}
+		c.setState(connIdle)
+	}
+	c.serveRequests()
+}
+
+// serveRequests serves requests until the connection ends.
+func (c *frontConn) serveRequests() {
 	var scan headScan
 	for {
 		// Wait for a request's first byte under the idle timeout (a
@@ -521,6 +608,10 @@ func (c *frontConn) serve() {
 			return
 		}
 		now := time.Now()
+		if !c.headStart.IsZero() {
+			// The head began in an event loop: its time runs from then.
+			now, c.headStart = c.headStart, time.Time{}
+		}
 		c.now = now
 		c.cr.limit = int64(c.f.maxHeaderBytes) + 4096
 		c.cr.hitMax = false
@@ -561,7 +652,7 @@ func (c *frontConn) serve() {
 			c.writeError(http.StatusServiceUnavailable, "shutting down")
 			return
 		}
-		if !c.serveOne(req, now) {
+		if !c.serveOne(req, now, false) {
 			return
 		}
 		if c.br.Buffered() == 0 {
@@ -638,11 +729,17 @@ func (c *frontConn) writeError(status int, why string) {
 }
 
 // serveOne runs the handler for req and completes its answer; false means
-// the connection ends (or was hijacked).
-func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
+// the connection ends (or was hijacked). resumed: req was limited by an
+// event loop, which prepared c.res; it goes on with the resume handler.
+func (c *frontConn) serveOne(req *http.Request, start time.Time, resumed bool) (keep bool) {
 	req.RemoteAddr = c.remoteAddr
 	w := &c.res
-	w.reset(c, req)
+	h := c.f.handler
+	if resumed {
+		h = c.f.resume
+	} else {
+		w.reset(c, req)
+	}
 	if req.Body != http.NoBody && req.Body != nil {
 		if req.ContentLength != 0 {
 			c.setReadDeadline(start.Add(c.f.readTimeout))
@@ -665,7 +762,7 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 		c.nc.SetWriteDeadline(d)
 		c.writeDeadline = d
 	}
-	if !c.runHandler(w, req) {
+	if !c.runHandler(w, req, h) {
 		c.stopBackgroundRead()
 		return false
 	}
@@ -705,7 +802,7 @@ func (c *frontConn) serveOne(req *http.Request, start time.Time) (keep bool) {
 
 // runHandler calls the handler; a panic ends the connection (logged unless
 // it is http.ErrAbortHandler, ReverseProxy's way to abort a response).
-func (c *frontConn) runHandler(w *response, req *http.Request) (ok bool) {
+func (c *frontConn) runHandler(w *response, req *http.Request, h http.Handler) (ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			ok = false
@@ -729,7 +826,7 @@ func (c *frontConn) runHandler(w *response, req *http.Request) (ok bool) {
 		serverOptions(w, req)
 		return true
 	}
-	c.f.handler.ServeHTTP(w, req)
+	h.ServeHTTP(w, req)
 	return true
 }
 
@@ -768,7 +865,7 @@ func (c *frontConn) bodyDone(b *requestBody) {
 }
 
 func (c *frontConn) startBackgroundReadLocked() {
-	if c.br.Buffered() > 0 || c.cr.hasByte || c.cr.err != nil {
+	if c.br.Buffered() > 0 || c.cr.hasByte || c.cr.err != nil || len(c.cr.pending) > 0 {
 		return // the client already sent more: it is there
 	}
 	c.bgRunning = true

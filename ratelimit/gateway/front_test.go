@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -513,7 +514,8 @@ func TestFront_ShutdownDrainsTheRequestInFlight(t *testing.T) {
 	defer upstream.Close()
 	p := mustPolicy(t, openTestPolicy)
 	srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: upstream.URL, Policy: p,
-		Limiter: newMemoryLimiter(), ShutdownTimeout: 3 * time.Second, Logger: discardLogger()})
+		Limiter: newMemoryLimiter(), ShutdownTimeout: 3 * time.Second, Logger: discardLogger(),
+		GoroutinePerConn: os.Getenv(goroutineModeEnv) != ""})
 	if err != nil {
 		t.Fatal(err)
 	}

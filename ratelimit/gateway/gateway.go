@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/middleware"
 	"github.com/devkit-go/devkit/ratelimit/policy"
 )
@@ -80,6 +81,13 @@ type Config struct {
 	ResponseHeaderTimeout                                     time.Duration
 	ShutdownTimeout                                           time.Duration
 	Logger                                                    *slog.Logger
+	// GoroutinePerConn turns the event loops off (Linux): every client
+	// connection is then served by a goroutine of its own from the start.
+	// With the loops (the default), a request whose limit denies it is
+	// answered from an epoll loop, and a connection goes to its own
+	// goroutine when it needs more (a request let through, a body, an
+	// Upgrade, anything unusual); see loop_linux.go.
+	GoroutinePerConn bool
 }
 
 // Server is the gateway: a client listener and, optionally, an admin one.
@@ -89,6 +97,7 @@ type Server struct {
 	mw       *middleware.Middleware
 	metrics  *upstreamMetrics
 	handler  http.Handler
+	proxy    http.Handler // what a request the limit let through goes to
 	log      *slog.Logger
 
 	// clientSrv and adminSrv are the gateway's own HTTP/1.1 server (see
@@ -123,8 +132,15 @@ func New(cfg Config) (*Server, error) {
 		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		BufferPool:   bufferPool{},
 	}
-	s.handler = s.mw.Handler(rp)
+	s.proxy = rp
+	s.handler = s.mw.Handler(http.HandlerFunc(s.forward))
 	s.clientSrv = newFront(s.handler, cfg, cfg.Logger)
+	s.clientSrv.resume = rp
+	if !cfg.GoroutinePerConn {
+		// A check on an in-process store never waits: it runs on the loop.
+		_, local := cfg.Limiter.Store().(*memory.Store)
+		s.clientSrv.loops = newEventLoops(s.clientSrv, local)
+	}
 	if cfg.Admin != "" {
 		admin := middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry})
 		s.adminSrv = newFront(admin, cfg, cfg.Logger)
@@ -218,6 +234,17 @@ func (s *Server) identify(r *http.Request, p *policy.Policy) policy.Identity {
 	id, chain := p.Identity.IdentifyPeer(r, c.peer, sc.buf[:0])
 	sc.req, sc.identity, sc.chain = r, &p.Identity, chain
 	return id
+}
+
+// forward is what follows the limit: the upstream, unless an event loop
+// serves the request, which then hands it to the goroutine front (marked
+// here), where it goes on with s.proxy, the response as the limit left it.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	if rw, ok := w.(*response); ok && rw.c.inLoop && rw.req == r {
+		rw.c.handoff = true
+		return
+	}
+	s.proxy.ServeHTTP(w, r)
 }
 
 func (s *Server) rewrite(pr *httputil.ProxyRequest) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ func startGateway(t *testing.T, upstream string, pol string, cfg gateway.Config)
 	cfg.Listen, cfg.Upstream, cfg.Policy = "127.0.0.1:0", upstream, p
 	if cfg.Limiter == nil {
 		cfg.Limiter = ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	}
+	if os.Getenv(goroutineModeEnv) != "" {
+		cfg.GoroutinePerConn = true
 	}
 	srv, err := gateway.New(cfg)
 	if err != nil {
@@ -313,7 +317,7 @@ func TestGateway_ShutdownIgnoresSilentConnectionsNotRequests(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: upstream.URL, Policy: p,
 				Limiter: ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{}), ShutdownTimeout: 300 * time.Millisecond,
-				Logger: discardLogger()})
+				Logger: discardLogger(), GoroutinePerConn: os.Getenv(goroutineModeEnv) != ""})
 			if err != nil {
 				t.Fatal(err)
 			}
