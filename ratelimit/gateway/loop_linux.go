@@ -66,6 +66,11 @@ const (
 	// loopFlushAt bounds the answers a connection collects before they
 	// are written.
 	loopFlushAt = 64 << 10
+	// loopPassBytes bounds what a connection has read in one pass of its
+	// loop: more waits for the next pass (loop.again), after the other
+	// connections' turn, so a client that keeps its socket full does not
+	// have the loop to itself.
+	loopPassBytes = loopReadSize
 )
 
 // eventLoops are a front's loops, started with its first connection.
@@ -110,7 +115,10 @@ type loop struct {
 	ended    bool
 	tickDue  bool
 
-	draining    bool
+	draining bool
+	// again are the connections a pass left readable (loopPassBytes):
+	// served in the next pass, which does not wait for an event.
+	again       []*evConn
 	timeoutsDue bool
 	// hr and br parse one head at a time.
 	hr bytes.Reader
@@ -135,6 +143,8 @@ type evConn struct {
 	wblocked      int64  // unix nanos a write began waiting for room; 0: none
 
 	readable, eof, closing, closed bool
+	// peerDone: epoll reported the peer's end (RDHUP, HUP, ERR).
+	peerDone bool
 	// busy: its check runs on another goroutine, which owns c and out
 	// until the loop takes the result (async*) back.
 	busy                    bool
@@ -151,6 +161,10 @@ type evNetConn struct {
 }
 
 var errLoopRead = errors.New("gateway: read on a connection an event loop serves")
+
+// errLoopsStopped: the front stopped before its first connection started
+// the loops; none start any more.
+var errLoopsStopped = errors.New("gateway: event loops stopped")
 
 func (n *evNetConn) Read([]byte) (int, error) { return 0, errLoopRead }
 func (n *evNetConn) Write(p []byte) (int, error) {
@@ -222,7 +236,9 @@ func (ls *eventLoops) adopt(nc net.Conn) bool {
 	if !ok {
 		return false
 	}
-	if err := ls.start(); err != nil {
+	if err := ls.start(); errors.Is(err, errLoopsStopped) {
+		return false
+	} else if err != nil {
 		ls.f.log.Warn("gateway: event loop unavailable; serving connections from goroutines", "err", err)
 		return false
 	}
@@ -270,12 +286,21 @@ func (ls *eventLoops) adopt(nc net.Conn) bool {
 // count is the connections the loops serve.
 func (ls *eventLoops) count() int { return int(ls.live.Load()) }
 
-// drain starts the loops' part of a graceful shutdown.
-func (ls *eventLoops) drain() {
+// stopping marks the loops stopped and returns them: those a first
+// connection is starting right now included (once.Do waits for it), and
+// none start afterwards (a stop that looked before they were started
+// left them running, and ls.loops was read as it was written).
+func (ls *eventLoops) stopping() []*loop {
 	ls.mu.Lock()
 	ls.stopped = true
-	loops := ls.loops
 	ls.mu.Unlock()
+	ls.once.Do(func() { ls.err = errLoopsStopped })
+	return ls.loops
+}
+
+// drain starts the loops' part of a graceful shutdown.
+func (ls *eventLoops) drain() {
+	loops := ls.stopping()
 	for _, l := range loops {
 		l.post(func() { l.drainReq = true })
 	}
@@ -283,10 +308,7 @@ func (ls *eventLoops) drain() {
 
 // closeAll closes every connection the loops serve.
 func (ls *eventLoops) closeAll() {
-	ls.mu.Lock()
-	ls.stopped = true
-	loops := ls.loops
-	ls.mu.Unlock()
+	loops := ls.stopping()
 	for _, l := range loops {
 		l.post(func() { l.closeReq = true })
 	}
@@ -294,10 +316,7 @@ func (ls *eventLoops) closeAll() {
 
 // stop ends the loops, closing what they still serve.
 func (ls *eventLoops) stop() {
-	ls.mu.Lock()
-	ls.stopped = true
-	loops := ls.loops
-	ls.mu.Unlock()
+	loops := ls.stopping()
 	for _, l := range loops {
 		l.post(func() { l.quit = true })
 	}
@@ -363,7 +382,7 @@ func (l *loop) run() {
 		var werr error
 		if err := rc.Read(func(uintptr) bool {
 			n, werr = unix.EpollWait(l.epfd, events, 0)
-			return n > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
+			return n > 0 || len(l.again) > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
 		}); err != nil {
 			werr = err
 		}
@@ -372,7 +391,8 @@ func (l *loop) run() {
 			time.Sleep(l.tick)
 			n = 0
 		}
-		touched = touched[:0]
+		touched = append(touched[:0], l.again...)
+		l.again = l.again[:0]
 		woken := false
 		for _, ev := range events[:max(n, 0)] {
 			fd := int(ev.Fd)
@@ -386,6 +406,11 @@ func (l *loop) run() {
 			}
 			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 				lc.readable = true
+			}
+			if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				// The end may come with the last data, in this one edge:
+				// a short read no longer says the socket is drained.
+				lc.peerDone = true
 			}
 			touched = append(touched, lc)
 		}
@@ -489,6 +514,7 @@ func (l *loop) service(lc *evConn, now time.Time) {
 			l.close(lc)
 		}
 	}()
+	taken := 0 // bytes read in this pass
 	for !lc.closed && !lc.busy {
 		if len(lc.out) > 0 {
 			if !l.writeOut(lc, now) {
@@ -523,12 +549,16 @@ func (l *loop) service(lc *evConn, now time.Time) {
 		if !lc.readable {
 			return
 		}
-		l.read(lc)
+		if taken >= loopPassBytes {
+			l.again = append(l.again, lc) // the others' turn first
+			return
+		}
+		taken += l.read(lc)
 	}
 }
 
-// read reads once into the connection's buffer.
-func (l *loop) read(lc *evConn) {
+// read reads once into the connection's buffer; it returns the bytes read.
+func (l *loop) read(lc *evConn) int {
 	if lc.rpos > 0 && (lc.rpos == len(lc.in) || cap(lc.in)-len(lc.in) < loopReadSize) {
 		lc.in = lc.in[:copy(lc.in, lc.in[lc.rpos:])]
 		lc.rpos = 0
@@ -547,8 +577,12 @@ func (l *loop) read(lc *evConn) {
 		lc.eof, lc.readable = true, false
 	default:
 		lc.in = lc.in[:len(lc.in)+n]
-		lc.readable = n == len(free) // a short read drained the socket (edge-triggered)
+		// A short read drained the socket (edge-triggered), unless the
+		// peer's end is still to be read.
+		lc.readable = n == len(free) || lc.peerDone
+		return n
 	}
+	return 0
 }
 
 // serveHeads answers the whole heads buffered, in order, and reports
