@@ -62,10 +62,16 @@ var upstreamHost = regexp.MustCompile(`host="127\.0\.0\.1:[0-9]+"`)
 // answerHead is the status line and fields of an answer.
 var answerHead = regexp.MustCompile(`HTTP/1\.1 [0-9]{3} [^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n`)
 
-// normalizeAnswers is the answers with the Date fields taken out and the
-// fields of each in sorted order (the front writes a map's fields).
+// secondsLeft are the seconds of an hour's window left (Retry-After and
+// the like), which differ between runs a second apart.
+var secondsLeft = regexp.MustCompile(`\b3[56][0-9]{2}\b`)
+
+// normalizeAnswers is the answers with the Date fields and the seconds
+// left taken out, the fields of each in sorted order (the front writes a
+// map's fields).
 func normalizeAnswers(raw string) string {
-	return answerHead.ReplaceAllStringFunc(dateField.ReplaceAllString(raw, ""), func(head string) string {
+	raw = secondsLeft.ReplaceAllString(dateField.ReplaceAllString(raw, ""), "SECS")
+	return answerHead.ReplaceAllStringFunc(raw, func(head string) string {
 		lines := strings.Split(strings.TrimSuffix(head, "\r\n\r\n"), "\r\n")
 		slices.Sort(lines[1:])
 		return strings.Join(lines, "\r\n") + "\r\n\r\n"
@@ -109,6 +115,29 @@ func rawExchange(t *testing.T, addr, local, raw string, wait time.Duration) (got
 	}
 	defer conn.Close()
 	go io.WriteString(conn, raw) // the gateway may close before reading it all
+	conn.SetReadDeadline(time.Now().Add(wait))
+	b, err := io.ReadAll(conn)
+	return string(b), err == nil || !isTimeout(err)
+}
+
+// rawExchangeSplit is rawExchange with raw sent in pieces (cut at every
+// step bytes, 2 ms apart), each its own segment.
+func rawExchangeSplit(t *testing.T, addr, raw string, step int, wait time.Duration) (got string, closed bool) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetNoDelay(true)
+	go func() {
+		for i := 0; i < len(raw); i += step {
+			if _, err := io.WriteString(conn, raw[i:min(i+step, len(raw))]); err != nil {
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
 	conn.SetReadDeadline(time.Now().Add(wait))
 	b, err := io.ReadAll(conn)
 	return string(b), err == nil || !isTimeout(err)
@@ -283,23 +312,37 @@ func TestLoopAttack_OddHeadsAnsweredAsTheGoroutineFrontDoes(t *testing.T) {
 		closed  bool
 		up      []string
 	}
-	results := map[bool][]outcome{}
-	for _, gpc := range []bool{false, true} {
-		srv, up := startWireGateway(t, gpc, openTestPolicy, gateway.Config{})
+	// The loops get each input whole and in pieces (the scan and the
+	// handoff across reads); the goroutine front gets it whole.
+	const whole, split, front = 0, 1, 2
+	var results [3][]outcome
+	for mode := whole; mode <= front; mode++ {
+		srv, up := startWireGateway(t, mode == front, openTestPolicy, gateway.Config{})
 		spend(t, srv.Addr())
-		for _, raw := range oddHeads {
+		for i, raw := range oddHeads {
 			n := up.count()
-			got, closed := rawExchange(t, srv.Addr(), "", raw+closeProbe, 3*time.Second)
-			results[gpc] = append(results[gpc], outcome{normalizeAnswers(got), closed, up.since(n)})
+			var got string
+			var closed bool
+			if mode == split {
+				step := max(len(raw)/3, 1) + i%7 // cuts at varied places
+				got, closed = rawExchangeSplit(t, srv.Addr(), raw+closeProbe, step, 3*time.Second)
+			} else {
+				got, closed = rawExchange(t, srv.Addr(), "", raw+closeProbe, 3*time.Second)
+			}
+			results[mode] = append(results[mode], outcome{normalizeAnswers(got), closed, up.since(n)})
 		}
 	}
 	for i, raw := range oddHeads {
-		loop, front := results[false][i], results[true][i]
-		if loop.answers != front.answers || loop.closed != front.closed {
-			t.Errorf("%.200q:\nloops (closed %v):\n%.600s\ngoroutine front (closed %v):\n%.600s", raw, loop.closed, loop.answers, front.closed, front.answers)
-		}
-		if fmt.Sprint(loop.up) != fmt.Sprint(front.up) {
-			t.Errorf("%.200q: the upstream saw\nloops: %q\ngoroutine front: %q", raw, loop.up, front.up)
+		ref := results[front][i]
+		for _, mode := range []int{whole, split} {
+			loop := results[mode][i]
+			if loop.answers != ref.answers || loop.closed != ref.closed {
+				t.Errorf("%.200q (loops, split %v):\nloops (closed %v):\n%.600s\ngoroutine front (closed %v):\n%.600s",
+					raw, mode == split, loop.closed, loop.answers, ref.closed, ref.answers)
+			}
+			if fmt.Sprint(loop.up) != fmt.Sprint(ref.up) {
+				t.Errorf("%.200q (loops, split %v): the upstream saw\nloops: %q\ngoroutine front: %q", raw, mode == split, loop.up, ref.up)
+			}
 		}
 	}
 }
@@ -591,6 +634,149 @@ func TestLoopAttack_PipeliningFloodDoesNotStarveItsLoop(t *testing.T) {
 		// the socket held, 200-900 with one read per pass (goroutines: 0-50).
 		if median := (works[5] + works[6]) / 2; median > 2000 {
 			t.Errorf("a victim beside the flood waited for %d of its denials (victims: %v), want under 2000", median, works)
+		}
+	})
+}
+
+// Spoofed identity, pipelined on one connection, from an untrusted peer
+// (127.0.0.2) and from the trusted proxy (127.0.0.1): the loops key every
+// denial as the goroutine front does (on the verified peer, or on the
+// chain the trusted proxy vouches for), answer the same, and forward the
+// same verified fields upstream.
+func TestLoopAttack_SpoofedIdentityKeyedAsInTheGoroutineFront(t *testing.T) {
+	spoofs := []string{
+		"X-Workspace-ID: victim\r\nX-Workspace-Plan: enterprise\r\n",
+		"X-Forwarded-For: 10.0.0.1\r\n",
+		"x-forwarded-for: 10.0.0.2, 10.0.0.3\r\nX-Forwarded-For: 10.0.0.4\r\n",
+		"X-Real-IP: 10.9.9.9\r\n",
+		"Forwarded: for=10.8.8.8;proto=https\r\n",
+		"Forwarded: for=\"[2001:db8::1]:80\"\r\nX-Real-Ip: 10.7.7.7\r\n",
+		"X-Workspace-ID: victim\r\nX-Forwarded-For: 127.0.0.1\r\n",
+		"X-User-ID: admin\r\nX-Workspace-ID: other\r\n",
+	}
+	var raw strings.Builder
+	for round := 0; round < 2; round++ {
+		for _, s := range spoofs {
+			raw.WriteString("GET /x HTTP/1.1\r\nHost: x\r\n" + s + "\r\n")
+		}
+	}
+	raw.WriteString("GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	type outcome struct {
+		answers string
+		up      []string
+	}
+	results := map[bool][]outcome{}
+	for _, gpc := range []bool{false, true} {
+		srv, up := startWireGateway(t, gpc, trustingPolicy, gateway.Config{})
+		for _, local := range []string{"127.0.0.2", "127.0.0.1", "127.0.0.2"} {
+			n := up.count()
+			got, closed := rawExchange(t, srv.Addr(), local, raw.String(), 5*time.Second)
+			if !closed {
+				t.Fatalf("from %s: not closed after Connection: close", local)
+			}
+			results[gpc] = append(results[gpc], outcome{normalizeAnswers(got), up.since(n)})
+		}
+	}
+	for i := range results[false] {
+		loop, front := results[false][i], results[true][i]
+		if loop.answers != front.answers {
+			t.Errorf("exchange %d:\nloops:\n%.2000s\ngoroutine front:\n%.2000s", i, loop.answers, front.answers)
+		}
+		if fmt.Sprint(loop.up) != fmt.Sprint(front.up) {
+			t.Errorf("exchange %d: the upstream saw\nloops: %q\ngoroutine front: %q", i, loop.up, front.up)
+		}
+	}
+	if n := strings.Count(results[false][0].answers, "HTTP/1.1 429 "); n != 2*len(spoofs)+1-2 {
+		t.Errorf("the untrusted peer got %d denials of %d requests, want all but the free plan's 2", n, 2*len(spoofs)+1)
+	}
+}
+
+// A client that pipelines far more requests than it reads answers to
+// holds the loop's memory to a bound: the loop reads no more while its
+// answers wait for room (the kernel buffers hold the rest), so the
+// gateway's heap does not grow with what the client sent.
+func TestLoopAttack_PipelinerThatNeverReadsHoldsBoundedMemory(t *testing.T) {
+	forEachMode(t, func(t *testing.T, gpc bool) {
+		srv, _ := startWireGateway(t, gpc, openTestPolicy, gateway.Config{})
+		spend(t, srv.Addr())
+		const n = 300000                                                                 // 10 MB of requests, 210 MB of answers
+		payload := []byte(strings.Repeat("GET /limited HTTP/1.1\r\nHost: x\r\n\r\n", n)) // one copy for all
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var conns []net.Conn
+		for i := 0; i < 4; i++ {
+			conn, err := net.Dial("tcp", srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conns = append(conns, conn)
+			go conn.Write(payload)
+		}
+		time.Sleep(time.Second)
+		var after runtime.MemStats
+		runtime.GC() // what is still held, not the garbage of the answers sent
+		runtime.ReadMemStats(&after)
+		if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 16<<20 {
+			t.Errorf("the live heap grew by %d MB with 4 clients not reading, want it bounded", grown>>20)
+		}
+		// Still served: the answers resume when the client reads.
+		conns[0].SetReadDeadline(time.Now().Add(3 * time.Second))
+		if codes, _ := readAnswers(t, bufio.NewReader(conns[0]), "GET", "GET"); codes[0] != 429 || codes[1] != 429 {
+			t.Errorf("answers %v, want 429s", codes)
+		}
+	})
+}
+
+// allowedBy is the number of requests the limiter allowed under rule.
+func allowedBy(l *ratelimit.Limiter, rule string) int64 {
+	for _, c := range l.Stats().Snapshot() {
+		if c.Rule == rule {
+			return c.Allowed
+		}
+	}
+	return 0
+}
+
+// The limiter's counters are what the clients were answered: every
+// denial answered is one denial counted, every request let through one
+// allowed and one upstream request, and the requests pipelined behind a
+// Connection: close (or a malformed head) are neither answered nor
+// counted, in the loops as in the goroutine front.
+func TestLoopAttack_CountersEqualTheAnswersGiven(t *testing.T) {
+	forEachMode(t, func(t *testing.T, gpc bool) {
+		limiter := newMemoryLimiter()
+		srv, up := startWireGateway(t, gpc, openTestPolicy, gateway.Config{Limiter: limiter})
+		spend(t, srv.Addr())
+		deny := "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n"
+		tails := []string{
+			closeProbe + strings.Repeat(deny, 20),
+			"GET /limited HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n" + strings.Repeat(deny, 20),
+			"GET /limited HTTP/1.0\r\n\r\n" + strings.Repeat(deny, 20),
+			"GARBAGE\r\n\r\n" + strings.Repeat(deny, 20),
+		}
+		got := map[int]int{}
+		for i := 0; i < 8; i++ {
+			raw := strings.Repeat(deny, 50) + "GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n" + strings.Repeat(deny, 50) +
+				"HEAD /limited HTTP/1.1\r\nHost: x\r\n\r\n" + tails[i%len(tails)]
+			answers, closed := rawExchange(t, srv.Addr(), "", raw, 5*time.Second)
+			if !closed {
+				t.Fatalf("exchange %d not closed", i)
+			}
+			for _, code := range []int{200, 400, 429} {
+				got[code] += strings.Count(answers, fmt.Sprintf("HTTP/1.1 %d ", code))
+			}
+		}
+		// 101 denials each, and the 4 closing ones (Connection: close, HTTP/1.0).
+		if got[429] != 8*101+4 || got[200] != 8 || got[400] != 4 {
+			t.Errorf("answers %v, want 429: %d, 200: 8, 400: 4", got, 8*101+4)
+		}
+		if d := deniedBy(limiter, "limited"); d != int64(got[429]) {
+			t.Errorf("the limiter counted %d denials, the clients were answered %d", d, got[429])
+		}
+		if a := allowedBy(limiter, "api"); a != int64(got[200]) || up.count() != 1+got[200] {
+			t.Errorf("the limiter allowed %d, the upstream saw %d (spend included), the clients got %d 200s", a, up.count(), got[200])
 		}
 	})
 }
