@@ -780,3 +780,41 @@ func TestLoopAttack_CountersEqualTheAnswersGiven(t *testing.T) {
 		}
 	})
 }
+
+// Clients that reset the connection in the middle of a head, right after
+// an allowed request (the handoff under way, its upstream request in
+// flight) or with a body half sent leave nothing behind: no connection in
+// the loops, no connection goroutine, and the next client is served.
+func TestLoopAttack_ResetMidHeadOrMidHandoffLeavesNothing(t *testing.T) {
+	forEachMode(t, func(t *testing.T, gpc bool) {
+		srv, _ := startWireGateway(t, gpc, openTestPolicy, gateway.Config{})
+		spend(t, srv.Addr())
+		deny := "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n"
+		for round, raw := range []string{
+			deny + "GET /limited HTTP/1.1\r\nHo",
+			deny + "GET /api/handoff HTTP/1.1\r\nHost: x\r\n\r\n" + deny,
+			deny + "POST /api/body HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nhalf",
+			strings.Repeat(deny, 3000) + "GET /api/late HTTP/1.1\r\nHost: x\r\n\r\n",
+		} {
+			for i := 0; i < 5; i++ {
+				conn, err := net.Dial("tcp", srv.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.WriteString(conn, raw)
+				time.Sleep(time.Duration(i) * time.Millisecond)
+				conn.(*net.TCPConn).SetLinger(0)
+				conn.Close()
+			}
+			if !eventually(3*time.Second, func() bool {
+				return srv.LoopConns() == 0 && goroutinesIn("gateway.(*frontConn).serve") == 0
+			}) {
+				t.Fatalf("input %d: %d connections in the loops, %d connection goroutines after the clients reset",
+					round, srv.LoopConns(), goroutinesIn("gateway.(*frontConn).serve"))
+			}
+		}
+		if codes, _ := exchange(t, srv.Addr(), closeProbe); len(codes) != 1 || codes[0] != 429 {
+			t.Fatalf("after the resets: %v, want one 429", codes)
+		}
+	})
+}
