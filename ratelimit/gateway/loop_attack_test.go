@@ -27,6 +27,8 @@ import (
 
 	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
+	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
 // wireRecorder is an upstream that keeps what reached it, request by
@@ -307,6 +309,16 @@ var oddHeads = []string{
 // front gives it, closes when it closes, and reaches the upstream (or not)
 // as through the goroutine front.
 func TestLoopAttack_OddHeadsAnsweredAsTheGoroutineFrontDoes(t *testing.T) {
+	oddHeadsAgainstTheGoroutineFront(t, func(*testing.T) *ratelimit.Limiter { return newMemoryLimiter() })
+}
+
+// The same with a store that may wait (Redis): the loops run each check on
+// a goroutine of their own and take the result back (loop.finished).
+func TestLoopAttack_OddHeadsWithRedisAnsweredAsTheGoroutineFrontDoes(t *testing.T) {
+	oddHeadsAgainstTheGoroutineFront(t, newRedisLimiter)
+}
+
+func oddHeadsAgainstTheGoroutineFront(t *testing.T, newLimiter func(*testing.T) *ratelimit.Limiter) {
 	type outcome struct {
 		answers string
 		closed  bool
@@ -317,7 +329,7 @@ func TestLoopAttack_OddHeadsAnsweredAsTheGoroutineFrontDoes(t *testing.T) {
 	const whole, split, front = 0, 1, 2
 	var results [3][]outcome
 	for mode := whole; mode <= front; mode++ {
-		srv, up := startWireGateway(t, mode == front, openTestPolicy, gateway.Config{})
+		srv, up := startWireGateway(t, mode == front, openTestPolicy, gateway.Config{Limiter: newLimiter(t)})
 		spend(t, srv.Addr())
 		for i, raw := range oddHeads {
 			n := up.count()
@@ -347,6 +359,34 @@ func TestLoopAttack_OddHeadsAnsweredAsTheGoroutineFrontDoes(t *testing.T) {
 	}
 }
 
+// newRedisLimiter is a limiter on a redis-server of its own (a store
+// that may wait: the loops check on goroutines of their own).
+func newRedisLimiter(t *testing.T) *ratelimit.Limiter {
+	rs := redistest.StartRedis(t)
+	client, err := redisstore.NewClient(rs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 5 * time.Second})
+}
+
+// forEachModeAndStore runs f in both modes, with the in-process store
+// (checks on the loop) and with Redis (checks off it).
+func forEachModeAndStore(t *testing.T, f func(t *testing.T, gpc bool, limiter *ratelimit.Limiter)) {
+	for _, store := range []string{"memory", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			forEachMode(t, func(t *testing.T, gpc bool) {
+				limiter := newMemoryLimiter()
+				if store == "redis" {
+					limiter = newRedisLimiter(t)
+				}
+				f(t, gpc, limiter)
+			})
+		})
+	}
+}
+
 // A client that sends its requests and half-closes (nc -N, a health
 // checker) is answered and then closed at once, as net/http and the
 // goroutine front close on the read of the end: the loop saw the end's
@@ -354,8 +394,9 @@ func TestLoopAttack_OddHeadsAnsweredAsTheGoroutineFrontDoes(t *testing.T) {
 // looked again (edge-triggered), so the connection stayed open until the
 // idle timeout. Also when the end comes in the middle of a head.
 func TestLoopAttack_HalfCloseAfterRequestsClosesAtOnce(t *testing.T) {
-	forEachMode(t, func(t *testing.T, gpc bool) {
-		srv, _ := startWireGateway(t, gpc, openTestPolicy, gateway.Config{IdleTimeout: time.Minute, ReadHeaderTimeout: time.Minute})
+	forEachModeAndStore(t, func(t *testing.T, gpc bool, limiter *ratelimit.Limiter) {
+		srv, _ := startWireGateway(t, gpc, openTestPolicy, gateway.Config{IdleTimeout: time.Minute, ReadHeaderTimeout: time.Minute,
+			Limiter: limiter})
 		spend(t, srv.Addr())
 		for _, c := range []struct {
 			name, raw string
@@ -745,8 +786,7 @@ func allowedBy(l *ratelimit.Limiter, rule string) int64 {
 // Connection: close (or a malformed head) are neither answered nor
 // counted, in the loops as in the goroutine front.
 func TestLoopAttack_CountersEqualTheAnswersGiven(t *testing.T) {
-	forEachMode(t, func(t *testing.T, gpc bool) {
-		limiter := newMemoryLimiter()
+	forEachModeAndStore(t, func(t *testing.T, gpc bool, limiter *ratelimit.Limiter) {
 		srv, up := startWireGateway(t, gpc, openTestPolicy, gateway.Config{Limiter: limiter})
 		spend(t, srv.Addr())
 		deny := "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -786,8 +826,8 @@ func TestLoopAttack_CountersEqualTheAnswersGiven(t *testing.T) {
 // flight) or with a body half sent leave nothing behind: no connection in
 // the loops, no connection goroutine, and the next client is served.
 func TestLoopAttack_ResetMidHeadOrMidHandoffLeavesNothing(t *testing.T) {
-	forEachMode(t, func(t *testing.T, gpc bool) {
-		srv, _ := startWireGateway(t, gpc, openTestPolicy, gateway.Config{})
+	forEachModeAndStore(t, func(t *testing.T, gpc bool, limiter *ratelimit.Limiter) {
+		srv, _ := startWireGateway(t, gpc, openTestPolicy, gateway.Config{Limiter: limiter})
 		spend(t, srv.Addr())
 		deny := "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n"
 		for round, raw := range []string{
