@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -855,6 +856,68 @@ func TestLoopAttack_ResetMidHeadOrMidHandoffLeavesNothing(t *testing.T) {
 		}
 		if codes, _ := exchange(t, srv.Addr(), closeProbe); len(codes) != 1 || codes[0] != 429 {
 			t.Fatalf("after the resets: %v, want one 429", codes)
+		}
+	})
+}
+
+// Out of descriptors (EMFILE), a request the limit lets through is still
+// served: the loop hands its connection to the goroutine front, which
+// needs a descriptor for a moment (net.FileConn duplicates it), and the
+// loop closed the connection without a word when none was left, the
+// allowed request (its token spent) and the answers before it lost. The
+// goroutine front serves it on the upstream connection it keeps.
+func TestLoopAttack_HandoffOutOfDescriptorsStillServes(t *testing.T) {
+	forEachMode(t, func(t *testing.T, gpc bool) {
+		upstream := httptest.NewServer(&wireRecorder{}) // keep-alive: forwarding needs no new descriptor
+		t.Cleanup(upstream.Close)
+		srv := startGateway(t, upstream.URL, openTestPolicy, gateway.Config{GoroutinePerConn: gpc, Logger: discardLogger()})
+		spend(t, srv.Addr())
+		// The upstream keep-alive pool holds a connection.
+		warm, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer warm.Close()
+		io.WriteString(warm, "GET /api/warm HTTP/1.1\r\nHost: x\r\n\r\n")
+		warm.SetReadDeadline(time.Now().Add(3 * time.Second))
+		readAnswers(t, bufio.NewReader(warm), "GET")
+		conn, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		io.WriteString(conn, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n")
+		conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+		readAnswers(t, br, "GET") // the connection is the loop's
+		// Every descriptor taken, then the requests.
+		var hogs []*os.File
+		defer func() {
+			for _, f := range hogs {
+				f.Close()
+			}
+		}()
+		var lim syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			t.Fatal(err)
+		}
+		saved := lim
+		lim.Cur = uint64(openFDs(t) + 64)
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			t.Skipf("setrlimit: %v", err)
+		}
+		defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &saved)
+		for {
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				break
+			}
+			hogs = append(hogs, f)
+		}
+		io.WriteString(conn, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\nGET /api/no-fd HTTP/1.1\r\nHost: x\r\n\r\n")
+		codes, bodies := readAnswers(t, br, "GET", "GET")
+		if codes[0] != 429 || codes[1] != 200 || bodies[1] != "up:/api/no-fd" {
+			t.Errorf("out of descriptors: %v %q, want 429 then 200 up:/api/no-fd", codes, bodies)
 		}
 	})
 }

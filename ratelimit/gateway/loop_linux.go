@@ -102,8 +102,11 @@ type loop struct {
 	f      *front
 	epfd   int
 	wakefd int
-	conns  map[int]*evConn
-	tick   time.Duration
+	// reserve is a descriptor held for a handoff out of descriptors
+	// (net.FileConn needs one for a moment); -1 when none is held.
+	reserve int
+	conns   map[int]*evConn
+	tick    time.Duration
 
 	mu       sync.Mutex
 	incoming []*evConn
@@ -187,6 +190,7 @@ func (ls *eventLoops) start() error {
 				for _, l := range ls.loops {
 					unix.Close(l.epfd)
 					unix.Close(l.wakefd)
+					unix.Close(l.reserve)
 				}
 				ls.loops = nil
 				return
@@ -224,7 +228,7 @@ func (ls *eventLoops) newLoop() (*loop, error) {
 			tick = min(tick, d/8)
 		}
 	}
-	l := &loop{ls: ls, f: f, epfd: epfd, wakefd: wakefd, conns: map[int]*evConn{}, tick: max(tick, 5*time.Millisecond)}
+	l := &loop{ls: ls, f: f, epfd: epfd, wakefd: wakefd, reserve: reserveFD(), conns: map[int]*evConn{}, tick: max(tick, 5*time.Millisecond)}
 	l.br = bufio.NewReaderSize(&l.hr, loopMaxHead)
 	return l, nil
 }
@@ -345,6 +349,7 @@ func (l *loop) post(f func()) (ended bool) {
 func (l *loop) run() {
 	defer l.ls.wg.Done()
 	defer unix.Close(l.wakefd)
+	defer func() { unix.Close(l.reserve) }()
 	log := l.f.log
 	if err := unix.SetNonblock(l.epfd, true); err != nil {
 		log.Error("gateway: event loop: epoll descriptor", "err", err)
@@ -696,7 +701,17 @@ func (l *loop) handoff(lc *evConn, req *http.Request, start time.Time) {
 	lc.closed = true
 	file := os.NewFile(uintptr(lc.fd), "client")
 	nc, err := net.FileConn(file) // a duplicate, in Go's poller
+	if err != nil && l.reserve >= 0 {
+		// Out of descriptors (EMFILE): the reserve makes room for the
+		// duplicate, and is taken again once the original is closed.
+		unix.Close(l.reserve)
+		nc, err = net.FileConn(file)
+		l.reserve = -1
+	}
 	file.Close()
+	if l.reserve < 0 {
+		l.reserve = reserveFD()
+	}
 	c := lc.c
 	if err != nil {
 		f.log.Warn("gateway: event loop could not hand a connection over; closed", "err", err)
@@ -720,6 +735,16 @@ func (l *loop) handoff(lc *evConn, req *http.Request, start time.Time) {
 	f.mu.Unlock()
 	l.ls.live.Add(-1)
 	go c.serveResumed(lc.out, req, start)
+}
+
+// reserveFD opens the descriptor a loop holds for a handoff out of
+// descriptors, -1 when none can be had now.
+func reserveFD() int {
+	fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
 }
 
 // writeOut writes the answers collected; it reports whether they are all out.
