@@ -146,8 +146,9 @@ type evConn struct {
 	wblocked      int64  // unix nanos a write began waiting for room; 0: none
 
 	readable, eof, closing, closed bool
-	// peerDone: epoll reported the peer's end (RDHUP, HUP, ERR).
-	peerDone bool
+	// peerDone: epoll reported the peer's end (RDHUP, HUP, ERR); again:
+	// it is in loop.again.
+	peerDone, again bool
 	// busy: its check runs on another goroutine, which owns c and out
 	// until the loop takes the result (async*) back.
 	busy                    bool
@@ -397,6 +398,9 @@ func (l *loop) run() {
 			n = 0
 		}
 		touched = append(touched[:0], l.again...)
+		for _, lc := range l.again {
+			lc.again = false
+		}
 		l.again = l.again[:0]
 		woken := false
 		for _, ev := range events[:max(n, 0)] {
@@ -555,7 +559,10 @@ func (l *loop) service(lc *evConn, now time.Time) {
 			return
 		}
 		if taken >= loopPassBytes {
-			l.again = append(l.again, lc) // the others' turn first
+			if !lc.again { // once: an event may have touched it in this pass too
+				lc.again = true
+				l.again = append(l.again, lc) // the others' turn first
+			}
 			return
 		}
 		taken += l.read(lc)
