@@ -921,3 +921,53 @@ func TestLoopAttack_HandoffOutOfDescriptorsStillServes(t *testing.T) {
 		}
 	})
 }
+
+// Thousands of connections at once, from two peers, each denied in turn
+// and then dropped by the client: every one answered, and once they are
+// gone no connection or descriptor is left in the loops.
+func TestLoopAttack_ThousandsOfConnectionsAnsweredAndForgotten(t *testing.T) {
+	forEachMode(t, func(t *testing.T, gpc bool) {
+		srv, _ := startWireGateway(t, gpc, openTestPolicy, gateway.Config{})
+		spend(t, srv.Addr())
+		fds := openFDs(t)
+		const n = 2000
+		conns := make([]net.Conn, 0, n)
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for i := 0; i < n; i++ {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i%2))}}
+			c, err := d.Dial("tcp", srv.Addr())
+			if err != nil {
+				t.Fatalf("connection %d: %v", i, err)
+			}
+			conns = append(conns, c)
+		}
+		if !gpc && !eventually(3*time.Second, func() bool { return srv.LoopConns() == n }) {
+			t.Fatalf("%d connections in the loops, want %d", srv.LoopConns(), n)
+		}
+		// 127.0.0.2 has its one request allowed; the rest are denied.
+		want := map[int]int{429: n - 1, 200: 1}
+		got := map[int]int{}
+		for _, c := range conns {
+			io.WriteString(c, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
+		for _, c := range conns {
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			codes, _ := readAnswers(t, bufio.NewReader(c), "GET")
+			got[codes[0]]++
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("answers %v, want %v", got, want)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		conns = conns[:0]
+		if !eventually(5*time.Second, func() bool { return srv.LoopConns() == 0 && openFDs(t) <= fds }) {
+			t.Errorf("after the clients left: %d connections in the loops, %d descriptors (%d before)", srv.LoopConns(), openFDs(t), fds)
+		}
+	})
+}
