@@ -244,6 +244,9 @@ func (f *front) inFlight() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
+	if f.loops != nil {
+		n = f.loops.inFlight()
+	}
 	for c := range f.conns {
 		if c.state.Load() == connActive {
 			n++

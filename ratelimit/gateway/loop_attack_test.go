@@ -971,3 +971,80 @@ func TestLoopAttack_ThousandsOfConnectionsAnsweredAndForgotten(t *testing.T) {
 		}
 	})
 }
+
+// With the store gone (redis-server killed), the loops answer as the
+// goroutine front: failing closed, the 503 of the limit; failing open,
+// the request through to the upstream (handed over); in order, pipelined,
+// with the answers before them intact.
+func TestLoopAttack_StoreDownAnsweredAsTheGoroutineFront(t *testing.T) {
+	for _, fail := range []ratelimit.FailurePolicy{ratelimit.FailClosed, ratelimit.FailOpen} {
+		t.Run(fmt.Sprint(fail), func(t *testing.T) {
+			raw := "GET /limited HTTP/1.1\r\nHost: x\r\n\r\nHEAD /limited HTTP/1.1\r\nHost: x\r\n\r\n" +
+				"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\nGET /free HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + closeProbe
+			var got [2]string
+			var seen [2][]string
+			for i, gpc := range []bool{false, true} {
+				rs := redistest.StartRedis(t)
+				client, err := redisstore.NewClient(rs.URL())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { client.Close() })
+				limiter := ratelimit.New(redisstore.New(client, redisstore.Options{}),
+					ratelimit.Options{Budget: 200 * time.Millisecond, Fail: fail})
+				srv, up := startWireGateway(t, gpc, openTestPolicy, gateway.Config{Limiter: limiter})
+				rs.Stop()
+				answers, closed := rawExchange(t, srv.Addr(), "", raw, 10*time.Second)
+				if !closed {
+					t.Fatalf("GoroutinePerConn %v: not closed after Connection: close", gpc)
+				}
+				got[i], seen[i] = normalizeAnswers(answers), up.since(0)
+			}
+			if got[0] != got[1] {
+				t.Errorf("loops:\n%.3000s\ngoroutine front:\n%.3000s", got[0], got[1])
+			}
+			if fmt.Sprint(seen[0]) != fmt.Sprint(seen[1]) {
+				t.Errorf("the upstream saw\nloops: %q\ngoroutine front: %q", seen[0], seen[1])
+			}
+			if n := strings.Count(got[0], "HTTP/1.1 "); n != 5 {
+				t.Errorf("%d answers to 5 requests", n)
+			}
+		})
+	}
+}
+
+// A graceful stop whose time runs out while a request's check still waits
+// on the store has cut a request in flight, and says so as the goroutine
+// front does (an error), instead of reporting a clean drain: the loops'
+// connections waiting on a check were not counted in flight.
+func TestLoopAttack_StopCuttingACheckInFlightReportsIt(t *testing.T) {
+	forEachMode(t, func(t *testing.T, gpc bool) {
+		rs := redistest.StartRedis(t)
+		client, err := redisstore.NewClient(rs.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		limiter := ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 5 * time.Second})
+		up := httptest.NewServer(&wireRecorder{})
+		defer up.Close()
+		srv, cancel, done := serveGateway(t, up.URL, gateway.Config{Limiter: limiter, GoroutinePerConn: gpc,
+			ShutdownTimeout: 300 * time.Millisecond})
+		defer cancel()
+		conn, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		sleeping := make(chan error, 1)
+		go func() { sleeping <- rs.Client(t).Do(context.Background(), "DEBUG", "SLEEP", "2").Err() }()
+		time.Sleep(100 * time.Millisecond)
+		io.WriteString(conn, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n")
+		time.Sleep(100 * time.Millisecond) // its check waits on the store
+		cancel()
+		if err := <-done; err == nil {
+			t.Errorf("the stop cut a request whose check was in flight, and reported a clean drain")
+		}
+		<-sleeping
+	})
+}

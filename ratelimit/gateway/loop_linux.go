@@ -90,7 +90,10 @@ type eventLoops struct {
 	stopped bool
 	// live counts the connections the loops serve.
 	live atomic.Int64
-	wg   sync.WaitGroup
+	// checking counts the connections whose check runs on a goroutine
+	// of its own (evConn.busy): requests in flight, for Shutdown.
+	checking atomic.Int64
+	wg       sync.WaitGroup
 }
 
 func newEventLoops(f *front, local bool) *eventLoops {
@@ -291,6 +294,10 @@ func (ls *eventLoops) adopt(nc net.Conn) bool {
 // count is the connections the loops serve.
 func (ls *eventLoops) count() int { return int(ls.live.Load()) }
 
+// inFlight is the requests the loops have begun and not answered: those
+// whose check waits on the store.
+func (ls *eventLoops) inFlight() int { return int(ls.checking.Load()) }
+
 // stopping marks the loops stopped and returns them: those a first
 // connection is starting right now included (once.Do waits for it), and
 // none start afterwards (a stop that looked before they were started
@@ -471,6 +478,7 @@ func (l *loop) takeWork(touched *[]*evConn) bool {
 	}
 	for _, lc := range finished {
 		lc.busy = false
+		l.ls.checking.Add(-1)
 		req := lc.asyncReq
 		lc.asyncReq = nil
 		switch {
@@ -627,6 +635,7 @@ func (l *loop) serveHeads(lc *evConn, now time.Time) (progress bool) {
 		if !l.ls.local {
 			// The check may wait on the store: not on the loop.
 			lc.busy = true
+			l.ls.checking.Add(1)
 			go func() {
 				handoff, keep := l.serveRequest(lc, req, now)
 				l.post(func() {
@@ -833,6 +842,10 @@ func (l *loop) close(lc *evConn) {
 }
 
 func (l *loop) release(lc *evConn) {
+	if lc.busy {
+		lc.busy = false
+		l.ls.checking.Add(-1) // its check's result will be dropped (the loop ended)
+	}
 	lc.closed = true
 	if l.conns[lc.fd] == lc {
 		delete(l.conns, lc.fd)

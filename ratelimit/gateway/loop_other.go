@@ -12,6 +12,7 @@ func newEventLoops(*front, bool) *eventLoops { return nil }
 
 func (*eventLoops) adopt(net.Conn) bool { return false }
 func (*eventLoops) count() int          { return 0 }
+func (*eventLoops) inFlight() int       { return 0 }
 func (*eventLoops) drain()              {}
 func (*eventLoops) closeAll()           {}
 func (*eventLoops) stop()               {}
