@@ -241,12 +241,12 @@ func (f *front) Shutdown(ctx context.Context) error {
 // inFlight counts connections with a request in progress (its head
 // read, its answer not yet complete).
 func (f *front) inFlight() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	n := 0
 	if f.loops != nil {
 		n = f.loops.inFlight()
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for c := range f.conns {
 		if c.state.Load() == connActive {
 			n++

@@ -515,8 +515,7 @@ func TestLoopAttack_ShutdownWithConnectionsInTheLoopsLeavesNothing(t *testing.T)
 		io.WriteString(c, raw)
 		return c
 	}
-	// Readers that never read, one per loop (connections go to the loops
-	// in turn), given the time to fill the buffers.
+	// Readers that never read, given the time to fill the buffers.
 	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
 		go io.WriteString(dial(""), strings.Repeat("GET /limited HTTP/1.1\r\nHost: x\r\n\r\n", 20000)) // more answers than the kernel buffers
 	}
@@ -580,7 +579,7 @@ func TestLoopAttack_StopRacingTheFirstConnectionLeavesNoLoop(t *testing.T) {
 	up := httptest.NewServer(&wireRecorder{})
 	defer up.Close()
 	before := goroutinesIn(loopRunFunc)
-	for round := 0; round < 40; round++ {
+	for round := 0; round < 150; round++ {
 		srv, cancel, done := serveGateway(t, up.URL, gateway.Config{ShutdownTimeout: time.Second})
 		var wg sync.WaitGroup
 		for i := 0; i < 4; i++ {
@@ -598,7 +597,7 @@ func TestLoopAttack_StopRacingTheFirstConnectionLeavesNoLoop(t *testing.T) {
 		wg.Wait()
 	}
 	if !eventually(3*time.Second, func() bool { return goroutinesIn(loopRunFunc) == before }) {
-		t.Fatalf("%d event loops left running by 40 stopped gateways", goroutinesIn(loopRunFunc)-before)
+		t.Fatalf("%d event loops left running by 150 stopped gateways", goroutinesIn(loopRunFunc)-before)
 	}
 }
 
@@ -652,8 +651,8 @@ func TestLoopAttack_PipeliningFloodDoesNotStarveItsLoop(t *testing.T) {
 			io.Copy(io.Discard, conn)
 		}()
 		time.Sleep(200 * time.Millisecond) // the flood is on
-		// Connections go to the loops in turn: half of the victims share
-		// the flood's loop; the median of that half is what is judged.
+		// Connections go to the loops in turn: at least half of the victims
+		// share the flood's loop; the median of the worse half is judged.
 		var works []int64
 		for v := 0; v < 8; v++ {
 			conn, err := net.Dial("tcp", srv.Addr())

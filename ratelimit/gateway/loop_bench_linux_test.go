@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/policy"
@@ -34,6 +36,7 @@ func BenchmarkLoop_DenialInMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { unix.Close(lp.epfd); unix.Close(lp.wakefd) })
 	f.loops.local = true
 	lc := &evConn{l: lp, fd: -1}
 	lc.nc = evNetConn{lc: lc, local: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80},

@@ -88,16 +88,17 @@ type eventLoops struct {
 	mu    sync.Mutex // stopped
 	// stopped: no connection is adopted any more.
 	stopped bool
-	// live counts the connections the loops serve.
-	live atomic.Int64
-	// checking counts the connections whose check runs on a goroutine
-	// of its own (evConn.busy): requests in flight, for Shutdown.
-	checking atomic.Int64
-	wg       sync.WaitGroup
+	// live counts the connections the loops serve; checking those whose
+	// check runs on a goroutine (a request in flight).
+	live, checking atomic.Int64
+	wg             sync.WaitGroup
 }
 
 func newEventLoops(f *front, local bool) *eventLoops {
-	return &eventLoops{f: f, local: local, n: max(1, runtime.GOMAXPROCS(0))}
+	// Half the Ps, as kvstore's loops: a P stays idle for the runtime, so
+	// sysmon does not take the loop's P from its syscalls (measured: fewer
+	// context switches per denial than one loop per P on two cores).
+	return &eventLoops{f: f, local: local, n: max(1, runtime.GOMAXPROCS(0)/2)}
 }
 
 type loop struct {
@@ -154,8 +155,12 @@ type evConn struct {
 	peerDone, again bool
 	// busy: its check runs on another goroutine, which owns c and out
 	// until the loop takes the result (async*) back.
-	busy                    bool
-	asyncReq                *http.Request
+	busy     bool
+	asyncReq *http.Request
+	// box is the request quickParse fills, reused once a request answered
+	// here is done with (a request handed over, or checked on a goroutine,
+	// keeps its box).
+	box                     *parsedRequest
 	asyncStart              time.Time
 	asyncHandoff, asyncKeep bool
 }
@@ -294,8 +299,7 @@ func (ls *eventLoops) adopt(nc net.Conn) bool {
 // count is the connections the loops serve.
 func (ls *eventLoops) count() int { return int(ls.live.Load()) }
 
-// inFlight is the requests the loops have begun and not answered: those
-// whose check waits on the store.
+// inFlight is the requests the loops have in flight (checks on a goroutine).
 func (ls *eventLoops) inFlight() int { return int(ls.checking.Load()) }
 
 // stopping marks the loops stopped and returns them: those a first
@@ -635,6 +639,7 @@ func (l *loop) serveHeads(lc *evConn, now time.Time) (progress bool) {
 		if !l.ls.local {
 			// The check may wait on the store: not on the loop.
 			lc.busy = true
+			lc.box = nil // the request is the goroutine's
 			l.ls.checking.Add(1)
 			go func() {
 				handoff, keep := l.serveRequest(lc, req, now)
@@ -663,7 +668,10 @@ func (l *loop) parse(lc *evConn, head []byte) *http.Request {
 	if status, _ := lc.scan.verdict(); status != 0 {
 		return nil
 	}
-	req := quickParse(head)
+	if lc.box == nil {
+		lc.box = new(parsedRequest)
+	}
+	req := quickParseInto(head, lc.box)
 	if req == nil {
 		l.hr.Reset(head)
 		l.br.Reset(&l.hr)
@@ -850,7 +858,8 @@ func (l *loop) release(lc *evConn) {
 	if l.conns[lc.fd] == lc {
 		delete(l.conns, lc.fd)
 	}
-	unix.Close(lc.fd)
+	// Forgotten before the close: a client that saw it closed finds it gone.
 	l.f.byRemote.CompareAndDelete(lc.c.remoteAddr, lc.c)
 	l.ls.live.Add(-1)
+	unix.Close(lc.fd)
 }

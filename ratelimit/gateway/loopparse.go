@@ -61,7 +61,13 @@ var pathBytes, queryBytes = func() (p, q [256]bool) {
 
 // quickParse parses head (a whole head, the blank line included, that
 // headScan passed), or returns nil.
-func quickParse(head []byte) *http.Request {
+func quickParse(head []byte) *http.Request { return quickParseInto(head, nil) }
+
+// quickParseInto is quickParse into box, which it reuses (its request, URL,
+// values and header map are overwritten), or into a new one when box is
+// nil: the request returned is box's, and box is the caller's to reuse
+// only once nothing holds the request any more.
+func quickParseInto(head []byte, box *parsedRequest) *http.Request {
 	// Request line: method, target, version.
 	sp := indexByteN(head, ' ', 16)
 	if sp <= 0 {
@@ -111,13 +117,23 @@ func quickParse(head []byte) *http.Request {
 	// and (up to 8 fields) the values.
 	s := string(head)
 	pos := tEnd + 1 + 10
-	box := new(parsedRequest)
+	if box == nil {
+		box = new(parsedRequest)
+	}
 	strs := box.values[:]
 	if n > len(box.values) {
 		strs = make([]string, n)
+	} else {
+		clear(strs)
 	}
 	strs = strs[:n]
-	h := make(http.Header, n)
+	h := box.header
+	if h == nil || n > 8 {
+		h = make(http.Header, n)
+		box.header = h
+	} else {
+		clear(h)
+	}
 	host, sawHost := "", false
 	for i := 0; ; i++ {
 		eol := strings.IndexByte(s[pos:], '\n')
@@ -178,7 +194,7 @@ func quickParse(head []byte) *http.Request {
 	}
 	rawTarget := s[sp+1 : tEnd]
 	u := &box.url
-	u.Path = rawTarget
+	*u = url.URL{Path: rawTarget}
 	if q >= 0 {
 		u.Path, u.RawQuery = rawTarget[:q], rawTarget[q+1:]
 		u.ForceQuery = u.RawQuery == ""
@@ -198,6 +214,7 @@ type parsedRequest struct {
 	req    http.Request
 	url    url.URL
 	values [8]string
+	header http.Header
 }
 
 // indexByteN is the index of c in the first n bytes of b, -1 if absent.
