@@ -1047,3 +1047,61 @@ func TestLoopAttack_StopCuttingACheckInFlightReportsIt(t *testing.T) {
 		<-sleeping
 	})
 }
+
+// A loop parses the denials of a connection into one reused request
+// (quickParseInto): nothing of one request may reach the next. Behind a
+// trusted proxy the key is the X-Forwarded-For client, so a field left
+// over from an earlier request would key a later one otherwise: a burst
+// of denials with varied fields (more than 8, none, duplicates, other
+// clients, queries), then the proxy's own request, pipelined on one
+// connection, answered and forwarded as by the goroutine front.
+func TestLoopAttack_ReusedRequestLeaksNothingToTheNext(t *testing.T) {
+	const pol = "identity:\n  trusted_proxies: [127.0.0.1]\n" +
+		"rules:\n  - {name: limited, paths: [/limited], key: [ip], limits: [{limit: 1, window: 1h}]}\n" +
+		"  - {name: api, paths: [/], key: [ip], limits: [{limit: 1000000, window: 1h}]}\n"
+	spent := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3, 10.0.0.4"} // not the proxy itself
+	var raw strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&raw, "GET /limited?i=%d HTTP/1.1\r\nHost: h%d\r\nX-Forwarded-For: %s\r\n", i, i%3, spent[i%len(spent)])
+		switch i % 5 {
+		case 1:
+			for j := 0; j < 12; j++ {
+				fmt.Fprintf(&raw, "X-Many-%d: %d\r\n", j, j)
+			}
+		case 2:
+			raw.WriteString("Accept: a\r\naccept: b\r\nX-Real-IP: 10.9.9.9\r\n")
+		case 3:
+			raw.WriteString("Forwarded: for=10.8.8.8\r\nX-Workspace-ID: w\r\n")
+		}
+		raw.WriteString("\r\n")
+	}
+	// The proxy's own request, no X-Forwarded-For: its first is allowed.
+	raw.WriteString("GET /limited?fresh HTTP/1.1\r\nHost: fresh\r\n\r\n")
+	raw.WriteString("GET /limited?again HTTP/1.1\r\nHost: fresh\r\nConnection: close\r\n\r\n")
+	var answers [2]string
+	var seen [2][]string
+	for i, gpc := range []bool{false, true} {
+		srv, up := startWireGateway(t, gpc, pol, gateway.Config{})
+		for _, xff := range spent {
+			req := "GET /limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Forwarded-For: " + xff + "\r\n"
+			if got, _ := rawExchange(t, srv.Addr(), "", req+"\r\n", 3*time.Second); !strings.HasPrefix(got, "HTTP/1.1 200 ") {
+				t.Fatalf("spending %q: %.100q", xff, got)
+			}
+		}
+		n := up.count()
+		got, closed := rawExchange(t, srv.Addr(), "", raw.String(), 5*time.Second)
+		if !closed {
+			t.Fatal("not closed after Connection: close")
+		}
+		answers[i], seen[i] = normalizeAnswers(got), up.since(n)
+	}
+	if answers[0] != answers[1] {
+		t.Errorf("loops:\n%.4000s\ngoroutine front:\n%.4000s", answers[0], answers[1])
+	}
+	if fmt.Sprint(seen[0]) != fmt.Sprint(seen[1]) || len(seen[0]) != 1 {
+		t.Errorf("the upstream saw\nloops: %q\ngoroutine front: %q\nwant the proxy's one request", seen[0], seen[1])
+	}
+	if n := strings.Count(answers[0], "HTTP/1.1 429 "); n != 41 {
+		t.Errorf("%d denials, want 41 (the 40 spent clients', the proxy's second)", n)
+	}
+}
