@@ -1105,3 +1105,33 @@ func TestLoopAttack_ReusedRequestLeaksNothingToTheNext(t *testing.T) {
 		t.Errorf("%d denials, want 41 (the 40 spent clients', the proxy's second)", n)
 	}
 }
+
+// A client that pipelines and does not read (a small receive window, so
+// the answers back up into the gateway's socket) is cut at WriteTimeout,
+// in the loops as in the goroutine front, and not served on forever.
+func TestLoopAttack_ReaderThatStallsIsCutAtTheWriteTimeout(t *testing.T) {
+	forEachMode(t, func(t *testing.T, gpc bool) {
+		srv, _ := startWireGateway(t, gpc, openTestPolicy, gateway.Config{WriteTimeout: 500 * time.Millisecond,
+			IdleTimeout: time.Minute, ReadHeaderTimeout: time.Minute})
+		spend(t, srv.Addr())
+		d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+			return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		}}
+		conn, err := d.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		const n = 20000
+		go io.WriteString(conn, strings.Repeat("GET /limited HTTP/1.1\r\nHost: x\r\n\r\n", n))
+		time.Sleep(2 * time.Second) // well past the write timeout, nothing read
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := io.ReadAll(conn)
+		if isTimeout(err) {
+			t.Fatalf("still open 2 s after its answers stalled (WriteTimeout 500ms); read %d answers", strings.Count(string(got), "HTTP/1.1 "))
+		}
+		if answers := strings.Count(string(got), "HTTP/1.1 429 "); answers >= n {
+			t.Errorf("all %d answers delivered: the write never stalled, the test proves nothing", answers)
+		}
+	})
+}
