@@ -4,6 +4,10 @@ package gateway
 // costs is mostly the server's own work, so it does the least it can on top
 // of the standard library's parser.
 //
+// On Linux a client connection starts in an event loop (loop_linux.go),
+// which answers denials itself and hands the connection here, with what it
+// read and had not sent, when it needs more (serveResumed).
+//
 // Invariants:
 //   - Requests are parsed by http.ReadRequest from one bufio.Reader per
 //     connection, and answered in order: a connection is one goroutine, and

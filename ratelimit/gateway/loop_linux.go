@@ -8,8 +8,9 @@ package gateway
 //
 // Invariants:
 //   - A loop answers only the simple, common request itself: a head its
-//     scan (headScan, the front's) and http.ReadRequest accept and the
-//     front's check passes, HTTP/1.x, no body (no Content-Length > 0, no
+//     scan (headScan, the front's) and parser accept (quickParse, which
+//     builds what http.ReadRequest builds, or http.ReadRequest itself) and
+//     the front's check passes, HTTP/1.x, no body (no Content-Length > 0, no
 //     Transfer-Encoding), no Upgrade or Expect, not OPTIONS * or CONNECT.
 //     It runs the front's own handler on the front's own response type
 //     (frontConn, response): the same bytes, fields, HEAD rule, Date,
@@ -33,6 +34,11 @@ package gateway
 //   - Shutdown: no request starts, answers given are written, a connection
 //     cut in the middle of a head is told 503 (as the front does), then
 //     every connection is closed; handed-over ones are the front's.
+//
+// One loop per two Ps (at least one): a P left idle keeps sysmon from
+// taking a loop's P while it is in a syscall. EPOLLOUT is watched only
+// while a write waits for room. A denial answered here leaves its request
+// (quickParse's box) to be reused by the connection's next one.
 //
 // A loop owns its connections: only its goroutine reads, writes, serves or
 // closes them; other goroutines post work under its mutex and wake it with
