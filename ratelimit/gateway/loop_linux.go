@@ -33,7 +33,13 @@ package gateway
 //     a head begun in the loop and handed over keeps its start time.
 //   - Shutdown: no request starts, answers given are written, a connection
 //     cut in the middle of a head is told 503 (as the front does), then
-//     every connection is closed; handed-over ones are the front's.
+//     every connection is closed; handed-over ones are the front's. A stop
+//     that races the first connection leaves no loop running (stopping).
+//   - No connection has its loop to itself: it reads at most once per pass
+//     while it stays readable (loop.again), and the peer's end seen in an
+//     edge is read even after a short read (peerDone).
+//   - A handoff out of descriptors still happens: each loop holds one in
+//     reserve for net.FileConn's duplicate.
 //
 // One loop per two Ps (at least one): a P left idle keeps sysmon from
 // taking a loop's P while it is in a syscall. EPOLLOUT is watched only
