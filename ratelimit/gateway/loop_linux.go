@@ -33,7 +33,13 @@ package gateway
 //     a head begun in the loop and handed over keeps its start time.
 //   - Shutdown: no request starts, answers given are written, a connection
 //     cut in the middle of a head is told 503 (as the front does), then
-//     every connection is closed; handed-over ones are the front's.
+//     every connection is closed; handed-over ones are the front's. A stop
+//     that races the first connection leaves no loop running (stopping).
+//   - No connection has its loop to itself: it reads at most once per pass
+//     while it stays readable (loop.again), and the peer's end seen in an
+//     edge is read even after a short read (peerDone).
+//   - A handoff out of descriptors still happens: each loop holds one in
+//     reserve for net.FileConn's duplicate.
 //
 // One loop per two Ps (at least one): a P left idle keeps sysmon from
 // taking a loop's P while it is in a syscall. EPOLLOUT is watched only
@@ -72,6 +78,11 @@ const (
 	// loopFlushAt bounds the answers a connection collects before they
 	// are written.
 	loopFlushAt = 64 << 10
+	// loopPassBytes bounds what a connection has read in one pass of its
+	// loop: more waits for the next pass (loop.again), after the other
+	// connections' turn, so a client that keeps its socket full does not
+	// have the loop to itself.
+	loopPassBytes = loopReadSize
 )
 
 // eventLoops are a front's loops, started with its first connection.
@@ -107,8 +118,11 @@ type loop struct {
 	f      *front
 	epfd   int
 	wakefd int
-	conns  map[int]*evConn
-	tick   time.Duration
+	// reserve is a descriptor held for a handoff out of descriptors
+	// (net.FileConn needs one for a moment); -1 when none is held.
+	reserve int
+	conns   map[int]*evConn
+	tick    time.Duration
 
 	mu       sync.Mutex
 	incoming []*evConn
@@ -120,7 +134,10 @@ type loop struct {
 	ended    bool
 	tickDue  bool
 
-	draining    bool
+	draining bool
+	// again are the connections a pass left readable (loopPassBytes):
+	// served in the next pass, which does not wait for an event.
+	again       []*evConn
 	timeoutsDue bool
 	// hr and br parse one head at a time.
 	hr bytes.Reader
@@ -145,6 +162,9 @@ type evConn struct {
 	wblocked      int64  // unix nanos a write began waiting for room; 0: none
 
 	readable, eof, closing, closed bool
+	// peerDone: epoll reported the peer's end (RDHUP, HUP, ERR); again:
+	// it is in loop.again.
+	peerDone, again bool
 	// busy: its check runs on another goroutine, which owns c and out
 	// until the loop takes the result (async*) back.
 	busy     bool
@@ -165,6 +185,10 @@ type evNetConn struct {
 }
 
 var errLoopRead = errors.New("gateway: read on a connection an event loop serves")
+
+// errLoopsStopped: the front stopped before its first connection started
+// the loops; none start any more.
+var errLoopsStopped = errors.New("gateway: event loops stopped")
 
 func (n *evNetConn) Read([]byte) (int, error) { return 0, errLoopRead }
 func (n *evNetConn) Write(p []byte) (int, error) {
@@ -187,6 +211,7 @@ func (ls *eventLoops) start() error {
 				for _, l := range ls.loops {
 					unix.Close(l.epfd)
 					unix.Close(l.wakefd)
+					unix.Close(l.reserve)
 				}
 				ls.loops = nil
 				return
@@ -224,7 +249,7 @@ func (ls *eventLoops) newLoop() (*loop, error) {
 			tick = min(tick, d/8)
 		}
 	}
-	l := &loop{ls: ls, f: f, epfd: epfd, wakefd: wakefd, conns: map[int]*evConn{}, tick: max(tick, 5*time.Millisecond)}
+	l := &loop{ls: ls, f: f, epfd: epfd, wakefd: wakefd, reserve: reserveFD(), conns: map[int]*evConn{}, tick: max(tick, 5*time.Millisecond)}
 	l.br = bufio.NewReaderSize(&l.hr, loopMaxHead)
 	return l, nil
 }
@@ -236,7 +261,9 @@ func (ls *eventLoops) adopt(nc net.Conn) bool {
 	if !ok {
 		return false
 	}
-	if err := ls.start(); err != nil {
+	if err := ls.start(); errors.Is(err, errLoopsStopped) {
+		return false
+	} else if err != nil {
 		ls.f.log.Warn("gateway: event loop unavailable; serving connections from goroutines", "err", err)
 		return false
 	}
@@ -287,12 +314,21 @@ func (ls *eventLoops) count() int { return int(ls.live.Load()) }
 // inFlight is the requests the loops have in flight (checks on a goroutine).
 func (ls *eventLoops) inFlight() int { return int(ls.checking.Load()) }
 
-// drain starts the loops' part of a graceful shutdown.
-func (ls *eventLoops) drain() {
+// stopping marks the loops stopped and returns them: those a first
+// connection is starting right now included (once.Do waits for it), and
+// none start afterwards (a stop that looked before they were started
+// left them running, and ls.loops was read as it was written).
+func (ls *eventLoops) stopping() []*loop {
 	ls.mu.Lock()
 	ls.stopped = true
-	loops := ls.loops
 	ls.mu.Unlock()
+	ls.once.Do(func() { ls.err = errLoopsStopped })
+	return ls.loops
+}
+
+// drain starts the loops' part of a graceful shutdown.
+func (ls *eventLoops) drain() {
+	loops := ls.stopping()
 	for _, l := range loops {
 		l.post(func() { l.drainReq = true })
 	}
@@ -300,10 +336,7 @@ func (ls *eventLoops) drain() {
 
 // closeAll closes every connection the loops serve.
 func (ls *eventLoops) closeAll() {
-	ls.mu.Lock()
-	ls.stopped = true
-	loops := ls.loops
-	ls.mu.Unlock()
+	loops := ls.stopping()
 	for _, l := range loops {
 		l.post(func() { l.closeReq = true })
 	}
@@ -311,10 +344,7 @@ func (ls *eventLoops) closeAll() {
 
 // stop ends the loops, closing what they still serve.
 func (ls *eventLoops) stop() {
-	ls.mu.Lock()
-	ls.stopped = true
-	loops := ls.loops
-	ls.mu.Unlock()
+	loops := ls.stopping()
 	for _, l := range loops {
 		l.post(func() { l.quit = true })
 	}
@@ -343,6 +373,7 @@ func (l *loop) post(f func()) (ended bool) {
 func (l *loop) run() {
 	defer l.ls.wg.Done()
 	defer unix.Close(l.wakefd)
+	defer func() { unix.Close(l.reserve) }()
 	log := l.f.log
 	if err := unix.SetNonblock(l.epfd, true); err != nil {
 		log.Error("gateway: event loop: epoll descriptor", "err", err)
@@ -380,7 +411,7 @@ func (l *loop) run() {
 		var werr error
 		if err := rc.Read(func(uintptr) bool {
 			n, werr = unix.EpollWait(l.epfd, events, 0)
-			return n > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
+			return n > 0 || len(l.again) > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
 		}); err != nil {
 			werr = err
 		}
@@ -389,7 +420,11 @@ func (l *loop) run() {
 			time.Sleep(l.tick)
 			n = 0
 		}
-		touched = touched[:0]
+		touched = append(touched[:0], l.again...)
+		for _, lc := range l.again {
+			lc.again = false
+		}
+		l.again = l.again[:0]
 		woken := false
 		for _, ev := range events[:max(n, 0)] {
 			fd := int(ev.Fd)
@@ -403,6 +438,11 @@ func (l *loop) run() {
 			}
 			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 				lc.readable = true
+			}
+			if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				// The end may come with the last data, in this one edge:
+				// a short read no longer says the socket is drained.
+				lc.peerDone = true
 			}
 			touched = append(touched, lc)
 		}
@@ -507,6 +547,7 @@ func (l *loop) service(lc *evConn, now time.Time) {
 			l.close(lc)
 		}
 	}()
+	taken := 0 // bytes read in this pass
 	for !lc.closed && !lc.busy {
 		if len(lc.out) > 0 {
 			if !l.writeOut(lc, now) {
@@ -541,12 +582,19 @@ func (l *loop) service(lc *evConn, now time.Time) {
 		if !lc.readable {
 			return
 		}
-		l.read(lc)
+		if taken >= loopPassBytes {
+			if !lc.again { // once: an event may have touched it in this pass too
+				lc.again = true
+				l.again = append(l.again, lc) // the others' turn first
+			}
+			return
+		}
+		taken += l.read(lc)
 	}
 }
 
-// read reads once into the connection's buffer.
-func (l *loop) read(lc *evConn) {
+// read reads once into the connection's buffer; it returns the bytes read.
+func (l *loop) read(lc *evConn) int {
 	if lc.rpos > 0 && (lc.rpos == len(lc.in) || cap(lc.in)-len(lc.in) < loopReadSize) {
 		lc.in = lc.in[:copy(lc.in, lc.in[lc.rpos:])]
 		lc.rpos = 0
@@ -565,8 +613,12 @@ func (l *loop) read(lc *evConn) {
 		lc.eof, lc.readable = true, false
 	default:
 		lc.in = lc.in[:len(lc.in)+n]
-		lc.readable = n == len(free) // a short read drained the socket (edge-triggered)
+		// A short read drained the socket (edge-triggered), unless the
+		// peer's end is still to be read.
+		lc.readable = n == len(free) || lc.peerDone
+		return n
 	}
+	return 0
 }
 
 // serveHeads answers the whole heads buffered, in order, and reports
@@ -685,7 +737,17 @@ func (l *loop) handoff(lc *evConn, req *http.Request, start time.Time) {
 	lc.closed = true
 	file := os.NewFile(uintptr(lc.fd), "client")
 	nc, err := net.FileConn(file) // a duplicate, in Go's poller
+	if err != nil && l.reserve >= 0 {
+		// Out of descriptors (EMFILE): the reserve makes room for the
+		// duplicate, and is taken again once the original is closed.
+		unix.Close(l.reserve)
+		nc, err = net.FileConn(file)
+		l.reserve = -1
+	}
 	file.Close()
+	if l.reserve < 0 {
+		l.reserve = reserveFD()
+	}
 	c := lc.c
 	if err != nil {
 		f.log.Warn("gateway: event loop could not hand a connection over; closed", "err", err)
@@ -709,6 +771,16 @@ func (l *loop) handoff(lc *evConn, req *http.Request, start time.Time) {
 	f.mu.Unlock()
 	l.ls.live.Add(-1)
 	go c.serveResumed(lc.out, req, start)
+}
+
+// reserveFD opens the descriptor a loop holds for a handoff out of
+// descriptors, -1 when none can be had now.
+func reserveFD() int {
+	fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
 }
 
 // writeOut writes the answers collected; it reports whether they are all out.
@@ -790,6 +862,10 @@ func (l *loop) close(lc *evConn) {
 }
 
 func (l *loop) release(lc *evConn) {
+	if lc.busy {
+		lc.busy = false
+		l.ls.checking.Add(-1) // its check's result will be dropped (the loop ended)
+	}
 	lc.closed = true
 	if l.conns[lc.fd] == lc {
 		delete(l.conns, lc.fd)
