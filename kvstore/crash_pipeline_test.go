@@ -25,7 +25,7 @@ import (
 const crashPipelineEnv = "KVSTORE_CRASH_PIPELINE_DIR"
 
 func crashPipelineChild(dir string) {
-	db := openCrashChild(dir)
+	db := openCrashChild(dir, crashOptions)
 	var outMu sync.Mutex
 	fmt.Println("ready")
 	var wg sync.WaitGroup

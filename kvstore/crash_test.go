@@ -36,7 +36,7 @@ var crashOptions = Options{SegmentSize: 16 << 10, CompactionThreshold: 64 << 10}
 func init() {
 	// Runs before TestMain: a child never reaches the test framework.
 	if dir := os.Getenv(crashChildEnv); dir != "" {
-		crashChild(dir)
+		crashChild(dir, crashOptions)
 		os.Exit(0)
 	}
 	if dir := os.Getenv(crashPipelineEnv); dir != "" {
@@ -45,9 +45,8 @@ func init() {
 	}
 }
 
-// openCrashChild opens dir as a crash child does, or exits 2.
-func openCrashChild(dir string) *DB {
-	o := crashOptions
+// openCrashChild opens dir with o as a crash child does, or exits 2.
+func openCrashChild(dir string, o Options) *DB {
 	o.Logger = quietLogger()
 	db, err := Open(dir, o)
 	if err != nil {
@@ -57,11 +56,11 @@ func openCrashChild(dir string) *DB {
 	return db
 }
 
-// crashChild writes until it is killed. Each goroutine g cycles over ten keys
-// and writes increasing counters; a line "key counter" is printed only after
-// Set returned nil.
-func crashChild(dir string) {
-	db := openCrashChild(dir)
+// crashChild writes until it is killed, to dir opened with o. Each
+// goroutine g cycles over ten keys and writes increasing counters; a line
+// "key counter" is printed only after Set returned nil.
+func crashChild(dir string, o Options) {
+	db := openCrashChild(dir, o)
 	base, _ := strconv.Atoi(os.Getenv(crashBaseEnv))
 	var outMu sync.Mutex
 	fmt.Println("ready")

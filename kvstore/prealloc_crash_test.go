@@ -5,10 +5,8 @@
 package kvstore
 
 import (
-	"fmt"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
@@ -30,41 +28,9 @@ var crashPreallocOptions = func() Options {
 func init() {
 	// Runs before TestMain: a child never reaches the test framework.
 	if dir := os.Getenv(crashPreallocEnv); dir != "" {
-		crashPreallocChild(dir)
+		crashChild(dir, crashPreallocOptions)
 		os.Exit(0)
 	}
-}
-
-// crashPreallocChild is crashChild with crashPreallocOptions.
-func crashPreallocChild(dir string) {
-	o := crashPreallocOptions
-	o.Logger = quietLogger()
-	db, err := Open(dir, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child open:", err)
-		os.Exit(2)
-	}
-	base, _ := strconv.Atoi(os.Getenv(crashBaseEnv))
-	var outMu sync.Mutex
-	fmt.Println("ready")
-	var wg sync.WaitGroup
-	for g := 0; g < 50; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := base + 1; ; n++ {
-				key := fmt.Sprintf("g%02d-k%d", g, n%10)
-				if err := db.Set([]byte(key), []byte(strconv.Itoa(n))); err != nil {
-					fmt.Fprintln(os.Stderr, "child set:", err)
-					os.Exit(3)
-				}
-				outMu.Lock()
-				fmt.Printf("%s %d\n", key, n)
-				outMu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 func TestCrash_PreallocatedLogLosesNoAcknowledgedWrite(t *testing.T) {
