@@ -37,11 +37,10 @@ func (c *loopConn) SetDeadline(t time.Time) error      { return nil }
 func (c *loopConn) SetReadDeadline(t time.Time) error  { return nil }
 func (c *loopConn) SetWriteDeadline(t time.Time) error { return nil }
 
-// BenchmarkFront_DenialInMemory is one denied request through the front
-// and the gateway's handler, from the request's bytes to the answer's, on
-// a connection without a kernel: what the gateway's own code costs per
-// denial (the rest is the socket's read and write).
-func BenchmarkFront_DenialInMemory(b *testing.B) {
+// denialBenchServer is a gateway whose one rule allows a single request
+// per hour, in memory, never listening, and the request the denial
+// benchmarks send (as Go's client writes it).
+func denialBenchServer(b *testing.B) (*Server, []byte) {
 	p, err := policy.Parse("bench.yaml", []byte("rules:\n  - {name: api, paths: [/], key: [ip], limits: [{limit: 1, window: 1h}]}\n"))
 	if err != nil {
 		b.Fatal(err)
@@ -52,7 +51,15 @@ func BenchmarkFront_DenialInMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := []byte("GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n")
+	return srv, []byte("GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n")
+}
+
+// BenchmarkFront_DenialInMemory is one denied request through the front
+// and the gateway's handler, from the request's bytes to the answer's, on
+// a connection without a kernel: what the gateway's own code costs per
+// denial (the rest is the socket's read and write).
+func BenchmarkFront_DenialInMemory(b *testing.B) {
+	srv, req := denialBenchServer(b)
 	f := srv.clientSrv
 	c := f.newConn(&loopConn{req: req, left: 1})
 	c.serve() // spends the one allowed request

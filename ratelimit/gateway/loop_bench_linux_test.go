@@ -1,18 +1,12 @@
 package gateway
 
 import (
-	"io"
-	"log/slog"
 	"net"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/devkit-go/devkit/ratelimit"
-	"github.com/devkit-go/devkit/ratelimit/memory"
-	"github.com/devkit-go/devkit/ratelimit/policy"
 )
 
 // BenchmarkLoop_DenialInMemory is one denied request through an event
@@ -20,17 +14,7 @@ import (
 // connection's buffer to the answer's in its output: what the loop's own
 // code costs per denial, without the socket's read and write.
 func BenchmarkLoop_DenialInMemory(b *testing.B) {
-	p, err := policy.Parse("bench.yaml", []byte("rules:\n  - {name: api, paths: [/], key: [ip], limits: [{limit: 1, window: 1h}]}\n"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{BlockedCacheSize: 1000})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := New(Config{Listen: "127.0.0.1:0", Upstream: "http://127.0.0.1:1", Policy: p, Limiter: l, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := []byte("GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n")
+	srv, req := denialBenchServer(b)
 	f := srv.clientSrv
 	lp, err := f.loops.newLoop()
 	if err != nil {
