@@ -3,7 +3,6 @@ package kvstore
 import (
 	"bytes"
 	"hash/maphash"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,9 +75,6 @@ type memtable struct {
 	treeMu sync.RWMutex
 	tree   *btree.BTreeG[ref]
 	seq    uint64 // last sequence number applied; guarded by treeMu
-	// pending are records of keys new to the memtable that the leader has
-	// not put in the tree yet; guarded by treeMu. See addPending.
-	pending []ref
 
 	probeMu sync.Mutex // one scan seeks at a time
 	probe   []byte
@@ -245,7 +241,7 @@ func (m *memtable) memoryBytes() int64 {
 		s.mu.RUnlock()
 	}
 	m.treeMu.RLock()
-	n += int64(m.treeLen()) * 8
+	n += int64(m.tree.Len()) * 8
 	m.treeMu.RUnlock()
 	return n
 }
@@ -292,17 +288,7 @@ func (m *memtable) apply(muts []mutation, seq uint64) {
 		ops = append(ops, m.applyToMap(&muts[i], false, inPlace))
 	}
 	for i := range ops {
-		op := &ops[i]
-		switch {
-		case op.put != 0 && op.old == 0:
-			m.addPending(op.put)
-		case op.flush:
-			m.pending = m.pending[:0] // the flush frees them with the rest
-			m.applyToTree(m.tree, op)
-		case op.put != 0 || op.old != 0:
-			m.drainPending() // the tree sees every change in log order
-			m.applyToTree(m.tree, op)
-		}
+		m.applyToTree(m.tree, &ops[i])
 	}
 	m.seq = seq
 	m.treeMu.Unlock()
@@ -310,48 +296,6 @@ func (m *memtable) apply(muts []mutation, seq uint64) {
 	clear(ops)
 	m.scratch = ops[:0]
 }
-
-// maxPending is how many new keys wait for the tree at most.
-const maxPending = 1024
-
-// addPending queues a new key's record for the tree; treeMu held.
-//
-// Inserting each new key at once made the B-tree the largest part of a
-// SET of a new key (redis-benchmark -r 100000 against the RESP server:
-// ReplaceOrInsert 13 % of the process's CPU, nearly all of it cache misses
-// on the arena records its comparisons read). Queued keys are put in the
-// tree in key order, maxPending at a time, so that one insert's path and
-// leaf — and the records their comparisons read — are still in the cache
-// for the next ones.
-//
-// Invariant: a queued record is live and its key is in no other queued
-// record and not in the tree; every tree operation other than the put of
-// a new key, and every reader of the tree (scan, freeze, Len), drains the
-// queue first, so the tree they see has every change applied, in log
-// order, and nothing is freed while queued. (A rewrite in place keeps the
-// record's key and reference: nothing for the tree or the queue.)
-func (m *memtable) addPending(r ref) {
-	m.pending = append(m.pending, r)
-	if len(m.pending) >= maxPending {
-		m.drainPending()
-	}
-}
-
-// drainPending puts the queued records in the tree; treeMu held (for
-// writing).
-func (m *memtable) drainPending() {
-	if len(m.pending) == 0 {
-		return
-	}
-	slices.SortFunc(m.pending, func(a, b ref) int { return bytes.Compare(m.arena.key(a), m.arena.key(b)) })
-	for _, r := range m.pending {
-		m.tree.ReplaceOrInsert(r)
-	}
-	m.pending = m.pending[:0]
-}
-
-// treeLen is the number of keys in the tree and its queue; treeMu held.
-func (m *memtable) treeLen() int { return m.tree.Len() + len(m.pending) }
 
 func (m *memtable) releaseAll(ops []treeOp) {
 	for i := range ops {
@@ -621,7 +565,7 @@ func (l *loader) finish(seq uint64) {
 	close(l.feed)
 	t := <-l.done
 	l.m.treeMu.Lock()
-	l.m.tree, l.m.pending = t, l.m.pending[:0]
+	l.m.tree = t
 	l.m.seq = seq
 	l.m.treeMu.Unlock()
 	l.unhold()
@@ -650,7 +594,6 @@ type frozen struct {
 func (m *memtable) freeze() frozen {
 	m.treeMu.Lock()
 	defer m.treeMu.Unlock()
-	m.drainPending()
 	return frozen{tree: m.tree.Clone(), arena: m.arena, seq: m.seq, count: m.tree.Len(), release: m.arena.hold()}
 }
 
@@ -667,11 +610,8 @@ func (m *memtable) scan(prefix, after []byte, limit int, now int64) ([]Entry, bo
 	m.probeMu.Lock()
 	defer m.probeMu.Unlock()
 	m.probe = start
-	// Scans run one at a time anyway (probeMu): the write lock, which
-	// lets this one drain the new keys into the tree, costs no concurrency.
-	m.treeMu.Lock()
-	defer m.treeMu.Unlock()
-	m.drainPending()
+	m.treeMu.RLock()
+	defer m.treeMu.RUnlock()
 	m.tree.AscendGreaterOrEqual(probeRef, func(r ref) bool {
 		k, v, exp, _ := m.arena.record(r)
 		if !bytes.HasPrefix(k, prefix) {
