@@ -96,3 +96,24 @@ func TestApplyNoSyncWaitAllocatesNoClosure(t *testing.T) {
 		t.Errorf("after the last wait: %d keys, want 64", got)
 	}
 }
+
+// BenchmarkMemtableApplyNewKeys applies groups of 50 SETs of keys new to
+// the memtable, in random order, as redis-benchmark -r makes them: the
+// cost of adding a key to both indexes.
+func BenchmarkMemtableApplyNewKeys(b *testing.B) {
+	keys := make([][]byte, b.N)
+	for i, k := range rand.New(rand.NewPCG(5, 6)).Perm(b.N) {
+		keys[i] = fmt.Appendf(nil, "key:%012d", k)
+	}
+	m := newMemtable()
+	muts := make([]mutation, 0, 50)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range keys {
+		muts = append(muts, mutation{key: keys[i], value: benchValue, seq: uint64(i + 1)})
+		if len(muts) == cap(muts) || i == len(keys)-1 {
+			m.apply(muts, uint64(i+1))
+			muts = muts[:0]
+		}
+	}
+}
