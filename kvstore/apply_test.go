@@ -1,8 +1,10 @@
 package kvstore
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -115,5 +117,36 @@ func BenchmarkMemtableApplyNewKeys(b *testing.B) {
 			m.apply(muts, uint64(i+1))
 			muts = muts[:0]
 		}
+	}
+}
+
+// TestMemtable_OverwriteOfTheSameSizeLeavesTheTreeAlone: redis-benchmark's
+// SETs overwrite keys with values of the same size; such an overwrite
+// rewrites the record in its slot and must not touch the ordered index
+// (same references, in the same order), yet a scan sees the new values.
+func TestMemtable_OverwriteOfTheSameSizeLeavesTheTreeAlone(t *testing.T) {
+	m := newMemtable()
+	const n = 2000
+	write := func(seq uint64, fill byte) {
+		var muts []mutation
+		for i := range n {
+			muts = append(muts, mutation{key: fmt.Appendf(nil, "key:%012d", i), value: bytes.Repeat([]byte{fill}, 100), seq: seq})
+		}
+		m.apply(muts, seq)
+	}
+	refs := func() []ref {
+		var out []ref
+		m.tree.Ascend(func(r ref) bool { out = append(out, r); return true })
+		return out
+	}
+	write(1, 'a')
+	before := refs()
+	write(2, 'b')
+	if after := refs(); !slices.Equal(before, after) {
+		t.Fatal("a same-size overwrite changed the B-tree's items")
+	}
+	page, _ := m.scan(nil, nil, n+1, 0)
+	if len(page) != n || page[0].Value[0] != 'b' || page[n-1].Value[0] != 'b' {
+		t.Fatalf("scan after the overwrite: %d entries, want %d with the new values", len(page), n)
 	}
 }
