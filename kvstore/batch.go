@@ -129,11 +129,10 @@ func (db *DB) Apply(b *Batch, o WriteOptions) (wait func() error, err error) {
 	}
 	db.stats.sets.Add(uint64(b.sets))
 	db.stats.deletes.Add(uint64(b.dels))
-	wait = func() error { return db.pipe.wait(g) }
 	if o.NoSyncWait {
-		return wait, nil
+		return g.waitFor, nil
 	}
-	return noWait, wait()
+	return noWait, db.pipe.wait(g)
 }
 
 // checkOps checks every operation against the size bounds and the batch

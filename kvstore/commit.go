@@ -50,6 +50,13 @@ type group struct {
 	last uint64     // sequence number of the last record
 	// count is the number of writes (records) in the group.
 	count int
+	// waitFor is p.wait(g), made once with the group: what every writer
+	// that joins it returns as its wait function, so that a NoSyncWait
+	// write allocates no closure of its own.
+	waitFor func() error
+	// pooled is the holder the buffers came from, handed back with them
+	// (nil: the group's buffers are its own).
+	pooled *groupBuf
 
 	// Guarded by the pipeline's mu.
 	candidate bool          // a waiter will lead it
@@ -78,9 +85,14 @@ const maxPooledBuf = 1 << 20
 func (p *commitPipeline) recycle(g *group) {
 	if cap(g.buf) <= maxPooledBuf {
 		clear(g.muts)
-		p.buffers.Put(&groupBuf{buf: g.buf[:0], muts: g.muts[:0], refs: g.refs[:0]})
+		b := g.pooled
+		if b == nil {
+			b = new(groupBuf)
+		}
+		*b = groupBuf{buf: g.buf[:0], muts: g.muts[:0], refs: g.refs[:0]}
+		p.buffers.Put(b)
 	}
-	g.buf, g.muts, g.refs = nil, nil, nil
+	g.buf, g.muts, g.refs, g.pooled = nil, nil, nil, nil
 }
 
 // maxExtraGroups is how many groups after its own a leader writes.
@@ -144,8 +156,10 @@ func (p *commitPipeline) enqueue(encode func(g *group, seq uint64) error) (*grou
 	fresh := g == nil
 	if fresh {
 		g = &group{}
+		g.waitFor = func() error { return p.wait(g) }
 		if b, ok := p.buffers.Get().(*groupBuf); ok {
-			g.buf, g.muts, g.refs = b.buf[:0], b.muts[:0], b.refs[:0]
+			g.buf, g.muts, g.refs, g.pooled = b.buf[:0], b.muts[:0], b.refs[:0], b
+			*b = groupBuf{} // the group owns the buffers until recycle
 		}
 	}
 	seq := p.nextSeq

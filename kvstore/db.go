@@ -213,11 +213,10 @@ func (db *DB) ApplySet(key, value []byte, expireAt time.Time, o WriteOptions) (w
 		return noWait, err
 	}
 	db.stats.sets.Add(1)
-	wait = func() error { return db.pipe.wait(g) }
 	if o.NoSyncWait {
-		return wait, nil
+		return g.waitFor, nil
 	}
-	return noWait, wait()
+	return noWait, db.pipe.wait(g)
 }
 
 // Delete removes key. Deleting a missing key is not an error; to learn

@@ -209,18 +209,10 @@ func (m *memtable) getIn(dst, key []byte) (entry, bool, *shard) {
 	return e, true, s
 }
 
-// meta is key's entry without its value.
+// meta is key's entry without its value (see metaIn).
 func (m *memtable) meta(key []byte) (entry, bool) {
-	h := m.hash(key)
-	s := m.shardOf(h)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	i := m.find(s, h, key)
-	if i < 0 {
-		return entry{}, false
-	}
-	_, _, exp, seq := m.arena.record(ref(s.slots[i] & refMask))
-	return entry{expireAt: exp, seq: seq}, true
+	e, ok, _ := m.metaIn(key)
+	return e, ok
 }
 
 // keysWithTTL counts the keys that have a TTL (expired ones not yet swept included).

@@ -82,11 +82,10 @@ func (db *DB) UpdateWith(o WriteOptions, fn func(tx *Tx) error) (wait func() err
 	}
 	db.stats.sets.Add(uint64(sets))
 	db.stats.deletes.Add(uint64(dels))
-	wait = func() error { return db.pipe.wait(g) }
 	if o.NoSyncWait {
-		return wait, nil
+		return g.waitFor, nil
 	}
-	return noWait, wait()
+	return noWait, db.pipe.wait(g)
 }
 
 // view is a key's state as the transaction sees it.
