@@ -17,7 +17,9 @@ package resp
 //     parked connections at a time and hands it back with one eventfd wake
 //     per group, not one per connection; while it owns a batch only it
 //     touches those connections' client state (the hand-offs are mutex
-//     and channel operations: happens-before);
+//     and channel operations: happens-before). A connection whose next
+//     command may write waits for the batch too (held): run meanwhile, its
+//     write would get a group and an fsync of its own;
 //   - a parked connection's descriptor stays open until the batch is back:
 //     close (a kill, the peer gone, a timeout, Shutdown) only marks it, so
 //     a descriptor cannot be closed and reused by a new connection while
@@ -108,6 +110,7 @@ type loop struct {
 	yielded    time.Time // when the loop last yielded (see yieldAfter)
 	parking    []*elConn // parked, not yet handed to the syncer
 	syncing    bool      // the syncer holds a batch (loop-owned)
+	held       []*elConn // connections whose next command writes, run once the batch is back
 	toSync     chan []*elConn
 	syncerDone chan struct{}
 
@@ -134,6 +137,7 @@ type elConn struct {
 	readable bool // the socket may hold unread bytes
 	eof      bool // the peer closed its side, or a read failed
 	parked   bool // its burst's writes are awaited before anything else
+	held     bool // its next command writes: it waits for the syncer's batch (in loop.held)
 	wbuf     []byte
 	wblocked int64 // unix nanos a write began waiting for room; 0: none
 	closing  bool  // close once the replies are written
@@ -433,8 +437,9 @@ const yieldAfter = 2 * time.Millisecond
 // handOff gives the parked connections to the syncer: its first wait seals
 // the engine group that holds all their writes (one log write and, under
 // SyncAlways, one fsync for all of them), the later ones find it finished.
-// The loop goes on serving the others meanwhile; their writes gather in the
-// next group, handed over once this batch is back (takeWork).
+// The loop goes on serving the others meanwhile, except their writes: those
+// wait (held) until this batch is back, then run and gather in the next
+// group (see runCommands).
 //
 // One long-lived syncer per loop and one wake per batch: the waiter of an
 // earlier design (one goroutine awaiting for all loops, connections handed
@@ -497,6 +502,12 @@ func (l *loop) unpark(synced []*elConn, took time.Duration, touched *[]*elConn) 
 		c.parked = false
 		*touched = append(*touched, c)
 	}
+	for _, c := range l.held {
+		c.held = false
+		*touched = append(*touched, c)
+	}
+	clear(l.held)
+	l.held = l.held[:0]
 }
 
 // Bounds on gathering a group (shouldSettle).
@@ -652,6 +663,9 @@ func (l *loop) service(c *elConn) {
 			l.endBurst(c)
 			continue
 		}
+		if c.held {
+			return // its next command runs once the syncer's batch is back
+		}
 		if c.eof {
 			l.close(c)
 			return
@@ -720,6 +734,18 @@ func (l *loop) runCommands(c *elConn) bool {
 		if len(args) > 0 && l.s.wouldWait(cl, args) {
 			// It reads what earlier writes wrote: park until they are
 			// acknowledged rather than block the loop; it runs after.
+			break
+		}
+		if l.syncing && len(args) > 0 && l.s.mayWrite(cl, args) {
+			// A write waits for the group being synced: run now, it
+			// would join a group of its own that the syncer's lead
+			// writes and syncs right after (maxExtraGroups), splitting
+			// the clients between two fsyncs. It runs once the batch is
+			// back, with the others; reads go on meanwhile.
+			if !c.held {
+				c.held = true
+				l.held = append(l.held, c)
+			}
 			break
 		}
 		c.rpos += n
@@ -846,6 +872,16 @@ func (l *loop) close(c *elConn) {
 	unix.Close(c.fd)
 	l.s.dropClient(c.cl)
 	c.cc.Finish()
+}
+
+// mayWrite reports whether the command may write to the engine (a command
+// the connection queues in MULTI does not).
+func (s *Server) mayWrite(cl *client, args [][]byte) bool {
+	cmd := s.cmds.lookup(args[0])
+	if cmd == nil || (cl.multi && cmd.flags&flagNoQueue == 0) {
+		return false
+	}
+	return cmd.flags&(flagWrite|flagAdmin) != 0 || cmd.name == "exec"
 }
 
 // wouldWait reports whether execute would first await the connection's
