@@ -3,31 +3,10 @@ package resp
 // The epoll event loops (the default; Options.GoroutinePerConn turns them off).
 //
 // Invariants, the same as a connection goroutine's:
-//   - a write's reply leaves only once the engine acknowledged it (under
-//     SyncAlways: its group is durable), and replies leave in the order
-//     commands arrived: a connection whose burst left writes pending is
-//     parked — none of its commands run (reads included), nothing is read
-//     or written — until its writes are awaited, oldest first, and then its
-//     parked replies are written before anything else it sent runs;
-//   - a reply is sent only after the group it depends on is applied, so a
-//     read on any connection that follows an acknowledged write sees it;
-//   - the waits run on the loop's syncer goroutine, never on the loop: the
-//     loop goes on serving every connection that is not parked while a
-//     group is written and synced (overlap). The syncer gets one batch of
-//     parked connections at a time and hands it back with one eventfd wake
-//     per group, not one per connection; while it owns a batch only it
-//     touches those connections' client state (the hand-offs are mutex
-//     and channel operations: happens-before). A connection whose next
-//     command may write waits for the batch too (held): run meanwhile, its
-//     write would get a group and an fsync of its own;
-//   - a parked connection's descriptor stays open until the batch is back:
-//     close (a kill, the peer gone, a timeout, Shutdown) only marks it, so
-//     a descriptor cannot be closed and reused by a new connection while
-//     replies for the old one are pending;
-//   - the loop ends only after its syncer returned every batch (Shutdown's
-//     drain waits for the parked connections' syncs and replies; stop for
-//     the syncer itself), and the syncer never writes the eventfd after the
-//     loop closed it;
+//   - replies leave in the order commands arrived, and a write's reply only
+//     once the engine acknowledged it: a connection whose burst left writes
+//     pending is parked — none of its commands run and nothing is written —
+//     until the loop has awaited them, oldest first, at the end of its round;
 //   - every limit and error of commandReader holds (bufferParser), and the
 //     handshake, idle and write timeouts close a connection as the deadlines
 //     of a goroutine's connection do (checked every tick of the loop);
@@ -39,14 +18,11 @@ package resp
 // work through its mutex-guarded lists and wake it with an eventfd.
 //
 // A round is Redis's event-loop turn: every ready connection runs its whole
-// commands and their writes join one open engine group. At the round's end
-// the parked connections go to the syncer, whose first wait seals the group
-// (one log write and, under SyncAlways, one fsync for all of them); while it
-// syncs, the loop serves the other connections, whose writes gather in the
-// next group, handed over once the syncer is back. Sockets are
-// edge-triggered: a read that does not fill the buffer drained the socket,
-// so the next read waits for the next edge and a request costs one read and
-// one write.
+// commands, their writes join one open engine group, then the loop awaits
+// the group — one log write and, under SyncAlways, one fsync for every
+// connection of the round — and writes each connection's replies. Sockets are edge-triggered: a read that does not fill the buffer
+// drained the socket, so the next read waits for the next edge and a
+// request costs one read and one write.
 
 import (
 	"errors"
@@ -75,8 +51,10 @@ type eventLoops struct {
 	mu      sync.Mutex // next, stopped
 	stopped bool
 	wg      sync.WaitGroup
-	// beforeSync is set by tests before the first connection (see syncHook).
-	beforeSync syncHook
+	// beforeSync, when set (tests, before the first connection), runs on
+	// the loop before it awaits a round's parked connections: a slow disk
+	// as the loop sees it (the group is sealed by the first wait).
+	beforeSync func()
 }
 
 func newEventLoops(s *Server) *eventLoops { return &eventLoops{s: s} }
@@ -97,22 +75,17 @@ type loop struct {
 	kills    []*elConn
 	drain    bool
 	quit     bool
-	woken    bool          // a wake is pending (so one eventfd write serves many)
-	ended    bool          // the loop returned: nothing more is posted
-	tickDue  bool          // set by the ticker (under mu)
-	synced   []*elConn     // batches the syncer has awaited (under mu)
-	syncTook time.Duration // how long the last of them took (under mu)
+	woken    bool // a wake is pending (so one eventfd write serves many)
+	ended    bool // the loop returned: nothing more is posted
+	tickDue  bool // set by the ticker (under mu)
 
 	timeoutsDue bool // the loop's copy of tickDue
 
-	tick       time.Duration
-	now        time.Time // read once per round, and again after waiting for the engine
-	yielded    time.Time // when the loop last yielded (see yieldAfter)
-	parking    []*elConn // parked, not yet handed to the syncer
-	syncing    bool      // the syncer holds a batch (loop-owned)
-	held       []*elConn // connections whose next command writes, run once the batch is back
-	toSync     chan []*elConn
-	syncerDone chan struct{}
+	tick    time.Duration
+	now     time.Time // read once per round, and again after waiting for the engine
+	yielded time.Time // when the loop last yielded (see yieldAfter)
+	parking []*elConn // parked in this round, not yet awaited
+	spare   []*elConn
 
 	// Gathering a group (SyncAlways only, see shouldSettle).
 	gather      bool          // the engine syncs each group: gathering pays
@@ -137,17 +110,12 @@ type elConn struct {
 	readable bool // the socket may hold unread bytes
 	eof      bool // the peer closed its side, or a read failed
 	parked   bool // its burst's writes are awaited before anything else
-	held     bool // its next command writes: it waits for the syncer's batch (in loop.held)
 	wbuf     []byte
 	wblocked int64 // unix nanos a write began waiting for room; 0: none
 	closing  bool  // close once the replies are written
 	closed   bool
 	settled  uint64 // the loop's settles count when this connection's writes were last awaited
 }
-
-// syncHook, when set (tests), runs on the syncer before it awaits a batch:
-// a slow disk as the loop sees it (the group is sealed by the first wait).
-type syncHook func()
 
 func (ls *eventLoops) start() error {
 	ls.once.Do(func() {
@@ -188,8 +156,7 @@ func (ls *eventLoops) newLoop() (*loop, error) {
 		return nil, err
 	}
 	l := &loop{ls: ls, s: ls.s, epfd: epfd, wakefd: wakefd, conns: map[int]*elConn{}, tick: tickFor(ls.s.opts),
-		gather: ls.s.store.SyncPolicy() == kvstore.SyncAlways,
-		toSync: make(chan []*elConn, 1), syncerDone: make(chan struct{})}
+		gather: ls.s.store.SyncPolicy() == kvstore.SyncAlways}
 	return l, nil
 }
 
@@ -288,8 +255,6 @@ func (ls *eventLoops) stop() {
 func (l *loop) run() {
 	defer l.ls.wg.Done()
 	defer unix.Close(l.wakefd)
-	go l.syncer()
-	defer l.stopSyncer() // before the eventfd closes: the syncer writes it
 	wait, closeWait, err := l.newWaiter()
 	if err != nil {
 		unix.Close(l.epfd)
@@ -316,10 +281,9 @@ func (l *loop) run() {
 	events := make([]unix.EpollEvent, 256)
 	touched := make([]*elConn, 0, 256)
 	for {
-		// With parked connections to hand over, only look for what is
-		// ready; while a group gathers, the gathering timer's wake ends the
-		// wait, and while the syncer holds a batch, its wake.
-		block := len(l.parking) == 0 || l.gatherUntil != 0 || l.syncing
+		// With parked connections to settle, only look for what is ready;
+		// while a group gathers, the gathering timer's wake ends the wait.
+		block := len(l.parking) == 0 || l.gatherUntil != 0
 		if l.now.Sub(l.yielded) >= yieldAfter {
 			l.yielded = l.now
 			runtime.Gosched()
@@ -358,8 +322,8 @@ func (l *loop) run() {
 		for _, c := range touched {
 			l.service(c)
 		}
-		if !l.syncing && l.shouldSettle() {
-			l.handOff()
+		if l.shouldSettle() {
+			l.settleParked()
 		}
 		if l.timeoutsDue {
 			l.timeoutsDue = false
@@ -434,80 +398,49 @@ func (l *loop) newWaiter() (wait func(events []unix.EpollEvent, block bool) (int
 // (A yield wakes an idle P's thread, a futex call: at most 500 a second.)
 const yieldAfter = 2 * time.Millisecond
 
-// handOff gives the parked connections to the syncer: its first wait seals
-// the engine group that holds all their writes (one log write and, under
-// SyncAlways, one fsync for all of them), the later ones find it finished.
-// The loop goes on serving the others meanwhile, except their writes: those
-// wait (held) until this batch is back, then run and gather in the next
-// group (see runCommands).
-//
-// One long-lived syncer per loop and one wake per batch: the waiter of an
-// earlier design (one goroutine awaiting for all loops, connections handed
-// over and back one by one) cost a hand-off and a wake per connection and
-// measured slower than awaiting on the loop (see docs/kvstore-server.md).
-func (l *loop) handOff() {
-	l.gatherUntil = 0
-	batch := l.parking
-	l.parking = nil
-	l.countWriters(batch)
-	l.syncing = true
-	l.toSync <- batch // never blocks: one batch at a time, buffered
-}
+// maxSettlePasses bounds the rounds of awaiting and serving parked
+// connections before the loop polls its sockets again (fairness to the
+// connections that have not sent anything yet).
+const maxSettlePasses = 4
 
-// syncer awaits the batches the loop hands over, oldest write of each
-// connection first, and hands each back with one wake. It returns once the
-// loop closed toSync.
-func (l *loop) syncer() {
-	defer close(l.syncerDone)
-	for batch := range l.toSync {
-		if h := l.ls.beforeSync; h != nil {
+// settleParked awaits the round's parked connections on the loop itself,
+// as Redis fsyncs once per event-loop turn before it writes the turn's
+// replies: the first wait seals the engine group that holds every parked
+// connection's writes (one log write and, under SyncAlways, one fsync for
+// all of them), the later ones find it finished. Each connection then
+// writes its replies and runs what else it has. Connections still parked
+// after maxSettlePasses stay in parking for the next round.
+//
+// The waits block the loop, as Redis's fsync blocks its thread: a waiter
+// goroutine that awaited them and handed the connections back through the
+// eventfd cost a hand-off and a wake per round and measured slower (see
+// docs/kvstore-server.md).
+func (l *loop) settleParked() {
+	l.gatherUntil = 0
+	for pass := 0; len(l.parking) > 0 && pass < maxSettlePasses; pass++ {
+		batch := l.parking
+		l.parking = l.spare[:0]
+		if pass == 0 {
+			l.countWriters(batch)
+		}
+		if h := l.ls.beforeSync; h != nil && pass == 0 {
 			h()
 		}
 		start := time.Now()
 		for _, c := range batch {
 			c.cl.settle()
+			c.parked = false
 		}
-		took := time.Since(start)
-		l.mu.Lock()
-		l.synced = append(l.synced, batch...)
-		l.syncTook = took
-		wake := !l.woken
-		l.woken = true
-		l.mu.Unlock()
-		if wake {
-			var one = [8]byte{1}
-			_, _ = unix.Write(l.wakefd, one[:])
+		l.now = time.Now()
+		if pass == 0 {
+			l.lastSync = l.now.Sub(start)
 		}
+		for _, c := range batch {
+			l.service(c)
+		}
+		clear(batch)
+		l.spare = batch[:0]
 	}
-}
-
-// stopSyncer waits for the batch the syncer holds, if any, and ends it.
-func (l *loop) stopSyncer() {
-	if l.toSync == nil {
-		return
-	}
-	close(l.toSync)
-	<-l.syncerDone
-	l.toSync = nil
-}
-
-// unpark takes back the connections the syncer awaited.
-func (l *loop) unpark(synced []*elConn, took time.Duration, touched *[]*elConn) {
-	if synced == nil {
-		return
-	}
-	l.syncing = false
-	l.lastSync = took
-	for _, c := range synced {
-		c.parked = false
-		*touched = append(*touched, c)
-	}
-	for _, c := range l.held {
-		c.held = false
-		*touched = append(*touched, c)
-	}
-	clear(l.held)
-	l.held = l.held[:0]
 }
 
 // Bounds on gathering a group (shouldSettle).
@@ -577,15 +510,13 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 	l.mu.Lock()
 	l.woken = false
 	incoming, kills, drain, quit := l.incoming, l.kills, l.drain, l.quit
-	synced, took := l.synced, l.syncTook
-	l.incoming, l.kills, l.drain, l.synced = nil, nil, false, nil
+	l.incoming, l.kills, l.drain = nil, nil, false
 	l.timeoutsDue = l.timeoutsDue || l.tickDue
 	l.tickDue = false
 	if quit {
 		l.ended = true
 	}
 	l.mu.Unlock()
-	l.unpark(synced, took, touched)
 	for _, c := range incoming {
 		if c.closed {
 			continue // killed (evicted) before it was registered: its fd is closed, maybe reused
@@ -612,17 +543,12 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 	if quit {
 		// The writes of parked connections are awaited (the engine must
 		// see every wait called); their replies are dropped with them.
-		l.stopSyncer()
-		l.mu.Lock()
-		synced, took = l.synced, l.syncTook
-		l.synced = nil
-		l.mu.Unlock()
-		l.unpark(synced, took, touched)
 		for _, c := range l.parking {
 			c.cl.settle()
 			c.parked = false
 		}
-		l.parking = nil
+		clear(l.parking)
+		l.parking = l.parking[:0]
 		for _, c := range l.conns {
 			l.close(c)
 		}
@@ -662,9 +588,6 @@ func (l *loop) service(c *elConn) {
 		if l.runCommands(c) {
 			l.endBurst(c)
 			continue
-		}
-		if c.held {
-			return // its next command runs once the syncer's batch is back
 		}
 		if c.eof {
 			l.close(c)
@@ -736,18 +659,6 @@ func (l *loop) runCommands(c *elConn) bool {
 			// acknowledged rather than block the loop; it runs after.
 			break
 		}
-		if l.syncing && len(args) > 0 && l.s.mayWrite(cl, args) {
-			// A write waits for the group being synced: run now, it
-			// would join a group of its own that the syncer's lead
-			// writes and syncs right after (maxExtraGroups), splitting
-			// the clients between two fsyncs. It runs once the batch is
-			// back, with the others; reads go on meanwhile.
-			if !c.held {
-				c.held = true
-				l.held = append(l.held, c)
-			}
-			break
-		}
 		c.rpos += n
 		c.cc.RequestRead()
 		ran = true
@@ -773,9 +684,9 @@ func (l *loop) endBurst(c *elConn) {
 		c.closing = true
 	}
 	if len(cl.pending) > 0 {
-		// Awaited by the syncer (handOff) with the other connections
-		// parked by then: its first wait seals one engine group (one log
-		// write, one fsync) holding all their writes.
+		// Awaited at the end of the loop's round (settleParked), with the
+		// other connections parked in it: the first wait then seals one
+		// engine group (one log write, one fsync) holding all their writes.
 		c.parked = true
 		l.parking = append(l.parking, c)
 		return
@@ -855,8 +766,7 @@ func (l *loop) checkTimeouts(now time.Time) {
 }
 
 // close closes the socket and releases the connection's place. A parked
-// connection is closed once its writes are awaited and its replies written
-// (or failed): its descriptor stays open meanwhile, so it cannot be reused.
+// connection is closed once its writes are awaited (settleParked).
 func (l *loop) close(c *elConn) {
 	if c.closed {
 		return
@@ -872,16 +782,6 @@ func (l *loop) close(c *elConn) {
 	unix.Close(c.fd)
 	l.s.dropClient(c.cl)
 	c.cc.Finish()
-}
-
-// mayWrite reports whether the command may write to the engine (a command
-// the connection queues in MULTI does not).
-func (s *Server) mayWrite(cl *client, args [][]byte) bool {
-	cmd := s.cmds.lookup(args[0])
-	if cmd == nil || (cl.multi && cmd.flags&flagNoQueue == 0) {
-		return false
-	}
-	return cmd.flags&(flagWrite|flagAdmin) != 0 || cmd.name == "exec"
 }
 
 // wouldWait reports whether execute would first await the connection's

@@ -1,9 +1,10 @@
 package resp
 
-// Tests of the loop's overlap of a group's sync with serving the other
-// connections (see eventloop_linux.go). A held disk is the syncer's hook
-// blocking before its first wait: the group is sealed by that wait, so as
-// the loop sees it, the sync has not finished.
+// Tests of a loop's parked connections while their group syncs (see
+// eventloop_linux.go). A held disk is the loop's beforeSync hook blocking
+// before its first wait: the group is sealed by that wait, so as the loop
+// sees it, the sync has not finished. (The loop itself is held: it serves
+// nothing meanwhile, as Redis's does during its fsync.)
 
 import (
 	"bufio"
@@ -12,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,7 +64,7 @@ func (d *heldDisk) waitEntered(t *testing.T) {
 	}
 }
 
-// serveHeld serves db from one event loop whose syncer d holds.
+// serveHeld serves db from one event loop whose syncs d holds.
 func serveHeld(t *testing.T, db *kvstore.DB, d *heldDisk) (*Server, net.Listener, chan error) {
 	t.Helper()
 	s := NewServer(db, Options{EventLoops: 1, IdleTimeout: -1, HandshakeTimeout: -1, WriteTimeout: -1,
@@ -139,38 +139,6 @@ func set(key, value string) string {
 
 func get(key string) string { return fmt.Sprintf("*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", len(key), key) }
 
-// A write's group that takes long to sync holds back that write's reply,
-// and nothing else: a GET and a PING on another connection of the same
-// loop are answered meanwhile, and once the sync is done the reply leaves
-// and another connection reads the value. (With the waits on the loop, as
-// before the overlap, the GET waits for the disk.)
-func TestEventLoop_ASlowSyncStallsOnlyTheWritersReplies(t *testing.T) {
-	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
-	if err := db.Set([]byte("there"), []byte("before")); err != nil {
-		t.Fatal(err)
-	}
-	d := newHeldDisk()
-	_, ln, _ := serveHeld(t, db, d)
-	writer, reader := dial(t, ln.Addr().String()), dial(t, ln.Addr().String())
-	reader.send("PING\r\n")
-	reader.mustLine("+PONG\r\n")
-
-	d.hold()
-	writer.send(set("k", "v1"))
-	d.waitEntered(t)
-	reader.send(get("there") + "PING\r\n")
-	reader.mustLine("$6\r\n")
-	reader.mustLine("before\r\n")
-	reader.mustLine("+PONG\r\n")
-	writer.nothingWithin("the SET's reply while its group is not durable", 100*time.Millisecond)
-
-	d.letGo()
-	writer.mustLine("+OK\r\n")
-	reader.send(get("k"))
-	reader.mustLine("$2\r\n")
-	reader.mustLine("v1\r\n")
-}
-
 // A connection whose replies are parked runs nothing else meanwhile, reads
 // included, so its replies stay in request order: a GET pipelined after
 // its SET is not answered before the SET.
@@ -189,52 +157,6 @@ func TestEventLoop_ParkedRepliesKeepTheirOrderOverLaterReads(t *testing.T) {
 	c.mustLine("$2\r\n")
 	c.mustLine("v1\r\n")
 	c.mustLine("+PONG\r\n")
-}
-
-// A client that pipelines SETs and dies (a reset) while their group syncs
-// costs no one anything: the other connections' replies come in order, a
-// new connection — which may get the dead one's descriptor number once it
-// is closed — gets only its own replies, and the dead client's logged
-// writes are there.
-func TestEventLoop_AClientDyingWhileItsGroupSyncsHarmsNoOne(t *testing.T) {
-	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
-	d := newHeldDisk()
-	_, ln, _ := serveHeld(t, db, d)
-	addr := ln.Addr().String()
-	dying, other := dial(t, addr), dial(t, addr)
-	dying.send("PING\r\n")
-	dying.mustLine("+PONG\r\n")
-	other.send("PING\r\n")
-	other.mustLine("+PONG\r\n")
-
-	d.hold()
-	var b strings.Builder
-	for i := range 100 {
-		b.WriteString(set(fmt.Sprint("dead-", i), fmt.Sprint(i)))
-	}
-	dying.send(b.String())
-	d.waitEntered(t)
-	other.send(set("other", "1") + get("other"))
-	dying.Conn.(*net.TCPConn).SetLinger(0)
-	dying.Close()
-	time.Sleep(20 * time.Millisecond) // the reset arrives while the group is held
-
-	fresh := make([]*rawConn, 8)
-	for i := range fresh {
-		fresh[i] = dial(t, addr)
-		fresh[i].send("PING\r\n")
-		fresh[i].mustLine("+PONG\r\n")
-	}
-	d.letGo()
-	other.mustLine("+OK\r\n")
-	other.mustLine("$1\r\n")
-	other.mustLine("1\r\n")
-	for i, c := range fresh {
-		c.send(get("dead-99"))
-		c.mustLine("$2\r\n")
-		c.mustLine("99\r\n")
-		c.nothingWithin(fmt.Sprint("connection ", i, " after its own replies"), 20*time.Millisecond)
-	}
 }
 
 // Shutdown, even one whose drain runs out of time, returns only once the
