@@ -51,6 +51,10 @@ type eventLoops struct {
 	mu      sync.Mutex // next, stopped
 	stopped bool
 	wg      sync.WaitGroup
+	// beforeSync, when set (tests, before the first connection), runs on
+	// the loop before it awaits a round's parked connections: a slow disk
+	// as the loop sees it (the group is sealed by the first wait).
+	beforeSync func()
 }
 
 func newEventLoops(s *Server) *eventLoops { return &eventLoops{s: s} }
@@ -418,6 +422,9 @@ func (l *loop) settleParked() {
 		l.parking = l.spare[:0]
 		if pass == 0 {
 			l.countWriters(batch)
+		}
+		if h := l.ls.beforeSync; h != nil && pass == 0 {
+			h()
 		}
 		start := time.Now()
 		for _, c := range batch {
