@@ -653,28 +653,38 @@ func TestLoopAttack_PipeliningFloodDoesNotStarveItsLoop(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // the flood is on
 		// Connections go to the loops in turn: at least half of the victims
 		// share the flood's loop; the median of the worse half is judged.
+		// Each victim's first request brings its connection into a loop
+		// (its accept and adoption wait for the scheduler, which on loaded
+		// cores says nothing of the loop); its second is judged.
 		var works []int64
 		for v := 0; v < 8; v++ {
 			conn, err := net.Dial("tcp", srv.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
-			start, before := time.Now(), deniedBy(limiter, "limited")
-			io.WriteString(conn, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n")
+			br := bufio.NewReader(conn)
 			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			conn.Close()
-			if err != nil {
-				t.Fatalf("victim %d beside the flood: %v after %v, want its 429", v, err, time.Since(start).Round(time.Millisecond))
+			var work int64
+			for i := 0; i < 2; i++ {
+				start, before := time.Now(), deniedBy(limiter, "limited")
+				io.WriteString(conn, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n")
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("victim %d beside the flood, request %d: %v after %v, want its 429", v, i+1, err, time.Since(start).Round(time.Millisecond))
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				work = deniedBy(limiter, "limited") - before - 1
 			}
-			resp.Body.Close()
-			works = append(works, deniedBy(limiter, "limited")-before-1)
+			conn.Close()
+			works = append(works, work)
 		}
 		slices.Sort(works)
-		// Measured on 2 loaded cores: about 5000 while a pass read all
-		// the socket held, 200-900 with one read per pass (goroutines: 0-50).
-		if median := (works[5] + works[6]) / 2; median > 2000 {
-			t.Errorf("a victim beside the flood waited for %d of its denials (victims: %v), want under 2000", median, works)
+		// Measured on 2 cores (the victim's second request): 2800-3000
+		// while a pass read all the socket held, 170-930 (median of the
+		// worse half about 480) with one read per pass; goroutines: 0-60.
+		if median := (works[5] + works[6]) / 2; median > 1600 {
+			t.Errorf("a victim beside the flood waited for %d of its denials (victims: %v), want under 1600", median, works)
 		}
 	})
 }
