@@ -315,16 +315,22 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 		if err == nil && rec.Seq >= rp.next && rec.Seq != rp.next {
 			err = fmt.Errorf("%w: sequence %d where %d was expected", wal.ErrBadRecord, rec.Seq, rp.next)
 		}
-		if err != nil && prealloc && wal.ZeroFrom(buf, off) {
-			// The zero tail of a preallocated segment: the clean end.
-			zeroTail = true
-			if rp.dataEnd == nil {
-				rp.dataEnd = make(map[string]int64)
-			}
-			rp.dataEnd[seg.Path] = int64(off)
-			break
-		}
 		if err != nil {
+			// end is where the non-zero bytes end: in a preallocated
+			// segment the zero tail follows.
+			end := len(buf)
+			if prealloc {
+				end = wal.NonZeroEnd(buf)
+			}
+			if prealloc && end <= off {
+				// The zero tail of a preallocated segment: the clean end.
+				zeroTail = true
+				if rp.dataEnd == nil {
+					rp.dataEnd = make(map[string]int64)
+				}
+				rp.dataEnd[seg.Path] = int64(off)
+				break
+			}
 			// A torn tail: nothing valid follows the damage, or (written
 			// over zeros) a sector the write never reached lies before
 			// what does — the one write in flight at a power loss, whose
@@ -333,13 +339,9 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 			// acknowledged record is after such a hole.
 			after, valid := wal.ValidRecordAfter(buf, off, rp.next-1, maxPayload)
 			if newest && (!valid || prealloc && wal.ZeroSectorIn(buf, off, after)) {
-				torn := len(buf) - off
-				if prealloc {
-					// Zeros after the torn bytes are the segment's zero
-					// tail: cut with them, but not counted as torn.
-					torn = max(wal.NonZeroEnd(buf), off) - off
-				}
-				rc.report.TornTailBytes += int64(torn)
+				// Zeros after the torn bytes are a preallocated segment's
+				// zero tail: cut with them, but not counted as torn.
+				rc.report.TornTailBytes += int64(max(end, off) - off)
 				rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
 				return false, false, nil
 			}

@@ -44,7 +44,7 @@ func ValidRecordAfter(buf []byte, from int, lastSeq uint64, maxPayload int) (int
 	// Any record after the damage must carry a sequence number in
 	// (lastSeq, lastSeq+records that could fit].
 	maxSeq := lastSeq + uint64(len(buf)/RecordHeaderSize) + 1
-	last := nonZeroEnd(buf)
+	last := NonZeroEnd(buf)
 	for off := from + 1; off < last && off+RecordHeaderSize <= len(buf); off++ {
 		seq := binary.LittleEndian.Uint64(buf[off+9 : off+17])
 		if seq <= lastSeq || seq > maxSeq {

@@ -340,13 +340,10 @@ func (w *Writer) Path() string { return w.path }
 // FirstSeq is the sequence number the segment starts at.
 func (w *Writer) FirstSeq() uint64 { return w.firstSeq }
 
-// ZeroFrom reports whether every byte of b from off on is zero: a zero tail,
-// the clean end of a preallocated segment.
-func ZeroFrom(b []byte, off int) bool { return nonZeroEnd(b) <= off }
-
-// nonZeroEnd is the offset just past the last non-zero byte of b (0 when b
-// is all zeros).
-func nonZeroEnd(b []byte) int {
+// NonZeroEnd is the offset just past the last non-zero byte of b (0 when b
+// is all zeros): where a preallocated segment's zero tail starts, and how
+// much of a torn tail is not the zero tail after it.
+func NonZeroEnd(b []byte) int {
 	var zeros [4096]byte
 	end := len(b)
 	for end >= len(zeros) && bytes.Equal(b[end-len(zeros):end], zeros[:]) {
@@ -378,7 +375,3 @@ func ZeroSectorIn(b []byte, from, to int) bool {
 	}
 	return false
 }
-
-// NonZeroEnd is the offset just past the last non-zero byte of b: how much
-// of a torn tail is not the zero tail after it.
-func NonZeroEnd(b []byte) int { return nonZeroEnd(b) }

@@ -34,9 +34,6 @@ func TestNonZeroEnd_FindsTheLastNonZeroByteAcrossChunkBoundaries(t *testing.T) {
 			if got := NonZeroEnd(b); got != tc.want {
 				t.Fatalf("NonZeroEnd = %d, want %d", got, tc.want)
 			}
-			if ZeroFrom(b, tc.want) != true || (tc.want > 0 && ZeroFrom(b, tc.want-1)) {
-				t.Fatalf("ZeroFrom disagrees with NonZeroEnd %d", tc.want)
-			}
 		})
 	}
 }
