@@ -31,7 +31,6 @@ type Store interface {
 	UpdateWith(o kvstore.WriteOptions, fn func(tx *kvstore.Tx) error) (wait func() error, err error)
 	// Version is a key's version for WATCH.
 	Version(key []byte) uint64
-	ExpiresAt(key []byte) (time.Time, bool)
 	// Expiry reads existence and expiry in one lookup (TTL, PTTL):
 	// ErrNotFound for a missing key, hasTTL false for one without.
 	Expiry(key []byte) (at time.Time, hasTTL bool, err error)
