@@ -422,9 +422,9 @@ func (l *loop) settleParked() {
 		l.parking = l.spare[:0]
 		if pass == 0 {
 			l.countWriters(batch)
-		}
-		if h := l.ls.beforeSync; h != nil && pass == 0 {
-			h()
+			if h := l.ls.beforeSync; h != nil {
+				h()
+			}
 		}
 		start := time.Now()
 		for _, c := range batch {
