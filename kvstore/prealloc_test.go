@@ -38,6 +38,19 @@ func writeUntilPreallocated(t *testing.T, db *DB, from int) int {
 	return i
 }
 
+// crashedPreallocated is what kill -9 leaves in a directory whose newest
+// segment is preallocated: a copy taken while the engine runs (then closed),
+// and the number of writes acknowledged in it.
+func crashedPreallocated(t *testing.T) (string, int) {
+	t.Helper()
+	src := t.TempDir()
+	db := openT(t, src, preallocOptions)
+	n := writeUntilPreallocated(t, db, 0)
+	crashed := copyDir(t, src)
+	db.Close()
+	return crashed, n
+}
+
 func newestSegment(t *testing.T, dir string) (wal.SegmentInfo, []byte) {
 	t.Helper()
 	segs := segmentsOf(t, dir)
@@ -116,11 +129,7 @@ func TestPrealloc_ZeroTailOfAPreallocatedSegmentIsTheCleanEndOfTheLog(t *testing
 }
 
 func TestPrealloc_TornRecordBeforeTheZeroTailIsATornTail(t *testing.T) {
-	src := t.TempDir()
-	db := openT(t, src, preallocOptions)
-	n := writeUntilPreallocated(t, db, 0)
-	crashed := copyDir(t, src)
-	db.Close()
+	crashed, n := crashedPreallocated(t)
 	seg, b := newestSegment(t, crashed)
 	end := wal.NonZeroEnd(b)
 	garbage := []byte("\x01torn!") // a record's first bytes, the rest never written
@@ -133,7 +142,7 @@ func TestPrealloc_TornRecordBeforeTheZeroTailIsATornTail(t *testing.T) {
 	if err != nil || rep.TornTailBytes != int64(len(garbage)) {
 		t.Fatalf("Verify: %v, torn tail %d; want %d (the zeros after it are not torn)", err, rep.TornTailBytes, len(garbage))
 	}
-	db = openT(t, crashed, preallocOptions)
+	db := openT(t, crashed, preallocOptions)
 	wantPrefix(t, db, n, n+1)
 	if st := db.Stats(); st.TornTailBytes != int64(len(garbage)) {
 		t.Fatalf("open: torn tail %d, want %d", st.TornTailBytes, len(garbage))
@@ -376,11 +385,7 @@ func powerLossWrite(t *testing.T, dir string, n, hole int, fill byte) (string, i
 // appended write cut short — it does not refuse to open as for mid-log
 // damage. Damage that is not a whole never-written sector still refuses.
 func TestPrealloc_APowerLossHoleBeforeUnacknowledgedRecordsIsATornTail(t *testing.T) {
-	src := t.TempDir()
-	db := openT(t, src, preallocOptions)
-	n := writeUntilPreallocated(t, db, 0)
-	crashed := copyDir(t, src)
-	db.Close()
+	crashed, n := crashedPreallocated(t)
 	path, end := powerLossWrite(t, crashed, n, 2*wal.SectorSize, 0)
 	_, b := newestSegment(t, crashed)
 	torn := int64(wal.NonZeroEnd(b) - end)
@@ -389,7 +394,7 @@ func TestPrealloc_APowerLossHoleBeforeUnacknowledgedRecordsIsATornTail(t *testin
 	if err != nil || rep.TornTailBytes != torn || rep.Records != uint64(n) {
 		t.Fatalf("Verify: %v, torn tail %d, records %d; want a torn tail of %d and the %d acknowledged records", err, rep.TornTailBytes, rep.Records, torn, n)
 	}
-	db = openT(t, crashed, preallocOptions)
+	db := openT(t, crashed, preallocOptions)
 	wantPrefix(t, db, n, n+30)
 	if st := db.Stats(); st.TornTailBytes != torn {
 		t.Fatalf("open: torn tail %d, want %d", st.TornTailBytes, torn)
@@ -408,11 +413,7 @@ func TestPrealloc_APowerLossHoleBeforeUnacknowledgedRecordsIsATornTail(t *testin
 		"zeros short of an aligned sector": {40, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
-			src := t.TempDir()
-			db := openT(t, src, preallocOptions)
-			n := writeUntilPreallocated(t, db, 0)
-			crashed := copyDir(t, src)
-			db.Close()
+			crashed, n := crashedPreallocated(t)
 			powerLossWrite(t, crashed, n, spoil.hole, spoil.fill)
 			_, err := Open(crashed, preallocOptions)
 			var ce *CorruptionError
