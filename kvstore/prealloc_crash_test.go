@@ -52,16 +52,7 @@ func TestCrash_PreallocatedLogLosesNoAcknowledgedWrite(t *testing.T) {
 			}
 		}
 		db := openT(t, dir, crashPreallocOptions)
-		for key, n := range acked {
-			v, err := db.Get([]byte(key))
-			if err != nil {
-				t.Fatalf("round %d: acknowledged key %s (counter %d) lost: %v", round, key, n, err)
-			}
-			got, err := strconv.Atoi(string(v))
-			if err != nil || got < n {
-				t.Fatalf("round %d: key %s = %q, acknowledged %d", round, key, v, n)
-			}
-		}
+		wantAcked(t, db, round, acked)
 		if st := db.Stats(); st.TornTailBytes > 0 {
 			t.Logf("round %d: %d-byte torn tail cut", round, st.TornTailBytes)
 		}
