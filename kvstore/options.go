@@ -130,7 +130,8 @@ type Options struct {
 	// noPrealloc turns preallocated log segments off (the benchmark that
 	// measures them runs an engine without them side by side).
 	noPrealloc bool
-	// preallocAfter overrides preallocAfterGroups (the kill -9 test of
+	// preallocAfter is how many groups the engine syncs before it prepares
+	// segments: preallocAfterGroups unless set (the kill -9 test of
 	// preallocated segments prepares from the first group on).
 	preallocAfter int
 }
@@ -196,6 +197,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.preallocAfter <= 0 {
+		o.preallocAfter = preallocAfterGroups
 	}
 	if o.fs == nil {
 		o.fs = vfs.OS{}

@@ -140,10 +140,7 @@ func (db *DB) notePreallocation() {
 	if db.opts.noPrealloc {
 		return
 	}
-	after := preallocAfterGroups
-	if db.opts.preallocAfter > 0 {
-		after = db.opts.preallocAfter
-	}
+	after := db.opts.preallocAfter
 	if db.syncedGroups < after {
 		db.syncedGroups++
 	}
