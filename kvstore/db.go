@@ -101,13 +101,10 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 }
 
 // ExpiresAt returns when key expires; ok is false when it has no TTL or
-// does not exist.
+// does not exist (Expiry, which tells the two apart).
 func (db *DB) ExpiresAt(key []byte) (t time.Time, ok bool) {
-	e, err := db.lookup(key)
-	if err != nil || e.expireAt == 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(0, e.expireAt), true
+	t, ok, err := db.Expiry(key)
+	return t, ok && err == nil
 }
 
 // lookup reads key's live entry, counting the hit or miss.

@@ -129,13 +129,11 @@ func (tx *Tx) Get(key []byte) ([]byte, error) {
 	return append([]byte{}, v.value...), nil
 }
 
-// ExpiresAt returns when key expires; ok is false when it has no TTL or is missing.
+// ExpiresAt returns when key expires; ok is false when it has no TTL or is
+// missing (Expiry, which tells the two apart).
 func (tx *Tx) ExpiresAt(key []byte) (t time.Time, ok bool) {
-	v := tx.lookup(key)
-	if !v.live(tx.now) || v.expireAt == 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(0, v.expireAt), true
+	t, ok, err := tx.Expiry(key)
+	return t, ok && err == nil
 }
 
 // Version is key's version as of the transaction (see DB.Version); a key
