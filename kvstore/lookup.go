@@ -43,18 +43,3 @@ func (tx *Tx) Expiry(key []byte) (at time.Time, hasTTL bool, err error) {
 	}
 	return time.Unix(0, v.expireAt), true, nil
 }
-
-// metaIn is key's entry without its value (expired or not), and its shard.
-func (m *memtable) metaIn(key []byte) (entry, bool, *shard) {
-	h := m.hash(key)
-	s := m.shardOf(h)
-	s.mu.RLock()
-	i := m.find(s, h, key)
-	if i < 0 {
-		s.mu.RUnlock()
-		return entry{}, false, s
-	}
-	_, _, exp, seq := m.arena.record(ref(s.slots[i] & refMask))
-	s.mu.RUnlock()
-	return entry{expireAt: exp, seq: seq}, true, s
-}

@@ -209,6 +209,23 @@ func (m *memtable) getIn(dst, key []byte) (entry, bool, *shard) {
 	return e, true, s
 }
 
+// metaIn is key's entry without its value (expired or not), and its shard:
+// getIn without the copy (the two differ only there; a shared helper would
+// put a callback or a flag on Get's path).
+func (m *memtable) metaIn(key []byte) (entry, bool, *shard) {
+	h := m.hash(key)
+	s := m.shardOf(h)
+	s.mu.RLock()
+	i := m.find(s, h, key)
+	if i < 0 {
+		s.mu.RUnlock()
+		return entry{}, false, s
+	}
+	_, _, exp, seq := m.arena.record(ref(s.slots[i] & refMask))
+	s.mu.RUnlock()
+	return entry{expireAt: exp, seq: seq}, true, s
+}
+
 // meta is key's entry without its value (see metaIn).
 func (m *memtable) meta(key []byte) (entry, bool) {
 	e, ok, _ := m.metaIn(key)
