@@ -1333,12 +1333,17 @@ func writeFields(bw *bufio.Writer, h http.Header) {
 		if !httpguts.ValidHeaderFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
-		for _, v := range vv {
-			bw.WriteString(k)
-			bw.WriteString(": ")
-			writeValue(bw, v)
-			bw.WriteString("\r\n")
-		}
+		writeField(bw, k, vv)
+	}
+}
+
+// writeField writes a field line "name: value" for each of vv.
+func writeField(bw *bufio.Writer, name string, vv []string) {
+	for _, v := range vv {
+		bw.WriteString(name)
+		bw.WriteString(": ")
+		writeValue(bw, v)
+		bw.WriteString("\r\n")
 	}
 }
 
@@ -1365,25 +1370,17 @@ func writeValue(bw *bufio.Writer, v string) {
 // announced in the Trailer field, and those set with http.TrailerPrefix.
 func writeTrailers(bw *bufio.Writer, h http.Header) {
 	for _, announced := range h["Trailer"] {
-		for _, k := range strings.Split(announced, ",") {
+		for k := range strings.SplitSeq(announced, ",") {
 			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
 			if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidTrailerHeader(k) {
 				continue
 			}
-			for _, v := range h[k] {
-				bw.WriteString(k + ": ")
-				writeValue(bw, v)
-				bw.WriteString("\r\n")
-			}
+			writeField(bw, k, h[k])
 		}
 	}
 	for k, vv := range h {
 		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && httpguts.ValidHeaderFieldName(name) && httpguts.ValidTrailerHeader(name) {
-			for _, v := range vv {
-				bw.WriteString(name + ": ")
-				writeValue(bw, v)
-				bw.WriteString("\r\n")
-			}
+			writeField(bw, name, vv)
 		}
 	}
 }
