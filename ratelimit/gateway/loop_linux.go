@@ -326,28 +326,22 @@ func (ls *eventLoops) stopping() []*loop {
 	return ls.loops
 }
 
-// drain starts the loops' part of a graceful shutdown.
-func (ls *eventLoops) drain() {
-	loops := ls.stopping()
-	for _, l := range loops {
-		l.post(func() { l.drainReq = true })
+// stopAll marks the loops stopped and posts request to each of them.
+func (ls *eventLoops) stopAll(request func(l *loop)) {
+	for _, l := range ls.stopping() {
+		l.post(func() { request(l) })
 	}
 }
 
+// drain starts the loops' part of a graceful shutdown.
+func (ls *eventLoops) drain() { ls.stopAll(func(l *loop) { l.drainReq = true }) }
+
 // closeAll closes every connection the loops serve.
-func (ls *eventLoops) closeAll() {
-	loops := ls.stopping()
-	for _, l := range loops {
-		l.post(func() { l.closeReq = true })
-	}
-}
+func (ls *eventLoops) closeAll() { ls.stopAll(func(l *loop) { l.closeReq = true }) }
 
 // stop ends the loops, closing what they still serve.
 func (ls *eventLoops) stop() {
-	loops := ls.stopping()
-	for _, l := range loops {
-		l.post(func() { l.quit = true })
-	}
+	ls.stopAll(func(l *loop) { l.quit = true })
 	ls.wg.Wait()
 }
 
