@@ -476,14 +476,13 @@ func (l *loop) takeWork(touched *[]*evConn) bool {
 	for _, lc := range incoming {
 		// EPOLLOUT only while a write waits for room (watchWrites): every
 		// ACK of an answer would otherwise wake the loop for nothing.
-		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(lc.fd)}
+		ev := unix.EpollEvent{Events: connEvents, Fd: int32(lc.fd)}
+		l.conns[lc.fd] = lc
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, lc.fd, &ev); err != nil {
 			l.f.log.Warn("gateway: epoll_ctl failed; closing the connection", "err", err)
-			l.conns[lc.fd] = lc
 			l.close(lc)
 			continue
 		}
-		l.conns[lc.fd] = lc
 		*touched = append(*touched, lc)
 	}
 	for _, lc := range finished {
@@ -810,9 +809,13 @@ func (l *loop) writeOut(lc *evConn, now time.Time) bool {
 	return true
 }
 
+// connEvents are the events a connection is watched for (edge-triggered),
+// EPOLLOUT added only while a write waits (watchWrites).
+const connEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET
+
 // watchWrites adds EPOLLOUT to the connection's events, or takes it off.
 func (l *loop) watchWrites(lc *evConn, on bool) {
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(lc.fd)}
+	ev := unix.EpollEvent{Events: connEvents, Fd: int32(lc.fd)}
 	if on {
 		ev.Events |= unix.EPOLLOUT
 	}
