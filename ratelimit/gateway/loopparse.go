@@ -62,14 +62,11 @@ var pathBytes, queryBytes = func() (p, q [256]bool) {
 	return p, q
 }()
 
-// quickParse parses head (a whole head, the blank line included, that
-// headScan passed), or returns nil.
-func quickParse(head []byte) *http.Request { return quickParseInto(head, nil) }
-
-// quickParseInto is quickParse into box, which it reuses (its request, URL,
-// values and header map are overwritten), or into a new one when box is
-// nil: the request returned is box's, and box is the caller's to reuse
-// only once nothing holds the request any more.
+// quickParseInto parses head (a whole head, the blank line included, that
+// headScan passed), or returns nil. It parses into box, which it reuses
+// (its request, URL, values and header map are overwritten), or into a new
+// one when box is nil: the request returned is box's, and box is the
+// caller's to reuse only once nothing holds the request any more.
 func quickParseInto(head []byte, box *parsedRequest) *http.Request {
 	// Request line: method, target, version.
 	sp := bytes.IndexByte(head[:min(len(head), 16)], ' ')
