@@ -710,7 +710,7 @@ func (c *frontConn) check(req *http.Request, scan *headScan) (int, string) {
 	switch {
 	case req.Host == "" && req.ProtoAtLeast(1, 1) && req.Method != http.MethodConnect:
 		return http.StatusBadRequest, "missing required Host header"
-	case !validHost(req.Host):
+	case !httpguts.ValidHostHeader(req.Host):
 		return http.StatusBadRequest, "malformed Host header"
 	}
 	if e := req.Header["Expect"]; len(e) > 0 && !(len(e) == 1 && strings.EqualFold(e[0], "100-continue") && req.ProtoAtLeast(1, 1)) {
@@ -1385,17 +1385,9 @@ func writeTrailers(bw *bufio.Writer, h http.Header) {
 	}
 }
 
-// validHost: the bytes of a uri-host with an optional port (RFC 3986
-// reg-name, IP literal), nothing that could mean something else.
-func validHost(h string) bool {
-	for i := 0; i < len(h); i++ {
-		if !validHostByte(h[i]) {
-			return false
-		}
-	}
-	return true
-}
-
+// validHostByte: a byte of a uri-host with an optional port (RFC 3986
+// reg-name, IP literal), nothing that could mean something else; the set
+// httpguts.ValidHostHeader checks a whole value against.
 func validHostByte(c byte) bool {
 	switch {
 	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
