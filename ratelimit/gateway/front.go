@@ -710,7 +710,7 @@ func (c *frontConn) check(req *http.Request, scan *headScan) (int, string) {
 	switch {
 	case req.Host == "" && req.ProtoAtLeast(1, 1) && req.Method != http.MethodConnect:
 		return http.StatusBadRequest, "missing required Host header"
-	case !validHost(req.Host):
+	case !httpguts.ValidHostHeader(req.Host):
 		return http.StatusBadRequest, "malformed Host header"
 	}
 	if e := req.Header["Expect"]; len(e) > 0 && !(len(e) == 1 && strings.EqualFold(e[0], "100-continue") && req.ProtoAtLeast(1, 1)) {
@@ -1333,12 +1333,17 @@ func writeFields(bw *bufio.Writer, h http.Header) {
 		if !httpguts.ValidHeaderFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
-		for _, v := range vv {
-			bw.WriteString(k)
-			bw.WriteString(": ")
-			writeValue(bw, v)
-			bw.WriteString("\r\n")
-		}
+		writeField(bw, k, vv)
+	}
+}
+
+// writeField writes a field line "name: value" for each of vv.
+func writeField(bw *bufio.Writer, name string, vv []string) {
+	for _, v := range vv {
+		bw.WriteString(name)
+		bw.WriteString(": ")
+		writeValue(bw, v)
+		bw.WriteString("\r\n")
 	}
 }
 
@@ -1365,40 +1370,24 @@ func writeValue(bw *bufio.Writer, v string) {
 // announced in the Trailer field, and those set with http.TrailerPrefix.
 func writeTrailers(bw *bufio.Writer, h http.Header) {
 	for _, announced := range h["Trailer"] {
-		for _, k := range strings.Split(announced, ",") {
+		for k := range strings.SplitSeq(announced, ",") {
 			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
 			if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidTrailerHeader(k) {
 				continue
 			}
-			for _, v := range h[k] {
-				bw.WriteString(k + ": ")
-				writeValue(bw, v)
-				bw.WriteString("\r\n")
-			}
+			writeField(bw, k, h[k])
 		}
 	}
 	for k, vv := range h {
 		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && httpguts.ValidHeaderFieldName(name) && httpguts.ValidTrailerHeader(name) {
-			for _, v := range vv {
-				bw.WriteString(name + ": ")
-				writeValue(bw, v)
-				bw.WriteString("\r\n")
-			}
+			writeField(bw, name, vv)
 		}
 	}
 }
 
-// validHost: the bytes of a uri-host with an optional port (RFC 3986
-// reg-name, IP literal), nothing that could mean something else.
-func validHost(h string) bool {
-	for i := 0; i < len(h); i++ {
-		if !validHostByte(h[i]) {
-			return false
-		}
-	}
-	return true
-}
-
+// validHostByte: a byte of a uri-host with an optional port (RFC 3986
+// reg-name, IP literal), nothing that could mean something else; the set
+// httpguts.ValidHostHeader checks a whole value against.
 func validHostByte(c byte) bool {
 	switch {
 	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':

@@ -59,11 +59,7 @@ func TestFrontAttack_HTTP10WithTransferEncodingRefused(t *testing.T) {
 // method with the target "*" is refused.
 func TestFrontAttack_AsteriskTargetNeverForwardedAsAPath(t *testing.T) {
 	srv, up := startFrontGateway(t, gateway.Config{})
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialClient(t, srv.Addr())
 	io.WriteString(conn, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\nGET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	br := bufio.NewReader(conn)
 	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
@@ -97,11 +93,7 @@ func TestFrontAttack_AsteriskTargetNeverForwardedAsAPath(t *testing.T) {
 func TestFrontAttack_AnswerNotHeldBehindAPartialNextHead(t *testing.T) {
 	srv, up := startFrontGateway(t, gateway.Config{ReadHeaderTimeout: 5 * time.Second})
 	for _, halfClose := range []bool{false, true} {
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		io.WriteString(conn, "GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHo")
 		if halfClose {
 			conn.(*net.TCPConn).CloseWrite()
@@ -128,11 +120,7 @@ func TestFrontAttack_AnswerNotHeldBehindAPartialNextBody(t *testing.T) {
 		"POST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n01234",
 		"POST /second HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n01234\r\n",
 	} {
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		io.WriteString(conn, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"+second)
 		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -180,11 +168,7 @@ func TestFrontAttack_HalfClosedClientNeverGetsAMadeUpAnswer(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	srv := startGateway(t, up.URL, openTestPolicy, gateway.Config{Logger: discardLogger()})
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialClient(t, srv.Addr())
 	io.WriteString(conn, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	conn.(*net.TCPConn).CloseWrite()
 	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
@@ -201,15 +185,11 @@ func TestFrontAttack_HalfClosedClientNeverGetsAMadeUpAnswer(t *testing.T) {
 // answer in progress is still waited for.
 func TestFrontAttack_ShutdownNotHeldByAPartialHead(t *testing.T) {
 	srv, _ := startFrontGateway(t, gateway.Config{ShutdownTimeout: 3 * time.Second, ReadHeaderTimeout: 10 * time.Second})
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialClient(t, srv.Addr())
 	io.WriteString(conn, "GET /a HTTP/1.1\r\nHo")
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
-	err = srv.Shutdown(context.Background())
+	err := srv.Shutdown(context.Background())
 	if took := time.Since(start); err != nil || took > time.Second {
 		t.Errorf("Shutdown took %v: %v; want at once and no error", took.Round(time.Millisecond), err)
 	}

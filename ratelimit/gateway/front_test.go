@@ -162,11 +162,7 @@ func TestFront_OversizedHeadIs431(t *testing.T) {
 // timeout, and never reaches the upstream.
 func TestFront_SlowlorisCutAtHeaderTimeout(t *testing.T) {
 	srv, up := startFrontGateway(t, gateway.Config{ReadHeaderTimeout: 300 * time.Millisecond, IdleTimeout: time.Minute})
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialClient(t, srv.Addr())
 	head := "GET /a HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("a", 200)
 	start := time.Now()
 	cut := false
@@ -199,11 +195,7 @@ func isTimeout(err error) bool {
 // HEAD among them, on the one connection.
 func TestFront_PipelinedRequestsAnsweredInOrder(t *testing.T) {
 	srv, _ := startFrontGateway(t, gateway.Config{})
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialClient(t, srv.Addr())
 	type step struct{ method, path, body string }
 	steps := []step{{"GET", "/p/0", "path=/p/0"}, {"GET", "/limited", "path=/limited"}, {"GET", "/limited", ""},
 		{"HEAD", "/p/1", ""}, {"POST", "/p/2", "path=/p/2"}, {"GET", "/limited", ""}, {"GET", "/p/3", "path=/p/3"}}
@@ -286,11 +278,7 @@ func TestFront_ClientThatPipelinesThenDiesLeavesNothingBehind(t *testing.T) {
 // connection goes on with the next request framed right.
 func TestFront_HEADHasNoBodyAndKeepsTheConnection(t *testing.T) {
 	srv, _ := startFrontGateway(t, gateway.Config{})
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialClient(t, srv.Addr())
 	br := bufio.NewReader(conn)
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
 	for i, c := range []struct {
@@ -406,11 +394,7 @@ func TestFront_UpgradeThroughTheProxy(t *testing.T) {
 	}))
 	defer upstream.Close()
 	srv := startGateway(t, upstream.URL, openTestPolicy, gateway.Config{Logger: discardLogger()})
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialClient(t, srv.Addr())
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
 	io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
 	br := bufio.NewReader(conn)
@@ -482,11 +466,7 @@ func TestFront_HTTP10KeepAliveOnlyWhenAsked(t *testing.T) {
 	if fmt.Sprint(codes) != "[200]" || !closed {
 		t.Errorf("HTTP/1.0 without keep-alive: answers %v, closed %v: want one 200, then closed", codes, closed)
 	}
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialClient(t, srv.Addr())
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
 	br := bufio.NewReader(conn)
 	for i, path := range []string{"/c", "/limited", "/limited"} {
@@ -526,16 +506,8 @@ func TestFront_ShutdownDrainsTheRequestInFlight(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
-	idle, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idle.Close()
-	busy, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
+	idle := dialClient(t, srv.Addr())
+	busy := dialClient(t, srv.Addr())
 	busy.SetDeadline(time.Now().Add(5 * time.Second))
 	io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	time.Sleep(100 * time.Millisecond) // the request is with the upstream
@@ -636,4 +608,15 @@ func TestFront_ClientGoneCancelsTheUpstreamRequest(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// dialClient connects to addr as a raw HTTP client, closed when the test ends.
+func dialClient(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }

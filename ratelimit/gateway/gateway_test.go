@@ -327,11 +327,7 @@ func TestGateway_ShutdownIgnoresSilentConnectionsNotRequests(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ctx) }()
-			conn, err := net.Dial("tcp", srv.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := dialClient(t, srv.Addr())
 			if c.slow {
 				fmt.Fprint(conn, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 			}

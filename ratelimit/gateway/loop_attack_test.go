@@ -757,11 +757,7 @@ func TestLoopAttack_PipelinerThatNeverReadsHoldsBoundedMemory(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		var conns []net.Conn
 		for i := 0; i < 4; i++ {
-			conn, err := net.Dial("tcp", srv.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := dialClient(t, srv.Addr())
 			conns = append(conns, conn)
 			go conn.Write(payload)
 		}
@@ -882,19 +878,11 @@ func TestLoopAttack_HandoffOutOfDescriptorsStillServes(t *testing.T) {
 		srv := startGateway(t, upstream.URL, openTestPolicy, gateway.Config{GoroutinePerConn: gpc, Logger: discardLogger()})
 		spend(t, srv.Addr())
 		// The upstream keep-alive pool holds a connection.
-		warm, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer warm.Close()
+		warm := dialClient(t, srv.Addr())
 		io.WriteString(warm, "GET /api/warm HTTP/1.1\r\nHost: x\r\n\r\n")
 		warm.SetReadDeadline(time.Now().Add(3 * time.Second))
 		readAnswers(t, bufio.NewReader(warm), "GET")
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		br := bufio.NewReader(conn)
 		io.WriteString(conn, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n")
 		conn.SetReadDeadline(time.Now().Add(3 * time.Second))
@@ -1040,11 +1028,7 @@ func TestLoopAttack_StopCuttingACheckInFlightReportsIt(t *testing.T) {
 		srv, cancel, done := serveGateway(t, up.URL, gateway.Config{Limiter: limiter, GoroutinePerConn: gpc,
 			ShutdownTimeout: 300 * time.Millisecond})
 		defer cancel()
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		sleeping := make(chan error, 1)
 		go func() { sleeping <- rs.Client(t).Do(context.Background(), "DEBUG", "SLEEP", "2").Err() }()
 		time.Sleep(100 * time.Millisecond)

@@ -326,28 +326,22 @@ func (ls *eventLoops) stopping() []*loop {
 	return ls.loops
 }
 
-// drain starts the loops' part of a graceful shutdown.
-func (ls *eventLoops) drain() {
-	loops := ls.stopping()
-	for _, l := range loops {
-		l.post(func() { l.drainReq = true })
+// stopAll marks the loops stopped and posts request to each of them.
+func (ls *eventLoops) stopAll(request func(l *loop)) {
+	for _, l := range ls.stopping() {
+		l.post(func() { request(l) })
 	}
 }
 
+// drain starts the loops' part of a graceful shutdown.
+func (ls *eventLoops) drain() { ls.stopAll(func(l *loop) { l.drainReq = true }) }
+
 // closeAll closes every connection the loops serve.
-func (ls *eventLoops) closeAll() {
-	loops := ls.stopping()
-	for _, l := range loops {
-		l.post(func() { l.closeReq = true })
-	}
-}
+func (ls *eventLoops) closeAll() { ls.stopAll(func(l *loop) { l.closeReq = true }) }
 
 // stop ends the loops, closing what they still serve.
 func (ls *eventLoops) stop() {
-	loops := ls.stopping()
-	for _, l := range loops {
-		l.post(func() { l.quit = true })
-	}
+	ls.stopAll(func(l *loop) { l.quit = true })
 	ls.wg.Wait()
 }
 
@@ -482,14 +476,13 @@ func (l *loop) takeWork(touched *[]*evConn) bool {
 	for _, lc := range incoming {
 		// EPOLLOUT only while a write waits for room (watchWrites): every
 		// ACK of an answer would otherwise wake the loop for nothing.
-		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(lc.fd)}
+		ev := unix.EpollEvent{Events: connEvents, Fd: int32(lc.fd)}
+		l.conns[lc.fd] = lc
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, lc.fd, &ev); err != nil {
 			l.f.log.Warn("gateway: epoll_ctl failed; closing the connection", "err", err)
-			l.conns[lc.fd] = lc
 			l.close(lc)
 			continue
 		}
-		l.conns[lc.fd] = lc
 		*touched = append(*touched, lc)
 	}
 	for _, lc := range finished {
@@ -816,9 +809,13 @@ func (l *loop) writeOut(lc *evConn, now time.Time) bool {
 	return true
 }
 
+// connEvents are the events a connection is watched for (edge-triggered),
+// EPOLLOUT added only while a write waits (watchWrites).
+const connEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET
+
 // watchWrites adds EPOLLOUT to the connection's events, or takes it off.
 func (l *loop) watchWrites(lc *evConn, on bool) {
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(lc.fd)}
+	ev := unix.EpollEvent{Events: connEvents, Fd: int32(lc.fd)}
 	if on {
 		ev.Events |= unix.EPOLLOUT
 	}

@@ -40,11 +40,7 @@ func TestLoop_StoreChecksNeverHoldTheLoop(t *testing.T) {
 				Limiter: ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 5 * time.Second})})
 		spend(t, srv.Addr())
 
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		var raw strings.Builder
 		for i := 0; i < 20; i++ {
 			raw.WriteString("GET /limited HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -60,11 +56,7 @@ func TestLoop_StoreChecksNeverHoldTheLoop(t *testing.T) {
 		}
 
 		// Redis stops answering for 3 s; a check sent now waits for it.
-		stuck, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stuck.Close()
+		stuck := dialClient(t, srv.Addr())
 		// Others on every loop (they are dealt round-robin), each asking
 		// for a path that needs no check.
 		others := make([]net.Conn, 2*runtime.GOMAXPROCS(0)+1)

@@ -78,11 +78,7 @@ func TestLoop_PipelinedDenialsThenAllowedKeepOrder(t *testing.T) {
 	forEachMode(t, func(t *testing.T, gpc bool) {
 		srv, up := startFrontGateway(t, gateway.Config{GoroutinePerConn: gpc})
 		spend(t, srv.Addr())
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		var raw strings.Builder
 		methods := []string{}
 		for i := 0; i < 20; i++ {
@@ -119,11 +115,7 @@ func TestLoop_HeadSplitByteByByte(t *testing.T) {
 	forEachMode(t, func(t *testing.T, gpc bool) {
 		srv, _ := startFrontGateway(t, gateway.Config{GoroutinePerConn: gpc})
 		spend(t, srv.Addr())
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		conn.(*net.TCPConn).SetNoDelay(true)
 		head := "GET /limited HTTP/1.1\r\nHost: x\r\nUser-Agent: slow-but-honest\r\nAccept: */*\r\n\r\n"
 		for i := 0; i < len(head); i++ {
@@ -190,11 +182,7 @@ func TestLoop_LongHeadHandedOverWhole(t *testing.T) {
 		spend(t, srv.Addr())
 		long := "GET /limited HTTP/1.1\r\nHost: x\r\nX-Long: " + strings.Repeat("a", 40<<10) + "\r\n\r\n" +
 			"GET /api/after-long HTTP/1.1\r\nHost: x\r\n\r\n"
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		io.WriteString(conn, long)
 		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if codes, bodies := readAnswers(t, bufio.NewReader(conn), "GET", "GET"); codes[0] != 429 || codes[1] != 200 || bodies[1] != "path=/api/after-long" {
@@ -217,11 +205,7 @@ func TestLoop_SlowHeadAndIdleConnectionCut(t *testing.T) {
 		srv, _ := startFrontGateway(t, gateway.Config{GoroutinePerConn: gpc, ReadHeaderTimeout: 300 * time.Millisecond,
 			IdleTimeout: time.Minute})
 		spend(t, srv.Addr())
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		head := "GET /limited HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("a", 100)
 		start := time.Now()
 		cut := false
@@ -241,11 +225,7 @@ func TestLoop_SlowHeadAndIdleConnectionCut(t *testing.T) {
 		srv, _ = startFrontGateway(t, gateway.Config{GoroutinePerConn: gpc, ReadHeaderTimeout: time.Minute,
 			IdleTimeout: 400 * time.Millisecond})
 		spend(t, srv.Addr())
-		idle, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer idle.Close()
+		idle := dialClient(t, srv.Addr())
 		io.WriteString(idle, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n")
 		br := bufio.NewReader(idle)
 		idle.SetReadDeadline(time.Now().Add(3 * time.Second))
@@ -253,7 +233,7 @@ func TestLoop_SlowHeadAndIdleConnectionCut(t *testing.T) {
 			t.Fatalf("answer %v, want 429", codes)
 		}
 		start = time.Now()
-		_, err = br.ReadByte()
+		_, err := br.ReadByte()
 		if err == nil || isTimeout(err) || time.Since(start) > 2*time.Second {
 			t.Fatalf("an idle connection after %v: %v, want it closed at the idle timeout (400ms)", time.Since(start).Round(time.Millisecond), err)
 		}
@@ -266,11 +246,7 @@ func TestLoop_HandoffWithABody(t *testing.T) {
 	forEachMode(t, func(t *testing.T, gpc bool) {
 		srv, up := startFrontGateway(t, gateway.Config{GoroutinePerConn: gpc})
 		spend(t, srv.Addr())
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		io.WriteString(conn, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n"+
 			"POST /api/body HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello")
 		time.Sleep(50 * time.Millisecond) // the body's rest comes later
@@ -400,11 +376,7 @@ func TestLoop_SlowReaderGetsEveryAnswer(t *testing.T) {
 	forEachMode(t, func(t *testing.T, gpc bool) {
 		srv, _ := startFrontGateway(t, gateway.Config{GoroutinePerConn: gpc})
 		spend(t, srv.Addr())
-		conn, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialClient(t, srv.Addr())
 		const n = 20000 // 14 MB of answers: more than the kernel's buffers on both sides
 		go io.WriteString(conn, strings.Repeat("GET /limited HTTP/1.1\r\nHost: x\r\n\r\n", n)+
 			"GET /api/last HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -18,10 +18,13 @@ package gateway
 // ReadRequest goes beyond copying the field.
 
 import (
+	"bytes"
 	"net/http"
 	"net/textproto"
 	"net/url"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // commonFields are the canonical names of fields floods and clients send,
@@ -59,22 +62,19 @@ var pathBytes, queryBytes = func() (p, q [256]bool) {
 	return p, q
 }()
 
-// quickParse parses head (a whole head, the blank line included, that
-// headScan passed), or returns nil.
-func quickParse(head []byte) *http.Request { return quickParseInto(head, nil) }
-
-// quickParseInto is quickParse into box, which it reuses (its request, URL,
-// values and header map are overwritten), or into a new one when box is
-// nil: the request returned is box's, and box is the caller's to reuse
-// only once nothing holds the request any more.
+// quickParseInto parses head (a whole head, the blank line included, that
+// headScan passed), or returns nil. It parses into box, which it reuses
+// (its request, URL, values and header map are overwritten), or into a new
+// one when box is nil: the request returned is box's, and box is the
+// caller's to reuse only once nothing holds the request any more.
 func quickParseInto(head []byte, box *parsedRequest) *http.Request {
 	// Request line: method, target, version.
-	sp := indexByteN(head, ' ', 16)
+	sp := bytes.IndexByte(head[:min(len(head), 16)], ' ')
 	if sp <= 0 {
 		return nil
 	}
 	for _, c := range head[:sp] {
-		if !isTokenByte(c) {
+		if !httpguts.IsTokenRune(rune(c)) {
 			return nil
 		}
 	}
@@ -150,10 +150,8 @@ func quickParseInto(head []byte, box *parsedRequest) *http.Request {
 			return nil
 		}
 		name := line[:colon]
-		for j := 0; j < len(name); j++ {
-			if !isTokenByte(name[j]) {
-				return nil
-			}
+		if !httpguts.ValidHeaderFieldName(name) {
+			return nil
 		}
 		v := line[colon+1:]
 		for j := 0; j < len(v); j++ {
@@ -215,23 +213,4 @@ type parsedRequest struct {
 	url    url.URL
 	values [8]string
 	header http.Header
-}
-
-// indexByteN is the index of c in the first n bytes of b, -1 if absent.
-func indexByteN(b []byte, c byte, n int) int {
-	for i := 0; i < len(b) && i < n; i++ {
-		if b[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
-func isTokenByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	default:
-		return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-	}
 }
