@@ -652,7 +652,7 @@ func TestLoopAttack_PipeliningFloodDoesNotStarveItsLoop(t *testing.T) {
 		}()
 		time.Sleep(200 * time.Millisecond) // the flood is on
 		// Connections go to the loops in turn: at least half of the victims
-		// share the flood's loop; the median of the worse half is judged.
+		// share the flood's loop (with one loop, all do).
 		// Each victim's first request brings its connection into a loop
 		// (its accept and adoption wait for the scheduler, which on loaded
 		// cores says nothing of the loop); its second is judged.
@@ -680,11 +680,15 @@ func TestLoopAttack_PipeliningFloodDoesNotStarveItsLoop(t *testing.T) {
 			works = append(works, work)
 		}
 		slices.Sort(works)
-		// Measured on 2 cores (the victim's second request): 2800-3000
-		// while a pass read all the socket held, 170-930 (median of the
-		// worse half about 480) with one read per pass; goroutines: 0-60.
-		if median := (works[5] + works[6]) / 2; median > 1600 {
-			t.Errorf("a victim beside the flood waited for %d of its denials (victims: %v), want under 1600", median, works)
+		// What a victim waits for also holds its own client's wake-up, which
+		// on loaded cores can take long while the flood goes on: the better
+		// half of the victims is judged, the loop's share. Measured on 2
+		// cores at load average 4-5 (the victim's second request): with a
+		// pass that read all the socket held, the better half 1950-2700
+		// (all victims share the one loop); with one read per pass 0-470,
+		// while single victims of the worse half reached 2400.
+		if median := (works[1] + works[2]) / 2; median > 1000 {
+			t.Errorf("a victim beside the flood waited for %d of its denials (victims: %v), want under 1000", median, works)
 		}
 	})
 }
