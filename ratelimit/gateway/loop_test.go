@@ -277,7 +277,10 @@ func TestLoop_SpoofedForwardedForFromUntrustedPeerKeyedOnThePeer(t *testing.T) {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
 		conn, err := d.Dial("tcp", srv.Addr())
 		if err != nil {
-			t.Fatalf("dial from 127.0.0.2 (Linux routes all of 127/8 to lo): %v", err)
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("dial from 127.0.0.2 (Linux routes all of 127/8 to lo; CI=true: the test must run): %v", err)
+			}
+			t.Skipf("no 127.0.0.2 on this machine (macOS: sudo ifconfig lo0 alias 127.0.0.2): %v", err)
 		}
 		defer conn.Close()
 		var raw strings.Builder
