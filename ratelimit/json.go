@@ -15,24 +15,34 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/internal/jsonschema"
 )
 
+// Each type's JSON is a wire struct, written once and used both ways: a
+// pointer to the type's fields (a defined type of it, without its methods),
+// then the fields whose JSON differs, which shadow those of the same name.
+// The wire structs are aliases of unnamed structs, so a decoding error
+// names no Go type.
+
+type (
+	keyInfoFields      KeyInfo
+	consumerFields     Consumer
+	limitResultFields  LimitResult
+	resultFields       Result
+	ruleCountersFields RuleCounters
+)
+
+type keyInfoJSON = struct {
+	*keyInfoFields
+	TTL        jsonschema.Seconds `json:"ttl_seconds"`
+	BlockedFor jsonschema.Seconds `json:"blocked_for_seconds"`
+}
+
 // MarshalJSON implements json.Marshaler: see the schema rule above.
 func (k KeyInfo) MarshalJSON() ([]byte, error) {
-	type plain KeyInfo
-	return json.Marshal(struct {
-		plain
-		TTL        jsonschema.Seconds `json:"ttl_seconds"`
-		BlockedFor jsonschema.Seconds `json:"blocked_for_seconds"`
-	}{plain(k), jsonschema.Seconds(k.TTL), jsonschema.Seconds(k.BlockedFor)})
+	return json.Marshal(keyInfoJSON{(*keyInfoFields)(&k), jsonschema.Seconds(k.TTL), jsonschema.Seconds(k.BlockedFor)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (k *KeyInfo) UnmarshalJSON(b []byte) error {
-	type plain KeyInfo
-	v := struct {
-		*plain
-		TTL        jsonschema.Seconds `json:"ttl_seconds"`
-		BlockedFor jsonschema.Seconds `json:"blocked_for_seconds"`
-	}{plain: (*plain)(k)}
+	v := keyInfoJSON{keyInfoFields: (*keyInfoFields)(k)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
@@ -40,22 +50,19 @@ func (k *KeyInfo) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+type consumerJSON = struct {
+	*consumerFields
+	TTL jsonschema.Seconds `json:"ttl_seconds"`
+}
+
 // MarshalJSON implements json.Marshaler: see the schema rule above.
 func (c Consumer) MarshalJSON() ([]byte, error) {
-	type plain Consumer
-	return json.Marshal(struct {
-		plain
-		TTL jsonschema.Seconds `json:"ttl_seconds"`
-	}{plain(c), jsonschema.Seconds(c.TTL)})
+	return json.Marshal(consumerJSON{(*consumerFields)(&c), jsonschema.Seconds(c.TTL)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *Consumer) UnmarshalJSON(b []byte) error {
-	type plain Consumer
-	v := struct {
-		*plain
-		TTL jsonschema.Seconds `json:"ttl_seconds"`
-	}{plain: (*plain)(c)}
+	v := consumerJSON{consumerFields: (*consumerFields)(c)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
@@ -63,54 +70,48 @@ func (c *Consumer) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+type limitResultJSON = struct {
+	*limitResultFields
+	ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
+	RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
+}
+
 // MarshalJSON implements json.Marshaler: see the schema rule above. The
 // limit is given by its name and capacity ("name", "limit", the quota of
 // the RateLimit header fields).
 func (r LimitResult) MarshalJSON() ([]byte, error) {
-	type plain LimitResult
 	return json.Marshal(struct {
 		Name     string `json:"name"`
 		Capacity int64  `json:"limit"`
-		plain
-		ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
-		RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
-	}{r.Limit.DisplayName(), r.Limit.Capacity(), plain(r), jsonschema.Seconds(r.ResetAfter), jsonschema.Seconds(r.RetryAfter)})
+		limitResultJSON
+	}{r.Limit.DisplayName(), r.Limit.Capacity(), limitResultJSON{(*limitResultFields)(&r), jsonschema.Seconds(r.ResetAfter), jsonschema.Seconds(r.RetryAfter)}})
 }
 
 // UnmarshalJSON implements json.Unmarshaler. The Limit is not rebuilt
 // (its name and capacity do not define it).
 func (r *LimitResult) UnmarshalJSON(b []byte) error {
-	type plain LimitResult
-	v := struct {
-		*plain
-		ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
-		RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
-	}{plain: (*plain)(r)}
+	v := limitResultJSON{limitResultFields: (*limitResultFields)(r)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
 	r.ResetAfter, r.RetryAfter = time.Duration(v.ResetAfter), time.Duration(v.RetryAfter)
 	return nil
+}
+
+type resultJSON = struct {
+	*resultFields
+	ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
+	RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
 }
 
 // MarshalJSON implements json.Marshaler: see the schema rule above.
 func (r Result) MarshalJSON() ([]byte, error) {
-	type plain Result
-	return json.Marshal(struct {
-		plain
-		ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
-		RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
-	}{plain(r), jsonschema.Seconds(r.ResetAfter), jsonschema.Seconds(r.RetryAfter)})
+	return json.Marshal(resultJSON{(*resultFields)(&r), jsonschema.Seconds(r.ResetAfter), jsonschema.Seconds(r.RetryAfter)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (r *Result) UnmarshalJSON(b []byte) error {
-	type plain Result
-	v := struct {
-		*plain
-		ResetAfter jsonschema.Seconds `json:"reset_after_seconds"`
-		RetryAfter jsonschema.Seconds `json:"retry_after_seconds"`
-	}{plain: (*plain)(r)}
+	v := resultJSON{resultFields: (*resultFields)(r)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
@@ -118,28 +119,24 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+type ruleCountersJSON = struct {
+	*ruleCountersFields
+	LatencyBounds []jsonschema.Seconds `json:"latency_bounds_seconds"`
+	LatencySum    jsonschema.Seconds   `json:"latency_sum_seconds"`
+}
+
 // MarshalJSON implements json.Marshaler: see the schema rule above.
 func (c RuleCounters) MarshalJSON() ([]byte, error) {
-	type plain RuleCounters
 	bounds := make([]jsonschema.Seconds, len(c.LatencyBounds))
 	for i, d := range c.LatencyBounds {
 		bounds[i] = jsonschema.Seconds(d)
 	}
-	return json.Marshal(struct {
-		plain
-		LatencyBounds []jsonschema.Seconds `json:"latency_bounds_seconds"`
-		LatencySum    jsonschema.Seconds   `json:"latency_sum_seconds"`
-	}{plain(c), bounds, jsonschema.Seconds(c.LatencySum)})
+	return json.Marshal(ruleCountersJSON{(*ruleCountersFields)(&c), bounds, jsonschema.Seconds(c.LatencySum)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *RuleCounters) UnmarshalJSON(b []byte) error {
-	type plain RuleCounters
-	v := struct {
-		*plain
-		LatencyBounds []jsonschema.Seconds `json:"latency_bounds_seconds"`
-		LatencySum    jsonschema.Seconds   `json:"latency_sum_seconds"`
-	}{plain: (*plain)(c)}
+	v := ruleCountersJSON{ruleCountersFields: (*ruleCountersFields)(c)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}

@@ -154,7 +154,7 @@ func (s *Store) register(ctx context.Context, e *specEntry) {
 }
 
 // leanIDs are the limit ids of the registry and those this store uses
-// itself (whose registration may still be under way).
+// itself (whose registration may still be under way), each once (sorted).
 func (s *Store) leanIDs(ctx context.Context) ([]string, error) {
 	pipe := s.client.Pipeline()
 	current := pipe.ZRange(ctx, s.registry(), 0, -1)
@@ -162,23 +162,16 @@ func (s *Store) leanIDs(ctx context.Context) ([]string, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
-	var ids []string
-	seen := make(map[string]bool)
-	for _, id := range slices.Concat(current.Val(), legacy.Val()) {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
+	ids := slices.Concat(current.Val(), legacy.Val())
 	s.specs.mu.RLock()
 	for _, e := range s.specs.specs {
-		if e.lean && !seen[e.id] {
-			seen[e.id] = true
+		if e.lean {
 			ids = append(ids, e.id)
 		}
 	}
 	s.specs.mu.RUnlock()
-	return ids, nil
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // leanKeyOf parses a Redis key of the store: for a lean window or penalty

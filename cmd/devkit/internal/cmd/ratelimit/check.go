@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,13 +156,9 @@ func checkRequestRun(ctx context.Context, opts *CheckOptions) error {
 	for i := range out {
 		out[i].Limit = d.Request.Limits[i] // the store leaves it to the caller
 	}
-	allowed, binding := true, 0
-	for i, r := range out {
-		if allowed && !r.Allowed {
-			binding = i
-		}
-		allowed = allowed && r.Allowed
-	}
+	// The binding limit is the first that denied, else the first.
+	denied := slices.IndexFunc(out, func(r rl.LimitResult) bool { return !r.Allowed })
+	allowed, binding := denied < 0, max(denied, 0)
 	if opts.JSON {
 		err = writeCheckJSON(opts.IO.Out, out[binding], checkJSON{Key: d.Request.Key, Algorithm: d.Request.Limits[binding].Algorithm.String(),
 			Cost: cost, StoreSeconds: took.Seconds(), Rule: d.Rule.Name, Plan: d.Plan, Limits: out})
