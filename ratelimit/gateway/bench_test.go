@@ -151,8 +151,15 @@ func TestLoadGenerator(t *testing.T) {
 	fmt.Printf("rps=%f\n", drive(t, client, target, conc, time.Duration(ms)*time.Millisecond, want))
 }
 
+// A driver puts load on target for benchSlice from a separate process and
+// returns the requests per second it saw answered with want, how many
+// answers that was, and the CPU time (user and system) that process spent: the load generator shares
+// the two cores with the servers, and what it spends per answer is part of
+// what a ratio measures.
+type driver func(b *testing.B, target string, want int) (rps, answers, cpuSeconds float64)
+
 // driveProcess runs the load generator in a child process against target.
-func driveProcess(b *testing.B, target string, want int) float64 {
+func driveProcess(b *testing.B, target string, want int) (float64, float64, float64) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadGenerator$", "-test.count=1")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", loadGenEnv, target, benchConcurrency, benchSlice.Milliseconds(), want))
 	out, err := cmd.CombinedOutput()
@@ -168,7 +175,56 @@ func driveProcess(b *testing.B, target string, want int) float64 {
 	if rps == 0 {
 		b.Fatalf("load generator printed no rate:\n%s", out)
 	}
-	return rps
+	return rps, rps * benchSlice.Seconds(), processStateCPU(cmd.ProcessState)
+}
+
+func processStateCPU(ps *os.ProcessState) float64 {
+	return (ps.UserTime() + ps.SystemTime()).Seconds()
+}
+
+// wrkSlice is a wrk turn: wrk counts its duration in whole seconds.
+const wrkSlice = time.Second
+
+// driveWrk is a driver that runs wrk (threads threads, benchConcurrency
+// connections, one wrkSlice): the usual load generator of nginx's
+// measurements, a C event loop whose parser allocates nothing, so what it
+// costs per answer hardly depends on the answer's fields. Every answer must
+// be a want (wrk counts the answers outside 2xx and 3xx; want is a 429).
+func driveWrk(threads int) driver {
+	return func(b *testing.B, target string, want int) (float64, float64, float64) {
+		bin, err := exec.LookPath("wrk")
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				b.Fatal("wrk not found (apt-get install wrk); CI=true: the peer benchmark must run")
+			}
+			b.Skip("wrk not found: the load generator is missing (apt-get install wrk)")
+		}
+		if want < 400 {
+			b.Fatalf("driveWrk checks only that every answer is an error, want %d", want)
+		}
+		cmd := exec.Command(bin, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(benchConcurrency),
+			"-d", fmt.Sprintf("%ds", int(wrkSlice.Seconds())), target)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("wrk: %v\n%s", err, out)
+		}
+		var total, errs, rps float64
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) >= 2 && f[1] == "requests":
+				total, _ = strconv.ParseFloat(f[0], 64)
+			case strings.HasPrefix(strings.TrimSpace(line), "Non-2xx or 3xx responses:") && len(f) == 5:
+				errs, _ = strconv.ParseFloat(f[4], 64)
+			case strings.HasPrefix(line, "Requests/sec:") && len(f) == 2:
+				rps, _ = strconv.ParseFloat(f[1], 64)
+			}
+		}
+		if rps == 0 || total == 0 || errs != total {
+			b.Fatalf("wrk against %s: %v answers, %v of them errors, %v/s; want every answer a %d:\n%s", target, total, errs, rps, want, out)
+		}
+		return rps, total, processStateCPU(cmd.ProcessState)
+	}
 }
 
 // compare runs ours and the peer in turns, b.N rounds of benchSlice each,
@@ -178,27 +234,33 @@ func driveProcess(b *testing.B, target string, want int) float64 {
 // turns (this process serves the gateway; the peer's time includes its
 // children, such as nginx's workers): what the ratio cannot show when the
 // load generator, on the same cores, is the bottleneck. cpu-µs/req is from
-// the sampled utime+stime, run-µs/req from the scheduler's exact account.
+// the sampled utime+stime, run-µs/req from the scheduler's exact account;
+// loadgen-µs/req is the load generator's CPU per answer, with each server.
 func compare(b *testing.B, peerName, ours, peer string, want int, peerPID int) {
+	compareWith(b, driveProcess, peerName, ours, peer, want, peerPID)
+}
+
+func compareWith(b *testing.B, drive driver, peerName, ours, peer string, want int, peerPID int) {
 	var oursRPS, peerRPS, ratios []float64
-	var oursCPU, peerCPU, oursN, peerN, oursRun, peerRun float64
-	turn := func(target string, pid int, cpu, run, n *float64) float64 {
+	var oursCPU, peerCPU, oursN, peerN, oursRun, peerRun, oursGen, peerGen float64
+	turn := func(target string, pid int, cpu, run, n, gen *float64) float64 {
 		before, runBefore := processCPU(pid), processRuntime(pid)
-		rps := driveProcess(b, target, want)
+		rps, answers, genCPU := drive(b, target, want)
 		*cpu += (processCPU(pid) - before).Seconds()
 		*run += (processRuntime(pid) - runBefore).Seconds()
-		*n += rps * benchSlice.Seconds()
+		*n += answers
+		*gen += genCPU
 		return rps
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		var o, p float64
 		if i%2 == 0 {
-			o = turn(ours, os.Getpid(), &oursCPU, &oursRun, &oursN)
-			p = turn(peer, peerPID, &peerCPU, &peerRun, &peerN)
+			o = turn(ours, os.Getpid(), &oursCPU, &oursRun, &oursN, &oursGen)
+			p = turn(peer, peerPID, &peerCPU, &peerRun, &peerN, &peerGen)
 		} else {
-			p = turn(peer, peerPID, &peerCPU, &peerRun, &peerN)
-			o = turn(ours, os.Getpid(), &oursCPU, &oursRun, &oursN)
+			p = turn(peer, peerPID, &peerCPU, &peerRun, &peerN, &peerGen)
+			o = turn(ours, os.Getpid(), &oursCPU, &oursRun, &oursN, &oursGen)
 		}
 		oursRPS, peerRPS, ratios = append(oursRPS, o), append(peerRPS, p), append(ratios, o/p)
 	}
@@ -213,6 +275,10 @@ func compare(b *testing.B, peerName, ours, peer string, want int, peerPID int) {
 	if peerPID > 0 && oursRun > 0 && peerRun > 0 {
 		b.ReportMetric(oursRun/oursN*1e6, "gateway-run-µs/req")
 		b.ReportMetric(peerRun/peerN*1e6, peerName+"-run-µs/req")
+	}
+	if oursN > 0 && peerN > 0 {
+		b.ReportMetric(oursGen/oursN*1e6, "loadgen-with-gateway-µs/req")
+		b.ReportMetric(peerGen/peerN*1e6, "loadgen-with-"+peerName+"-µs/req")
 	}
 }
 
@@ -301,6 +367,25 @@ func BenchmarkGateway_RejectionVsNginx(b *testing.B) {
 		}
 	}
 	compare(b, "nginx", "http://"+gw.Addr()+"/x", nginx+"/x", 429, pid)
+}
+
+// BenchmarkGateway_RejectionVsNginxWrk is RejectionVsNginx with wrk as the
+// load: one thread (Wrk1), which leaves a core to the servers, and two
+// (Wrk2), a flood that wants both cores. wrk's turns are whole seconds.
+func BenchmarkGateway_RejectionVsNginxWrk1(b *testing.B) { rejectionVsNginxWrk(b, 1) }
+func BenchmarkGateway_RejectionVsNginxWrk2(b *testing.B) { rejectionVsNginxWrk(b, 2) }
+
+func rejectionVsNginxWrk(b *testing.B, threads int) {
+	up := upstreamServer(b)
+	nginx, pid := startNginx(b, up.URL, "")
+	gw := benchGateway(b, up.URL, closedPolicy)
+	client := benchClient()
+	for _, u := range []string{"http://" + gw.Addr() + "/x", nginx + "/x"} { // spend the one allowed request of each
+		if resp, err := client.Get(u); err == nil {
+			resp.Body.Close()
+		}
+	}
+	compareWith(b, driveWrk(threads), "nginx", "http://"+gw.Addr()+"/x", nginx+"/x", 429, pid)
 }
 
 // BenchmarkGateway_RejectionVsNginxSameResponse is RejectionVsNginx with

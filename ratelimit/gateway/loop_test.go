@@ -42,6 +42,9 @@ func forEachMode(t *testing.T, f func(t *testing.T, goroutinePerConn bool)) {
 			if !m.goroutinePerConn && runtime.GOOS != "linux" {
 				t.Skip("the event loops are Linux only")
 			}
+			if m.goroutinePerConn && os.Getenv(onePEnv) != "" {
+				t.Skip("the run with one P is the loops' (their wait on Go's poller)")
+			}
 			f(t, m.goroutinePerConn)
 		})
 	}
@@ -369,6 +372,33 @@ func TestGateway_SuiteWithGoroutinePerConn(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte("PASS")) {
 		t.Fatalf("the suite with GoroutinePerConn: %v\n%s", err, out)
+	}
+}
+
+// onePEnv, set in the environment of this test binary, marks the run of
+// TestLoop_SuiteWithOnePWaitsInGosPoller.
+const onePEnv = "GATEWAY_TEST_ONE_P"
+
+// The loops wait in one of two ways (newWaiter): blocking in epoll_wait
+// while the runtime keeps an idle P (the default on two or more CPUs, the
+// way the rest of this suite runs), parked on Go's poller otherwise. The
+// loop tests run again with GOMAXPROCS=1, in a child process, so the
+// second way is proved too: pipelines, handoffs, slow readers, idle cuts.
+func TestLoop_SuiteWithOnePWaitsInGosPoller(t *testing.T) {
+	if os.Getenv(onePEnv) != "" || os.Getenv(goroutineModeEnv) != "" {
+		t.Skip("this is the run with one P")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the event loops are Linux only")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLoop", "-test.count=1")
+	cmd.Env = append(os.Environ(), onePEnv+"=1", "GOMAXPROCS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("PASS")) {
+		t.Fatalf("the loop suite with GOMAXPROCS=1: %v\n%s", err, out)
 	}
 }
 
