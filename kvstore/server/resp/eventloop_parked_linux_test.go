@@ -238,3 +238,73 @@ func TestEventLoop_AReadAfterAnAcknowledgedWriteSeesIt(t *testing.T) {
 		reader.mustLine(v + "\r\n")
 	}
 }
+
+// Gathering a group waits only where it pays: not on a disk whose fsync
+// is faster than minGatherSync, and at most half a group's wait (capped
+// by maxGather) on a slower one.
+func TestGatherWait_OnlyOnASlowDisk(t *testing.T) {
+	for _, tc := range []struct{ sync, want time.Duration }{
+		{0, 0},
+		{110 * time.Microsecond, 0},
+		{minGatherSync - 1, 0},
+		{minGatherSync, minGatherSync / gatherShare},
+		{400 * time.Microsecond, 200 * time.Microsecond},
+		{2 * time.Millisecond, maxGather},
+	} {
+		if got := gatherWait(tc.sync); got != tc.want {
+			t.Errorf("gatherWait(%v) = %v, want %v", tc.sync, got, tc.want)
+		}
+	}
+}
+
+// On a slow disk (every group's wait 2 ms) the loop gathers: clients that
+// write one SET after another share fsyncs, far more of them per group
+// than the half of the clients each fsync gets without gathering.
+func TestEventLoop_ASlowDiskGathersTheWritersIntoOneGroup(t *testing.T) {
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
+	s := NewServer(db, Options{EventLoops: 1, Logger: servertest.Logger(t)})
+	if s.loops == nil {
+		t.Fatal("no event loops")
+	}
+	s.loops.beforeSync = func() { time.Sleep(2 * time.Millisecond) }
+	ln := servertest.Listen(t)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+		<-done
+	})
+	const clients, sets = 16, 60
+	conns := make([]*rawConn, clients)
+	for i := range conns {
+		conns[i] = dial(t, ln.Addr().String())
+	}
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range sets {
+				if _, err := io.WriteString(c, set(fmt.Sprintf("k%d-%d", i, j), "v")); err != nil {
+					t.Error(err)
+					return
+				}
+				if got, err := c.line(10 * time.Second); err != nil || got != "+OK\r\n" {
+					t.Errorf("client %d, SET %d: %q, %v", i, j, got, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st := db.Stats()
+	perFsync := float64(st.Sets) / float64(st.Fsyncs)
+	t.Logf("%d SETs, %d fsyncs: %.1f SETs per fsync", st.Sets, st.Fsyncs, perFsync)
+	// Without gathering the groups alternate between two halves of the
+	// clients: about clients/2 per fsync.
+	if perFsync < 0.7*clients {
+		t.Fatalf("%.1f SETs per fsync of %d clients on a slow disk, want at least %.1f: the loop did not gather", perFsync, clients, 0.7*clients)
+	}
+}
