@@ -16,7 +16,7 @@ import (
 func BenchmarkLoop_DenialInMemory(b *testing.B) {
 	srv, req := denialBenchServer(b)
 	f := srv.clientSrv
-	lp, err := f.loops.newLoop()
+	lp, err := f.loops.newLoop(true)
 	if err != nil {
 		b.Fatal(err)
 	}
