@@ -16,7 +16,7 @@ import (
 func BenchmarkLoop_DenialInMemory(b *testing.B) {
 	srv, req := denialBenchServer(b)
 	f := srv.clientSrv
-	lp, err := f.loops.newLoop(true)
+	lp, err := f.loops.newLoop()
 	if err != nil {
 		b.Fatal(err)
 	}

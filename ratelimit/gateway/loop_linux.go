@@ -41,18 +41,16 @@ package gateway
 //   - A handoff out of descriptors still happens: each loop holds one in
 //     reserve for net.FileConn's duplicate.
 //
-// One loop per P (connections dealt to them in turn), so a flood of
-// denials can have every core: half of them (GOMAXPROCS/2) block in
-// epoll_wait, the others wait in Go's poller, so the runtime always keeps
-// half its Ps for goroutines and sysmon leaves the blocked loops' Ps
-// alone while one is idle (newWaiter). EPOLLOUT is watched only
+// One loop per two Ps (at least one): a P left idle keeps sysmon from
+// taking a loop's P while it is in a syscall. EPOLLOUT is watched only
 // while a write waits for room. A denial answered here leaves its request
 // (quickParse's box) to be reused by the connection's next one.
 //
 // A loop owns its connections: only its goroutine reads, writes, serves or
 // closes them; other goroutines post work under its mutex and wake it with
-// an eventfd. A blocking loop waits in epoll_wait itself; the others have
-// their epoll descriptor in Go's poller, and park when idle (newWaiter).
+// an eventfd. While the runtime keeps an idle P the loop blocks in
+// epoll_wait itself; otherwise its epoll descriptor is in Go's poller and
+// an idle loop parks (newWaiter).
 
 import (
 	"bufio"
@@ -108,10 +106,10 @@ type eventLoops struct {
 }
 
 func newEventLoops(f *front, local bool) *eventLoops {
-	// One loop per P, so a flood of denials can have every core, as
-	// nginx's workers do; half of them block in epoll_wait (see
-	// newWaiter).
-	return &eventLoops{f: f, local: local, n: max(1, runtime.GOMAXPROCS(0))}
+	// Half the Ps, as kvstore's loops: a P stays idle for the runtime, so
+	// sysmon does not take the loop's P from its syscalls (measured: fewer
+	// context switches per denial than one loop per P on two cores).
+	return &eventLoops{f: f, local: local, n: max(1, runtime.GOMAXPROCS(0)/2)}
 }
 
 type loop struct {
@@ -122,10 +120,8 @@ type loop struct {
 	// reserve is a descriptor held for a handoff out of descriptors
 	// (net.FileConn needs one for a moment); -1 when none is held.
 	reserve int
-	// blocking: the loop waits in epoll_wait itself (newWaiter).
-	blocking bool
-	conns    map[int]*evConn
-	tick     time.Duration
+	conns   map[int]*evConn
+	tick    time.Duration
 
 	mu       sync.Mutex
 	incoming []*evConn
@@ -207,8 +203,8 @@ func (n *evNetConn) SetWriteDeadline(time.Time) error { return nil }
 
 func (ls *eventLoops) start() error {
 	ls.once.Do(func() {
-		for i := range ls.n {
-			l, err := ls.newLoop(i < runtime.GOMAXPROCS(0)/2)
+		for range ls.n {
+			l, err := ls.newLoop()
 			if err != nil {
 				ls.err = err
 				for _, l := range ls.loops {
@@ -229,7 +225,7 @@ func (ls *eventLoops) start() error {
 	return ls.err
 }
 
-func (ls *eventLoops) newLoop(blocking bool) (*loop, error) {
+func (ls *eventLoops) newLoop() (*loop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
@@ -252,8 +248,7 @@ func (ls *eventLoops) newLoop(blocking bool) (*loop, error) {
 			tick = min(tick, d/8)
 		}
 	}
-	l := &loop{ls: ls, f: f, epfd: epfd, wakefd: wakefd, reserve: reserveFD(), conns: map[int]*evConn{},
-		tick: max(tick, 5*time.Millisecond), blocking: blocking}
+	l := &loop{ls: ls, f: f, epfd: epfd, wakefd: wakefd, reserve: reserveFD(), conns: map[int]*evConn{}, tick: max(tick, 5*time.Millisecond)}
 	l.br = bufio.NewReaderSize(&l.hr, loopMaxHead)
 	return l, nil
 }
@@ -461,27 +456,22 @@ func (l *loop) run() {
 // does not wait for any), and how that is undone (closing the epoll
 // descriptor).
 //
-// A blocking loop (the first GOMAXPROCS/2) waits in epoll_wait itself, as
-// nginx's workers do: one system call per wake, and the thread keeps its P
-// meanwhile (sysmon leaves a P in a system call alone while another is
-// idle). The others have the epoll descriptor registered with Go's
-// poller, polled with a zero timeout, and park like any goroutine when
-// idle, so a P is never held by a loop that has nothing to do: were every
-// loop blocked in a system call, a goroutine (a forwarded request, a
-// check on Redis, the accept loop) would wait for sysmon to retake a P,
-// up to 10 ms. The poller wait costs a second epoll_pwait per wake (the
-// runtime's, on its descriptor that holds ours), a netpoller thread woken
-// for readiness and sysmon put to deep sleep at every park and woken by
-// the next: 16–18 µs of the gateway's CPU per denial with one such loop
-// against 12–15 µs with one blocking loop (RejectionVsNginx, where the
-// profile had 17 % in context switches and 9 % in sysmon). One blocking
-// loop alone left the second core to nginx's second worker under wrk
-// with two threads (0.81–1.04× nginx); one of each: 1.05–1.19× there,
-// 1.10–1.17× with one wrk thread (one blocking loop alone: 1.36–1.44×),
-// 0.91–1.06× under the Go client (0.92–0.99×). kvstore's RESP loop waits
-// the same way.
+// Where the runtime keeps an idle P (fewer loops than GOMAXPROCS, the
+// default), the loop blocks in epoll_wait itself, as nginx's workers do:
+// one system call per wake, and the thread keeps its P meanwhile (sysmon
+// leaves a P in a system call alone while another is idle). Otherwise a
+// loop blocked in a system call would hold a P that other goroutines need
+// (the front's, the checks on Redis) until sysmon retook it, so the epoll
+// descriptor is registered with Go's poller, polled with a zero timeout,
+// and an idle loop parks like any goroutine. That costs a second
+// epoll_pwait per wake (the runtime's, on its descriptor that holds ours),
+// a netpoller thread woken for readiness and sysmon put to deep sleep at
+// every park and woken by the next: measured 16–17 µs of the gateway's
+// CPU per denial against 12–14 µs blocking (RejectionVsNginx, where the
+// profile had 17 % in context switches and 9 % in sysmon). kvstore's RESP
+// loop waits the same way.
 func (l *loop) newWaiter() (wait func(events []unix.EpollEvent, block bool) (int, error), closeFn func(), err error) {
-	if l.blocking {
+	if l.ls.n < runtime.GOMAXPROCS(0) {
 		wait = func(events []unix.EpollEvent, block bool) (int, error) {
 			timeout := 0
 			if block {

@@ -380,11 +380,10 @@ func TestGateway_SuiteWithGoroutinePerConn(t *testing.T) {
 const onePEnv = "GATEWAY_TEST_ONE_P"
 
 // The loops wait in one of two ways (newWaiter): blocking in epoll_wait
-// (the first GOMAXPROCS/2 loops) or parked on Go's poller (the others).
-// With two or more Ps the suite's connections are dealt to loops of both
-// kinds in turn; with GOMAXPROCS=1 (a one-CPU container) there is a single
-// loop, on the poller. The loop tests run again that way, in a child
-// process: pipelines, handoffs, slow readers, idle cuts.
+// while the runtime keeps an idle P (the default on two or more CPUs, the
+// way the rest of this suite runs), parked on Go's poller otherwise. The
+// loop tests run again with GOMAXPROCS=1, in a child process, so the
+// second way is proved too: pipelines, handoffs, slow readers, idle cuts.
 func TestLoop_SuiteWithOnePWaitsInGosPoller(t *testing.T) {
 	if os.Getenv(onePEnv) != "" || os.Getenv(goroutineModeEnv) != "" {
 		t.Skip("this is the run with one P")
