@@ -66,6 +66,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devkit-go/devkit/ratelimit/internal/epollwait"
 )
 
 const (
@@ -452,63 +454,15 @@ func (l *loop) run() {
 	}
 }
 
-// newWaiter returns how the loop waits for events (with block false it
-// does not wait for any), and how that is undone (closing the epoll
-// descriptor).
-//
-// Where the runtime keeps an idle P (fewer loops than GOMAXPROCS, the
-// default), the loop blocks in epoll_wait itself, as nginx's workers do:
-// one system call per wake, and the thread keeps its P meanwhile (sysmon
-// leaves a P in a system call alone while another is idle). Otherwise a
-// loop blocked in a system call would hold a P that other goroutines need
-// (the front's, the checks on Redis) until sysmon retook it, so the epoll
-// descriptor is registered with Go's poller, polled with a zero timeout,
-// and an idle loop parks like any goroutine. That costs a second
-// epoll_pwait per wake (the runtime's, on its descriptor that holds ours),
-// a netpoller thread woken for readiness and sysmon put to deep sleep at
-// every park and woken by the next: measured 16–17 µs of the gateway's
-// CPU per denial against 12–14 µs blocking (RejectionVsNginx, where the
-// profile had 17 % in context switches and 9 % in sysmon). kvstore's RESP
-// loop waits the same way.
-func (l *loop) newWaiter() (wait func(events []unix.EpollEvent, block bool) (int, error), closeFn func(), err error) {
-	if l.ls.n < runtime.GOMAXPROCS(0) {
-		wait = func(events []unix.EpollEvent, block bool) (int, error) {
-			timeout := 0
-			if block {
-				timeout = -1
-			}
-			n, err := unix.EpollWait(l.epfd, events, timeout)
-			if errors.Is(err, unix.EINTR) {
-				return 0, nil
-			}
-			return n, err
-		}
-		return wait, func() { unix.Close(l.epfd) }, nil
-	}
-	if err := unix.SetNonblock(l.epfd, true); err != nil {
-		return nil, nil, err
-	}
-	ep := os.NewFile(uintptr(l.epfd), "epoll")
-	rc, err := ep.SyscallConn()
-	if err != nil {
-		ep.Close()
-		return nil, nil, err
-	}
-	wait = func(events []unix.EpollEvent, block bool) (int, error) {
-		var n int
-		var werr error
-		if err := rc.Read(func(uintptr) bool {
-			n, werr = unix.EpollWait(l.epfd, events, 0)
-			return n > 0 || !block || (werr != nil && !errors.Is(werr, unix.EINTR))
-		}); err != nil {
-			return 0, err
-		}
-		if errors.Is(werr, unix.EINTR) {
-			return 0, nil
-		}
-		return n, werr
-	}
-	return wait, func() { ep.Close() }, nil
+// newWaiter is how the loop waits for events (epollwait.New): where the
+// runtime keeps an idle P (fewer loops than GOMAXPROCS, the default) it
+// blocks in epoll_wait itself, as nginx's workers do; otherwise its epoll
+// descriptor is in Go's poller. Measured: 16–17 µs of the gateway's CPU
+// per denial parked on the poller against 12–14 µs blocking
+// (RejectionVsNginx, where the profile had 17 % in context switches and
+// 9 % in sysmon). kvstore's RESP loop waits the same way.
+func (l *loop) newWaiter() (epollwait.Wait, func(), error) {
+	return epollwait.New(l.epfd, l.ls.n < runtime.GOMAXPROCS(0))
 }
 
 // loopYieldAfter is how long a loop runs between two yields to the

@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"syscall"
@@ -38,6 +37,7 @@ import (
 
 	"github.com/devkit-go/devkit/kvstore"
 
+	"github.com/devkit-go/devkit/kvstore/internal/epollwait"
 	"github.com/devkit-go/devkit/kvstore/server/internal/connserver"
 )
 
@@ -333,9 +333,7 @@ func (l *loop) run() {
 	}
 }
 
-// newWaiter returns how the loop waits for events, and how that is undone
-// (closing the epoll descriptor). wait returns the ready events; with
-// block false it does not wait for any.
+// newWaiter is how the loop waits for events (epollwait.New).
 //
 // Where the runtime keeps an idle P (fewer loops than GOMAXPROCS, the
 // default), the loop blocks in epoll_wait itself, as Redis's loop does:
@@ -349,45 +347,8 @@ func (l *loop) run() {
 // woken for every readable socket and sysmon put to deep sleep at every
 // park and woken again by the next system call: 1–2 µs of CPU per request
 // more (see docs/kvstore-server.md), which is why it is not the default.
-func (l *loop) newWaiter() (wait func(events []unix.EpollEvent, block bool) (int, error), closeFn func(), err error) {
-	if len(l.ls.loops) < runtime.GOMAXPROCS(0) {
-		wait = func(events []unix.EpollEvent, block bool) (int, error) {
-			timeout := 0
-			if block {
-				timeout = -1
-			}
-			n, err := unix.EpollWait(l.epfd, events, timeout)
-			if errors.Is(err, unix.EINTR) {
-				return 0, nil
-			}
-			return n, err
-		}
-		return wait, func() { unix.Close(l.epfd) }, nil
-	}
-	if err := unix.SetNonblock(l.epfd, true); err != nil {
-		return nil, nil, err
-	}
-	ep := os.NewFile(uintptr(l.epfd), "epoll")
-	rc, err := ep.SyscallConn()
-	if err != nil {
-		ep.Close()
-		return nil, nil, err
-	}
-	wait = func(events []unix.EpollEvent, block bool) (int, error) {
-		var n int
-		var werr error
-		if err := rc.Read(func(uintptr) bool {
-			n, werr = unix.EpollWait(l.epfd, events, 0)
-			return n > 0 || !block || (werr != nil && !errors.Is(werr, unix.EINTR))
-		}); err != nil {
-			return 0, err
-		}
-		if errors.Is(werr, unix.EINTR) {
-			return 0, nil
-		}
-		return n, werr
-	}
-	return wait, func() { ep.Close() }, nil
+func (l *loop) newWaiter() (epollwait.Wait, func(), error) {
+	return epollwait.New(l.epfd, len(l.ls.loops) < runtime.GOMAXPROCS(0))
 }
 
 // yieldAfter is how long a loop runs between two yields to the scheduler.

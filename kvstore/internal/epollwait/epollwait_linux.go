@@ -1,0 +1,75 @@
+// Package epollwait is how an event loop waits on its epoll descriptor.
+package epollwait
+
+// This file is a deliberate copy: the gateway's client loops (ratelimit)
+// and the RESP server's loops (kvstore) wait the same way, while the
+// modules never import each other. Its copies
+// (ratelimit/internal/epollwait, kvstore/internal/epollwait) are kept
+// identical below the package clause by tools/copies.
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Wait returns the ready events of the descriptor in events; with block
+// false it does not wait for any. An interrupted wait returns no events.
+type Wait func(events []unix.EpollEvent, block bool) (int, error)
+
+// New returns how a loop waits on epfd, and how that is undone (closing
+// epfd).
+//
+// With direct, the loop blocks in epoll_wait itself: one system call per
+// wake, and its thread keeps its P meanwhile. That is for a loop that
+// leaves the runtime an idle P (sysmon leaves a P in a system call alone
+// while another is idle); were every P held by a loop blocked in a system
+// call, other goroutines would wait for sysmon to retake one.
+//
+// Otherwise epfd is registered with Go's poller, polled with a zero
+// timeout, and the loop parks like any goroutine while nothing is ready:
+// a P is never held by a loop with nothing to do, at the cost of a second
+// epoll_pwait per wake (the runtime's, on its descriptor that holds
+// epfd), a netpoller thread woken for readiness, and sysmon put to deep
+// sleep at every park and woken by the next system call.
+func New(epfd int, direct bool) (wait Wait, closeFn func(), err error) {
+	if direct {
+		wait = func(events []unix.EpollEvent, block bool) (int, error) {
+			timeout := 0
+			if block {
+				timeout = -1
+			}
+			n, err := unix.EpollWait(epfd, events, timeout)
+			if errors.Is(err, unix.EINTR) {
+				return 0, nil
+			}
+			return n, err
+		}
+		return wait, func() { unix.Close(epfd) }, nil
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		return nil, nil, err
+	}
+	ep := os.NewFile(uintptr(epfd), "epoll")
+	rc, err := ep.SyscallConn()
+	if err != nil {
+		ep.Close()
+		return nil, nil, err
+	}
+	wait = func(events []unix.EpollEvent, block bool) (int, error) {
+		var n int
+		var werr error
+		if err := rc.Read(func(uintptr) bool {
+			n, werr = unix.EpollWait(epfd, events, 0)
+			return n > 0 || !block || (werr != nil && !errors.Is(werr, unix.EINTR))
+		}); err != nil {
+			return 0, err
+		}
+		if errors.Is(werr, unix.EINTR) {
+			return 0, nil
+		}
+		return n, werr
+	}
+	return wait, func() { ep.Close() }, nil
+}
