@@ -182,6 +182,19 @@ func processStateCPU(ps *os.ProcessState) float64 {
 	return (ps.UserTime() + ps.SystemTime()).Seconds()
 }
 
+// requireWrk returns wrk's path; without it the benchmark skips (fails
+// under CI=true).
+func requireWrk(b *testing.B) string {
+	bin, err := exec.LookPath("wrk")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			b.Fatal("wrk not found (apt-get install wrk); CI=true: the peer benchmark must run")
+		}
+		b.Skip("wrk not found: the load generator is missing (apt-get install wrk)")
+	}
+	return bin
+}
+
 // wrkSlice is a wrk turn: wrk counts its duration in whole seconds.
 const wrkSlice = time.Second
 
@@ -192,13 +205,7 @@ const wrkSlice = time.Second
 // be a want (wrk counts the answers outside 2xx and 3xx; want is a 429).
 func driveWrk(threads int) driver {
 	return func(b *testing.B, target string, want int) (float64, float64, float64) {
-		bin, err := exec.LookPath("wrk")
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				b.Fatal("wrk not found (apt-get install wrk); CI=true: the peer benchmark must run")
-			}
-			b.Skip("wrk not found: the load generator is missing (apt-get install wrk)")
-		}
+		bin := requireWrk(b)
 		if want < 400 {
 			b.Fatalf("driveWrk checks only that every answer is an error, want %d", want)
 		}
@@ -356,26 +363,15 @@ func BenchmarkGateway_PassThrough(b *testing.B) {
 // BenchmarkGateway_RejectionVsNginx: every request over the limit, the
 // gateway's 429 against nginx limit_req's 429 (both in front of the same
 // upstream, which neither reaches).
-func BenchmarkGateway_RejectionVsNginx(b *testing.B) {
-	up := upstreamServer(b)
-	nginx, pid := startNginx(b, up.URL, "")
-	gw := benchGateway(b, up.URL, closedPolicy)
-	client := benchClient()
-	for _, u := range []string{"http://" + gw.Addr() + "/x", nginx + "/x"} { // spend the one allowed request of each
-		if resp, err := client.Get(u); err == nil {
-			resp.Body.Close()
-		}
-	}
-	compare(b, "nginx", "http://"+gw.Addr()+"/x", nginx+"/x", 429, pid)
-}
+func BenchmarkGateway_RejectionVsNginx(b *testing.B) { rejectionVsNginx(b, driveProcess) }
 
 // BenchmarkGateway_RejectionVsNginxWrk is RejectionVsNginx with wrk as the
 // load: one thread (Wrk1), which leaves a core to the servers, and two
 // (Wrk2), a flood that wants both cores. wrk's turns are whole seconds.
-func BenchmarkGateway_RejectionVsNginxWrk1(b *testing.B) { rejectionVsNginxWrk(b, 1) }
-func BenchmarkGateway_RejectionVsNginxWrk2(b *testing.B) { rejectionVsNginxWrk(b, 2) }
+func BenchmarkGateway_RejectionVsNginxWrk1(b *testing.B) { rejectionVsNginx(b, driveWrk(1)) }
+func BenchmarkGateway_RejectionVsNginxWrk2(b *testing.B) { rejectionVsNginx(b, driveWrk(2)) }
 
-func rejectionVsNginxWrk(b *testing.B, threads int) {
+func rejectionVsNginx(b *testing.B, drive driver) {
 	up := upstreamServer(b)
 	nginx, pid := startNginx(b, up.URL, "")
 	gw := benchGateway(b, up.URL, closedPolicy)
@@ -385,7 +381,7 @@ func rejectionVsNginxWrk(b *testing.B, threads int) {
 			resp.Body.Close()
 		}
 	}
-	compareWith(b, driveWrk(threads), "nginx", "http://"+gw.Addr()+"/x", nginx+"/x", 429, pid)
+	compareWith(b, drive, "nginx", "http://"+gw.Addr()+"/x", nginx+"/x", 429, pid)
 }
 
 // BenchmarkGateway_RejectionVsNginxSameResponse is RejectionVsNginx with
@@ -668,13 +664,7 @@ const floodPolicy = "rules:\n" +
 // (0.58 and 0.93×) with one loop per two Ps: why the loops are one per two
 // Ps, though the flood then has one core of two.
 func BenchmarkGateway_AllowedLatencyUnderFlood(b *testing.B) {
-	wrk, err := exec.LookPath("wrk")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			b.Fatal("wrk not found (apt-get install wrk); CI=true: the peer benchmark must run")
-		}
-		b.Skip("wrk not found: the flood is missing (apt-get install wrk)")
-	}
+	wrk := requireWrk(b)
 	up := processUpstream(b)
 	nginx, _ := startNginx(b, up, "  }\n  location /ok {\n    proxy_http_version 1.1;\n    proxy_set_header Connection \"\";\n    proxy_pass http://api;\n")
 	gw := benchGateway(b, up, floodPolicy)
