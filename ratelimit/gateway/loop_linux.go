@@ -370,9 +370,8 @@ func (l *loop) run() {
 	defer unix.Close(l.wakefd)
 	defer func() { unix.Close(l.reserve) }()
 	log := l.f.log
-	wait, closeWait, err := l.newWaiter()
+	wait, closeWait, err := l.newWaiter() // owns epfd, closed on an error
 	if err != nil {
-		unix.Close(l.epfd)
 		log.Error("gateway: event loop: epoll descriptor", "err", err)
 		l.mu.Lock()
 		l.ended = true

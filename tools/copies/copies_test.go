@@ -46,6 +46,10 @@ var copySets = map[string][]string{
 		"ratelimit/internal/epollwait/epollwait_linux.go",
 		"kvstore/internal/epollwait/epollwait_linux.go",
 	},
+	"epoll wait test (linux)": {
+		"ratelimit/internal/epollwait/epollwait_linux_test.go",
+		"kvstore/internal/epollwait/epollwait_linux_test.go",
+	},
 	"lock contention (windows)": {
 		"kvstore/internal/dirlock/trylock_windows.go",
 		"supervisor/internal/lockfile/trylock_windows.go",

@@ -256,9 +256,8 @@ func (ls *eventLoops) stop() {
 func (l *loop) run() {
 	defer l.ls.wg.Done()
 	defer unix.Close(l.wakefd)
-	wait, closeWait, err := l.newWaiter()
+	wait, closeWait, err := l.newWaiter() // owns epfd, closed on an error
 	if err != nil {
-		unix.Close(l.epfd)
 		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
 		return
 	}

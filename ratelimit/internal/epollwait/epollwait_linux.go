@@ -19,7 +19,7 @@ import (
 type Wait func(events []unix.EpollEvent, block bool) (int, error)
 
 // New returns how a loop waits on epfd, and how that is undone (closing
-// epfd).
+// epfd). New owns epfd from the call on: on an error it has closed it.
 //
 // With direct, the loop blocks in epoll_wait itself: one system call per
 // wake, and its thread keeps its P meanwhile. That is for a loop that
@@ -49,12 +49,13 @@ func New(epfd int, direct bool) (wait Wait, closeFn func(), err error) {
 		return wait, func() { unix.Close(epfd) }, nil
 	}
 	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
 		return nil, nil, err
 	}
 	ep := os.NewFile(uintptr(epfd), "epoll")
 	rc, err := ep.SyscallConn()
 	if err != nil {
-		ep.Close()
+		ep.Close() // closes epfd
 		return nil, nil, err
 	}
 	wait = func(events []unix.EpollEvent, block bool) (int, error) {
