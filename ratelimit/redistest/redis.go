@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -43,6 +44,19 @@ type Server struct {
 	Addr string
 	cmd  *exec.Cmd
 	dir  string
+	log  string        // its log file
+	done chan struct{} // closed when the process has exited
+}
+
+// start runs cmd as the server at addr, logging to logFile.
+func start(t testing.TB, cmd *exec.Cmd, addr, dir, logFile string) *Server {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	s := &Server{Addr: addr, cmd: cmd, dir: dir, log: logFile, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	return s
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -65,21 +79,24 @@ func StartRedis(t testing.TB) *Server {
 
 func startServer(t testing.TB, dir string, extra ...string) *Server {
 	t.Helper()
+	return startServerOn(t, FreePort, dir, extra...)
+}
+
+// startServerOn is startServer with ports from pick.
+func startServerOn(t testing.TB, pick func(testing.TB) int, dir string, extra ...string) *Server {
+	t.Helper()
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken between probe and bind
-		port := FreePort(t)
+		port := pick(t)
+		logFile := filepath.Join(dir, fmt.Sprintf("redis-%d.log", port))
 		args := append([]string{
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 			"--save", "", "--appendonly", "no", "--protected-mode", "no",
 			// DEBUG SLEEP makes a slow server on demand (local clients only).
 			"--enable-debug-command", "local",
-			"--logfile", filepath.Join(dir, fmt.Sprintf("redis-%d.log", port)),
+			"--logfile", logFile,
 		}, extra...)
-		cmd := exec.Command("redis-server", args...)
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start redis-server: %v", err)
-		}
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir}
+		s := start(t, exec.Command("redis-server", args...), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir, logFile)
 		if lastErr = s.waitReady(5 * time.Second); lastErr == nil {
 			t.Cleanup(s.Stop)
 			return s
@@ -90,9 +107,17 @@ func startServer(t testing.TB, dir string, extra ...string) *Server {
 	return nil
 }
 
+// waitReady waits until s answers PING, for at most timeout; a server that
+// exits meanwhile (a port taken, a bad option) ends the wait at once, with
+// the end of its log.
 func (s *Server) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
+		select {
+		case <-s.done:
+			return fmt.Errorf("redis-server on %s exited: %s", s.Addr, logTail(s.log))
+		default:
+		}
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 		err := c.Ping(context.Background()).Err()
 		c.Close()
@@ -106,13 +131,50 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	}
 }
 
+// logTail is the last lines of a log file, for an error message.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-3):], " | ")
+}
+
 // Stop kills the server and waits for it. It may be called more than once.
 func (s *Server) Stop() {
-	if s.cmd.Process == nil || s.cmd.ProcessState != nil {
+	select {
+	case <-s.done:
 		return
+	default:
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.done
+}
+
+// clusterPort returns a port p for a cluster node whose bus port, p+10000,
+// is a port too (Redis refuses a node above 55535, and FreePort's ports
+// reach 60999), with both free a moment ago. Both lie below the kernel's
+// ephemeral range (32768–60999 by default), so an outgoing connection of
+// another test cannot take either as its source port meanwhile.
+func clusterPort(t testing.TB) int {
+	t.Helper()
+	for range 200 {
+		p := 20000 + rand.IntN(2768) // bus 30000–32767
+		a, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		bus, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000)))
+		a.Close()
+		if err != nil {
+			continue
+		}
+		bus.Close()
+		return p
+	}
+	t.Fatal("no free pair of ports (p, p+10000) for a cluster node in 20000–32767")
+	return 0
 }
 
 // Client returns a client of s closed at cleanup.
@@ -146,7 +208,7 @@ func StartCluster(t testing.TB) *Cluster {
 		// Without full coverage required, the healthy masters keep serving
 		// their slots when one master is down (what a deployment that wants
 		// partial availability sets).
-		s := startServer(t, nodeDir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		s := startServerOn(t, clusterPort, nodeDir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "no")
 		c.servers = append(c.servers, s)
 		c.Addrs = append(c.Addrs, s.Addr)
@@ -241,11 +303,9 @@ func StartSentinel(t testing.TB, master *Server) string {
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("redis-server", conf, "--sentinel", "--logfile", filepath.Join(dir, "sentinel.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sentinel: %v", err)
-	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir}
+	logFile := filepath.Join(dir, "sentinel.log")
+	s := start(t, exec.Command("redis-server", conf, "--sentinel", "--logfile", logFile),
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir, logFile)
 	t.Cleanup(s.Stop)
 	if err := s.waitReady(5 * time.Second); err != nil {
 		t.Fatalf("sentinel did not start: %v", err)
