@@ -228,20 +228,9 @@ func (ls *eventLoops) start() error {
 }
 
 func (ls *eventLoops) newLoop() (*loop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	epfd, wakefd, err := epollwait.Open()
 	if err != nil {
-		return nil, fmt.Errorf("epoll_create1: %w", err)
-	}
-	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		unix.Close(epfd)
-		return nil, fmt.Errorf("eventfd: %w", err)
-	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
-		unix.Close(epfd)
-		unix.Close(wakefd)
-		return nil, fmt.Errorf("epoll_ctl: %w", err)
+		return nil, err
 	}
 	f := ls.f
 	tick := time.Second
@@ -359,8 +348,7 @@ func (l *loop) post(f func()) (ended bool) {
 	l.woken = true
 	l.mu.Unlock()
 	if wake {
-		one := [8]byte{1}
-		_, _ = unix.Write(l.wakefd, one[:])
+		epollwait.Wake(l.wakefd)
 	}
 	return false
 }
@@ -380,21 +368,7 @@ func (l *loop) run() {
 		return
 	}
 	defer closeWait()
-	ticker := time.NewTicker(l.tick)
-	done := make(chan struct{})
-	defer func() { ticker.Stop(); close(done) }()
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-ticker.C:
-				if l.post(func() { l.tickDue = true }) {
-					return
-				}
-			}
-		}
-	}()
+	defer epollwait.Tick(l.tick, func() bool { return l.post(func() { l.tickDue = true }) })()
 	events := make([]unix.EpollEvent, 256)
 	touched := make([]*evConn, 0, 256)
 	yielded := time.Now()
@@ -436,8 +410,7 @@ func (l *loop) run() {
 			touched = append(touched, lc)
 		}
 		if woken {
-			var buf [8]byte
-			_, _ = unix.Read(l.wakefd, buf[:])
+			epollwait.Drain(l.wakefd)
 			if l.takeWork(&touched) {
 				return
 			}

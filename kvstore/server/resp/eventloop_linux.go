@@ -141,19 +141,8 @@ func (ls *eventLoops) start() error {
 }
 
 func (ls *eventLoops) newLoop() (*loop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	epfd, wakefd, err := epollwait.Open()
 	if err != nil {
-		return nil, err
-	}
-	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		unix.Close(epfd)
-		return nil, err
-	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
-		unix.Close(epfd)
-		unix.Close(wakefd)
 		return nil, err
 	}
 	l := &loop{ls: ls, s: ls.s, epfd: epfd, wakefd: wakefd, conns: map[int]*elConn{}, tick: tickFor(ls.s.opts),
@@ -235,8 +224,7 @@ func (l *loop) post(f func()) (ended bool) {
 	l.woken = true
 	l.mu.Unlock()
 	if wake {
-		var one = [8]byte{1}
-		_, _ = unix.Write(l.wakefd, one[:])
+		epollwait.Wake(l.wakefd)
 	}
 	return false
 }
@@ -262,22 +250,7 @@ func (l *loop) run() {
 		return
 	}
 	defer closeWait()
-	ticker := time.NewTicker(l.tick)
-	done := make(chan struct{})
-	defer func() { ticker.Stop(); close(done) }()
-	go func() {
-		// The timeouts are checked on the loop's goroutine, woken by a tick.
-		for {
-			select {
-			case <-done:
-				return
-			case <-ticker.C:
-				if l.post(func() { l.tickDue = true }) {
-					return
-				}
-			}
-		}
-	}()
+	defer epollwait.Tick(l.tick, func() bool { return l.post(func() { l.tickDue = true }) })()
 	events := make([]unix.EpollEvent, 256)
 	touched := make([]*elConn, 0, 256)
 	for {
@@ -313,8 +286,7 @@ func (l *loop) run() {
 			touched = append(touched, c)
 		}
 		if woken {
-			var buf [8]byte
-			_, _ = unix.Read(l.wakefd, buf[:])
+			epollwait.Drain(l.wakefd)
 			if l.takeWork(&touched) {
 				return
 			}

@@ -9,10 +9,68 @@ package epollwait
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// Open creates an event loop's epoll descriptor with an eventfd, wakefd,
+// registered in it for reading: other goroutines wake the loop's wait
+// with Wake, and the loop, seeing wakefd ready, reads it back with Drain.
+func Open() (epfd, wakefd int, err error) {
+	epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return -1, -1, fmt.Errorf("epoll_create1: %w", err)
+	}
+	wakefd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return -1, -1, fmt.Errorf("eventfd: %w", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(wakefd)
+		return -1, -1, fmt.Errorf("epoll_ctl: %w", err)
+	}
+	return epfd, wakefd, nil
+}
+
+// Wake makes wakefd ready, ending the wait of the loop that watches it.
+func Wake(wakefd int) {
+	one := [8]byte{1}
+	_, _ = unix.Write(wakefd, one[:])
+}
+
+// Drain reads wakefd back, so that it is ready again only after the next
+// Wake.
+func Drain(wakefd int) {
+	var buf [8]byte
+	_, _ = unix.Read(wakefd, buf[:])
+}
+
+// Tick calls post every d, on a goroutine of its own, until post reports
+// that the loop has ended or stop is called: a loop's timeouts are
+// checked on its own goroutine, woken by a tick.
+func Tick(d time.Duration, post func() (ended bool)) (stop func()) {
+	ticker := time.NewTicker(d)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+				if post() {
+					return
+				}
+			}
+		}
+	}()
+	return func() { ticker.Stop(); close(done) }
+}
 
 // Wait returns the ready events of the descriptor in events; with block
 // false it does not wait for any. An interrupted wait returns no events.
