@@ -371,13 +371,15 @@ func (l *loop) run() {
 	defer epollwait.Tick(l.tick, func() bool { return l.post(func() { l.tickDue = true }) })()
 	events := make([]unix.EpollEvent, 256)
 	touched := make([]*evConn, 0, 256)
-	yielded := time.Now()
+	now := time.Now() // read once per pass
+	yielded := now
 	for {
-		if now := time.Now(); now.Sub(yielded) >= loopYieldAfter {
+		if now.Sub(yielded) >= loopYieldAfter {
 			yielded = now
 			runtime.Gosched()
 		}
 		n, werr := wait(events, len(l.again) == 0)
+		now = time.Now()
 		if werr != nil {
 			log.Error("gateway: epoll_wait failed", "err", werr)
 			time.Sleep(l.tick)
@@ -415,13 +417,12 @@ func (l *loop) run() {
 				return
 			}
 		}
-		now := time.Now()
 		for _, lc := range touched {
 			l.service(lc, now)
 		}
 		if l.timeoutsDue {
 			l.timeoutsDue = false
-			l.checkTimeouts(time.Now())
+			l.checkTimeouts(now)
 		}
 	}
 }
