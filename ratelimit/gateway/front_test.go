@@ -157,6 +157,22 @@ func TestFront_OversizedHeadIs431(t *testing.T) {
 	}
 }
 
+// trickleUntilCut sends head a byte every 20 ms (well within any idle
+// timeout), for at most 5 s, and reports whether the gateway cut the
+// connection meanwhile or within a second after.
+func trickleUntilCut(conn net.Conn, head string) bool {
+	start := time.Now()
+	for i := 0; i < len(head) && time.Since(start) < 5*time.Second; i++ {
+		if _, err := conn.Write([]byte{head[i]}); err != nil {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	_, err := conn.Read(make([]byte, 1))
+	return err != nil && !isTimeout(err)
+}
+
 // A client that sends its head a byte at a time (slowloris) is cut off at
 // the header timeout, although every byte comes well within the idle
 // timeout, and never reaches the upstream.
@@ -165,20 +181,7 @@ func TestFront_SlowlorisCutAtHeaderTimeout(t *testing.T) {
 	conn := dialClient(t, srv.Addr())
 	head := "GET /a HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("a", 200)
 	start := time.Now()
-	cut := false
-	for i := 0; i < len(head) && time.Since(start) < 5*time.Second; i++ {
-		if _, err := conn.Write([]byte{head[i]}); err != nil {
-			cut = true
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !cut {
-		conn.SetReadDeadline(time.Now().Add(time.Second))
-		_, err := conn.Read(make([]byte, 1))
-		cut = err != nil && !isTimeout(err)
-	}
-	if !cut {
+	if !trickleUntilCut(conn, head) {
 		t.Fatalf("a head sent over %v was never cut off (header timeout 300ms)", time.Since(start).Round(time.Millisecond))
 	}
 	if seen := up.seen(); len(seen) != 0 {

@@ -363,13 +363,20 @@ func oddHeadsAgainstTheGoroutineFront(t *testing.T, newLimiter func(*testing.T) 
 // newRedisLimiter is a limiter on a redis-server of its own (a store
 // that may wait: the loops check on goroutines of their own).
 func newRedisLimiter(t *testing.T) *ratelimit.Limiter {
+	l, _ := redisLimiter(t, ratelimit.Options{Budget: 5 * time.Second})
+	return l
+}
+
+// redisLimiter is a limiter with opts on a redis-server of its own, and
+// that server (to slow it or stop it).
+func redisLimiter(t *testing.T, opts ratelimit.Options) (*ratelimit.Limiter, *redistest.Server) {
 	rs := redistest.StartRedis(t)
 	client, err := redisstore.NewClient(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	return ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 5 * time.Second})
+	return ratelimit.New(redisstore.New(client, redisstore.Options{}), opts), rs
 }
 
 // forEachModeAndStore runs f in both modes, with the in-process store
@@ -601,15 +608,19 @@ func TestLoopAttack_StopRacingTheFirstConnectionLeavesNoLoop(t *testing.T) {
 	}
 }
 
-// deniedBy is the number of requests the limiter denied under rule.
-func deniedBy(l *ratelimit.Limiter, rule string) int64 {
+// countersOf are the limiter's counters of rule (zero before its first
+// request).
+func countersOf(l *ratelimit.Limiter, rule string) ratelimit.RuleCounters {
 	for _, c := range l.Stats().Snapshot() {
 		if c.Rule == rule {
-			return c.Denied
+			return c
 		}
 	}
-	return 0
+	return ratelimit.RuleCounters{}
 }
+
+// deniedBy is the number of requests the limiter denied under rule.
+func deniedBy(l *ratelimit.Limiter, rule string) int64 { return countersOf(l, rule).Denied }
 
 // A client that pipelines denials as fast as it can, reading its answers
 // as fast as they come, must not hold up the other connections of its
@@ -781,14 +792,7 @@ func TestLoopAttack_PipelinerThatNeverReadsHoldsBoundedMemory(t *testing.T) {
 }
 
 // allowedBy is the number of requests the limiter allowed under rule.
-func allowedBy(l *ratelimit.Limiter, rule string) int64 {
-	for _, c := range l.Stats().Snapshot() {
-		if c.Rule == rule {
-			return c.Allowed
-		}
-	}
-	return 0
-}
+func allowedBy(l *ratelimit.Limiter, rule string) int64 { return countersOf(l, rule).Allowed }
 
 // The limiter's counters are what the clients were answered: every
 // denial answered is one denial counted, every request let through one
@@ -985,14 +989,7 @@ func TestLoopAttack_StoreDownAnsweredAsTheGoroutineFront(t *testing.T) {
 			var got [2]string
 			var seen [2][]string
 			for i, gpc := range []bool{false, true} {
-				rs := redistest.StartRedis(t)
-				client, err := redisstore.NewClient(rs.URL())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { client.Close() })
-				limiter := ratelimit.New(redisstore.New(client, redisstore.Options{}),
-					ratelimit.Options{Budget: 200 * time.Millisecond, Fail: fail})
+				limiter, rs := redisLimiter(t, ratelimit.Options{Budget: 200 * time.Millisecond, Fail: fail})
 				srv, up := startWireGateway(t, gpc, openTestPolicy, gateway.Config{Limiter: limiter})
 				rs.Stop()
 				answers, closed := rawExchange(t, srv.Addr(), "", raw, 10*time.Second)
@@ -1020,13 +1017,7 @@ func TestLoopAttack_StoreDownAnsweredAsTheGoroutineFront(t *testing.T) {
 // connections waiting on a check were not counted in flight.
 func TestLoopAttack_StopCuttingACheckInFlightReportsIt(t *testing.T) {
 	forEachMode(t, func(t *testing.T, gpc bool) {
-		rs := redistest.StartRedis(t)
-		client, err := redisstore.NewClient(rs.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close() })
-		limiter := ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 5 * time.Second})
+		limiter, rs := redisLimiter(t, ratelimit.Options{Budget: 5 * time.Second})
 		up := httptest.NewServer(&wireRecorder{})
 		defer up.Close()
 		srv, cancel, done := serveGateway(t, up.URL, gateway.Config{Limiter: limiter, GoroutinePerConn: gpc,

@@ -14,8 +14,6 @@ import (
 
 	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
-	"github.com/devkit-go/devkit/ratelimit/redisstore"
-	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
 // With a store that may wait (Redis), a loop runs each check on a
@@ -25,19 +23,14 @@ import (
 // handed over whole.
 func TestLoop_StoreChecksNeverHoldTheLoop(t *testing.T) {
 	forEachMode(t, func(t *testing.T, gpc bool) {
-		rs := redistest.StartRedis(t)
-		client, err := redisstore.NewClient(rs.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close() })
+		limiter, rs := redisLimiter(t, ratelimit.Options{Budget: 5 * time.Second})
 		up := &pathRecorder{}
 		upstream := httptest.NewServer(up)
 		t.Cleanup(upstream.Close)
 		// Only /limited is limited: /free needs no store at all.
 		srv := startGateway(t, upstream.URL, "rules:\n  - {name: limited, paths: [/limited], key: [ip], limits: [{limit: 1, window: 1h}]}\n",
 			gateway.Config{GoroutinePerConn: gpc, Logger: discardLogger(),
-				Limiter: ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 5 * time.Second})})
+				Limiter: limiter})
 		spend(t, srv.Addr())
 
 		conn := dialClient(t, srv.Addr())
@@ -61,6 +54,7 @@ func TestLoop_StoreChecksNeverHoldTheLoop(t *testing.T) {
 		// for a path that needs no check.
 		others := make([]net.Conn, 2*runtime.GOMAXPROCS(0)+1)
 		for i := range others {
+			var err error
 			if others[i], err = net.Dial("tcp", srv.Addr()); err != nil {
 				t.Fatal(err)
 			}

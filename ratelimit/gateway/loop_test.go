@@ -211,18 +211,7 @@ func TestLoop_SlowHeadAndIdleConnectionCut(t *testing.T) {
 		conn := dialClient(t, srv.Addr())
 		head := "GET /limited HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("a", 100)
 		start := time.Now()
-		cut := false
-		for i := 0; i < len(head) && !cut; i++ {
-			_, err := conn.Write([]byte{head[i]})
-			cut = err != nil
-			time.Sleep(20 * time.Millisecond) // well within the idle timeout
-		}
-		if !cut {
-			conn.SetReadDeadline(time.Now().Add(time.Second))
-			_, err := conn.Read(make([]byte, 1))
-			cut = err != nil && !isTimeout(err)
-		}
-		if !cut {
+		if !trickleUntilCut(conn, head) {
 			t.Fatalf("a head trickled for %v was not cut (header timeout 300ms)", time.Since(start).Round(time.Millisecond))
 		}
 		srv, _ = startFrontGateway(t, gateway.Config{GoroutinePerConn: gpc, ReadHeaderTimeout: time.Minute,
