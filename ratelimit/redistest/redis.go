@@ -43,18 +43,17 @@ func RequireBinaries(t testing.TB, names ...string) {
 type Server struct {
 	Addr string
 	cmd  *exec.Cmd
-	dir  string
 	log  string        // its log file
 	done chan struct{} // closed when the process has exited
 }
 
 // start runs cmd as the server at addr, logging to logFile.
-func start(t testing.TB, cmd *exec.Cmd, addr, dir, logFile string) *Server {
+func start(t testing.TB, cmd *exec.Cmd, addr, logFile string) *Server {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
-	s := &Server{Addr: addr, cmd: cmd, dir: dir, log: logFile, done: make(chan struct{})}
+	s := &Server{Addr: addr, cmd: cmd, log: logFile, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	return s
 }
@@ -74,16 +73,12 @@ func FreePort(t testing.TB) int {
 func StartRedis(t testing.TB) *Server {
 	t.Helper()
 	RequireBinaries(t, "redis-server")
-	return startServer(t, t.TempDir())
+	return startServer(t, FreePort, t.TempDir())
 }
 
-func startServer(t testing.TB, dir string, extra ...string) *Server {
-	t.Helper()
-	return startServerOn(t, FreePort, dir, extra...)
-}
-
-// startServerOn is startServer with ports from pick.
-func startServerOn(t testing.TB, pick func(testing.TB) int, dir string, extra ...string) *Server {
+// startServer starts a redis-server in dir on a port from pick, with the
+// extra arguments, and returns it once it answers.
+func startServer(t testing.TB, pick func(testing.TB) int, dir string, extra ...string) *Server {
 	t.Helper()
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken between probe and bind
@@ -96,7 +91,7 @@ func startServerOn(t testing.TB, pick func(testing.TB) int, dir string, extra ..
 			"--enable-debug-command", "local",
 			"--logfile", logFile,
 		}, extra...)
-		s := start(t, exec.Command("redis-server", args...), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir, logFile)
+		s := start(t, exec.Command("redis-server", args...), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logFile)
 		if lastErr = s.waitReady(5 * time.Second); lastErr == nil {
 			t.Cleanup(s.Stop)
 			return s
@@ -208,7 +203,7 @@ func StartCluster(t testing.TB) *Cluster {
 		// Without full coverage required, the healthy masters keep serving
 		// their slots when one master is down (what a deployment that wants
 		// partial availability sets).
-		s := startServerOn(t, clusterPort, nodeDir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		s := startServer(t, clusterPort, nodeDir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "no")
 		c.servers = append(c.servers, s)
 		c.Addrs = append(c.Addrs, s.Addr)
@@ -305,7 +300,7 @@ func StartSentinel(t testing.TB, master *Server) string {
 	}
 	logFile := filepath.Join(dir, "sentinel.log")
 	s := start(t, exec.Command("redis-server", conf, "--sentinel", "--logfile", logFile),
-		net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir, logFile)
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logFile)
 	t.Cleanup(s.Stop)
 	if err := s.waitReady(5 * time.Second); err != nil {
 		t.Fatalf("sentinel did not start: %v", err)

@@ -29,7 +29,7 @@ func TestWaitReady_AServerThatExitsIsReportedAtOnceWithItsLog(t *testing.T) {
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	s := start(t, exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--cluster-enabled", "yes", "--logfile", logFile), addr, dir, logFile)
+		"--cluster-enabled", "yes", "--logfile", logFile), addr, logFile)
 	defer s.Stop()
 	began := time.Now()
 	err := s.waitReady(20 * time.Second)
