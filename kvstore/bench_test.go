@@ -647,16 +647,10 @@ func BenchmarkSetAlwaysPreallocated(b *testing.B) {
 	b.StopTimer()
 	for i, db := range dbs {
 		st := db.Stats()
-		b.ReportMetric(median(rps[i]), names[i]+"-ops/s")
+		b.ReportMetric(medianOf(rps[i]), names[i]+"-ops/s")
 		if f := st.Fsyncs - before[i].Fsyncs; f > 0 {
 			b.ReportMetric(float64(st.Sets-before[i].Sets)/float64(f), names[i]+"-sets/fsync")
 		}
 	}
-	b.ReportMetric(median(rps[1])/median(rps[0]), "prealloc/append")
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
+	b.ReportMetric(medianOf(rps[1])/medianOf(rps[0]), "prealloc/append")
 }

@@ -403,11 +403,13 @@ func (db *DB) Close() error {
 
 	var err error
 	if db.failure() == nil {
-		if serr := db.seg.Sync(); serr != nil {
-			err = fmt.Errorf("kvstore: close: fdatasync %s: %w", db.seg.Path(), serr)
-		} else if terr := db.seg.TrimTail(); terr != nil {
+		if terr := db.seg.TrimTail(); terr != nil {
 			// Harmless to leave: the next open reads the zeros as the end.
 			db.opts.Logger.Warn("kvstore: close: cannot cut the log's zero tail", "file", db.seg.Path(), "err", terr)
+		}
+		// The records and the cut at once.
+		if serr := db.seg.Sync(); serr != nil {
+			err = fmt.Errorf("kvstore: close: fdatasync %s: %w", db.seg.Path(), serr)
 		}
 	}
 	if derr := db.prep.discard(); derr != nil {

@@ -123,10 +123,10 @@ func (g *group) ref(mu mutation, keyOff, keyLen, valOff, valLen int) {
 // ready (see prealloc.go). Called by the leader.
 func (db *DB) rotate() error {
 	old := db.seg
-	if err := old.Sync(); err != nil {
+	if err := old.TrimTail(); err != nil {
 		return err
 	}
-	if err := old.TrimTail(); err != nil {
+	if err := old.Sync(); err != nil { // the records and the cut at once
 		return err
 	}
 	w, err := db.newSegment(db.lastWritten + 1)

@@ -306,9 +306,10 @@ func (w *Writer) Rollback(size int64) error {
 	return err
 }
 
-// TrimTail cuts a zero tail off, durably, so the file ends at its last
-// record: done before a segment stops being the newest, since only the
-// newest may end in zeros.
+// TrimTail cuts a zero tail off, so the file ends at its last record:
+// done before a segment stops being the newest, since only the newest may
+// end in zeros. The next Sync makes the cut durable with the records
+// (fdatasync commits a changed size).
 func (w *Writer) TrimTail() error {
 	if w.extent == w.size {
 		return nil
@@ -317,7 +318,7 @@ func (w *Writer) TrimTail() error {
 		return err
 	}
 	w.extent = w.size
-	return w.f.Sync()
+	return nil
 }
 
 // Sync makes everything written so far durable.

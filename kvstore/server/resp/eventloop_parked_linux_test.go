@@ -67,23 +67,53 @@ func (d *heldDisk) waitEntered(t *testing.T) {
 // serveHeld serves db from one event loop whose syncs d holds.
 func serveHeld(t *testing.T, db *kvstore.DB, d *heldDisk) (*Server, net.Listener, chan error) {
 	t.Helper()
-	s := NewServer(db, Options{EventLoops: 1, IdleTimeout: -1, HandshakeTimeout: -1, WriteTimeout: -1,
-		Logger: servertest.Logger(t)})
+	s, ln, done := serveWithHook(t, db, Options{EventLoops: 1, IdleTimeout: -1, HandshakeTimeout: -1, WriteTimeout: -1,
+		Logger: servertest.Logger(t)}, d.hook)
+	t.Cleanup(d.letGo) // before the Shutdown of serveWithHook's cleanup
+	return s, ln, done
+}
+
+// serveWithHook serves db with o, the loops' beforeSync hook set to
+// beforeSync, and shuts the server down when the test ends.
+func serveWithHook(t *testing.T, db *kvstore.DB, o Options, beforeSync func()) (*Server, net.Listener, chan error) {
+	t.Helper()
+	s := NewServer(db, o)
 	if s.loops == nil {
 		t.Fatal("no event loops")
 	}
-	s.loops.beforeSync = d.hook
+	s.loops.beforeSync = beforeSync
 	ln := servertest.Listen(t)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
-		d.letGo()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = s.Shutdown(ctx)
 		<-done
 	})
 	return s, ln, done
+}
+
+// heldSet is a connection whose SET k=v1 is parked: its group waits at a
+// held disk (serveHeld) when parkHeldSet returns.
+type heldSet struct {
+	db   *kvstore.DB
+	s    *Server
+	done chan error
+	d    *heldDisk
+	c    *rawConn
+}
+
+func parkHeldSet(t *testing.T) heldSet {
+	t.Helper()
+	h := heldSet{db: servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways}), d: newHeldDisk()}
+	var ln net.Listener
+	h.s, ln, h.done = serveHeld(t, h.db, h.d)
+	h.c = dial(t, ln.Addr().String())
+	h.d.hold()
+	h.c.send(set("k", "v1"))
+	h.d.waitEntered(t)
+	return h
 }
 
 type rawConn struct {
@@ -143,13 +173,8 @@ func get(key string) string { return fmt.Sprintf("*2\r\n$3\r\nGET\r\n$%d\r\n%s\r
 // included, so its replies stay in request order: a GET pipelined after
 // its SET is not answered before the SET.
 func TestEventLoop_ParkedRepliesKeepTheirOrderOverLaterReads(t *testing.T) {
-	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
-	d := newHeldDisk()
-	_, ln, _ := serveHeld(t, db, d)
-	c := dial(t, ln.Addr().String())
-	d.hold()
-	c.send(set("k", "v1"))
-	d.waitEntered(t)
+	h := parkHeldSet(t)
+	d, c := h.d, h.c
 	c.send(get("k") + "PING\r\n")
 	c.nothingWithin("a later reply before the parked SET's", 100*time.Millisecond)
 	d.letGo()
@@ -165,13 +190,8 @@ func TestEventLoop_ParkedRepliesKeepTheirOrderOverLaterReads(t *testing.T) {
 // that would then get the old connection's replies): the client sees its
 // reply, then the close, never the close first.
 func TestEventLoop_ShutdownWaitsForAPendingSyncAndKeepsTheDescriptor(t *testing.T) {
-	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
-	d := newHeldDisk()
-	s, ln, done := serveHeld(t, db, d)
-	c := dial(t, ln.Addr().String())
-	d.hold()
-	c.send(set("k", "v1"))
-	d.waitEntered(t)
+	h := parkHeldSet(t)
+	db, s, done, d, c := h.db, h.s, h.done, h.d, h.c
 
 	shut := make(chan error, 1)
 	go func() {
@@ -262,20 +282,8 @@ func TestGatherWait_OnlyOnASlowDisk(t *testing.T) {
 // than the half of the clients each fsync gets without gathering.
 func TestEventLoop_ASlowDiskGathersTheWritersIntoOneGroup(t *testing.T) {
 	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
-	s := NewServer(db, Options{EventLoops: 1, Logger: servertest.Logger(t)})
-	if s.loops == nil {
-		t.Fatal("no event loops")
-	}
-	s.loops.beforeSync = func() { time.Sleep(2 * time.Millisecond) }
-	ln := servertest.Listen(t)
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-		<-done
-	})
+	_, ln, _ := serveWithHook(t, db, Options{EventLoops: 1, Logger: servertest.Logger(t)},
+		func() { time.Sleep(2 * time.Millisecond) })
 	const clients, sets = 16, 60
 	conns := make([]*rawConn, clients)
 	for i := range conns {
