@@ -28,8 +28,6 @@ import (
 
 	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
-	"github.com/devkit-go/devkit/ratelimit/redisstore"
-	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
 // wireRecorder is an upstream that keeps what reached it, request by
@@ -358,25 +356,6 @@ func oddHeadsAgainstTheGoroutineFront(t *testing.T, newLimiter func(*testing.T) 
 			}
 		}
 	}
-}
-
-// newRedisLimiter is a limiter on a redis-server of its own (a store
-// that may wait: the loops check on goroutines of their own).
-func newRedisLimiter(t *testing.T) *ratelimit.Limiter {
-	l, _ := redisLimiter(t, ratelimit.Options{Budget: 5 * time.Second})
-	return l
-}
-
-// redisLimiter is a limiter with opts on a redis-server of its own, and
-// that server (to slow it or stop it).
-func redisLimiter(t *testing.T, opts ratelimit.Options) (*ratelimit.Limiter, *redistest.Server) {
-	rs := redistest.StartRedis(t)
-	client, err := redisstore.NewClient(rs.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	return ratelimit.New(redisstore.New(client, redisstore.Options{}), opts), rs
 }
 
 // forEachModeAndStore runs f in both modes, with the in-process store

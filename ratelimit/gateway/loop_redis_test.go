@@ -14,7 +14,28 @@ import (
 
 	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
+	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
+
+// newRedisLimiter is a limiter on a redis-server of its own (a store
+// that may wait: the loops check on goroutines of their own).
+func newRedisLimiter(t *testing.T) *ratelimit.Limiter {
+	l, _ := redisLimiter(t, ratelimit.Options{Budget: 5 * time.Second})
+	return l
+}
+
+// redisLimiter is a limiter with opts on a redis-server of its own, and
+// that server (to slow it or stop it).
+func redisLimiter(t *testing.T, opts ratelimit.Options) (*ratelimit.Limiter, *redistest.Server) {
+	rs := redistest.StartRedis(t)
+	client, err := redisstore.NewClient(rs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return ratelimit.New(redisstore.New(client, redisstore.Options{}), opts), rs
+}
 
 // With a store that may wait (Redis), a loop runs each check on a
 // goroutine of its own: a check held up by the store holds up its own
