@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,8 +66,15 @@ func startFrontGateway(t *testing.T, cfg gateway.Config) (*gateway.Server, *path
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger()
 	}
+	if n, err := strconv.Atoi(os.Getenv(loopsEnv)); err == nil && cfg.Loops == 0 {
+		cfg.Loops = n
+	}
 	return startGateway(t, upstream.URL, openTestPolicy, cfg), up
 }
+
+// loopsEnv, set in the environment of this test binary, is the loops'
+// count of every gateway startFrontGateway starts (Config.Loops).
+const loopsEnv = "GATEWAY_TEST_LOOPS"
 
 // exchange writes raw to the gateway and reads every answer until the
 // gateway closes the connection (or 3 s pass): the status codes in order.

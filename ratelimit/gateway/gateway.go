@@ -88,6 +88,15 @@ type Config struct {
 	// goroutine when it needs more (a request let through, a body, an
 	// Upgrade, anything unusual); see loop_linux.go.
 	GoroutinePerConn bool
+	// Loops is the number of event loops (Linux). 0 is one per P
+	// (GOMAXPROCS when the first client connects), as nginx's
+	// worker_processes auto: a flood of denials has every core. While the
+	// loops run, GOMAXPROCS is one more than it was, and it is set back
+	// when the last gateway's loops stop: each loop keeps its P (blocked
+	// in epoll_wait when idle), and the extra one runs the goroutines
+	// (requests let through, checks on a remote store) while every loop is
+	// busy. More loops than Ps wait on Go's poller instead.
+	Loops int
 }
 
 // Server is the gateway: a client listener and, optionally, an admin one.
@@ -118,6 +127,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Policy == nil || cfg.Limiter == nil {
 		return nil, errors.New("gateway: a policy and a limiter are required")
 	}
+	if cfg.Loops < 0 {
+		return nil, fmt.Errorf("gateway: %d loops: want 0 (one per P) or more", cfg.Loops)
+	}
 	defaults(&cfg)
 	s := &Server{cfg: cfg, upstream: u, log: cfg.Logger, metrics: newUpstreamMetrics()}
 	s.mw = middleware.New(cfg.Limiter, s.override(cfg.Policy), middleware.Options{Logger: cfg.Logger, Identify: s.identify})
@@ -139,7 +151,7 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.GoroutinePerConn {
 		// A check on an in-process store never waits: it runs on the loop.
 		_, local := cfg.Limiter.Store().(*memory.Store)
-		s.clientSrv.loops = newEventLoops(s.clientSrv, local)
+		s.clientSrv.loops = newEventLoops(s.clientSrv, local, cfg.Loops)
 	}
 	if cfg.Admin != "" {
 		admin := middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry})

@@ -502,7 +502,8 @@ func TestLoopAttack_ShutdownWithConnectionsInTheLoopsLeavesNothing(t *testing.T)
 		return c
 	}
 	// Readers that never read, given the time to fill the buffers.
-	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+	nonReaders := runtime.GOMAXPROCS(0)
+	for range nonReaders {
 		go io.WriteString(dial(""), strings.Repeat("GET /limited HTTP/1.1\r\nHost: x\r\n\r\n", 20000)) // more answers than the kernel buffers
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -519,7 +520,7 @@ func TestLoopAttack_ShutdownWithConnectionsInTheLoopsLeavesNothing(t *testing.T)
 		handed = append(handed, h)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n, want := srv.LoopConns(), 20+runtime.GOMAXPROCS(0); n != want {
+	if n, want := srv.LoopConns(), 20+nonReaders; n != want {
 		t.Errorf("the loops hold %d connections, want %d (idle, cut, never reading)", n, want)
 	}
 	start := time.Now()

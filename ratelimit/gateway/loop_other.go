@@ -8,7 +8,7 @@ import "net"
 // connection is served by the goroutine front.
 type eventLoops struct{}
 
-func newEventLoops(*front, bool) *eventLoops { return nil }
+func newEventLoops(*front, bool, int) *eventLoops { return nil }
 
 func (*eventLoops) adopt(net.Conn) bool { return false }
 func (*eventLoops) count() int          { return 0 }

@@ -8,6 +8,7 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -17,11 +18,15 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
+	"github.com/devkit-go/devkit/ratelimit/memory"
+	"github.com/devkit-go/devkit/ratelimit/policy"
 )
 
 // goroutineModeEnv, set in the environment of this test binary, makes
@@ -364,18 +369,20 @@ func TestGateway_SuiteWithGoroutinePerConn(t *testing.T) {
 	}
 }
 
-// onePEnv, set in the environment of this test binary, marks the run of
-// TestLoop_SuiteWithOnePWaitsInGosPoller.
+// onePEnv, set in the environment of this test binary, marks the runs of
+// TestLoop_SuiteOnOneCPU.
 const onePEnv = "GATEWAY_TEST_ONE_P"
 
-// The loops wait in one of two ways (newWaiter): blocking in epoll_wait
-// while the runtime keeps an idle P (the default on two or more CPUs, the
-// way the rest of this suite runs), parked on Go's poller otherwise. The
-// loop tests run again with GOMAXPROCS=1, in a child process, so the
-// second way is proved too: pipelines, handoffs, slow readers, idle cuts.
-func TestLoop_SuiteWithOnePWaitsInGosPoller(t *testing.T) {
+// The loops wait in one of two ways (loop.direct): blocking in epoll_wait
+// while the runtime has a P beside theirs (the spare P: the default, the
+// way the rest of this suite runs), parked on Go's poller when more loops
+// are asked for than there are Ps. The loop tests run again in child
+// processes with GOMAXPROCS=1: with the default (one loop, and the spare
+// P), and with three loops, which wait on the poller, so that both ways
+// are proved on a CPU: pipelines, handoffs, slow readers, idle cuts.
+func TestLoop_SuiteOnOneCPU(t *testing.T) {
 	if os.Getenv(onePEnv) != "" || os.Getenv(goroutineModeEnv) != "" {
-		t.Skip("this is the run with one P")
+		t.Skip("this is a run with one P")
 	}
 	if testing.Short() {
 		t.Skip("-short")
@@ -383,12 +390,150 @@ func TestLoop_SuiteWithOnePWaitsInGosPoller(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the event loops are Linux only")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLoop", "-test.count=1")
-	cmd.Env = append(os.Environ(), onePEnv+"=1", "GOMAXPROCS=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("PASS")) {
-		t.Fatalf("the loop suite with GOMAXPROCS=1: %v\n%s", err, out)
+	for _, loops := range []string{"", "3"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLoop", "-test.count=1")
+		cmd.Env = append(os.Environ(), onePEnv+"=1", "GOMAXPROCS=1", loopsEnv+"="+loops)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("PASS")) {
+			t.Fatalf("the loop suite with GOMAXPROCS=1 and %s=%q: %v\n%s", loopsEnv, loops, err, out)
+		}
 	}
+}
+
+// While a gateway's loops run, the runtime has one P more than before
+// (the spare P), shared by every gateway of the process, and it is given
+// back when the last one stops.
+func TestLoop_SparePWhileTheLoopsRun(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Getenv(goroutineModeEnv) != "" {
+		t.Skip("the event loops are Linux only, and on")
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer up.Close()
+	p, err := policy.Parse("p.yaml", []byte(openTestPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() (addr string, stop func()) {
+		srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: up.URL, Policy: p, Logger: discardLogger(),
+			Limiter: ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := srv.Listen(ctx); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx) }()
+		return srv.Addr(), func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		}
+	}
+	before := runtime.GOMAXPROCS(0)
+	addr1, stop1 := run()
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Fatalf("GOMAXPROCS %d before any client, want %d (the loops start with the first)", got, before)
+	}
+	spend(t, addr1)
+	if got := runtime.GOMAXPROCS(0); got != before+1 {
+		t.Fatalf("GOMAXPROCS %d while the loops run, want %d", got, before+1)
+	}
+	addr2, stop2 := run()
+	spend(t, addr2)
+	if got := runtime.GOMAXPROCS(0); got != before+1 {
+		t.Fatalf("GOMAXPROCS %d with two gateways' loops, want %d (one spare P)", got, before+1)
+	}
+	stop1()
+	if got := runtime.GOMAXPROCS(0); got != before+1 {
+		t.Fatalf("GOMAXPROCS %d after one of two stopped, want %d", got, before+1)
+	}
+	stop2()
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Fatalf("GOMAXPROCS %d after every gateway stopped, want %d back", got, before)
+	}
+}
+
+// batchThreads counts this process's threads scheduled SCHED_BATCH (the
+// policy, field 41 of /proc/self/task/*/stat). ended leaves the main
+// thread out: a loop that ran there leaves it wedged, not ended (the
+// runtime never ends the main thread, and never runs a goroutine on it
+// again once a locked goroutine exited on it).
+func batchThreads(t *testing.T, ended bool) int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		stat, err := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])) // from field 3, the state
+		if len(f) > 38 && f[38] == "3" && (!ended || task.Name() != strconv.Itoa(os.Getpid())) {
+			n++
+		}
+	}
+	return n
+}
+
+// Each loop that blocks in epoll_wait runs on a thread of its own at
+// SCHED_BATCH, so that threads woken for the requests let through run
+// before the flood's answers; the policy ends with the loops (their
+// threads exit) and never reaches the goroutines.
+func TestLoop_ThreadsRunAsBatch(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Getenv(goroutineModeEnv) != "" {
+		t.Skip("the event loops are Linux only, and on")
+	}
+	noBatch := func(when string) {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Second); batchThreads(t, true) != 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d SCHED_BATCH threads %s, want 0 (a loop's thread outlived it with its policy)", batchThreads(t, true), when)
+			}
+		}
+	}
+	noBatch("2 s after other tests' gateways stopped")
+	wedged := batchThreads(t, false) // the main thread, if a loop ran there
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer up.Close()
+	p, err := policy.Parse("p.yaml", []byte(openTestPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loops := runtime.GOMAXPROCS(0)
+	srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: up.URL, Policy: p, Logger: discardLogger(),
+		Limiter: ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := srv.Listen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	spend(t, srv.Addr())
+	if n := batchThreads(t, false); n != loops+wedged {
+		t.Errorf("%d SCHED_BATCH threads while %d loops run, want one per loop", n-wedged, loops)
+	}
+	// Denials answered on the loops, allowed requests on goroutines: no
+	// other thread turns batch.
+	for range 50 {
+		exchange(t, srv.Addr(), "GET /limited HTTP/1.1\r\nHost: x\r\n\r\nGET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	}
+	if n := batchThreads(t, false); n != loops+wedged {
+		t.Errorf("%d SCHED_BATCH threads after requests, want %d", n-wedged, loops)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	noBatch("2 s after the gateway stopped")
 }
 
 // A client that pipelines more denials than the socket buffers hold and
