@@ -658,11 +658,10 @@ const floodPolicy = "rules:\n" +
 // time, to a path that is forwarded to an upstream in a process of its
 // own; the gateway and nginx (the flood's path under limit_req, the other
 // not limited) take turns. It reports the allowed requests' latency
-// percentiles under each and the flood's rate. One loop per P (a flood
-// of denials on every core; commit cb3e704, reverted) measured allowed p99
-// 11.3 and 17.8 ms here (1.28 and 2.12× nginx's) against 5.5 and 6.6 ms
-// (0.58 and 0.93×) with one loop per two Ps: why the loops are one per two
-// Ps, though the flood then has one core of two.
+// percentiles under each and the flood's rate. One loop per P without the
+// spare P (commit cb3e704, reverted) measured allowed p99 11.3 and 17.8 ms
+// here (1.28 and 2.12× nginx's); with it and the loops' threads at
+// SCHED_BATCH, 3.5–4.4 ms (see docs/ratelimit.md).
 func BenchmarkGateway_AllowedLatencyUnderFlood(b *testing.B) {
 	wrk := requireWrk(b)
 	up := processUpstream(b)
