@@ -154,8 +154,115 @@ func TestCommitPipeline_WriteIsAcknowledgedOnlyAfterItsGroupIsSyncedAndApplied(t
 	if f.groups >= 32*200 {
 		t.Fatalf("%d groups for %d concurrent writes: nothing was grouped", f.groups, 32*200)
 	}
-	if len(p.overlay) != 0 {
-		t.Fatalf("overlay keeps %d entries after every group applied", len(p.overlay))
+	p.mu.Lock()
+	w, pending := p.pendingWrite([]byte("w0"))
+	p.mu.Unlock()
+	if pending {
+		t.Fatalf("a write of w0 still pending after every group applied: %+v", w)
+	}
+}
+
+// enqueueOp enqueues one record that encode appends (a delete, a flush).
+func enqueueOp(t *testing.T, p *commitPipeline, encode func(g *group, seq uint64)) *group {
+	t.Helper()
+	g, err := p.enqueue(func(g *group, seq uint64) error { encode(g, seq); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// A transaction's view of what is enqueued and not yet applied spans the
+// group being written (held in its fsync here) and the open one: the
+// newest write of a key wins, a delete reads as a delete, and a flush in
+// the open group hides what came before it in both.
+func TestCommitPipeline_PendingWritesAcrossTheWrittenAndTheOpenGroup(t *testing.T) {
+	p, f := newFakePipeline(t)
+	f.syncGate = make(chan struct{})
+	var first *group
+	for _, kv := range [][2]string{{"k1", "a1"}, {"k2", "a2"}, {"k3", "a3"}, {"k1", "a1'"}} {
+		g, _, err := put(p, kv[0], kv[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = g
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.wait(first) }()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		taken := p.writing == first
+		p.mu.Unlock()
+		if taken {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first group was not taken for writing")
+		}
+	}
+	second, _, err := put(p, "k1", "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second == first {
+		t.Fatal("a write joined the group being written")
+	}
+	enqueueOp(t, p, func(g *group, seq uint64) { g.addDelete(seq, []byte("k2")) })
+	look := func(key string) string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		w, ok := p.pendingWrite([]byte(key))
+		switch {
+		case !ok && p.flushSeq != 0:
+			return "flushed"
+		case !ok:
+			return "-"
+		case w.del:
+			return "deleted"
+		}
+		return string(w.value)
+	}
+	for key, want := range map[string]string{"k1": "b1", "k2": "deleted", "k3": "a3", "k4": "-"} {
+		if got := look(key); got != want {
+			t.Errorf("before the flush, %s: %s, want %s", key, got, want)
+		}
+	}
+	enqueueOp(t, p, func(g *group, seq uint64) { g.addFlush(seq) })
+	if _, _, err := put(p, "k5", "b5"); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"k1": "flushed", "k2": "flushed", "k3": "flushed", "k5": "b5"} {
+		if got := look(key); got != want {
+			t.Errorf("after the flush, %s: %s, want %s", key, got, want)
+		}
+	}
+	f.syncGate <- struct{}{} // the first group
+	// The leader goes on to write the second group (held in its fsync).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		applied := first.finished
+		p.mu.Unlock()
+		if applied {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first group was not applied")
+		}
+	}
+	if got := look("k3"); got != "flushed" {
+		t.Errorf("first group applied, k3: %s, want flushed (the open group's flush is still pending)", got)
+	}
+	f.syncGate <- struct{}{} // the second group
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(second); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"k1", "k2", "k3", "k5"} {
+		if got := look(key); got != "-" {
+			t.Errorf("every group applied, %s: %s pending, want nothing", key, got)
+		}
 	}
 }
 

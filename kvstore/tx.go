@@ -12,7 +12,7 @@ import (
 //
 // Invariant: fn runs under the commit pipeline's lock, where every write
 // gets its place in the log, so no write is ordered between a transaction's
-// reads and its writes; it reads the memtable under the overlay of writes
+// reads and its writes; it reads the memtable under the writes
 // enqueued before it but not yet applied, so it sees every write ordered
 // before it without waiting for the disk; its writes are one batch record,
 // acknowledged (like every write) only after its group is synced, and
@@ -98,7 +98,7 @@ type view struct {
 
 func (v view) live(now int64) bool { return v.ok && (v.expireAt == 0 || v.expireAt > now) }
 
-// lookup reads key through the transaction's own writes, the overlay and
+// lookup reads key through the transaction's own writes, the pending ones and
 // the memtable, expired entries included. The value may alias a group
 // buffer: valid only while fn runs (no group finishes meanwhile).
 func (tx *Tx) lookup(key []byte) view {
@@ -106,7 +106,7 @@ func (tx *Tx) lookup(key []byte) view {
 		op := tx.ops[i]
 		return view{value: op.Value, expireAt: op.ExpireAt, seq: tx.seq, ok: op.Type != wal.TypeDelete}
 	}
-	if w, ok := tx.p.overlay[string(key)]; ok {
+	if w, ok := tx.p.pendingWrite(key); ok {
 		return view{value: w.value, expireAt: w.expireAt, seq: w.seq, ok: !w.del}
 	}
 	if tx.p.flushSeq != 0 {
