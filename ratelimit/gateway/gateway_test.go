@@ -56,23 +56,40 @@ func startGateway(t *testing.T, upstream string, pol string, cfg gateway.Config)
 	if os.Getenv(goroutineModeEnv) != "" {
 		cfg.GoroutinePerConn = true
 	}
+	srv, stop := runGateway(t, cfg)
+	t.Cleanup(stop)
+	return srv
+}
+
+// runGateway starts a gateway on cfg (its Listen and the rest as given)
+// and returns it with the function that stops it and checks Serve's end.
+func runGateway(t *testing.T, cfg gateway.Config) (srv *gateway.Server, stop func()) {
+	t.Helper()
+	srv, cancel, done := launchGateway(t, cfg)
+	return srv, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+}
+
+// launchGateway starts a gateway on cfg as given and returns it, the
+// cancel that begins its stop, and Serve's result.
+func launchGateway(t *testing.T, cfg gateway.Config) (*gateway.Server, context.CancelFunc, <-chan error) {
+	t.Helper()
 	srv, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := srv.Listen(ctx); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return srv
+	return srv, cancel, done
 }
 
 // clientFrom is an HTTP client whose connections come from a given local

@@ -462,18 +462,7 @@ func serveGateway(t *testing.T, upstream string, cfg gateway.Config) (*gateway.S
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger()
 	}
-	srv, err := gateway.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := srv.Listen(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	return srv, cancel, done
+	return launchGateway(t, cfg)
 }
 
 const loopRunFunc = "gateway.(*loop).run("

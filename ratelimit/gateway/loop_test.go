@@ -8,7 +8,6 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -414,23 +413,9 @@ func TestLoop_SparePWhileTheLoopsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func() (addr string, stop func()) {
-		srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: up.URL, Policy: p, Logger: discardLogger(),
+		srv, stop := runGateway(t, gateway.Config{Listen: "127.0.0.1:0", Upstream: up.URL, Policy: p, Logger: discardLogger(),
 			Limiter: ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		if err := srv.Listen(ctx); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ctx) }()
-		return srv.Addr(), func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		}
+		return srv.Addr(), stop
 	}
 	before := runtime.GOMAXPROCS(0)
 	addr1, stop1 := run()
@@ -506,17 +491,8 @@ func TestLoop_ThreadsRunAsBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	loops := runtime.GOMAXPROCS(0)
-	srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: up.URL, Policy: p, Logger: discardLogger(),
+	srv, stop := runGateway(t, gateway.Config{Listen: "127.0.0.1:0", Upstream: up.URL, Policy: p, Logger: discardLogger(),
 		Limiter: ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := srv.Listen(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
 	spend(t, srv.Addr())
 	if n := batchThreads(t, false); n != loops+wedged {
 		t.Errorf("%d SCHED_BATCH threads while %d loops run, want one per loop", n-wedged, loops)
@@ -529,10 +505,7 @@ func TestLoop_ThreadsRunAsBatch(t *testing.T) {
 	if n := batchThreads(t, false); n != loops+wedged {
 		t.Errorf("%d SCHED_BATCH threads after requests, want %d", n-wedged, loops)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	noBatch("2 s after the gateway stopped")
 }
 
