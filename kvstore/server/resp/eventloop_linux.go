@@ -85,8 +85,13 @@ type loop struct {
 	tick    time.Duration
 	now     time.Time // read once per round, and again after waiting for the engine
 	yielded time.Time // when the loop last yielded (see yieldAfter)
-	parking []*elConn // parked in this round, not yet awaited
-	spare   []*elConn
+	// idlePoll is how long the loop polls before it sleeps (Options.IdlePoll;
+	// 0 when it waits through Go's poller); served: the round read a
+	// request's bytes (writability and ticks do not count).
+	idlePoll time.Duration
+	served   bool
+	parking  []*elConn // parked in this round, not yet awaited
+	spare    []*elConn
 
 	// Gathering a group (SyncAlways only, see shouldSettle).
 	gather      bool          // the engine syncs each group: gathering pays
@@ -251,6 +256,9 @@ func (l *loop) run() {
 	}
 	defer closeWait()
 	defer epollwait.Tick(l.tick, func() bool { return l.post(func() { l.tickDue = true }) })()
+	if l.direct() {
+		l.idlePoll = l.s.opts.IdlePoll
+	}
 	events := make([]unix.EpollEvent, 256)
 	touched := make([]*elConn, 0, 256)
 	for {
@@ -261,7 +269,7 @@ func (l *loop) run() {
 			l.yielded = l.now
 			runtime.Gosched()
 		}
-		n, werr := wait(events, block)
+		n, werr := l.wait(wait, events, block)
 		l.now = time.Now()
 		if werr != nil {
 			l.s.opts.Logger.Error("epoll_wait failed", "transport", "resp", "err", werr)
@@ -319,7 +327,29 @@ func (l *loop) run() {
 // park and woken again by the next system call: 1–2 µs of CPU per request
 // more (see docs/kvstore-server.md), which is why it is not the default.
 func (l *loop) newWaiter() (epollwait.Wait, func(), error) {
-	return epollwait.New(l.epfd, len(l.ls.loops) < runtime.GOMAXPROCS(0))
+	return epollwait.New(l.epfd, l.direct())
+}
+
+// direct reports whether the loop blocks in epoll_wait itself: the loops
+// leave a P free.
+func (l *loop) direct() bool { return len(l.ls.loops) < runtime.GOMAXPROCS(0) }
+
+// wait returns the ready events. After a round that read requests, a
+// blocking wait first polls for up to idlePoll (unless a group gathers:
+// its timer ends that wait).
+func (l *loop) wait(wait epollwait.Wait, events []unix.EpollEvent, block bool) (n int, err error) {
+	if block && l.served && l.idlePoll > 0 && l.gatherUntil == 0 {
+		for until := time.Now().Add(l.idlePoll); ; {
+			if n, err = wait(events, false); n != 0 || err != nil || !time.Now().Before(until) {
+				break
+			}
+		}
+	}
+	l.served = false
+	if n == 0 && err == nil {
+		n, err = wait(events, block)
+	}
+	return n, err
 }
 
 // yieldAfter is how long a loop runs between two yields to the scheduler.
@@ -586,6 +616,7 @@ func (l *loop) read(c *elConn) {
 	default:
 		c.in = c.in[:len(c.in)+n]
 		c.readable = n == len(free) // a short read drained the socket
+		l.served = true
 	}
 }
 

@@ -92,3 +92,48 @@ func TestEventLoop_BothWaitsServePipelinesAndWakeAfterIdle(t *testing.T) {
 		})
 	}
 }
+
+// After a request a loop polls its sockets for IdlePoll, then sleeps: an
+// idle server spends no CPU, and with IdlePoll negative it sleeps at once.
+// Measured as this process's CPU time over windows of IdlePoll.
+func TestEventLoop_IdlePollThenSleeps(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("a loop polls only when the loops leave a P free; GOMAXPROCS is 1")
+	}
+	const poll = 300 * time.Millisecond
+	spent := func(d time.Duration) time.Duration {
+		c0 := selfCPU()
+		time.Sleep(d)
+		return time.Duration(selfCPU() - c0)
+	}
+	for _, idlePoll := range []time.Duration{poll, -1} {
+		t.Run(fmt.Sprint("IdlePoll=", idlePoll), func(t *testing.T) {
+			db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncNone})
+			addr := servertest.Serve(t, resp.NewServer(db, resp.Options{EventLoops: 1, IdlePoll: idlePoll,
+				IdleTimeout: -1, HandshakeTimeout: -1, WriteTimeout: -1, Logger: servertest.Logger(t)}))
+			c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+			defer c.Close()
+			ctx := context.Background()
+			if err := c.Ping(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(poll + 100*time.Millisecond) // the first request's poll is over
+			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			polling := spent(poll)
+			time.Sleep(100 * time.Millisecond)
+			asleep := spent(poll)
+			t.Logf("CPU in the %v after a request: %v; in the next %v but one: %v", poll, polling, poll, asleep)
+			if asleep > poll/10 {
+				t.Errorf("%v of CPU in %v while idle, %v after the last request: the loop did not stop polling", asleep, poll, poll+100*time.Millisecond)
+			}
+			switch {
+			case idlePoll > 0 && polling < poll/8:
+				t.Errorf("%v of CPU in the %v after a request: the loop did not poll", polling, poll)
+			case idlePoll < 0 && polling > poll/10:
+				t.Errorf("%v of CPU in the %v after a request with IdlePoll %v: the loop polled", polling, poll, idlePoll)
+			}
+		})
+	}
+}

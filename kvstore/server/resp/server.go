@@ -40,6 +40,8 @@ const (
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultMaxScanCount     = 10000
 	DefaultMaxScanCursor    = 4096
+	// DefaultIdlePoll is how long a loop polls before it sleeps (Options.IdlePoll).
+	DefaultIdlePoll = 20 * time.Microsecond
 )
 
 // Options configure a Server. The zero value takes the defaults; a negative
@@ -91,8 +93,19 @@ type Options struct {
 	// EventLoops is the number of event loops; GOMAXPROCS/2 (at least 1)
 	// when zero, leaving CPU to the engine's and the runtime's goroutines.
 	EventLoops int
-	Logger     *slog.Logger
-	Metrics    *metrics.Metrics
+	// IdlePoll is how long an event loop that has just served requests
+	// keeps polling its sockets before it sleeps in epoll_wait, as
+	// Seastar's reactor polls before it sleeps (--idle-poll-time-us): the
+	// next request is then read without waking a sleeping thread, which
+	// costs the client's system call more than the poll costs the server.
+	// Only loops that leave a P free poll (fewer loops than GOMAXPROCS,
+	// the default), so the poll never takes a CPU the runtime's goroutines
+	// need; an idle server sleeps within IdlePoll of its last request.
+	// DefaultIdlePoll when zero; negative: sleep at once (laptops, and
+	// machines where every CPU is wanted elsewhere).
+	IdlePoll time.Duration
+	Logger   *slog.Logger
+	Metrics  *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -110,7 +123,7 @@ func (o Options) withDefaults() Options {
 	for _, p := range []struct {
 		v *time.Duration
 		d time.Duration
-	}{{&o.IdleTimeout, DefaultIdleTimeout}, {&o.WriteTimeout, DefaultWriteTimeout}, {&o.HandshakeTimeout, DefaultHandshakeTimeout}} {
+	}{{&o.IdleTimeout, DefaultIdleTimeout}, {&o.WriteTimeout, DefaultWriteTimeout}, {&o.HandshakeTimeout, DefaultHandshakeTimeout}, {&o.IdlePoll, DefaultIdlePoll}} {
 		if *p.v == 0 {
 			*p.v = p.d
 		} else if *p.v < 0 {

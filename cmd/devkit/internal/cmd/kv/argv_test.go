@@ -9,6 +9,7 @@ import (
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil/cmdtest"
 	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server"
+	"github.com/devkit-go/devkit/kvstore/server/resp"
 	"github.com/devkit-go/devkit/kvstore/server/tcpjson"
 )
 
@@ -23,7 +24,10 @@ func TestArgv_Options(t *testing.T) {
 		Sync: "always", SyncInterval: kvstore.DefaultSyncInterval, MaxKeySize: kvstore.DefaultMaxKeySize,
 		MaxValueSize: kvstore.DefaultMaxValueSize, SegmentSize: kvstore.DefaultSegmentSize,
 		CompactionThreshold: kvstore.DefaultCompactionThreshold, HandshakeTimeout: 10 * time.Second,
-		IdleTimeout: 5 * time.Minute, ShutdownTimeout: server.DefaultShutdownTimeout, LogFormat: "text", LogLevel: "info"}
+		IdleTimeout: 5 * time.Minute, ShutdownTimeout: server.DefaultShutdownTimeout, IdlePoll: resp.DefaultIdlePoll,
+		LogFormat: "text", LogLevel: "info"}
+	serveNoPoll := serve
+	serveNoPoll.IdlePoll = 0
 	serveTuned := serve
 	serveTuned.DataDir, serveTuned.RESPAddr, serveTuned.HTTPAddr, serveTuned.Sync = "/d", ":6380", "", "periodic"
 	serveTuned.SyncInterval, serveTuned.MaxConns, serveTuned.IdleTimeout, serveTuned.ShutdownTimeout = 250*time.Millisecond, 1024, 90*time.Second, 1500*time.Millisecond
@@ -40,6 +44,8 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "serve --requirepass wins over the environment", Env: envAddr, Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--requirepass", ""), Want: serve, Unwired: []string{"Ready"}},
 		{Name: "serve --tls-cert without --tls-key", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--tls-cert", "c.pem"), Code: 2, Stderr: "go together"},
 		{Name: "serve --idle-timeout not a duration", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--idle-timeout", "1e3"), Code: 2, Stderr: "not a duration"},
+		{Name: "serve --idle-poll 0", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--idle-poll", "0"), Want: serveNoPoll, Unwired: []string{"Ready"}},
+		{Name: "serve --idle-poll in seconds, past the bound", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--idle-poll", "20"), Code: 2, Stderr: "at most 10ms"},
 		{Name: "serve takes no args", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "x"), Code: 2},
 
 		{Name: "get defaults", Parse: cmdtest.Parse(newKVNoun, NewCmdGet, "get", "k"), Want: GetOptions{ClientOptions: client, Key: "k"}},
@@ -115,5 +121,16 @@ func TestArgv_ClientFromFactory(t *testing.T) {
 	}
 	if gotAddr != "10.0.0.5:5000" || gotPassword != "s3cret" {
 		t.Errorf("dialled %q with password %q", gotAddr, gotPassword)
+	}
+}
+
+// --idle-poll 0 turns the poll off: the RESP option's zero is its default,
+// so the server is given a negative value.
+func TestServerConfig_IdlePollZeroIsNever(t *testing.T) {
+	for _, tc := range []struct{ flag, want time.Duration }{{0, -1}, {resp.DefaultIdlePoll, resp.DefaultIdlePoll}, {time.Millisecond, time.Millisecond}} {
+		cfg := serverConfig(&ServeOptions{IdlePoll: tc.flag, MaxValueSize: 1 << 20, MaxKeySize: 4096}, nil)
+		if cfg.RESP.IdlePoll != tc.want {
+			t.Errorf("--idle-poll %v: RESP IdlePoll %v, want %v", tc.flag, cfg.RESP.IdlePoll, tc.want)
+		}
 	}
 }

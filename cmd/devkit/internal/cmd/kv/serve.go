@@ -16,6 +16,7 @@ import (
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server"
+	"github.com/devkit-go/devkit/kvstore/server/resp"
 	"github.com/devkit-go/devkit/kvstore/server/tcpjson"
 )
 
@@ -41,6 +42,8 @@ type ServeOptions struct {
 	IdleTimeout      time.Duration
 	MaxLineBytes     int
 	ShutdownTimeout  time.Duration
+	// IdlePoll is how long a RESP event loop polls before it sleeps; 0: never.
+	IdlePoll time.Duration
 
 	LogFormat string
 	LogLevel  string
@@ -108,6 +111,7 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 	cmdutil.DurationVar(fs, &opts.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection idle this long (HTTP keep-alive: at most 2m)")
 	fs.IntVar(&opts.MaxLineBytes, "max-line-bytes", 0, "longest TCP JSON request line (0: room for the largest value in base64)")
 	cmdutil.DurationVar(fs, &opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests at shutdown")
+	cmdutil.DurationVar(fs, &opts.IdlePoll, "idle-poll", resp.DefaultIdlePoll, "how long a RESP event loop that just served requests polls before it sleeps (it then reads the next request without a wake-up); 0: sleep at once, for laptops and busy machines; at most "+maxIdlePoll.String())
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.RequirePass, "requirepass", "", "password every listener asks for (env "+PasswordEnv+"; the variable keeps it out of ps)")
@@ -122,6 +126,9 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 			if v, ok := f.LookupEnv(PasswordEnv); ok {
 				opts.RequirePass = v
 			}
+		}
+		if opts.IdlePoll > maxIdlePoll {
+			return cmdutil.UsageErrorf("--idle-poll %s: at most %s (a loop keeps a CPU busy that long after each request; a plain number is seconds)", opts.IdlePoll, maxIdlePoll)
 		}
 		if (opts.TLSCert == "") != (opts.TLSKey == "") {
 			return cmdutil.UsageErrorf("--tls-cert and --tls-key go together")
@@ -251,5 +258,12 @@ func serverConfig(opts *ServeOptions, log *slog.Logger) server.Config {
 	cfg.RESP.MaxBulkBytes = max(opts.MaxValueSize, opts.MaxKeySize) + 1
 	cfg.RESP.MaxConns = opts.MaxConns
 	cfg.RESP.IdleTimeout = opts.IdleTimeout
+	cfg.RESP.IdlePoll = opts.IdlePoll
+	if opts.IdlePoll == 0 {
+		cfg.RESP.IdlePoll = -1 // never: the option's zero is its default
+	}
 	return cfg
 }
+
+// maxIdlePoll bounds --idle-poll.
+const maxIdlePoll = 10 * time.Millisecond
