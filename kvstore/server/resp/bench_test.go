@@ -160,15 +160,20 @@ func BenchmarkRedisBenchmarkSET(b *testing.B) {
 			}
 
 			// Alternate the servers and keep the medians, so that load
-			// from elsewhere on the machine hits them alike.
+			// from elsewhere on the machine hits them alike; each round
+			// starts one server later, so that each takes each place in a
+			// round once (no server always first or last: in the gateway's
+			// and ratelimit/benchcmp's turns the order moved ratios).
 			// CPU time per request, ours (this process) and Redis's (its
 			// /proc stat), is reported too: unlike throughput it hardly
 			// depends on what else runs on the machine.
 			const rounds = 3
 			rps := make([][]float64, len(servers))
 			cpu := make([][]float64, len(servers))
-			for range rounds {
-				for i, sv := range servers {
+			for r := range rounds {
+				for k := range servers {
+					i := (k + r) % len(servers)
+					sv := servers[i]
 					c0 := sv.cpu()
 					rps[i] = append(rps[i], measure(b, benchTool, sv.addr, tc.test, requests, tc.extra))
 					cpu[i] = append(cpu[i], float64(sv.cpu()-c0)/float64(requests))
