@@ -62,11 +62,12 @@ type group struct {
 	// (nil: the group's buffers are its own).
 	pooled *groupBuf
 	// index maps a key to the newest of the group's mutations of it after
-	// its last flush, for muts[:indexed]; flushed: the group holds a flush.
-	// Built by pendingWrite, under the pipeline's mu (nil until then).
-	index   map[string]int
-	indexed int
-	flushed bool
+	// its last flush, for muts[:indexed]; flushSeq is the sequence number
+	// of that flush (0: none). Built by pendingWrite, under the pipeline's
+	// mu (nil until then).
+	index    map[string]int
+	indexed  int
+	flushSeq uint64
 
 	// Guarded by the pipeline's mu.
 	candidate bool          // a waiter will lead it
@@ -111,12 +112,14 @@ func (p *commitPipeline) recycle(g *group) {
 // maxExtraGroups is how many groups after its own a leader writes.
 const maxExtraGroups = 2
 
-// pendingWrite is an enqueued, not yet applied write of a key.
+// pendingWrite is an enqueued, not yet applied write of a key; flushed:
+// a pending flush hides the key (del is set, seq is the flush's).
 type pendingWrite struct {
 	value    []byte
 	expireAt int64
 	seq      uint64
 	del      bool
+	flushed  bool
 }
 
 type commitPipeline struct {
@@ -139,11 +142,6 @@ type commitPipeline struct {
 	failed           error // sticky: the first write or sync error
 
 	buffers sync.Pool // of *groupBuf
-
-	// flushSeq is the sequence number of the newest enqueued flush that is
-	// not yet applied (0: none): a key with no pending write after it
-	// reads as missing.
-	flushSeq uint64
 }
 
 func newCommitPipeline(env commitEnv, nextSeq uint64) *commitPipeline {
@@ -176,7 +174,6 @@ func (p *commitPipeline) enqueue(encode func(g *group, seq uint64) error) (*grou
 		}
 	}
 	seq := p.nextSeq
-	before := len(g.muts)
 	if err := encode(g, seq); err != nil {
 		return nil, err
 	}
@@ -186,25 +183,14 @@ func (p *commitPipeline) enqueue(encode func(g *group, seq uint64) error) (*grou
 	p.nextSeq++
 	g.last = seq
 	g.count++
-	p.noteFlushes(g, before, seq)
 	return g, nil
 }
 
-// noteFlushes records the newest flush among the group's mutations from
-// index from on (flushSeq).
-func (p *commitPipeline) noteFlushes(g *group, from int, seq uint64) {
-	for i := from; i < len(g.muts); i++ {
-		if g.muts[i].flush {
-			p.flushSeq = seq
-		}
-	}
-}
-
 // pendingWrite returns the newest enqueued, not yet applied write of key:
-// the open group's, else the one being written's, unless a flush in the
-// open group came after it (then key reads as missing: see flushSeq).
-// The value aliases the group's buffer: valid while mu is held. Called
-// with mu held.
+// the open group's, else the one being written's; a flush in a group
+// after the key's last write there hides the writes before it, in that
+// group and the older one (flushed). The value aliases the group's
+// buffer: valid while mu is held. Called with mu held.
 func (p *commitPipeline) pendingWrite(key []byte) (pendingWrite, bool) {
 	for _, g := range [2]*group{p.open, p.writing} {
 		if g == nil {
@@ -219,8 +205,8 @@ func (p *commitPipeline) pendingWrite(key []byte) (pendingWrite, bool) {
 			}
 			return w, true
 		}
-		if g.flushed {
-			break // what the older group wrote is gone
+		if g.flushSeq != 0 {
+			return pendingWrite{seq: g.flushSeq, del: true, flushed: true}, true
 		}
 	}
 	return pendingWrite{}, false
@@ -241,21 +227,13 @@ func (g *group) catchUp() {
 	for i := g.indexed; i < len(g.muts); i++ {
 		if g.muts[i].flush {
 			clear(g.index)
-			g.flushed = true
+			g.flushSeq = g.muts[i].seq
 			continue
 		}
 		r := g.refs[i]
 		g.index[unsafe.String(unsafe.SliceData(g.buf[r.keyOff:]), r.keyLen)] = i
 	}
 	g.indexed = len(g.muts)
-}
-
-// dropFlush forgets flushSeq once the group holding that flush is
-// applied. Called with mu held.
-func (p *commitPipeline) dropFlush(g *group) {
-	if p.flushSeq != 0 && p.flushSeq <= g.last {
-		p.flushSeq = 0
-	}
 }
 
 // lastPending is the newest group not yet finished, or nil: what a reader
@@ -328,9 +306,6 @@ func (p *commitPipeline) writeQueued(enough func() bool) {
 		p.mu.Lock()
 		if err != nil && p.failed == nil {
 			p.failed = err
-		}
-		if err == nil {
-			p.dropFlush(g)
 		}
 		g.finished, g.err = true, err
 		p.writing = nil

@@ -213,10 +213,10 @@ func TestCommitPipeline_PendingWritesAcrossTheWrittenAndTheOpenGroup(t *testing.
 		defer p.mu.Unlock()
 		w, ok := p.pendingWrite([]byte(key))
 		switch {
-		case !ok && p.flushSeq != 0:
-			return "flushed"
 		case !ok:
 			return "-"
+		case w.flushed:
+			return "flushed"
 		case w.del:
 			return "deleted"
 		}

@@ -109,9 +109,6 @@ func (tx *Tx) lookup(key []byte) view {
 	if w, ok := tx.p.pendingWrite(key); ok {
 		return view{value: w.value, expireAt: w.expireAt, seq: w.seq, ok: !w.del}
 	}
-	if tx.p.flushSeq != 0 {
-		return view{seq: tx.p.flushSeq}
-	}
 	e, ok := tx.db.mem.get(nil, key)
 	if !ok {
 		return view{seq: tx.db.mem.version(key)}

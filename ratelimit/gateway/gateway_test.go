@@ -51,22 +51,35 @@ func startGateway(t *testing.T, upstream string, pol string, cfg gateway.Config)
 	}
 	cfg.Listen, cfg.Upstream, cfg.Policy = "127.0.0.1:0", upstream, p
 	if cfg.Limiter == nil {
-		cfg.Limiter = ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+		cfg.Limiter = newMemoryLimiter()
 	}
 	if os.Getenv(goroutineModeEnv) != "" {
 		cfg.GoroutinePerConn = true
 	}
-	srv, stop := runGateway(t, cfg)
-	t.Cleanup(stop)
+	srv, cancel, done := launchGateway(t, cfg)
+	t.Cleanup(stopper(t, cancel, done))
 	return srv
 }
 
-// runGateway starts a gateway on cfg (its Listen and the rest as given)
-// and returns it with the function that stops it and checks Serve's end.
-func runGateway(t *testing.T, cfg gateway.Config) (srv *gateway.Server, stop func()) {
+// serveGateway starts a gateway on upstream with the open test policy and,
+// unless cfg says otherwise, the in-memory limiter, and returns it, the
+// cancel that begins its stop, and Serve's result.
+func serveGateway(t *testing.T, upstream string, cfg gateway.Config) (*gateway.Server, context.CancelFunc, <-chan error) {
 	t.Helper()
-	srv, cancel, done := launchGateway(t, cfg)
-	return srv, func() {
+	cfg.Listen, cfg.Upstream, cfg.Policy = "127.0.0.1:0", upstream, mustPolicy(t, openTestPolicy)
+	if cfg.Limiter == nil {
+		cfg.Limiter = newMemoryLimiter()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger()
+	}
+	return launchGateway(t, cfg)
+}
+
+// stopper is the function that stops a gateway (cancel) and checks the
+// end of its Serve (done).
+func stopper(t *testing.T, cancel context.CancelFunc, done <-chan error) func() {
+	return func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)

@@ -451,20 +451,6 @@ func eventually(d time.Duration, cond func() bool) bool {
 	return true
 }
 
-// serveGateway starts a gateway whose Serve the test ends (cancel), and
-// returns Serve's result channel.
-func serveGateway(t *testing.T, upstream string, cfg gateway.Config) (*gateway.Server, context.CancelFunc, <-chan error) {
-	t.Helper()
-	cfg.Listen, cfg.Upstream, cfg.Policy = "127.0.0.1:0", upstream, mustPolicy(t, openTestPolicy)
-	if cfg.Limiter == nil {
-		cfg.Limiter = newMemoryLimiter()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = discardLogger()
-	}
-	return launchGateway(t, cfg)
-}
-
 const loopRunFunc = "gateway.(*loop).run("
 
 // A graceful stop while the loops hold idle connections, connections in

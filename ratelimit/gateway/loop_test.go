@@ -22,10 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
-	"github.com/devkit-go/devkit/ratelimit/memory"
-	"github.com/devkit-go/devkit/ratelimit/policy"
 )
 
 // goroutineModeEnv, set in the environment of this test binary, makes
@@ -408,14 +405,9 @@ func TestLoop_SparePWhileTheLoopsRun(t *testing.T) {
 	}
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	defer up.Close()
-	p, err := policy.Parse("p.yaml", []byte(openTestPolicy))
-	if err != nil {
-		t.Fatal(err)
-	}
 	run := func() (addr string, stop func()) {
-		srv, stop := runGateway(t, gateway.Config{Listen: "127.0.0.1:0", Upstream: up.URL, Policy: p, Logger: discardLogger(),
-			Limiter: ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})})
-		return srv.Addr(), stop
+		srv, cancel, done := serveGateway(t, up.URL, gateway.Config{})
+		return srv.Addr(), stopper(t, cancel, done)
 	}
 	before := runtime.GOMAXPROCS(0)
 	addr1, stop1 := run()
@@ -486,13 +478,9 @@ func TestLoop_ThreadsRunAsBatch(t *testing.T) {
 	wedged := batchThreads(t, false) // the main thread, if a loop ran there
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	defer up.Close()
-	p, err := policy.Parse("p.yaml", []byte(openTestPolicy))
-	if err != nil {
-		t.Fatal(err)
-	}
 	loops := runtime.GOMAXPROCS(0)
-	srv, stop := runGateway(t, gateway.Config{Listen: "127.0.0.1:0", Upstream: up.URL, Policy: p, Logger: discardLogger(),
-		Limiter: ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})})
+	srv, cancel, done := serveGateway(t, up.URL, gateway.Config{})
+	stop := stopper(t, cancel, done)
 	spend(t, srv.Addr())
 	if n := batchThreads(t, false); n != loops+wedged {
 		t.Errorf("%d SCHED_BATCH threads while %d loops run, want one per loop", n-wedged, loops)

@@ -69,6 +69,16 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// portFree reports whether port p on 127.0.0.1 could be bound a moment ago.
+func portFree(p int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
 // StartRedis starts a single redis-server and returns it once it answers.
 func StartRedis(t testing.TB) *Server {
 	t.Helper()
@@ -155,18 +165,9 @@ func (s *Server) Stop() {
 func clusterPort(t testing.TB) int {
 	t.Helper()
 	for range 200 {
-		p := 20000 + rand.IntN(2768) // bus 30000–32767
-		a, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
+		if p := 20000 + rand.IntN(2768); portFree(p) && portFree(p+10000) { // bus 30000–32767
+			return p
 		}
-		bus, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000)))
-		a.Close()
-		if err != nil {
-			continue
-		}
-		bus.Close()
-		return p
 	}
 	t.Fatal("no free pair of ports (p, p+10000) for a cluster node in 20000–32767")
 	return 0

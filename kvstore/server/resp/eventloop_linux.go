@@ -249,14 +249,15 @@ func (ls *eventLoops) stop() {
 func (l *loop) run() {
 	defer l.ls.wg.Done()
 	defer unix.Close(l.wakefd)
-	wait, closeWait, err := l.newWaiter() // owns epfd, closed on an error
+	direct := l.direct()
+	wait, closeWait, err := epollwait.New(l.epfd, direct) // owns epfd, closed on an error
 	if err != nil {
 		l.s.opts.Logger.Error("event loop: epoll descriptor", "transport", "resp", "err", err)
 		return
 	}
 	defer closeWait()
 	defer epollwait.Tick(l.tick, func() bool { return l.post(func() { l.tickDue = true }) })()
-	if l.direct() {
+	if direct {
 		l.idlePoll = l.s.opts.IdlePoll
 	}
 	events := make([]unix.EpollEvent, 256)
@@ -312,7 +313,7 @@ func (l *loop) run() {
 	}
 }
 
-// newWaiter is how the loop waits for events (epollwait.New).
+// direct tells how the loop waits for events (epollwait.New).
 //
 // Where the runtime keeps an idle P (fewer loops than GOMAXPROCS, the
 // default), the loop blocks in epoll_wait itself, as Redis's loop does:
@@ -326,12 +327,7 @@ func (l *loop) run() {
 // woken for every readable socket and sysmon put to deep sleep at every
 // park and woken again by the next system call: 1–2 µs of CPU per request
 // more (see docs/kvstore-server.md), which is why it is not the default.
-func (l *loop) newWaiter() (epollwait.Wait, func(), error) {
-	return epollwait.New(l.epfd, l.direct())
-}
-
-// direct reports whether the loop blocks in epoll_wait itself: the loops
-// leave a P free.
+// Only a loop that blocks itself polls before it sleeps (Options.IdlePoll).
 func (l *loop) direct() bool { return len(l.ls.loops) < runtime.GOMAXPROCS(0) }
 
 // wait returns the ready events. After a round that read requests, a
