@@ -14,7 +14,7 @@ EACH      = $(call EACH_OF,$(MODULES),$(1))
 # make bench also runs the side-by-side comparison module (redis_rate, ulule/limiter), kept out of ratelimit's deps.
 BENCH_MODULES := $(MODULES) ratelimit/benchcmp
 
-.PHONY: test-tags help build test test-race test-crash test-sup-soak bench fuzz lint fmt cover demo demo-redis clean docs cross
+.PHONY: test-tags help build test test-race test-crash test-sup-soak bench fuzz lint fmt cover notices demo demo-redis clean docs cross
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -24,8 +24,8 @@ build: ## build bin/devkit
 
 test: ## run every module's tests (what CI runs)
 	$(call EACH,$(GO) test -timeout $(TIMEOUT) ./...)
-	@# The copies and house checks read files outside their module, which go test's cache does not watch.
-	cd tools && GOWORK=off $(GO) test -count=1 ./copies/ ./house/
+	@# The copies, house and notices checks read files outside their module, which go test's cache does not watch.
+	cd tools && GOWORK=off $(GO) test -count=1 ./copies/ ./house/ ./notices/
 
 test-race: ## run every module's tests with the race detector
 	$(call EACH,$(GO) test -race -timeout $(TIMEOUT) ./...)
@@ -83,6 +83,9 @@ cross: ## build devkit for linux, darwin and windows on amd64 and arm64 into bin
 		echo "== $$os/$$arch"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o bin/cross/devkit-$$os-$$arch$$ext ./cmd/devkit; \
 	done; done
+
+notices: ## regenerate THIRD_PARTY_NOTICES from cmd/devkit's module graph (a test fails when it is stale)
+	cd tools && GOWORK=off $(GO) run ./notices -module ../cmd/devkit -out ../THIRD_PARTY_NOTICES
 
 docs: ## regenerate docs/cli.md from the command tree (a test fails when it is stale)
 	$(GO) run ./cmd/devkit/internal/clidoc/gencli -out docs/cli.md
