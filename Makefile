@@ -1,5 +1,10 @@
 # devkit — one Go workspace, one binary. `make help` lists the targets.
 GO       ?= go
+# Builds, tests and releases run on this Go, which has every published standard-library security fix;
+# the go command fetches it through the module proxy. Each go.mod's `toolchain` line names it too, for a go
+# whose GOTOOLCHAIN is auto; its `go` line stays the minimum users need.
+GOTOOLCHAIN ?= go1.27.3
+export GOTOOLCHAIN
 SHELL    := bash
 .SHELLFLAGS := -o pipefail -c
 MODULES  := kvstore ratelimit supervisor cmd/devkit examples tools

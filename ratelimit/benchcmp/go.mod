@@ -2,6 +2,8 @@ module github.com/devkit-go/devkit/ratelimit/benchcmp
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/devkit-go/devkit/ratelimit v0.0.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
@@ -13,7 +15,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace github.com/devkit-go/devkit/ratelimit => ../
