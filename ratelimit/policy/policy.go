@@ -150,16 +150,51 @@ func Parse(name string, data []byte) (*Policy, error) {
 		return nil, Errors{{File: name, Msg: "empty policy: no rules"}}
 	}
 	var doc fileDoc
-	if errs := yamlerr.Decode(name, root, &doc); len(errs) > 0 {
-		return nil, errs
-	}
+	decodeErrs := yamlerr.Decode(name, root, &doc)
+	// The rules are checked even when some values did not decode (those are
+	// left zero), so that one run names every mistake in the file.
 	c := &compiler{file: name, root: root}
 	p := c.compile(&doc)
-	if len(c.errs) > 0 {
-		return nil, c.errs
+	if errs := mergeErrors(decodeErrs, c.errs); len(errs) > 0 {
+		return nil, errs
 	}
 	p.Digest = sha256.Sum256(data)
 	return p, nil
+}
+
+// mergeErrors is every decoding mistake and every rule mistake in file
+// order, less the rule mistakes inside the object that holds a value that
+// did not decode (the limit, the rule, the defaults): there they follow
+// from that mistake (a value that did not decode is zero, a misspelt key
+// leaves the right one unset) and add nothing.
+func mergeErrors(decodeErrs, compileErrs Errors) Errors {
+	if len(decodeErrs) == 0 {
+		return compileErrs
+	}
+	errs := slices.Clone(decodeErrs)
+	for _, ce := range compileErrs {
+		if !slices.ContainsFunc(decodeErrs, func(de *Error) bool { return within(ce.Field, holder(de.Field)) }) {
+			errs = append(errs, ce)
+		}
+	}
+	slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
+	return errs
+}
+
+// holder is the object that holds a field: rules[1].limits[0] for
+// rules[1].limits[0].window, rules[1] for rules[1].skip. A top-level field
+// is its own holder; the whole document ("") holds nothing.
+func holder(field string) string {
+	if i := strings.LastIndexAny(field, ".["); i > 0 {
+		return field[:i]
+	}
+	return field
+}
+
+// within reports whether field is path or inside it.
+func within(field, path string) bool {
+	rest, ok := strings.CutPrefix(field, path)
+	return path != "" && ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
 }
 
 type compiler struct {

@@ -57,6 +57,50 @@ func TestParse_ReportsEveryTypeErrorOfTheFile(t *testing.T) {
 	}
 }
 
+// A value that does not decode does not hide the policy-level mistakes of
+// the other rules and limits: one run names them all, in file order, less
+// what follows from a mistake inside the same limit or rule (a misspelt
+// "paths" is not also reported as a rule without paths).
+func TestParse_DecodingMistakesDoNotHideTheRuleMistakes(t *testing.T) {
+	yaml := `rules:
+  - name: a
+    paths: [/a]
+    limits:
+      - {limit: five, window: 1m}
+  - name: b
+    paths: [/b]
+    key: [nosuch]
+    limits:
+      - {algorithm: leaky, limit: 5, window: ten}
+  - name: c
+    pathz: [/c]
+  - name: d
+    paths: [/d]
+    limits:
+      - {limit: -1, window: 1m}
+`
+	_, err := policy.Parse("p.yaml", []byte(yaml))
+	want := []string{
+		`p.yaml:5: rules[0].limits[0].limit: "five" is not an integer (in range)`,
+		`p.yaml:8: rules[1].key[0]: unknown key part "nosuch"`,
+		`p.yaml:10: rules[1].limits[0].window: "ten" is not a duration`,
+		`p.yaml:12: rules[2].pathz: unknown field`,
+		`p.yaml:16: rules[3].limits[0].limit: limit must be a positive number of requests, got -1`,
+	}
+	if err == nil {
+		t.Fatal("parsed")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d mistakes reported, want %d:\n%v", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("mistake %d = %q, want %q...", i, lines[i], w)
+		}
+	}
+}
+
 // YAML anchors, aliases and merge keys still work: the walk follows them.
 func TestParse_AliasesAndMergeKeys(t *testing.T) {
 	p, err := policy.Parse("p.yaml", []byte("rules:\n  - name: a\n    paths: [/a]\n    limits: [&std {limit: 5, window: 1m}]\n  - name: b\n    paths: [/b]\n    limits:\n      - <<: *std\n        limit: 7\n"))

@@ -143,11 +143,7 @@ func (c *Client) roundTrip(ctx context.Context, req *Request) (Response, error) 
 	if err != nil {
 		return Response{}, ctxErr(ctx, err)
 	}
-	var resp Response
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return Response{}, fmt.Errorf("bad reply: %w", err)
-	}
-	return resp, nil
+	return c.decodeReply(line)
 }
 
 // ctxErr prefers ctx's error to the I/O error its cancellation caused.
@@ -373,11 +369,37 @@ func (c *Client) readResponse() (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	return c.decodeReply(line)
+}
+
+// ProtocolError is a reply in another protocol than TCP JSON: the address
+// is another kind of listener (a KV server's HTTP or RESP one, or another
+// server altogether), so no request sent there can succeed.
+type ProtocolError struct {
+	Addr     string // the address that answered
+	Protocol string // "HTTP" or "RESP"
+}
+
+func (e *ProtocolError) Error() string {
+	return fmt.Sprintf("%s answered in %s, not TCP JSON: it is not a TCP JSON listener", e.Addr, e.Protocol)
+}
+
+// decodeReply decodes one reply line, naming the protocol of a reply that
+// is not JSON when it is one the KV server also speaks.
+func (c *Client) decodeReply(line []byte) (Response, error) {
 	var resp Response
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return Response{}, fmt.Errorf("bad reply: %w", err)
+	err := json.Unmarshal(line, &resp)
+	if err == nil {
+		return resp, nil
 	}
-	return resp, nil
+	switch {
+	case strings.HasPrefix(string(line), "HTTP/"):
+		return Response{}, &ProtocolError{Addr: c.conn.RemoteAddr().String(), Protocol: "HTTP"}
+	case len(line) > 0 && strings.IndexByte("+-:$*", line[0]) >= 0:
+		// A RESP server reads the JSON line as an inline command and answers with a RESP type byte.
+		return Response{}, &ProtocolError{Addr: c.conn.RemoteAddr().String(), Protocol: "RESP"}
+	}
+	return Response{}, fmt.Errorf("bad reply: %w", err)
 }
 
 // chunkReader reads "<n>\n" + n bytes frames up to the "0\n" frame.

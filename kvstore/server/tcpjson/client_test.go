@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +101,23 @@ func TestClient_BackupRefusesADamagedStream(t *testing.T) {
 		if strings.HasPrefix(e.Name(), "snap") {
 			t.Fatalf("a damaged backup left %s behind", e.Name())
 		}
+	}
+}
+
+// An HTTP server answers a JSON line with an HTTP error page: the client
+// says it is HTTP instead of failing on the first byte of "HTTP/1.1".
+func TestClient_AnHTTPListenerIsNamedAsOne(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	c, err := tcpjson.Dial(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Get(context.Background(), []byte("k"))
+	var pe *tcpjson.ProtocolError
+	if !errors.As(err, &pe) || pe.Protocol != "HTTP" || pe.Addr != addr {
+		t.Fatalf("Get against an HTTP server: %v, want a ProtocolError naming HTTP at %s", err, addr)
 	}
 }

@@ -3,6 +3,8 @@
 package cmd
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/kv"
@@ -63,7 +65,9 @@ Run 'devkit help exit-codes' for the exit codes scripts can rely on.`,
 
 // rejectUnknownSubcommands makes a group command (kv, sup, completion...)
 // given an unknown subcommand fail with a usage error (exit 2) instead of
-// cobra's default of printing its help and exiting 0.
+// cobra's default of printing its help and exiting 0, and suggest the verbs
+// within cobra's SuggestionsMinimumDistance of the mistyped one, as cobra
+// does for the root's nouns.
 func rejectUnknownSubcommands(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		rejectUnknownSubcommands(sub)
@@ -72,10 +76,17 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 		return
 	}
 	c.Args = cobra.ArbitraryArgs
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only on the root's own lookup
+	}
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
-		return cmdutil.UsageErrorf("unknown command %q for %q\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), cmd.CommandPath())
+		var hint string
+		if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+			hint = "\n\nDid you mean this?\n\t" + strings.Join(suggestions, "\n\t") + "\n"
+		}
+		return cmdutil.UsageErrorf("unknown command %q for %q%s\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), hint, cmd.CommandPath())
 	}
 }

@@ -136,3 +136,51 @@ func TestDurationFlags_AllOneGrammar(t *testing.T) {
 		t.Fatal("no duration flag found: the walk is broken")
 	}
 }
+
+// A mistyped verb gets cobra's suggestions, as a mistyped noun does: the
+// group commands' own unknown-command error used to drop them.
+func TestUnknownCommand_SuggestsTheNearestOnes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"kvv"}, "Did you mean this?\n\tkv\n"},
+		{[]string{"kv", "gte"}, "Did you mean this?\n\tget\n"},
+		{[]string{"ratelimit", "lnt"}, "Did you mean this?\n\tlint\n"},
+		{[]string{"sup", "stat"}, "\tstatus\n"},
+	} {
+		code, _, stderr := run(tc.args...)
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("devkit %s: exit %d, stderr %q; want exit 2 suggesting %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+	if _, _, stderr := run("kv", "zzzzzz"); strings.Contains(stderr, "Did you mean") {
+		t.Errorf("devkit kv zzzzzz suggests something: %q", stderr)
+	}
+}
+
+// A wrong number of arguments names the command and shows its usage line,
+// for every command that takes a fixed number of them.
+func TestArgumentCount_ErrorNamesTheCommandAndShowsItsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"kv", "get"},
+		{"kv", "set", "k"},
+		{"kv", "ping", "extra"},
+		{"kv", "del"},
+		{"version", "extra"},
+	} {
+		code, _, stderr := run(args...)
+		root := NewRootCmd(&cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+		c, _, err := root.Find(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(c.CommandPath(), "devkit ")
+		want := []string{"devkit: " + name + ": ", "\nUsage: " + c.UseLine() + "\n", "Run '" + c.CommandPath() + " --help'"}
+		for _, w := range want {
+			if code != cmdutil.ExitUsage || !strings.Contains(stderr, w) {
+				t.Errorf("devkit %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(args, " "), code, stderr, w)
+			}
+		}
+	}
+}

@@ -55,7 +55,7 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "get empty DEVKIT_KV_ADDR keeps the default", Env: map[string]string{AddrEnv: ""}, Parse: cmdtest.Parse(newKVNoun, NewCmdGet, "get", "k"), Want: GetOptions{ClientOptions: client, Key: "k"}},
 		{Name: "get --tls --tls-ca", Parse: cmdtest.Parse(newKVNoun, NewCmdGet, "get", "k", "--tls", "--tls-ca", "ca.pem"),
 			Want: GetOptions{ClientOptions: ClientOptions{Addr: server.DefaultTCPAddr, Timeout: 5 * time.Second, TLS: true, TLSCA: "ca.pem"}, Key: "k"}},
-		{Name: "get needs one key", Parse: cmdtest.Parse(newKVNoun, NewCmdGet, "get"), Code: 2, Stderr: "accepts 1 arg"},
+		{Name: "get needs one key", Parse: cmdtest.Parse(newKVNoun, NewCmdGet, "get"), Code: 2, Stderr: "devkit: kv get: accepts 1 arg(s), received 0\nUsage: devkit kv get KEY [flags]\nRun 'devkit kv get --help' for details."},
 		{Name: "get --timeout soon", Parse: cmdtest.Parse(newKVNoun, NewCmdGet, "get", "k", "--timeout", "soon"), Code: 2},
 
 		{Name: "set", Parse: cmdtest.Parse(newKVNoun, NewCmdSet, "set", "k", "-"), Want: SetOptions{ClientOptions: client, Key: "k", Value: "-"}},
@@ -98,7 +98,12 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "verify flags", Parse: cmdtest.Parse(newKVNoun, NewCmdVerify, "verify", "--data", "/d", "--json"), Want: VerifyOptions{DataDir: "/d", JSON: true}},
 		{Name: "repair defaults", Parse: cmdtest.Parse(newKVNoun, NewCmdRepair, "repair"), Want: RepairOptions{DataDir: "./data"}},
 		{Name: "repair flags", Parse: cmdtest.Parse(newKVNoun, NewCmdRepair, "repair", "--data", "/d", "--json"), Want: RepairOptions{DataDir: "/d", JSON: true}},
-		{Name: "repair takes no args", Parse: cmdtest.Parse(newKVNoun, NewCmdRepair, "repair", "/d"), Code: 2},
+		{Name: "verify DIR", Parse: cmdtest.Parse(newKVNoun, NewCmdVerify, "verify", "/d"), Want: VerifyOptions{DataDir: "/d"}},
+		{Name: "verify DIR and the same --data", Parse: cmdtest.Parse(newKVNoun, NewCmdVerify, "verify", "/d", "--data", "/d"), Want: VerifyOptions{DataDir: "/d"}},
+		{Name: "verify DIR and another --data", Parse: cmdtest.Parse(newKVNoun, NewCmdVerify, "verify", "/d", "--data", "/e"), Code: 2, Stderr: `two data directories: "/d" and --data "/e"`},
+		{Name: "verify two DIRs", Parse: cmdtest.Parse(newKVNoun, NewCmdVerify, "verify", "/d", "/e"), Code: 2, Stderr: "Usage: devkit kv verify [DIR] [flags]"},
+		{Name: "repair DIR", Parse: cmdtest.Parse(newKVNoun, NewCmdRepair, "repair", "/d", "--json"), Want: RepairOptions{DataDir: "/d", JSON: true}},
+		{Name: "repair two DIRs", Parse: cmdtest.Parse(newKVNoun, NewCmdRepair, "repair", "/d", "/e"), Code: 2},
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 	"github.com/devkit-go/devkit/kvstore/server"
@@ -48,7 +49,31 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		NewCmdVerify(f, nil),
 		NewCmdRepair(f, nil),
 	)
+	for _, verb := range cmd.Commands() {
+		if verb.Flags().Lookup("addr") != nil {
+			explainWrongListener(verb)
+		}
+	}
 	return cmd
+}
+
+// explainWrongListener makes a client verb whose --addr answered in HTTP or
+// RESP say which listener the client commands need: a newcomer's first
+// guess is the server's --http port, and the client's own error can only
+// say that the reply was not TCP JSON.
+func explainWrongListener(verb *cobra.Command) {
+	run := verb.RunE
+	verb.RunE = func(cmd *cobra.Command, args []string) error {
+		err := run(cmd, args)
+		var pe *tcpjson.ProtocolError
+		if !errors.As(err, &pe) {
+			return err
+		}
+		listener := map[string]string{"HTTP": "--http", "RESP": "--resp"}[pe.Protocol]
+		return fmt.Errorf("%s answered in %s: it is `devkit kv serve`'s %s listener (or another %s server), "+
+			"and the client commands talk to its --tcp listener (default %s): pass that address with --addr or $%s",
+			pe.Addr, pe.Protocol, listener, pe.Protocol, server.DefaultTCPAddr, AddrEnv)
+	}
 }
 
 // newKVNoun builds the noun without its verbs.
@@ -166,12 +191,9 @@ func unwrapDial(err error) error {
 }
 
 // isTerminal reports whether w is a terminal, where a trailing newline
-// helps the reader; redirected output stays byte-exact.
+// helps the reader; redirected output stays byte-exact. A character device
+// is not enough (/dev/null is one): term asks the terminal driver.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

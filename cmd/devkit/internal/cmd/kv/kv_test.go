@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -349,5 +350,63 @@ func TestBench_JSONDurationsInSeconds(t *testing.T) {
 				t.Errorf("row %v: %s %v, want a latency in seconds", r, q, r[q])
 			}
 		}
+	}
+}
+
+// TestClientCommands_WrongListenerSaysWhichPortAndFlag points --addr at the
+// server's HTTP and RESP listeners, a newcomer's first guesses: the error
+// names the listener it reached and the flag and address to use instead,
+// not "invalid character 'H' looking for beginning of value".
+func TestClientCommands_WrongListenerSaysWhichPortAndFlag(t *testing.T) {
+	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", Logger: quietLogger()})
+	if err := srv.Listen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		db.Close()
+	})
+	addrs := srv.Addrs()
+	for _, tc := range []struct{ addr, protocol, flag string }{
+		{addrs.HTTP, "HTTP", "--http"},
+		{addrs.RESP, "RESP", "--resp"},
+	} {
+		for _, args := range [][]string{{"get", "k"}, {"set", "k", "v"}, {"keys"}} {
+			_, stderr, code := run(t, nil, "", append(args, "--addr", tc.addr)...)
+			want := fmt.Sprintf("devkit: %s answered in %s: it is `devkit kv serve`'s %s listener", tc.addr, tc.protocol, tc.flag)
+			if code != cmdutil.ExitFailure || !strings.HasPrefix(stderr, want) ||
+				!strings.Contains(stderr, "its --tcp listener (default "+server.DefaultTCPAddr+"): pass that address with --addr or $"+AddrEnv) {
+				t.Errorf("kv %v --addr %s (%s): exit %d, stderr %q; want exit 1 and %q, naming --tcp and --addr", args, tc.addr, tc.protocol, code, stderr, want)
+			}
+		}
+	}
+	// The TCP listener itself still works.
+	if _, stderr, code := run(t, nil, "", "set", "k", "v", "--addr", addrs.TCP); code != 0 {
+		t.Fatalf("set against the TCP listener: exit %d, %s", code, stderr)
+	}
+}
+
+// TestIsTerminal_DevNullIsNotATerminal: /dev/null is a character device,
+// which the old mode check took for a terminal (and so added a newline
+// after a value and drew progress bars into it).
+func TestIsTerminal_DevNullIsNotATerminal(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) {
+		t.Errorf("isTerminal(%s) = true", os.DevNull)
+	}
+	if showProgress(f, nil) {
+		t.Errorf("a progress bar would be drawn into %s", os.DevNull)
 	}
 }

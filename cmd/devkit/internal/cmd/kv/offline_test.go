@@ -235,3 +235,21 @@ func TestRepair_UnrepairableStoreExits1SayingWhyAndChangesNothing(t *testing.T) 
 		t.Fatal("an impossible repair changed the directory")
 	}
 }
+
+// TestVerify_DirectoryAsArgument: `devkit kv verify DIR` checks DIR, as
+// `--data DIR` does (it used to be refused as an unknown command).
+func TestVerify_DirectoryAsArgument(t *testing.T) {
+	dir := writeStore(t, 10)
+	out, errOut, code := run(t, nil, "", "verify", dir, "--json")
+	var rep VerifyReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("verify DIR: %d %q %q %v", code, out, errOut, err)
+	}
+	if !rep.Clean || rep.Keys != 10 {
+		t.Fatalf("verify DIR checked something else: %+v", rep)
+	}
+	damageLog(t, dir)
+	if _, errOut, code := run(t, nil, "", "verify", dir); code != cmdutil.ExitNegative {
+		t.Fatalf("verify DIR on a damaged store: exit %d, %q; want 3", code, errOut)
+	}
+}

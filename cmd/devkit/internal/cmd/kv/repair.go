@@ -28,7 +28,7 @@ type RepairOptions struct {
 func NewCmdRepair(f *cmdutil.Factory, runF func(context.Context, *RepairOptions) error) *cobra.Command {
 	opts := &RepairOptions{IO: f.IOStreams, Now: f.Now}
 	cmd := &cobra.Command{
-		Use:   "repair",
+		Use:   "repair [DIR]",
 		Short: "Repair what verify calls damaged, keeping a copy of every file it changes",
 		Long: `Repair a data directory that no server holds: what "devkit kv verify" calls damaged
 is repaired, or the command says exactly why not. A clean store is left as it is (a
@@ -38,9 +38,11 @@ mid-way is cut at its first bad record: every file the cut shortens or removes i
 first copied to DIR.bak-<time>, every record from the damage on is dropped, and the
 command says how many bytes and how many keys remain. When every snapshot is damaged
 and the log no longer starts at the first record, nothing can rebuild the keys: the
-command changes nothing, exits 1 and says to restore from a backup.`,
-		Example: `  devkit kv repair --data ./data`,
-		Args:    cmdutil.NoArgs,
+command changes nothing, exits 1 and says to restore from a backup. DIR, or --data,
+names the data directory.`,
+		Example: `  devkit kv repair ./data
+  devkit kv repair --data ./data --json`,
+		Args: dataDirArg(&opts.DataDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), opts)

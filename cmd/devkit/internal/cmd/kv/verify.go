@@ -27,17 +27,18 @@ type VerifyOptions struct {
 func NewCmdVerify(f *cmdutil.Factory, runF func(context.Context, *VerifyOptions) error) *cobra.Command {
 	opts := &VerifyOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
-		Use:   "verify",
+		Use:   "verify [DIR]",
 		Short: "Check a data directory for corruption (exit 3 when it finds some)",
 		Long: `Check every snapshot and log record of a data directory against its checksum,
 without changing the directory (no lock, no cut, nothing removed: safe on a
 store in use, where a torn tail may be a write in flight). Exit 0 when the store
 is clean, 3 when it finds corruption (naming the file and offset), 1 when it could
 not check. A torn tail (the trace of a crash mid-write, cut at the next open) is
-reported but is not corruption. A progress bar shows on a terminal.`,
-		Example: `  devkit kv verify --data ./data
+reported but is not corruption. A progress bar shows on a terminal. DIR, or
+--data, names the data directory.`,
+		Example: `  devkit kv verify ./data
   devkit kv verify --data ./data --json | jq .clean`,
-		Args: cmdutil.NoArgs,
+		Args: dataDirArg(&opts.DataDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), opts)

@@ -216,6 +216,35 @@ rules:
 	}
 }
 
+// TestLint_ReportsEveryMistakeOfTheFile: a wrong type in one rule does not
+// hide a wrong value in another, so one lint run is enough to fix a file.
+func TestLint_ReportsEveryMistakeOfTheFile(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte(`rules:
+  - name: a
+    paths: [/a]
+    limits: [{limit: 5, window: soon}]
+  - name: b
+    paths: [/b]
+    key: [nosuch]
+    limits: [{limit: 5, window: 1m}]
+  - name: c
+    paths: [/c]
+    limits: [{algorithm: leaky, limit: 5, window: 1m}]
+`), 0o644)
+	_, stderr, code := run(t, nil, "lint", "--policy", bad)
+	want := []string{
+		`bad.yaml:4: rules[0].limits[0].window: "soon" is not a duration`,
+		`bad.yaml:7: rules[1].key[0]: unknown key part "nosuch"`,
+		`bad.yaml:11: rules[2].limits[0].algorithm: unknown algorithm "leaky"`,
+	}
+	for _, w := range want {
+		if code != cmdutil.ExitFailure || !strings.Contains(stderr, w) {
+			t.Errorf("lint: exit %d, stderr lacks %q:\n%s", code, w, stderr)
+		}
+	}
+}
+
 const proxyPolicy = `
 identity:
   trusted_proxies: [10.0.0.0/8]
