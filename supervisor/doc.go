@@ -25,9 +25,9 @@
 // # Monitors
 //
 // Each process gets a monitor: the calling program re-executed (see
-// [Options.MonitorCommand], [MonitorEnvVar] and [RunMonitor]), in the
-// manner of podman's conmon; importing this package registers the monitor,
-// so by default the running executable serves. It records the exit code and time and applies the restart policy
+// [Options.MonitorCommand], [MonitorMain] and [RunMonitor]), in the
+// manner of podman's conmon; by default the running executable serves, when
+// its main calls [MonitorMain] first, as moby's reexec.Init. It records the exit code and time and applies the restart policy
 // with capped exponential backoff. Killing a monitor hides nothing: status
 // and stop work from the record alone.
 //

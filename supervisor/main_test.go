@@ -25,6 +25,12 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// As a program's main does: a child re-executed as a monitor (Options
+	// with no MonitorCommand) runs it here and exits. SUP_TEST_NO_MONITOR_MAIN
+	// plays a program that does not call it.
+	if os.Getenv("SUP_TEST_NO_MONITOR_MAIN") == "" {
+		MonitorMain()
+	}
 	switch os.Getenv(roleEnv) {
 	case "monitor":
 		os.Exit(RunMonitor(os.Stdin, os.Stdout))

@@ -74,3 +74,43 @@ func TestMonitorEnvVar_FromAnyoneButTheParentChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A program that imports the package without calling MonitorMain is not
+// turned into a monitor, even when its parent asked for one: the package
+// has no init that takes over main (the test binary plays such a program).
+func TestMonitorMain_ImportingThePackageAloneMakesNoMonitor(t *testing.T) {
+	cmd := exec.Command(testExe(t))
+	cmd.Env = append(os.Environ(), MonitorEnvVar+"="+strconv.Itoa(os.Getpid()), "SUP_TEST_NO_MONITOR_MAIN=1",
+		roleEnv+"=child", childEnv+"=exit=0")
+	cmd.Stdin = strings.NewReader(`{"home":"/nonexistent","spec":{"Name":"x","Command":"true"}}`)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "exiting with 0") {
+		t.Fatalf("the program's own main did not run: %v\n%s", err, out)
+	}
+}
+
+// With no MonitorCommand, a program that does not call MonitorMain is not
+// re-executed (its own main would run instead of a monitor): Start fails
+// with ErrNoMonitor and starts nothing.
+func TestStart_WithoutMonitorMainFailsWithErrNoMonitor(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  app:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: sleep}
+`)
+	sup, err := New(h.home, h.sup.cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sup = sup
+	monitorMainCalled.Store(false) // as in a program whose main does not call it
+	defer monitorMainCalled.Store(true)
+	_, err = sup.Start(context.Background(), []string{"app"})
+	if !errors.Is(err, ErrNoMonitor) || !strings.Contains(err.Error(), "supervisor.MonitorMain") {
+		t.Fatalf("Start = %v, want ErrNoMonitor naming supervisor.MonitorMain", err)
+	}
+	if rec, err := sup.home.ReadRecord("app"); err != nil || rec != nil {
+		t.Fatalf("record after a refused start: %+v, %v; want none", rec, err)
+	}
+}

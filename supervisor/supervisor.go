@@ -25,7 +25,8 @@ var (
 	// ErrSurvivors: processes of the stopped process's session are still alive.
 	ErrSurvivors = errors.New("processes of the session survived")
 	// ErrNoMonitor: Options.MonitorCommand is empty and the running
-	// executable cannot be found, so nothing can be started.
+	// executable does not call MonitorMain or cannot be found, so nothing
+	// can be started.
 	ErrNoMonitor = errors.New("no monitor command configured")
 	// ErrInvalidName: a name that cannot safely name a file (a separator,
 	// "..", an absolute path...). Nothing is read, created or removed for it.
@@ -56,8 +57,8 @@ type Options struct {
 	// MonitorCommand is the program (and leading arguments) that runs one
 	// process's monitor: it must call RunMonitor with its stdin and stdout.
 	// Empty means the running executable, re-executed with MonitorEnvVar
-	// set: this package's init then runs the monitor before main, so any
-	// program that imports the package serves as its own monitor.
+	// set, which must call MonitorMain first in main: the child runs the
+	// monitor there and exits (without that call, Start fails with ErrNoMonitor).
 	MonitorCommand []string
 	// MonitorEnv is added to the monitor's environment.
 	MonitorEnv []string

@@ -7,9 +7,9 @@
 //
 //	go run ./examples/supervise [-home DIR] [-keep]
 //
-// The per-process monitor needs nothing from this program: importing the
-// supervisor package registers it, and Options.MonitorCommand left empty
-// re-executes this same binary as the monitor.
+// The per-process monitor is this same binary re-executed (Options.
+// MonitorCommand left empty): main calls supervisor.MonitorMain first, which
+// runs the monitor and exits in that child, and returns at once otherwise.
 package main
 
 import (
@@ -45,6 +45,7 @@ processes:
 `
 
 func main() {
+	supervisor.MonitorMain()
 	if code, ok := dispatch(os.Args[1:]); ok {
 		os.Exit(code)
 	}

@@ -6,11 +6,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/devkit-go/devkit/supervisor"
 )
 
-// TestMain lets the test binary play the program's worker role: the
-// supervisor re-executes os.Executable() as the monitor and the workers.
+// TestMain lets the test binary play the program's monitor and worker roles,
+// as main does: the supervisor re-executes os.Executable() as both.
 func TestMain(m *testing.M) {
+	supervisor.MonitorMain()
 	if code, ok := dispatch(os.Args[1:]); ok {
 		os.Exit(code)
 	}
