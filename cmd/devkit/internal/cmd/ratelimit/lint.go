@@ -24,7 +24,8 @@ func NewCmdLint(f *cmdutil.Factory, runF func(context.Context, *LintOptions) err
 		Short:   "Validate a policy file and print the effective rules",
 		Example: "  devkit ratelimit lint --policy examples/policies/saas.yaml",
 		Long: `lint validates a policy file (unknown keys, durations, algorithms, plans...) and
-prints the rules as the proxy will apply them. Errors name file:line and field.
+prints the rules as the proxy will apply them. Every mistake of the file is
+reported, each naming file:line and field.
 Warnings (to stderr, exit 0) name what is valid but unsafe: a key on the raw
 path (use route templates), a plan without limits for a method the rule sees,
 identity headers without trusted proxies (never believed) or believed from
