@@ -218,7 +218,11 @@ func Identify(text []byte, allow []string) ([]string, error) {
 	return ids, nil
 }
 
-// standardLibrary is the notice of Go's standard library, linked into every binary.
+// standardLibrary is the notice of Go's standard library, linked into every
+// binary. Its version is the release toolchain, the toolchain line of dir's
+// go.mod (the go running this only when there is none), so that the file
+// does not change with the go that regenerates it; the licence is the
+// running go's, the same text for every release.
 func standardLibrary(dir string) (Notice, error) {
 	out, err := goCmd(dir, nil, "env", "GOROOT", "GOVERSION")
 	if err != nil {
@@ -228,7 +232,19 @@ func standardLibrary(dir string) (Notice, error) {
 	if len(f) != 2 {
 		return Notice{}, fmt.Errorf("go env GOROOT GOVERSION: %q", out)
 	}
-	return Check(Module{Path: "Go standard library", Version: f[1], Dir: f[0]}, allowed)
+	goroot, version := f[0], f[1]
+	modJSON, err := goCmd(dir, nil, "mod", "edit", "-json")
+	if err != nil {
+		return Notice{}, err
+	}
+	var mod struct{ Toolchain string }
+	if err := json.Unmarshal([]byte(modJSON), &mod); err != nil {
+		return Notice{}, fmt.Errorf("go mod edit -json: %w", err)
+	}
+	if mod.Toolchain != "" {
+		version = mod.Toolchain
+	}
+	return Check(Module{Path: "Go standard library", Version: version, Dir: goroot}, allowed)
 }
 
 // Write prints the notices: a summary table, then each module's files.
