@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -221,5 +222,72 @@ func TestFlushAll_RemovesEveryKeyWithOneRecordAndSurvivesReopen(t *testing.T) {
 	wantValue(t, db, "after", "1")
 	if db.Len() != 1 {
 		t.Fatalf("Len = %d, want 1", db.Len())
+	}
+}
+
+// A deadline past what int64 nanoseconds hold (April 2262) must keep the
+// key, through every path that writes an expiry and across the log and a
+// snapshot; one before 1678 must not wrap into the future either. (UnixNano
+// of such times is undefined: year 3000 came back negative and the key
+// read as expired.)
+func TestTTL_FarFutureAndFarPastDeadlinesDoNotWrap(t *testing.T) {
+	for _, via := range []string{"log", "snapshot"} {
+		t.Run(via, func(t *testing.T) {
+			clock := newFakeClock()
+			dir := t.TempDir()
+			db := openT(t, dir, ttlOptions(clock))
+			far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+			farthest := time.UnixMilli(math.MaxInt64)
+			past := time.UnixMilli(math.MinInt64)
+			if err := db.SetWithTTL([]byte("db"), []byte("1"), far); err != nil {
+				t.Fatal(err)
+			}
+			var b Batch
+			b.SetWithTTL([]byte("batch"), []byte("2"), farthest)
+			b.SetWithTTL([]byte("past"), []byte("3"), past)
+			if err := db.Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Set([]byte("tx"), []byte("4")); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Set([]byte("txpast"), []byte("5")); err != nil {
+				t.Fatal(err)
+			}
+			err := db.Update(func(tx *Tx) error {
+				if _, err := tx.Expire([]byte("tx"), farthest); err != nil {
+					return err
+				}
+				_, err := tx.Expire([]byte("txpast"), past)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(db *DB) {
+				t.Helper()
+				for _, k := range []string{"db", "batch", "tx"} {
+					if _, err := db.Get([]byte(k)); err != nil {
+						t.Fatalf("Get(%q) after a far-future expiry: %v", k, err)
+					}
+					at, ok := db.ExpiresAt([]byte(k))
+					if !ok || at.Before(time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)) {
+						t.Fatalf("ExpiresAt(%q) = %v, %v; want the latest instant the engine holds", k, at, ok)
+					}
+				}
+				wantMissing(t, db, "past")
+				wantMissing(t, db, "txpast")
+			}
+			check(db)
+			if via == "snapshot" {
+				if _, err := db.Snapshot(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+			db = openT(t, dir, ttlOptions(clock))
+			defer db.Close()
+			check(db)
+		})
 	}
 }

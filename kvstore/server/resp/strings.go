@@ -41,40 +41,34 @@ type setOptions struct {
 	ttl         ttlOption
 }
 
-// parseSetOptions parses [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
+// parseSetOptions parses [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
+// in any order, as Redis does (a repeated option is allowed, NX with XX or
+// two expiry units are a syntax error); the expiry's number is checked
+// last.
 func parseSetOptions(args [][]byte) (setOptions, error) {
 	var o setOptions
-	for i := 0; i < len(args); i++ {
-		switch opt := strings.ToUpper(string(args[i])); opt {
-		case "NX":
+	var e expiryArgs
+	for i := 0; i < len(args); {
+		switch opt := strings.ToUpper(string(args[i])); {
+		case opt == "NX" && !o.xx:
 			o.nx = true
-		case "XX":
+		case opt == "XX" && !o.nx:
 			o.xx = true
-		case "GET":
+		case opt == "GET":
 			o.get = true
-		case "KEEPTTL":
-			if o.ttl.kind != ttlNone {
-				return o, errSyntax
-			}
-			o.ttl.kind = ttlKeep
-		case "EX", "PX", "EXAT", "PXAT":
-			if o.ttl.kind != ttlNone || i+1 == len(args) {
-				return o, errSyntax
-			}
-			i++
-			t, err := parseExpiry(opt, args[i], "set")
-			if err != nil {
-				return o, err
-			}
-			o.ttl = t
 		default:
-			return o, errSyntax
+			n := e.take(args, i, true)
+			if n == 0 {
+				return o, errSyntax
+			}
+			i += n
+			continue
 		}
+		i++
 	}
-	if o.nx && o.xx {
-		return o, errSyntax
-	}
-	return o, nil
+	var err error
+	o.ttl, err = e.option("set")
+	return o, err
 }
 
 func cmdSet(c *call) {
