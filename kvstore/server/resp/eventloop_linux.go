@@ -622,6 +622,7 @@ func (l *loop) runCommands(c *elConn) bool {
 	cl := c.cl
 	ran := false
 	for c.rpos < len(c.in) && !cl.quit && len(cl.out.buf) < flushAt {
+		c.p.cr.preAuth = !cl.authed
 		n, args, err := c.p.parse(c.in[c.rpos:])
 		if err != nil {
 			var pe *ProtocolError

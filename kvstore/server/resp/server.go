@@ -356,6 +356,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 			flush()
 			return
 		}
+		in.preAuth = !cl.authed
 		args, err := in.readCommand()
 		c.RequestRead()
 		if err == nil && len(args) > 0 {
