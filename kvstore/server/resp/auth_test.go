@@ -82,3 +82,61 @@ func TestAuth_UnauthenticatedClientsCannotMakeTheServerHoldMemory(t *testing.T) 
 		}
 	}
 }
+
+// Password guessing is slowed and a right password is not: pipelined wrong
+// AUTHs get ten WRONGPASS replies, held longer and longer, and then the
+// connection is closed; a right AUTH on a fresh connection from the same
+// address is answered at once; and once the address has failed often, its
+// next wrong guess, on a fresh connection, is held too. (Before, one
+// pipelined connection had every one of its guesses answered at once.)
+func TestAuth_GuessingIsSlowedAndClosedButARightPasswordIsNot(t *testing.T) {
+	addr := start(t, servertest.OpenDB(t), resp.Options{Password: "s3cret"})
+	guesser := dialRaw(t, addr)
+	begun := time.Now()
+	guesser.send(strings.Repeat("AUTH guess\r\n", 50))
+	wrong := 0
+	for {
+		guesser.SetReadDeadline(time.Now().Add(20 * time.Second))
+		l, err := guesser.r.ReadString('\n')
+		if err != nil {
+			break
+		}
+		if l != "-WRONGPASS invalid username-password pair or user is disabled.\r\n" {
+			t.Fatalf("got %q", l)
+		}
+		wrong++
+	}
+	held := time.Since(begun)
+	t.Logf("%d wrong passwords answered in %v before the connection closed", wrong, held)
+	if wrong != 10 {
+		t.Fatalf("%d WRONGPASS replies before the close, want 10", wrong)
+	}
+	// 1+2+...+512 ms: the holds double from 1 ms.
+	if held < time.Second {
+		t.Fatalf("ten wrong passwords took %v, want the holds (over 1s)", held)
+	}
+
+	right := dialRaw(t, addr)
+	begun = time.Now()
+	right.send("AUTH s3cret\r\nPING\r\n")
+	for _, want := range []string{"+OK\r\n", "+PONG\r\n"} {
+		if got := right.line(); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+	if d := time.Since(begun); d > time.Second {
+		t.Fatalf("a right password on a fresh connection took %v", d)
+	}
+
+	// The address has 10 failures: a fresh connection's guess is held for
+	// the 11th (over a second), not the 1 ms of a first failure.
+	again := dialRaw(t, addr)
+	begun = time.Now()
+	again.send("AUTH guess\r\n")
+	if got := again.line(); !strings.HasPrefix(got, "-WRONGPASS") {
+		t.Fatalf("got %q", got)
+	}
+	if d := time.Since(begun); d < time.Second {
+		t.Fatalf("a guess from an address that failed 10 times was answered in %v, want it held over 1s", d)
+	}
+}

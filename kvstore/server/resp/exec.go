@@ -10,7 +10,6 @@ package resp
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -397,33 +396,6 @@ func cmdWatch(c *call) {
 
 func cmdUnwatch(c *call) {
 	c.cl.watched = nil
-	c.w.ok()
-}
-
-// authenticate checks a password in constant time.
-func (s *Server) authenticate(password []byte) bool {
-	return subtle.ConstantTimeCompare(password, []byte(s.opts.Password)) == 1
-}
-
-func cmdAuth(c *call) {
-	if c.s.opts.Password == "" {
-		c.w.error("ERR Client sent AUTH, but no password is set")
-		return
-	}
-	args := c.args[1:]
-	switch {
-	case len(args) == 2 && string(args[0]) == "default":
-		args = args[1:]
-	case len(args) != 1:
-		c.w.error("WRONGPASS invalid username-password pair or user is disabled.")
-		return
-	}
-	if !c.s.authenticate(args[0]) {
-		c.cl.authed = false
-		c.w.error("WRONGPASS invalid username-password pair or user is disabled.")
-		return
-	}
-	c.cl.authed = true
 	c.w.ok()
 }
 

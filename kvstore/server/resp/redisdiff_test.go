@@ -154,3 +154,8 @@ func TestRedisDiff_FarFutureAndOverflowingExpiries(t *testing.T) {
 	p.same(set, cmd("expire", "k", "100"), cmd("expire", "k", "200", "gt"), cmd("ttl", "k"),
 		cmd("expire", "k", "50", "gt"), cmd("expire", "k", "50", "lt"), cmd("ttl", "k"))
 }
+
+func TestRedisDiff_AuthWithoutAPassword(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(cmd("auth", "x"), cmd("auth", "default", "x"), cmd("auth", "someone", "x"), cmd("auth", "a", "b", "c"))
+}

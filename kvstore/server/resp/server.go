@@ -152,6 +152,7 @@ type Server struct {
 	opts    Options
 	conns   *connserver.Server
 	cursors *cursorTable
+	auth    *authGuard
 	cmds    *commandSet
 	limits  kvstore.Limits
 	started time.Time
@@ -174,7 +175,7 @@ type Server struct {
 // NewServer returns a server over store.
 func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), cmds: newCommandSet(), limits: store.Limits(),
+	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), auth: newAuthGuard(), cmds: newCommandSet(), limits: store.Limits(),
 		started: time.Now(), clients: map[int64]*client{}}
 	s.conns = connserver.New(connserver.Options{
 		MaxConns:         opts.MaxConns,
@@ -230,6 +231,8 @@ type client struct {
 	call        call // reused for every command: no allocation per command
 	quit        bool
 	authed      bool
+	authFails   int       // wrong passwords in a row
+	holdUntil   time.Time // nothing more runs or is answered before (auth.go); zero: none
 	log         *slog.Logger
 
 	multi, multiDirty bool
@@ -361,6 +364,11 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		c.RequestRead()
 		if err == nil && len(args) > 0 {
 			s.execute(cl, args, time.Now())
+			if !cl.holdUntil.IsZero() {
+				// A wrong password: its reply, and what follows, wait.
+				time.Sleep(time.Until(cl.holdUntil))
+				cl.holdUntil = time.Time{}
+			}
 		}
 		if err != nil {
 			var pe *ProtocolError
