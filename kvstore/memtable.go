@@ -72,8 +72,9 @@ type memtable struct {
 	delSeq   [versionBuckets]atomic.Uint64
 	flushSeq atomic.Uint64 // the last flush: every key changed then
 
-	treeMu sync.RWMutex
-	tree   *btree.BTreeG[ref]
+	treeMu   sync.RWMutex
+	tree     *btree.BTreeG[ref]
+	scanTree *btree.BTreeG[scanItem] // the scan order (scanorder.go)
 	seq    uint64 // last sequence number applied; guarded by treeMu
 
 	probeMu sync.Mutex // one scan seeks at a time
@@ -97,6 +98,7 @@ type treeOp struct {
 func newMemtable() *memtable {
 	m := &memtable{seed: maphash.MakeSeed(), arena: newArena()}
 	m.tree = btree.NewG(32, m.less)
+	m.scanTree = m.newScanTree()
 	for i := range m.shards {
 		m.shards[i].slots = make([]uint64, 8)
 		m.shards[i].ttl = make(map[string]int64)
@@ -258,7 +260,7 @@ func (m *memtable) memoryBytes() int64 {
 		s.mu.RUnlock()
 	}
 	m.treeMu.RLock()
-	n += int64(m.tree.Len()) * 8
+	n += int64(m.tree.Len()) * (8 + 16) // the key order's and the scan order's items
 	m.treeMu.RUnlock()
 	return n
 }
@@ -306,6 +308,7 @@ func (m *memtable) apply(muts []mutation, seq uint64) {
 	}
 	for i := range ops {
 		m.applyToTree(m.tree, &ops[i])
+		m.applyToScanTree(m.scanTree, &ops[i])
 	}
 	m.seq = seq
 	m.treeMu.Unlock()
@@ -479,6 +482,12 @@ func (m *memtable) expiredKeys(now int64, perShard, limit int) []string {
 // still be waiting in the tree builder's queue. Every loadBarrier chunks the
 // loader waits for the builder to catch up and lets the held frees go, so a
 // log that overwrites its keys many times does not hold every version.
+// loaded is what a load's tree builder built: both orders.
+type loaded struct {
+	tree     *btree.BTreeG[ref]
+	scanTree *btree.BTreeG[scanItem]
+}
+
 type loader struct {
 	m      *memtable
 	unhold func()
@@ -487,7 +496,7 @@ type loader struct {
 	feed   chan []treeOp // a nil chunk asks the builder to report on caught
 	caught chan struct{}
 	free   chan []treeOp // chunks the tree builder is done with
-	done   chan *btree.BTreeG[ref]
+	done   chan loaded
 
 	lastPut   ref  // the greatest reference of the ordered run
 	unordered bool // the ordered run has ended
@@ -507,7 +516,7 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 		}
 	}
 	l := &loader{m: m, unhold: m.arena.hold(), chunk: make([]treeOp, 0, loadChunk), feed: make(chan []treeOp, 8),
-		caught: make(chan struct{}), free: make(chan []treeOp, 8), done: make(chan *btree.BTreeG[ref], 1)}
+		caught: make(chan struct{}), free: make(chan []treeOp, 8), done: make(chan loaded, 1)}
 	go func() {
 		// byRef is the builder's own: set for each operation before the
 		// tree compares, false once the load is done (the tree keeps this
@@ -519,6 +528,7 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 			}
 			return m.less(a, b)
 		})
+		st := m.newScanTree()
 		for chunk := range l.feed {
 			if chunk == nil {
 				l.caught <- struct{}{}
@@ -527,6 +537,7 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 			for i := range chunk {
 				byRef = chunk[i].ordered
 				m.applyToTree(t, &chunk[i])
+				m.applyToScanTree(st, &chunk[i])
 			}
 			byRef = false
 			clear(chunk)
@@ -535,7 +546,7 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 			default:
 			}
 		}
-		l.done <- t
+		l.done <- loaded{t, st}
 	}()
 	return l
 }
@@ -582,7 +593,7 @@ func (l *loader) finish(seq uint64) {
 	close(l.feed)
 	t := <-l.done
 	l.m.treeMu.Lock()
-	l.m.tree = t
+	l.m.tree, l.m.scanTree = t.tree, t.scanTree
 	l.m.seq = seq
 	l.m.treeMu.Unlock()
 	l.unhold()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/devkit-go/devkit/kvstore"
 )
@@ -156,49 +155,6 @@ func cmdFlush(c *call) {
 	c.w.ok()
 }
 
-// Redis clients parse SCAN cursors as unsigned integers, while the engine
-// pages by key. The cursor table maps the numbers we hand out to the key a
-// scan stopped after; the oldest entries are forgotten first, and a
-// forgotten cursor is an error rather than a silent restart.
-
-type cursorTable struct {
-	mu    sync.Mutex
-	next  uint64
-	after map[uint64][]byte
-	order []uint64 // ring of live cursors, oldest at head
-	head  int
-	max   int
-}
-
-func newCursorTable(max int) *cursorTable {
-	return &cursorTable{after: make(map[uint64][]byte, max), order: make([]uint64, 0, max), max: max}
-}
-
-// put remembers key and returns its cursor (never 0).
-func (t *cursorTable) put(key []byte) uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.next++
-	id := t.next
-	if len(t.order) < t.max {
-		t.order = append(t.order, id)
-	} else {
-		delete(t.after, t.order[t.head])
-		t.order[t.head] = id
-		t.head = (t.head + 1) % t.max
-	}
-	t.after[id] = key
-	return id
-}
-
-// get returns the key of a cursor.
-func (t *cursorTable) get(id uint64) ([]byte, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k, ok := t.after[id]
-	return k, ok
-}
-
 // cmdScan answers SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]. COUNT
 // is the number of keys examined, as in Redis, so a page filtered by MATCH
 // may hold fewer keys (even none) while the cursor goes on.
@@ -223,8 +179,12 @@ func cmdScan(c *call) {
 			pattern = args[i+1]
 		case "COUNT":
 			n, ok := parseStrictInt(args[i+1])
-			if !ok || n < 1 {
+			if !ok {
 				c.fail(errNotInteger)
+				return
+			}
+			if n < 1 {
+				c.fail(errSyntax) // as Redis
 				return
 			}
 			count = int(min(n, int64(c.s.opts.MaxScanCount)))
@@ -235,14 +195,6 @@ func cmdScan(c *call) {
 			return
 		}
 	}
-	var after []byte
-	if cursor != 0 {
-		var ok bool
-		if after, ok = c.s.cursors.get(cursor); !ok {
-			w.error("ERR invalid cursor: it was never issued or has expired (restart the scan from 0)")
-			return
-		}
-	}
 	if onlyType != "" && onlyType != "string" {
 		// Every key holds a string: another type matches nothing.
 		w.array(2)
@@ -250,26 +202,24 @@ func cmdScan(c *call) {
 		w.array(0)
 		return
 	}
-	prefix, _ := literalPrefix(pattern)
-	page, err := c.s.store.Scan(kvstore.ScanOptions{Prefix: prefix, After: after, Limit: count})
+	// The cursor is a place in the engine's scan order (a key's hash), so
+	// it needs no table and stays valid across connections and restarts.
+	keys, next, err := c.s.store.ScanCursor(cursor, count)
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	next := uint64(0)
-	if page.Next != nil {
-		next = c.s.cursors.put(page.Next)
-	}
-	keys := page.Entries[:0:0]
-	for _, e := range page.Entries {
-		if pattern == nil || globMatch(pattern, e.Key) {
-			keys = append(keys, e)
+	n := 0
+	for _, k := range keys {
+		if pattern == nil || globMatch(pattern, k) {
+			keys[n] = k
+			n++
 		}
 	}
 	w.array(2)
 	w.bulkString(strconv.FormatUint(next, 10))
-	w.array(len(keys))
-	for _, e := range keys {
-		w.bulk(e.Key)
+	w.array(n)
+	for _, k := range keys[:n] {
+		w.bulk(k)
 	}
 }

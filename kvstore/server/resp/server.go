@@ -39,7 +39,6 @@ const (
 	// DefaultHandshakeTimeout bounds the wait for a connection's first command.
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultMaxScanCount     = 10000
-	DefaultMaxScanCursor    = 4096
 	// DefaultIdlePoll is how long a loop polls before it sleeps (Options.IdlePoll).
 	DefaultIdlePoll = 20 * time.Microsecond
 )
@@ -73,9 +72,6 @@ type Options struct {
 	MaxConns int
 	// MaxScanCount caps SCAN's COUNT. 10000 when zero.
 	MaxScanCount int
-	// MaxScanCursors bounds the SCAN cursors remembered across calls; the
-	// oldest is forgotten first. 4096 when zero.
-	MaxScanCursors int
 	// Password, when set, must be given with AUTH before any other command
 	// (Redis's requirepass).
 	Password string
@@ -119,7 +115,6 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxRequestBytes, max(DefaultMaxRequest, 2*o.MaxBulkBytes+1<<10))
 	def(&o.MaxInlineBytes, DefaultMaxInline)
 	def(&o.MaxScanCount, DefaultMaxScanCount)
-	def(&o.MaxScanCursors, DefaultMaxScanCursor)
 	for _, p := range []struct {
 		v *time.Duration
 		d time.Duration
@@ -151,7 +146,6 @@ type Server struct {
 	store   backend.Store
 	opts    Options
 	conns   *connserver.Server
-	cursors *cursorTable
 	auth    *authGuard
 	cmds    *commandSet
 	limits  kvstore.Limits
@@ -175,7 +169,7 @@ type Server struct {
 // NewServer returns a server over store.
 func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), auth: newAuthGuard(), cmds: newCommandSet(), limits: store.Limits(),
+	s := &Server{store: store, opts: opts, auth: newAuthGuard(), cmds: newCommandSet(), limits: store.Limits(),
 		started: time.Now(), clients: map[int64]*client{}}
 	s.conns = connserver.New(connserver.Options{
 		MaxConns:         opts.MaxConns,
