@@ -75,7 +75,7 @@ type memtable struct {
 	treeMu   sync.RWMutex
 	tree     *btree.BTreeG[ref]
 	scanTree *btree.BTreeG[scanItem] // the scan order (scanorder.go)
-	seq    uint64 // last sequence number applied; guarded by treeMu
+	seq      uint64                  // last sequence number applied; guarded by treeMu
 
 	probeMu sync.Mutex // one scan seeks at a time
 	probe   []byte

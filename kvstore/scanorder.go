@@ -94,4 +94,3 @@ func (db *DB) ScanCursor(cursor uint64, count int) (keys [][]byte, next uint64, 
 	keys, next = db.mem.scanFrom(cursor, max(count, 1), db.opts.now().UnixNano())
 	return keys, next, nil
 }
-
