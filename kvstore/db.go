@@ -147,7 +147,7 @@ func (db *DB) Version(key []byte) uint64 {
 	p := db.pipe
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return (&Tx{db: db, p: p}).Version(key)
+	return (&Tx{db: db, p: p, now: db.opts.now().UnixNano()}).Version(key)
 }
 
 // Has reports whether key exists.

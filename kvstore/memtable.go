@@ -69,8 +69,7 @@ type memtable struct {
 	keys   atomic.Int64
 	bytes  atomic.Int64 // sum of key and value lengths
 
-	delSeq   [versionBuckets]atomic.Uint64
-	flushSeq atomic.Uint64 // the last flush: every key changed then
+	delSeq [versionBuckets]atomic.Uint64
 
 	treeMu   sync.RWMutex
 	tree     *btree.BTreeG[ref]
@@ -274,13 +273,30 @@ func (s *shard) countRead(hit bool) {
 	}
 }
 
-// version is the key's version: the sequence number of its last write, or
-// for a missing key one that every delete of it moves.
+// version is the key's raw version: the sequence number of its last write,
+// or for a missing key deletedVersion (Tx.Version encodes the two apart).
 func (m *memtable) version(key []byte) uint64 {
 	if e, ok := m.meta(key); ok {
 		return e.seq
 	}
-	return max(m.delSeq[m.hash(key)%versionBuckets].Load(), m.flushSeq.Load())
+	return m.deletedVersion(key)
+}
+
+// deletedVersion is the newest write sequence number among the records
+// deleted from key's version bucket (by a delete, an expiry sweep, or a
+// flush of a record with a TTL).
+func (m *memtable) deletedVersion(key []byte) uint64 {
+	return m.delSeq[m.hash(key)%versionBuckets].Load()
+}
+
+// noteDeleted raises the deleted version of hash h's bucket to seq, the
+// write sequence number of a record deleted; only the commit leader (or
+// the loader) calls it.
+func (m *memtable) noteDeleted(h, seq uint64) {
+	b := &m.delSeq[h%versionBuckets]
+	if seq > b.Load() {
+		b.Store(seq)
+	}
 }
 
 // mutation is one change to apply: a set, a delete (del) or, with flush,
@@ -349,7 +365,7 @@ func (m *memtable) applyToTree(t *btree.BTreeG[ref], op *treeOp) {
 // or the tree (treeMu held by the caller), and that no frozen view exists.
 func (m *memtable) applyToMap(mu *mutation, isNew, inPlace bool) treeOp {
 	if mu.flush {
-		return treeOp{flush: true, freed: m.clearMaps(mu.seq)}
+		return treeOp{flush: true, freed: m.clearMaps()}
 	}
 	h := m.hash(mu.key)
 	s := m.shardOf(h)
@@ -379,14 +395,15 @@ func (m *memtable) applyToMap(mu *mutation, isNew, inPlace bool) treeOp {
 			m.insertNew(s, h, op.put)
 		}
 	}
+	var oldSeq uint64
 	if op.old != 0 {
-		_, v, _, _ := m.arena.record(op.old)
-		oldValueLen = len(v)
+		_, v, _, seq := m.arena.record(op.old)
+		oldValueLen, oldSeq = len(v), seq
 	}
 	m.updateTTL(s, mu)
 	s.mu.Unlock()
 	if mu.del && op.old != 0 {
-		m.delSeq[h%versionBuckets].Store(mu.seq)
+		m.noteDeleted(h, oldSeq)
 	}
 	m.account(mu, oldValueLen, op.old != 0)
 	return op
@@ -402,16 +419,22 @@ func (m *memtable) updateTTL(s *shard, mu *mutation) {
 	}
 }
 
-// clearMaps empties every shard (a flush at seq) and returns the records
-// they held.
-func (m *memtable) clearMaps(seq uint64) []ref {
+// clearMaps empties every shard (a flush) and returns the records they held.
+func (m *memtable) clearMaps() []ref {
 	var freed []ref
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
 		for _, v := range s.slots {
 			if v != emptySlot && v != tombSlot {
-				freed = append(freed, ref(v&refMask))
+				r := ref(v & refMask)
+				freed = append(freed, r)
+				// A record with a TTL may be expired already: its watchers
+				// saw the deleted version it adds (Tx.Version). A live one's
+				// watchers see any odd version differ from theirs.
+				if k, _, exp, seq := m.arena.record(r); exp != 0 {
+					m.noteDeleted(m.hash(k), seq)
+				}
 			}
 		}
 		s.slots, s.used, s.tombs = make([]uint64, 8), 0, 0
@@ -420,7 +443,6 @@ func (m *memtable) clearMaps(seq uint64) []ref {
 	}
 	m.keys.Store(0)
 	m.bytes.Store(0)
-	m.flushSeq.Store(seq)
 	return freed
 }
 

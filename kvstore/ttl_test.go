@@ -291,3 +291,58 @@ func TestTTL_FarFutureAndFarPastDeadlinesDoNotWrap(t *testing.T) {
 		})
 	}
 }
+
+// Versions (WATCH) follow Redis's rules for flushes and expiry: a flush
+// changes the version of a key that existed and not of one that did not;
+// a key that expires changes; a key already expired when its version was
+// read does not change when the sweep or a flush removes it; and a write
+// of a missing key that then expires away is never missed.
+func TestVersion_FlushAndExpiryChangeOnlyKeysThatExisted(t *testing.T) {
+	clock := newFakeClock()
+	db := openT(t, t.TempDir(), ttlOptions(clock))
+	defer db.Close()
+	k := func(s string) []byte { return []byte(s) }
+	mustSet(t, db, "live", "1")
+	if err := db.SetWithTTL(k("stale"), k("1"), clock.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetWithTTL(k("expiring"), k("1"), clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	missing, live, stale, expiring := db.Version(k("missing")), db.Version(k("live")), db.Version(k("stale")), db.Version(k("expiring"))
+
+	db.sweepOnce() // removes "stale"
+	if v := db.Version(k("stale")); v != stale {
+		t.Fatalf("the sweep of a key already expired changed its version: %d -> %d", stale, v)
+	}
+	clock.Advance(2 * time.Hour)
+	if v := db.Version(k("expiring")); v == expiring {
+		t.Fatal("a key that expired kept its version")
+	}
+	if err := db.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	if v := db.Version(k("missing")); v != missing {
+		t.Fatalf("FLUSHALL changed a missing key's version: %d -> %d", missing, v)
+	}
+	if v := db.Version(k("stale")); v != stale {
+		t.Fatalf("FLUSHALL changed a stale key's version: %d -> %d", stale, v)
+	}
+	if v := db.Version(k("live")); v == live {
+		t.Fatal("FLUSHALL kept the version of a key that existed")
+	}
+	// A missing key written with a TTL that then expires (swept or not).
+	missing = db.Version(k("missing"))
+	if err := db.SetWithTTL(k("missing"), k("1"), clock.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	if v := db.Version(k("missing")); v == missing {
+		t.Fatal("a write of a missing key that expired since was missed")
+	}
+	db.sweepOnce()
+	if v := db.Version(k("missing")); v == missing {
+		t.Fatal("a write of a missing key that was swept since was missed")
+	}
+}

@@ -269,8 +269,8 @@ const maxQueued = 100000
 
 // queue adds a command to the connection's transaction.
 func (s *Server) queue(cl *client, cmd *command, args [][]byte) {
-	if cmd.flags&flagTx == 0 {
-		cl.out.error(fmt.Sprintf("ERR '%s' is not allowed inside MULTI in devkit kv (it does not run inside the transaction's atomic update)", cmd.name))
+	if cmd.flags&flagNoMulti != 0 {
+		cl.out.error("ERR Command not allowed inside a transaction")
 		cl.multiDirty = true
 		return
 	}
@@ -330,6 +330,11 @@ func cmdDiscard(c *call) {
 // (WRONGTYPE, not an integer) answers its error inside the reply and the
 // others run, as in Redis; a command refused at queue time discards the
 // whole transaction (EXECABORT).
+//
+// A command that reads or changes the store outside a transaction (KEYS,
+// SCAN, DBSIZE, INFO, CONFIG, FLUSHDB, BGSAVE: no flagTx) runs between
+// atomic updates, once the writes queued before it are applied, so that it
+// sees them; a transaction that holds one is atomic in parts.
 func cmdExec(c *call) {
 	cl := c.cl
 	if !cl.multi {
@@ -344,30 +349,66 @@ func cmdExec(c *call) {
 		return
 	}
 	var replies replyWriter
-	aborted := false
-	err := c.update(func(tx txn) error {
-		replies, aborted = replyWriter{}, false
-		for key, version := range watched {
-			if tx.Version([]byte(key)) != version {
-				aborted = true // a watched key changed: nothing runs
-				return nil
+	// atomic runs seg in one update, after checking the watched keys if
+	// check; false: the reply (an error or the nil of an abort) is written.
+	atomic := func(seg []queuedCommand, check bool) bool {
+		mark, aborted := len(replies.buf), false
+		err := c.update(func(tx txn) error {
+			replies.buf, aborted = replies.buf[:mark], false
+			if check {
+				for key, version := range watched {
+					if tx.Version([]byte(key)) != version {
+						aborted = true // a watched key changed: nothing runs
+						return nil
+					}
+				}
 			}
+			for _, q := range seg {
+				sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
+				q.cmd.run(&sub)
+			}
+			return nil
+		})
+		switch {
+		case err != nil:
+			c.fail(err)
+			return false
+		case aborted:
+			c.w.nullArray()
+			return false
 		}
-		for _, q := range queued {
-			sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
-			q.cmd.run(&sub)
-		}
-		return nil
-	})
-	switch {
-	case err != nil:
-		c.fail(err)
-	case aborted:
-		c.w.nullArray()
-	default:
-		c.w.array(len(queued))
-		c.w.buf = append(c.w.buf, replies.buf...)
+		return true
 	}
+	check := true
+	if len(queued) == 0 || queued[0].cmd.flags&flagTx == 0 {
+		if !atomic(nil, true) {
+			return
+		}
+		check = false
+	}
+	for i := 0; i < len(queued); {
+		j := i
+		for j < len(queued) && queued[j].cmd.flags&flagTx != 0 {
+			j++
+		}
+		if j > i {
+			if !atomic(queued[i:j], check) {
+				return
+			}
+			check, i = false, j
+			continue
+		}
+		// Outside the atomic update: after the writes before it.
+		if len(cl.pending) > 0 && !cl.settle() {
+			return // the failed write's error is the reply
+		}
+		q := queued[i]
+		sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies}
+		q.cmd.run(&sub)
+		i++
+	}
+	c.w.array(len(queued))
+	c.w.buf = append(c.w.buf, replies.buf...)
 }
 
 // maxWatched bounds the keys one connection may WATCH.

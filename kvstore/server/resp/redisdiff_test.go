@@ -75,7 +75,10 @@ type pair struct {
 func newPair(t *testing.T, opts resp.Options) *pair {
 	t.Helper()
 	redisAddr := startRedis(t)
-	return &pair{t: t, redis: goRedis(t, redisAddr), ours: goRedis(t, start(t, servertest.OpenDB(t), opts))}
+	// RESP2 on both: devkit kv answers in RESP2 (HELLO 3 is refused).
+	rc := redis.NewClient(&redis.Options{Addr: redisAddr, MaxRetries: -1, Protocol: 2})
+	t.Cleanup(func() { rc.Close() })
+	return &pair{t: t, redis: rc, ours: goRedis(t, start(t, servertest.OpenDB(t), opts))}
 }
 
 // same runs each command on both servers and fails on the first pair of
@@ -158,4 +161,63 @@ func TestRedisDiff_FarFutureAndOverflowingExpiries(t *testing.T) {
 func TestRedisDiff_AuthWithoutAPassword(t *testing.T) {
 	p := newPair(t, resp.Options{})
 	p.same(cmd("auth", "x"), cmd("auth", "default", "x"), cmd("auth", "someone", "x"), cmd("auth", "a", "b", "c"))
+}
+
+func TestRedisDiff_TransactionsCommandAndErrorTexts(t *testing.T) {
+	p := newPair(t, resp.Options{AllowFlush: true})
+	// WATCH of a missing key survives FLUSHALL and FLUSHDB (Redis touches
+	// only the keys that exist); of an existing key, it does not.
+	for _, flush := range []string{"flushall", "flushdb"} {
+		p.sameOn(cmd("del", "x"), cmd("watch", "x"), cmd(flush), cmd("multi"), cmd("ping"), cmd("exec"))
+		p.sameOn(cmd("set", "x", "1"), cmd("watch", "x"), cmd(flush), cmd("multi"), cmd("ping"), cmd("exec"))
+	}
+	p.sameOn(cmd("del", "x"), cmd("watch", "x"), cmd("set", "x", "1"), cmd("del", "x"), cmd("multi"), cmd("ping"), cmd("exec"))
+	p.sameOn(cmd("set", "x", "1"), cmd("watch", "x"), cmd("expire", "x", "10"), cmd("multi"), cmd("ping"), cmd("exec"))
+	p.sameOn(cmd("set", "x", "1"), cmd("watch", "x"), cmd("multi"), cmd("ping"), cmd("exec"))
+	// Queue-time rules and texts.
+	p.sameOn(cmd("multi"), cmd("watch", "x"), cmd("multi"), cmd("save"), cmd("exec"))
+	p.sameOn(cmd("flushall"), cmd("multi"), cmd("set", "a", "1"), cmd("keys", "*"), cmd("dbsize"), cmd("config", "get", "maxmemory"),
+		cmd("select", "0"), cmd("exec"))
+	p.sameOn(cmd("multi"), cmd("nosuch"), cmd("exec"))
+	p.sameOn(cmd("multi"), cmd("get"), cmd("exec"))
+	// COMMAND.
+	p.same(cmd("command", "foo"), cmd("command", "list", "x"), cmd("command", "list", "filterby", "foo", "x"),
+		cmd("command", "list", "filterby", "pattern"), cmd("command", "list", "filterby", "aclcat", "nosuch"),
+		cmd("command", "list", "filterby", "module", "nosuch"), cmd("command", "count", "x"),
+		cmd("command", "list", "filterby", "pattern", "get*", "filterby", "module", "x"))
+	if got := reply(p.ours, "command", "list", "filterby", "pattern", "pexpire*"); got != "[pexpire pexpireat pexpiretime]" {
+		t.Errorf("COMMAND LIST FILTERBY PATTERN pexpire* = %s", got)
+	}
+	if got := reply(p.ours, "command", "list", "filterby", "aclcat", "transaction"); got != "[multi exec watch unwatch discard]" {
+		t.Errorf("COMMAND LIST FILTERBY ACLCAT transaction = %s", got)
+	}
+	// Error texts clients match on.
+	p.same(cmd("client", "foo"), cmd("config", "foo"), cmd("config", "set", "foo", "bar"),
+		cmd("set", "f", "1"), cmd("incrbyfloat", "f", "inf"), cmd("incrbyfloat", "f", "-inf"), cmd("incrbyfloat", "f", "nan"),
+		cmd("set", "f", "inf"), cmd("incrbyfloat", "f", "1"),
+		cmd("set", "x", "1"), cmd("expire", "x", "10", "nx", "gt"), cmd("expire", "x", "10", "xx", "nx"))
+}
+
+// sameOn runs the commands on one connection of each server (a
+// transaction's state is the connection's).
+func (p *pair) sameOn(cmds ...[]any) {
+	p.t.Helper()
+	ctx := context.Background()
+	rc, oc := p.redis.Conn(), p.ours.Conn()
+	defer rc.Close()
+	defer oc.Close()
+	for _, c := range cmds {
+		want, got := connReply(ctx, rc, c...), connReply(ctx, oc, c...)
+		if want != got {
+			p.t.Errorf("%v (in %v):\n redis: %s\n ours:  %s", c, cmds, want, got)
+		}
+	}
+}
+
+func connReply(ctx context.Context, c *redis.Conn, args ...any) string {
+	v, err := c.Do(ctx, args...).Result()
+	if err != nil && err != redis.Nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprintf("%v", v)
 }

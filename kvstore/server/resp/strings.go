@@ -348,8 +348,10 @@ func parseRedisFloat(b []byte) (float64, bool) {
 
 func cmdIncrByFloat(c *call) {
 	key := c.args[1]
+	// An infinite increment parses (as strtold's does in Redis); the sum's
+	// check below refuses it with Redis's error.
 	d, ok := parseRedisFloat(c.args[2])
-	if !ok || math.IsInf(d, 0) {
+	if !ok {
 		c.fail(errNotFloat)
 		return
 	}
@@ -363,7 +365,7 @@ func cmdIncrByFloat(c *call) {
 			return err
 		default:
 			var ok bool
-			if cur, ok = parseRedisFloat(v); !ok || math.IsInf(cur, 0) {
+			if cur, ok = parseRedisFloat(v); !ok {
 				return errNotFloat
 			}
 		}
