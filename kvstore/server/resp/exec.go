@@ -263,9 +263,13 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	*c = call{}
 }
 
-// Bounds on what one MULTI may queue, so that a client cannot hold the
-// server's memory with a transaction it never executes.
-const maxQueued = 100000
+// queuedOverhead is what a queued command costs beyond its argument bytes
+// (the slice headers), charged against MaxRequestBytes so that many tiny
+// commands are bounded too.
+const (
+	queuedCmdOverhead = 48
+	queuedArgOverhead = 24
+)
 
 // queue adds a command to the connection's transaction.
 func (s *Server) queue(cl *client, cmd *command, args [][]byte) {
@@ -274,12 +278,17 @@ func (s *Server) queue(cl *client, cmd *command, args [][]byte) {
 		cl.multiDirty = true
 		return
 	}
-	size := 0
+	size := queuedCmdOverhead
 	for _, a := range args {
-		size += len(a)
+		size += len(a) + queuedArgOverhead
 	}
-	if len(cl.queued) >= maxQueued || cl.queuedBytes+size > s.opts.MaxRequestBytes {
-		cl.out.error(fmt.Sprintf("ERR transaction too large: at most %d commands and %d bytes of arguments", maxQueued, s.opts.MaxRequestBytes))
+	switch {
+	case len(cl.queued) >= s.opts.MaxQueuedCommands:
+		cl.out.error(fmt.Sprintf("ERR max queued commands reached: a transaction holds at most %d (devkit kv serve --max-queued-commands)", s.opts.MaxQueuedCommands))
+		cl.multiDirty = true
+		return
+	case cl.queuedBytes+size > s.opts.MaxRequestBytes:
+		cl.out.error(fmt.Sprintf("ERR max queued bytes reached: a transaction holds at most %d bytes of arguments", s.opts.MaxRequestBytes))
 		cl.multiDirty = true
 		return
 	}
@@ -411,9 +420,6 @@ func cmdExec(c *call) {
 	c.w.buf = append(c.w.buf, replies.buf...)
 }
 
-// maxWatched bounds the keys one connection may WATCH.
-const maxWatched = 10000
-
 // cmdWatch remembers each key's version; EXEC runs only if none changed.
 func cmdWatch(c *call) {
 	if c.cl.multi {
@@ -423,8 +429,18 @@ func cmdWatch(c *call) {
 	if c.cl.watched == nil {
 		c.cl.watched = map[string]uint64{}
 	}
-	if len(c.cl.watched)+len(c.args)-1 > maxWatched {
-		c.w.error(fmt.Sprintf("ERR at most %d watched keys per connection", maxWatched))
+	fresh := 0 // keys not watched yet (a repeated key is one)
+	seen := make(map[string]struct{}, len(c.args)-1)
+	for _, key := range c.args[1:] {
+		if _, ok := c.cl.watched[string(key)]; !ok {
+			if _, dup := seen[string(key)]; !dup {
+				seen[string(key)] = struct{}{}
+				fresh++
+			}
+		}
+	}
+	if limit := c.s.opts.MaxWatchedKeys; len(c.cl.watched)+fresh > limit {
+		c.w.error(fmt.Sprintf("ERR max watched keys reached: a connection watches at most %d (devkit kv serve --max-watched-keys)", limit))
 		return
 	}
 	for _, key := range c.args[1:] {

@@ -30,12 +30,16 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxArgs      = 1 << 20
-	DefaultMaxRequest   = 64 << 20
-	DefaultMaxInline    = 64 << 10
-	DefaultIdleTimeout  = 5 * time.Minute
-	DefaultWriteTimeout = 30 * time.Second
-	DefaultMaxConns     = 10000
+	DefaultMaxArgs = 1 << 20
+	// DefaultMaxQueuedCommands and DefaultMaxWatchedKeys are the defaults of
+	// Options.MaxQueuedCommands and Options.MaxWatchedKeys.
+	DefaultMaxQueuedCommands = 100000
+	DefaultMaxWatchedKeys    = 10000
+	DefaultMaxRequest        = 64 << 20
+	DefaultMaxInline         = 64 << 10
+	DefaultIdleTimeout       = 5 * time.Minute
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultMaxConns          = 10000
 	// DefaultHandshakeTimeout bounds the wait for a connection's first command.
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultMaxScanCount     = 10000
@@ -50,8 +54,17 @@ type Options struct {
 	// length is a protocol error. The engine's DefaultMaxValueSize plus
 	// 1 KiB when zero: set it from the engine's MaxValueSize.
 	MaxBulkBytes int
-	// MaxArgs bounds the arguments of one command. 1Mi when zero.
+	// MaxArgs bounds the arguments of one command (a larger multibulk
+	// length is Redis's "Protocol error: invalid multibulk length" and the
+	// connection is closed). 1Mi when zero.
 	MaxArgs int
+	// MaxQueuedCommands bounds the commands one MULTI may queue; the next
+	// is refused (and EXEC aborts). DefaultMaxQueuedCommands when zero.
+	// The queue's memory is bounded by MaxRequestBytes either way.
+	MaxQueuedCommands int
+	// MaxWatchedKeys bounds the keys one connection may WATCH.
+	// DefaultMaxWatchedKeys when zero.
+	MaxWatchedKeys int
 	// MaxRequestBytes bounds the arguments of one command together (an
 	// MSET of many values). 64 MiB, or room for two maximum bulks if that is
 	// more, when zero.
@@ -112,6 +125,8 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.MaxBulkBytes, kvstore.DefaultMaxValueSize+1<<10)
 	def(&o.MaxArgs, DefaultMaxArgs)
+	def(&o.MaxQueuedCommands, DefaultMaxQueuedCommands)
+	def(&o.MaxWatchedKeys, DefaultMaxWatchedKeys)
 	def(&o.MaxRequestBytes, max(DefaultMaxRequest, 2*o.MaxBulkBytes+1<<10))
 	def(&o.MaxInlineBytes, DefaultMaxInline)
 	def(&o.MaxScanCount, DefaultMaxScanCount)
