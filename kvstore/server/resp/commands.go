@@ -96,6 +96,15 @@ func commandTable() []command {
 		{name: "decrby", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Subtracts an integer from the integer value of a key.", run: cmdDecrBy},
 		{name: "incrbyfloat", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds a float to the numeric value of a key.", run: cmdIncrByFloat},
 
+		{name: "getrange", arity: 4, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns a substring of a value (negative indexes count from the end).", run: cmdGetRange},
+		{name: "substr", arity: 4, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "As GETRANGE.", run: cmdGetRange},
+		{name: "setrange", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Overwrites part of a value at an offset, padding with zero bytes; returns the new length.", run: cmdSetRange},
+		{name: "msetnx", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: -1, step: 2, op: metrics.OpSet, group: "string", summary: "Sets keys atomically only when none of them exists.", run: cmdMSetNX},
+		{name: "setbit", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "bitmap", summary: "Sets or clears a bit; returns its old value.", run: cmdSetBit},
+		{name: "getbit", arity: 3, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Returns a bit of a value.", run: cmdGetBit},
+		{name: "bitcount", arity: -2, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Counts the set bits of a value, or of a BYTE or BIT range.", run: cmdBitCount},
+		{name: "bitpos", arity: -3, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Returns the first set or clear bit, in a BYTE or BIT range.", run: cmdBitPos},
+
 		// expiry
 		{name: "setex", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key with an expiry in seconds.", run: cmdSetEx},
 		{name: "psetex", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key with an expiry in milliseconds.", run: cmdSetEx},
@@ -113,6 +122,10 @@ func commandTable() []command {
 		// keys
 		{name: "del", arity: -2, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "Deletes keys (one engine batch); returns how many existed.", run: cmdDel},
 		{name: "unlink", arity: -2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "As DEL.", run: cmdDel},
+		{name: "touch", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "generic", summary: "Counts the keys that exist (repeats count).", run: cmdExists},
+		{name: "renamenx", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key only when the new name does not exist.", run: cmdRename},
+		{name: "copy", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Copies a value and its expiry to another key; REPLACE, DB 0.", run: cmdCopy},
+		{name: "randomkey", arity: 1, flags: flagReadonly, op: metrics.OpGet, group: "generic", summary: "Returns a random key, or nil when there is none.", run: cmdRandomKey},
 		{name: "exists", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "generic", summary: "Counts the keys that exist (repeats count).", run: cmdExists},
 		{name: "type", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns string, or none for a missing key.", run: cmdType},
 		{name: "rename", arity: 3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key atomically.", run: cmdRename},
@@ -366,6 +379,8 @@ func (cmd *command) aclCategories() []string {
 	switch cmd.group {
 	case "string":
 		cats = append(cats, "string")
+	case "bitmap":
+		cats = append(cats, "bitmap")
 	case "generic":
 		cats = append(cats, "keyspace")
 	case "connection":

@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -60,10 +62,15 @@ func cmdType(c *call) {
 	}
 }
 
-// cmdRename moves a value (and its expiry) to another key in one update.
+// cmdRename moves a value (and its expiry) to another key in one update:
+// RENAME, and RENAMENX, which answers 0 and moves nothing when the new
+// name exists (or is the old one).
 func cmdRename(c *call) {
 	from, to := c.args[1], c.args[2]
+	nx := c.cmd.name == "renamenx"
+	moved := false
 	err := c.update(func(tx txn) error {
+		moved = false
 		v, err := tx.Get(from)
 		if errors.Is(err, kvstore.ErrNotFound) {
 			return errNoSuchKey
@@ -74,14 +81,113 @@ func cmdRename(c *call) {
 		if string(from) == string(to) {
 			return nil
 		}
+		if nx {
+			if _, err := tx.Get(to); !errors.Is(err, kvstore.ErrNotFound) {
+				return err // nil: it exists, nothing moves
+			}
+		}
+		moved = true
 		return renameInTx(tx, from, to, v)
+	})
+	switch {
+	case err != nil:
+		c.fail(err)
+	case nx:
+		c.w.integer(boolInt64(moved))
+	default:
+		c.w.ok()
+	}
+}
+
+// cmdCopy answers COPY source destination [DB 0] [REPLACE]: 1 when the value
+// and its expiry were copied, 0 when the source is missing or the
+// destination exists without REPLACE. Only database 0 exists.
+func cmdCopy(c *call) {
+	from, to := c.args[1], c.args[2]
+	replace := false
+	for i := 3; i < len(c.args); i++ {
+		switch opt := strings.ToUpper(string(c.args[i])); {
+		case opt == "REPLACE":
+			replace = true
+		case opt == "DB" && i+1 < len(c.args):
+			i++
+			n, ok := parseStrictInt(c.args[i])
+			if !ok || n != int64(int32(n)) {
+				c.fail(errNotInteger)
+				return
+			}
+			if n != 0 {
+				c.fail(cmdError("ERR DB index is out of range"))
+				return
+			}
+		default:
+			c.fail(errSyntax)
+			return
+		}
+	}
+	if string(from) == string(to) {
+		c.fail(cmdError("ERR source and destination objects are the same"))
+		return
+	}
+	copied := false
+	err := c.update(func(tx txn) error {
+		copied = false
+		v, err := tx.Get(from)
+		if errors.Is(err, kvstore.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !replace {
+			if _, err := tx.Get(to); !errors.Is(err, kvstore.ErrNotFound) {
+				return err
+			}
+		}
+		at, _ := tx.ExpiresAt(from)
+		copied = true
+		return tx.SetWithTTL(to, v, at)
 	})
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	c.w.ok()
+	c.w.integer(boolInt64(copied))
 }
+
+// cmdRandomKey answers a key at a random place of the scan order (the
+// first live key from a random hash on, wrapping once), or nil.
+func cmdRandomKey(c *call) {
+	var buf [8]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		c.fail(err)
+		return
+	}
+	cursor := binary.LittleEndian.Uint64(buf[:])
+	for range 2 * maxRandomKeyTries {
+		keys, next, err := c.s.store.ScanCursor(cursor, 1)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		if len(keys) > 0 {
+			c.w.bulk(keys[0])
+			return
+		}
+		if next == 0 {
+			if cursor == 0 {
+				break // an empty keyspace
+			}
+			cursor = 0 // wrap around
+			continue
+		}
+		cursor = next // an expired key: the next one
+	}
+	c.w.null()
+}
+
+// maxRandomKeyTries bounds the expired keys RANDOMKEY steps over.
+const maxRandomKeyTries = 100
 
 // renameInTx writes v under to, with from's expiry, and deletes from.
 func renameInTx(tx txn, from, to, v []byte) error {

@@ -44,10 +44,9 @@ func startRedis(t testing.TB, extra ...string) string {
 		cmd.Wait()
 	})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c.Ping(context.Background()).Err() == nil {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
 			return addr
 		}
 		if time.Now().After(deadline) {
@@ -220,4 +219,63 @@ func connReply(ctx context.Context, c *redis.Conn, args ...any) string {
 		return "error: " + err.Error()
 	}
 	return fmt.Sprintf("%v", v)
+}
+
+func TestRedisDiff_StringAndKeyspaceCommands(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(
+		cmd("set", "s", "Hello World"),
+		cmd("getrange", "s", "0", "4"), cmd("getrange", "s", "-5", "-1"), cmd("getrange", "s", "-1", "-5"),
+		cmd("getrange", "s", "5", "2"), cmd("getrange", "s", "0", "100"), cmd("getrange", "s", "-100", "2"),
+		cmd("getrange", "s", "x", "1"), cmd("getrange", "nokey", "0", "-1"), cmd("substr", "s", "1", "3"),
+		cmd("getrange", "s", "0"),
+		cmd("setrange", "s", "6", "Redis"), cmd("get", "s"), cmd("setrange", "s", "20", "!"), cmd("get", "s"),
+		cmd("setrange", "new", "3", "x"), cmd("get", "new"), cmd("setrange", "empty", "5", ""), cmd("exists", "empty"),
+		cmd("setrange", "s", "0", ""), cmd("setrange", "s", "-1", "x"), cmd("setrange", "s", "x", "x"),
+		cmd("setrange", "s", "9223372036854775807", "x"),
+		cmd("msetnx", "a", "1", "b", "2"), cmd("msetnx", "b", "3", "c", "4"), cmd("mget", "a", "b", "c"),
+		cmd("msetnx", "a"), cmd("msetnx", "d", "1", "d", "2"), cmd("get", "d"),
+		cmd("renamenx", "a", "b"), cmd("renamenx", "a", "z"), cmd("mget", "a", "z"), cmd("renamenx", "nokey", "q"),
+		cmd("renamenx", "z", "z"), cmd("rename", "z", "z"),
+		cmd("set", "t", "v", "ex", "100"),
+		cmd("copy", "t", "t2"), cmd("ttl", "t2"), cmd("copy", "t", "t2"), cmd("copy", "b", "t2", "replace"), cmd("get", "t2"),
+		cmd("ttl", "t2"), cmd("copy", "nokey", "x"), cmd("copy", "t", "t"),
+		cmd("copy", "t", "x", "db", "x"), cmd("copy", "t", "x", "db", "0", "replace"), cmd("copy", "t", "x", "foo"),
+		cmd("copy", "t", "x2", "db"),
+		cmd("touch", "a", "b", "b", "nokey"), cmd("unlink", "b", "nokey"),
+		// Bits.
+		cmd("setbit", "bits", "7", "1"), cmd("setbit", "bits", "7", "1"), cmd("setbit", "bits", "100", "1"),
+		cmd("get", "bits"), cmd("getbit", "bits", "7"), cmd("getbit", "bits", "6"), cmd("getbit", "bits", "100000"),
+		cmd("getbit", "nokey", "1"), cmd("setbit", "bits", "-1", "1"), cmd("setbit", "bits", "1", "2"),
+		cmd("setbit", "bits", "x", "1"), cmd("setbit", "bits", "4294967296", "1"), cmd("getbit", "bits", "-1"),
+		cmd("setbit", "bits", "7", "0"), cmd("get", "bits"),
+		cmd("set", "foobar", "foobar"),
+		cmd("bitcount", "foobar"), cmd("bitcount", "foobar", "0", "0"), cmd("bitcount", "foobar", "1", "1"),
+		cmd("bitcount", "foobar", "1", "1", "byte"), cmd("bitcount", "foobar", "5", "30", "bit"),
+		cmd("bitcount", "foobar", "-1", "-2"), cmd("bitcount", "foobar", "-1", "-2", "foo"), cmd("bitcount", "foobar", "0"),
+		cmd("bitcount", "foobar", "0", "1", "foo"), cmd("bitcount", "foobar", "x", "1"), cmd("bitcount", "nokey"),
+		cmd("bitcount", "foobar", "-3", "-1", "bit"), cmd("bitcount", "foobar", "0", "-1", "bit"),
+		cmd("set", "bp", "\xff\xf0\x00"),
+		cmd("bitpos", "bp", "0"), cmd("bitpos", "bp", "1"), cmd("bitpos", "bp", "1", "2"), cmd("bitpos", "bp", "0", "1"),
+		cmd("bitpos", "bp", "1", "2", "-1", "byte"), cmd("bitpos", "bp", "1", "7", "15", "bit"),
+		cmd("bitpos", "bp", "0", "0", "11", "bit"), cmd("bitpos", "bp", "0", "0", "3", "bit"), cmd("bitpos", "bp", "1", "5", "bit"),
+		cmd("bitpos", "bp", "2"), cmd("bitpos", "bp", "x"), cmd("bitpos", "nokey", "1"), cmd("bitpos", "nokey", "0"),
+		cmd("bitpos", "bp", "1", "0", "1", "foo"), cmd("bitpos", "bp", "1", "x"),
+		cmd("set", "ones", "\xff\xff"), cmd("bitpos", "ones", "0"), cmd("bitpos", "ones", "0", "0", "-1"),
+		cmd("bitpos", "ones", "0", "0", "-1", "bit"), cmd("bitpos", "ones", "0", "3", "bit"), cmd("bitpos", "ones", "1", "-1", "-2"),
+		cmd("set", "zeros", "\x00\x00"), cmd("bitpos", "zeros", "1"), cmd("bitpos", "zeros", "0", "9", "bit"),
+		cmd("setbit", "ttlbits", "1", "1"), cmd("expire", "ttlbits", "100"), cmd("setbit", "ttlbits", "2", "1"), cmd("ttl", "ttlbits"),
+		cmd("setrange", "ttlbits", "1", "x"), cmd("ttl", "ttlbits"),
+	)
+	// RANDOMKEY: a key that exists; nil when there are none.
+	for range 20 {
+		k := reply(p.ours, "randomkey")
+		if n := reply(p.ours, "exists", k); n != "1" {
+			t.Fatalf("RANDOMKEY = %q, which does not exist", k)
+		}
+	}
+	// Only database 0 exists (Redis Cluster's answer).
+	if got := reply(p.ours, "copy", "t", "x", "db", "1"); got != "error: ERR DB index is out of range" {
+		t.Errorf("COPY ... DB 1 = %s", got)
+	}
 }

@@ -240,6 +240,36 @@ func cmdMSet(c *call) {
 	c.w.ok()
 }
 
+// cmdMSetNX stores the pairs in one update only when none of the keys
+// exists: 1, else 0 and nothing is written.
+func cmdMSetNX(c *call) {
+	if len(c.args)%2 == 0 {
+		wrongArgs(c.w, c.cmd.name)
+		return
+	}
+	var set bool
+	err := c.update(func(tx txn) error {
+		set = false
+		for i := 1; i < len(c.args); i += 2 {
+			if _, err := tx.Get(c.args[i]); !errors.Is(err, kvstore.ErrNotFound) {
+				return err // nil: the key exists
+			}
+		}
+		for i := 1; i < len(c.args); i += 2 {
+			if err := tx.Set(c.args[i], c.args[i+1]); err != nil {
+				return err
+			}
+		}
+		set = true
+		return nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(boolInt64(set))
+}
+
 func cmdAppend(c *call) {
 	key, suffix := c.args[1], c.args[2]
 	var n int
