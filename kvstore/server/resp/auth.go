@@ -104,22 +104,18 @@ func (g *authGuard) fail(remote string, connFails int, now time.Time) time.Time 
 	return until
 }
 
-// evict makes room for one more address: first the forgotten ones, then,
-// if the table is still full, any one (map order).
+// evict makes room when the table is full: in one pass it drops the
+// forgotten addresses and, until an eighth of the table is free, others
+// (map order), so that the pass's cost is shared by the next maxAuthAddrs/8
+// new addresses rather than paid by each.
 func (g *authGuard) evict(now time.Time) {
 	if len(g.addrs) < maxAuthAddrs {
 		return
 	}
 	for k, a := range g.addrs {
-		if now.Sub(a.last) > authForget {
+		if now.Sub(a.last) > authForget || len(g.addrs) > maxAuthAddrs-maxAuthAddrs/8 {
 			delete(g.addrs, k)
 		}
-	}
-	for k := range g.addrs {
-		if len(g.addrs) < maxAuthAddrs {
-			break
-		}
-		delete(g.addrs, k)
 	}
 }
 
