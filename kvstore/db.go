@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -146,7 +147,7 @@ func (db *DB) Version(key []byte) uint64 {
 	p := db.pipe
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return (&Tx{db: db, p: p}).Version(key)
+	return (&Tx{db: db, p: p, now: db.opts.now().UnixNano()}).Version(key)
 }
 
 // Has reports whether key exists.
@@ -184,13 +185,25 @@ func (db *DB) set(key, value []byte, expireAt time.Time) error {
 	return nil
 }
 
+// maxExpiry is the latest expiry the engine holds: the log, the snapshot and
+// the memtable keep unix nanoseconds in an int64, which end in April 2262.
+var maxExpiry = time.Unix(0, math.MaxInt64)
+
 // unixNanos is t as the log stores an expiry: 0 for the zero time (no TTL),
-// and at least 1 otherwise, so a time before 1970 still means "expired".
+// at least 1 otherwise, so a time before 1970 still means "expired", and at
+// most maxExpiry's, so a far-future time (Redis takes millisecond deadlines
+// up to 2^63-1) is held as that instant instead of wrapping into the past.
+// time.UnixNano is undefined outside 1678–2262, hence the bounds first.
 func unixNanos(t time.Time) int64 {
-	if t.IsZero() {
+	switch {
+	case t.IsZero():
 		return 0
+	case t.After(maxExpiry):
+		return math.MaxInt64
+	case t.Before(time.Unix(0, 1)):
+		return 1
 	}
-	return max(t.UnixNano(), 1)
+	return t.UnixNano()
 }
 
 // ApplySet is Set (with a TTL when expireAt is not zero) under write

@@ -69,12 +69,12 @@ type memtable struct {
 	keys   atomic.Int64
 	bytes  atomic.Int64 // sum of key and value lengths
 
-	delSeq   [versionBuckets]atomic.Uint64
-	flushSeq atomic.Uint64 // the last flush: every key changed then
+	delSeq [versionBuckets]atomic.Uint64
 
-	treeMu sync.RWMutex
-	tree   *btree.BTreeG[ref]
-	seq    uint64 // last sequence number applied; guarded by treeMu
+	treeMu   sync.RWMutex
+	tree     *btree.BTreeG[ref]
+	scanTree *btree.BTreeG[scanItem] // the scan order (scanorder.go)
+	seq      uint64                  // last sequence number applied; guarded by treeMu
 
 	probeMu sync.Mutex // one scan seeks at a time
 	probe   []byte
@@ -97,6 +97,7 @@ type treeOp struct {
 func newMemtable() *memtable {
 	m := &memtable{seed: maphash.MakeSeed(), arena: newArena()}
 	m.tree = btree.NewG(32, m.less)
+	m.scanTree = m.newScanTree()
 	for i := range m.shards {
 		m.shards[i].slots = make([]uint64, 8)
 		m.shards[i].ttl = make(map[string]int64)
@@ -258,7 +259,7 @@ func (m *memtable) memoryBytes() int64 {
 		s.mu.RUnlock()
 	}
 	m.treeMu.RLock()
-	n += int64(m.tree.Len()) * 8
+	n += int64(m.tree.Len()) * (8 + 16) // the key order's and the scan order's items
 	m.treeMu.RUnlock()
 	return n
 }
@@ -272,13 +273,30 @@ func (s *shard) countRead(hit bool) {
 	}
 }
 
-// version is the key's version: the sequence number of its last write, or
-// for a missing key one that every delete of it moves.
+// version is the key's raw version: the sequence number of its last write,
+// or for a missing key deletedVersion (Tx.Version encodes the two apart).
 func (m *memtable) version(key []byte) uint64 {
 	if e, ok := m.meta(key); ok {
 		return e.seq
 	}
-	return max(m.delSeq[m.hash(key)%versionBuckets].Load(), m.flushSeq.Load())
+	return m.deletedVersion(key)
+}
+
+// deletedVersion is the newest write sequence number among the records
+// deleted from key's version bucket (by a delete, an expiry sweep, or a
+// flush of a record with a TTL).
+func (m *memtable) deletedVersion(key []byte) uint64 {
+	return m.delSeq[m.hash(key)%versionBuckets].Load()
+}
+
+// noteDeleted raises the deleted version of hash h's bucket to seq, the
+// write sequence number of a record deleted; only the commit leader (or
+// the loader) calls it.
+func (m *memtable) noteDeleted(h, seq uint64) {
+	b := &m.delSeq[h%versionBuckets]
+	if seq > b.Load() {
+		b.Store(seq)
+	}
 }
 
 // mutation is one change to apply: a set, a delete (del) or, with flush,
@@ -306,6 +324,7 @@ func (m *memtable) apply(muts []mutation, seq uint64) {
 	}
 	for i := range ops {
 		m.applyToTree(m.tree, &ops[i])
+		m.applyToScanTree(m.scanTree, &ops[i])
 	}
 	m.seq = seq
 	m.treeMu.Unlock()
@@ -346,7 +365,7 @@ func (m *memtable) applyToTree(t *btree.BTreeG[ref], op *treeOp) {
 // or the tree (treeMu held by the caller), and that no frozen view exists.
 func (m *memtable) applyToMap(mu *mutation, isNew, inPlace bool) treeOp {
 	if mu.flush {
-		return treeOp{flush: true, freed: m.clearMaps(mu.seq)}
+		return treeOp{flush: true, freed: m.clearMaps()}
 	}
 	h := m.hash(mu.key)
 	s := m.shardOf(h)
@@ -376,14 +395,15 @@ func (m *memtable) applyToMap(mu *mutation, isNew, inPlace bool) treeOp {
 			m.insertNew(s, h, op.put)
 		}
 	}
+	var oldSeq uint64
 	if op.old != 0 {
-		_, v, _, _ := m.arena.record(op.old)
-		oldValueLen = len(v)
+		_, v, _, seq := m.arena.record(op.old)
+		oldValueLen, oldSeq = len(v), seq
 	}
 	m.updateTTL(s, mu)
 	s.mu.Unlock()
 	if mu.del && op.old != 0 {
-		m.delSeq[h%versionBuckets].Store(mu.seq)
+		m.noteDeleted(h, oldSeq)
 	}
 	m.account(mu, oldValueLen, op.old != 0)
 	return op
@@ -399,16 +419,22 @@ func (m *memtable) updateTTL(s *shard, mu *mutation) {
 	}
 }
 
-// clearMaps empties every shard (a flush at seq) and returns the records
-// they held.
-func (m *memtable) clearMaps(seq uint64) []ref {
+// clearMaps empties every shard (a flush) and returns the records they held.
+func (m *memtable) clearMaps() []ref {
 	var freed []ref
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
 		for _, v := range s.slots {
 			if v != emptySlot && v != tombSlot {
-				freed = append(freed, ref(v&refMask))
+				r := ref(v & refMask)
+				freed = append(freed, r)
+				// A record with a TTL may be expired already: its watchers
+				// saw the deleted version it adds (Tx.Version). A live one's
+				// watchers see any odd version differ from theirs.
+				if k, _, exp, seq := m.arena.record(r); exp != 0 {
+					m.noteDeleted(m.hash(k), seq)
+				}
 			}
 		}
 		s.slots, s.used, s.tombs = make([]uint64, 8), 0, 0
@@ -417,7 +443,6 @@ func (m *memtable) clearMaps(seq uint64) []ref {
 	}
 	m.keys.Store(0)
 	m.bytes.Store(0)
-	m.flushSeq.Store(seq)
 	return freed
 }
 
@@ -479,6 +504,12 @@ func (m *memtable) expiredKeys(now int64, perShard, limit int) []string {
 // still be waiting in the tree builder's queue. Every loadBarrier chunks the
 // loader waits for the builder to catch up and lets the held frees go, so a
 // log that overwrites its keys many times does not hold every version.
+// loaded is what a load's tree builder built: both orders.
+type loaded struct {
+	tree     *btree.BTreeG[ref]
+	scanTree *btree.BTreeG[scanItem]
+}
+
 type loader struct {
 	m      *memtable
 	unhold func()
@@ -487,7 +518,7 @@ type loader struct {
 	feed   chan []treeOp // a nil chunk asks the builder to report on caught
 	caught chan struct{}
 	free   chan []treeOp // chunks the tree builder is done with
-	done   chan *btree.BTreeG[ref]
+	done   chan loaded
 
 	lastPut   ref  // the greatest reference of the ordered run
 	unordered bool // the ordered run has ended
@@ -507,7 +538,7 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 		}
 	}
 	l := &loader{m: m, unhold: m.arena.hold(), chunk: make([]treeOp, 0, loadChunk), feed: make(chan []treeOp, 8),
-		caught: make(chan struct{}), free: make(chan []treeOp, 8), done: make(chan *btree.BTreeG[ref], 1)}
+		caught: make(chan struct{}), free: make(chan []treeOp, 8), done: make(chan loaded, 1)}
 	go func() {
 		// byRef is the builder's own: set for each operation before the
 		// tree compares, false once the load is done (the tree keeps this
@@ -519,6 +550,7 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 			}
 			return m.less(a, b)
 		})
+		st := m.newScanTree()
 		for chunk := range l.feed {
 			if chunk == nil {
 				l.caught <- struct{}{}
@@ -527,6 +559,7 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 			for i := range chunk {
 				byRef = chunk[i].ordered
 				m.applyToTree(t, &chunk[i])
+				m.applyToScanTree(st, &chunk[i])
 			}
 			byRef = false
 			clear(chunk)
@@ -535,7 +568,7 @@ func (m *memtable) startLoad(sizeHint int) *loader {
 			default:
 			}
 		}
-		l.done <- t
+		l.done <- loaded{t, st}
 	}()
 	return l
 }
@@ -582,7 +615,7 @@ func (l *loader) finish(seq uint64) {
 	close(l.feed)
 	t := <-l.done
 	l.m.treeMu.Lock()
-	l.m.tree = t
+	l.m.tree, l.m.scanTree = t.tree, t.scanTree
 	l.m.seq = seq
 	l.m.treeMu.Unlock()
 	l.unhold()

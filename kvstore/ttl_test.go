@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -221,5 +222,127 @@ func TestFlushAll_RemovesEveryKeyWithOneRecordAndSurvivesReopen(t *testing.T) {
 	wantValue(t, db, "after", "1")
 	if db.Len() != 1 {
 		t.Fatalf("Len = %d, want 1", db.Len())
+	}
+}
+
+// A deadline past what int64 nanoseconds hold (April 2262) must keep the
+// key, through every path that writes an expiry and across the log and a
+// snapshot; one before 1678 must not wrap into the future either. (UnixNano
+// of such times is undefined: year 3000 came back negative and the key
+// read as expired.)
+func TestTTL_FarFutureAndFarPastDeadlinesDoNotWrap(t *testing.T) {
+	for _, via := range []string{"log", "snapshot"} {
+		t.Run(via, func(t *testing.T) {
+			clock := newFakeClock()
+			dir := t.TempDir()
+			db := openT(t, dir, ttlOptions(clock))
+			far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+			farthest := time.UnixMilli(math.MaxInt64)
+			past := time.UnixMilli(math.MinInt64)
+			if err := db.SetWithTTL([]byte("db"), []byte("1"), far); err != nil {
+				t.Fatal(err)
+			}
+			var b Batch
+			b.SetWithTTL([]byte("batch"), []byte("2"), farthest)
+			b.SetWithTTL([]byte("past"), []byte("3"), past)
+			if err := db.Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Set([]byte("tx"), []byte("4")); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Set([]byte("txpast"), []byte("5")); err != nil {
+				t.Fatal(err)
+			}
+			err := db.Update(func(tx *Tx) error {
+				if _, err := tx.Expire([]byte("tx"), farthest); err != nil {
+					return err
+				}
+				_, err := tx.Expire([]byte("txpast"), past)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(db *DB) {
+				t.Helper()
+				for _, k := range []string{"db", "batch", "tx"} {
+					if _, err := db.Get([]byte(k)); err != nil {
+						t.Fatalf("Get(%q) after a far-future expiry: %v", k, err)
+					}
+					at, ok := db.ExpiresAt([]byte(k))
+					if !ok || at.Before(time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)) {
+						t.Fatalf("ExpiresAt(%q) = %v, %v; want the latest instant the engine holds", k, at, ok)
+					}
+				}
+				wantMissing(t, db, "past")
+				wantMissing(t, db, "txpast")
+			}
+			check(db)
+			if via == "snapshot" {
+				if _, err := db.Snapshot(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+			db = openT(t, dir, ttlOptions(clock))
+			defer db.Close()
+			check(db)
+		})
+	}
+}
+
+// Versions (WATCH) follow Redis's rules for flushes and expiry: a flush
+// changes the version of a key that existed and not of one that did not;
+// a key that expires changes; a key already expired when its version was
+// read does not change when the sweep or a flush removes it; and a write
+// of a missing key that then expires away is never missed.
+func TestVersion_FlushAndExpiryChangeOnlyKeysThatExisted(t *testing.T) {
+	clock := newFakeClock()
+	db := openT(t, t.TempDir(), ttlOptions(clock))
+	defer db.Close()
+	k := func(s string) []byte { return []byte(s) }
+	mustSet(t, db, "live", "1")
+	if err := db.SetWithTTL(k("stale"), k("1"), clock.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetWithTTL(k("expiring"), k("1"), clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	missing, live, stale, expiring := db.Version(k("missing")), db.Version(k("live")), db.Version(k("stale")), db.Version(k("expiring"))
+
+	db.sweepOnce() // removes "stale"
+	if v := db.Version(k("stale")); v != stale {
+		t.Fatalf("the sweep of a key already expired changed its version: %d -> %d", stale, v)
+	}
+	clock.Advance(2 * time.Hour)
+	if v := db.Version(k("expiring")); v == expiring {
+		t.Fatal("a key that expired kept its version")
+	}
+	if err := db.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	if v := db.Version(k("missing")); v != missing {
+		t.Fatalf("FLUSHALL changed a missing key's version: %d -> %d", missing, v)
+	}
+	if v := db.Version(k("stale")); v != stale {
+		t.Fatalf("FLUSHALL changed a stale key's version: %d -> %d", stale, v)
+	}
+	if v := db.Version(k("live")); v == live {
+		t.Fatal("FLUSHALL kept the version of a key that existed")
+	}
+	// A missing key written with a TTL that then expires (swept or not).
+	missing = db.Version(k("missing"))
+	if err := db.SetWithTTL(k("missing"), k("1"), clock.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	if v := db.Version(k("missing")); v == missing {
+		t.Fatal("a write of a missing key that expired since was missed")
+	}
+	db.sweepOnce()
+	if v := db.Version(k("missing")); v == missing {
+		t.Fatal("a write of a missing key that was swept since was missed")
 	}
 }

@@ -135,7 +135,27 @@ func (tx *Tx) ExpiresAt(key []byte) (t time.Time, ok bool) {
 
 // Version is key's version as of the transaction (see DB.Version); a key
 // the transaction wrote has the transaction's own version.
-func (tx *Tx) Version(key []byte) uint64 { return tx.lookup(key).seq }
+//
+// A live key's version is its last write's sequence number (even); every
+// other state — missing, deleted, expired, flushed — shares one odd
+// version, the newest write among the records deleted from the key's
+// bucket (and the expired record's own, which deleting it will add): so
+// deleting or flushing a live key, or a write of the key since, changes
+// it, while a flush or an expiry sweep that finds the key already gone
+// does not, as Redis's WATCH ignores a flush of a key that does not exist.
+func (tx *Tx) Version(key []byte) uint64 {
+	v := tx.lookup(key)
+	if v.live(tx.now) {
+		return v.seq << 1
+	}
+	d := tx.db.mem.deletedVersion(key)
+	if v.ok {
+		d = max(d, v.seq) // an expired record
+	} else if e, ok := tx.db.mem.meta(key); ok {
+		d = max(d, e.seq) // a record a pending delete or flush removes
+	}
+	return d<<1 | 1
+}
 
 // Now is the time the transaction judges expiry by.
 func (tx *Tx) Now() time.Time { return time.Unix(0, tx.now) }

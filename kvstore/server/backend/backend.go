@@ -45,6 +45,8 @@ type Store interface {
 	Dir() string
 	SyncPolicy() kvstore.SyncPolicy
 	Scan(opts kvstore.ScanOptions) (kvstore.ScanPage, error)
+	// ScanCursor is a stateless scan in the engine's scan order (SCAN).
+	ScanCursor(cursor uint64, count int) (keys [][]byte, next uint64, err error)
 	Len() int
 	Stats() kvstore.Stats
 	// Snapshot writes a snapshot now and compacts the log (SAVE).

@@ -81,8 +81,24 @@ func cmdConfig(c *call) {
 		w.bulkStrings(out...)
 	case "RESETSTAT":
 		w.ok()
+	case "SET":
+		if len(c.args) < 4 || len(c.args)%2 != 0 {
+			wrongArgs(w, "config|set")
+			return
+		}
+		known := false
+		for _, kv := range c.s.configParams() {
+			known = known || strings.EqualFold(kv[0], string(c.args[2]))
+		}
+		if !known {
+			w.error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", printable(c.args[2])))
+			return
+		}
+		w.error("ERR CONFIG SET is not supported: devkit kv is configured with flags of devkit kv serve")
+	case "REWRITE":
+		w.error("ERR CONFIG REWRITE is not supported: devkit kv is configured with flags of devkit kv serve")
 	default:
-		w.error(fmt.Sprintf("ERR CONFIG %s is not supported: devkit kv is configured with flags of devkit kv serve", printable(c.args[1])))
+		unknownSubcommand(w, c.args[1], "CONFIG")
 	}
 }
 

@@ -7,7 +7,9 @@ package resp
 // without being listed, nor listed without being served.
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/devkit-go/devkit/kvstore/server/metrics"
@@ -27,9 +29,9 @@ const (
 	flagAdmin
 	// flagNoAuth: allowed before AUTH when a password is set.
 	flagNoAuth
-	// flagTx: may be queued by MULTI and run inside EXEC's atomic update
-	// (it reads and writes keys only through the transaction, or touches
-	// nothing). Other commands are refused at queue time.
+	// flagTx: runs inside EXEC's atomic update (it reads and writes keys
+	// only through the transaction, or touches nothing). Other commands run
+	// between EXEC's atomic updates (see cmdExec).
 	flagTx
 	// flagNoQueue: runs at once even between MULTI and EXEC (EXEC, DISCARD,
 	// MULTI, WATCH, QUIT).
@@ -37,6 +39,8 @@ const (
 	// flagDefers: the command's writes may stay pending until the end of the
 	// connection's burst; every other command first awaits them.
 	flagDefers
+	// flagNoMulti: refused between MULTI and EXEC (Redis's no-multi: SAVE).
+	flagNoMulti
 )
 
 // flagNames are the Redis names COMMAND INFO reports.
@@ -45,7 +49,7 @@ var flagNames = []struct {
 	name string
 }{
 	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagFast, "fast"}, {flagAdmin, "admin"},
-	{flagNoAuth, "no_auth"},
+	{flagNoAuth, "no_auth"}, {flagNoMulti, "no_multi"},
 }
 
 // command is one row of the table.
@@ -73,8 +77,8 @@ func commandTable() []command {
 		{name: "echo", arity: 2, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns the argument.", run: cmdEcho},
 		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
 		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
-		{name: "select", arity: 2, flags: flagFast, op: metrics.OpOther, group: "connection", summary: "Selects database 0 (the only one).", run: cmdSelect},
-		{name: "client", arity: -2, flags: 0, op: metrics.OpOther, group: "connection", summary: "CLIENT LIST, INFO, ID, SETNAME, GETNAME, SETINFO.", run: cmdClient},
+		{name: "select", arity: 2, flags: flagFast | flagTx, op: metrics.OpOther, group: "connection", summary: "Selects database 0 (the only one).", run: cmdSelect},
+		{name: "client", arity: -2, flags: flagTx, op: metrics.OpOther, group: "connection", summary: "CLIENT LIST, INFO, ID, SETNAME, GETNAME, SETINFO.", run: cmdClient},
 
 		// strings
 		{name: "get", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the value of a key.", run: cmdGet},
@@ -91,6 +95,15 @@ func commandTable() []command {
 		{name: "incrby", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds an integer to the integer value of a key.", run: cmdIncrBy},
 		{name: "decrby", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Subtracts an integer from the integer value of a key.", run: cmdDecrBy},
 		{name: "incrbyfloat", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Adds a float to the numeric value of a key.", run: cmdIncrByFloat},
+
+		{name: "getrange", arity: 4, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns a substring of a value (negative indexes count from the end).", run: cmdGetRange},
+		{name: "substr", arity: 4, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "As GETRANGE.", run: cmdGetRange},
+		{name: "setrange", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Overwrites part of a value at an offset, padding with zero bytes; returns the new length.", run: cmdSetRange},
+		{name: "msetnx", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: -1, step: 2, op: metrics.OpSet, group: "string", summary: "Sets keys atomically only when none of them exists.", run: cmdMSetNX},
+		{name: "setbit", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "bitmap", summary: "Sets or clears a bit; returns its old value.", run: cmdSetBit},
+		{name: "getbit", arity: 3, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Returns a bit of a value.", run: cmdGetBit},
+		{name: "bitcount", arity: -2, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Counts the set bits of a value, or of a BYTE or BIT range.", run: cmdBitCount},
+		{name: "bitpos", arity: -3, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Returns the first set or clear bit, in a BYTE or BIT range.", run: cmdBitPos},
 
 		// expiry
 		{name: "setex", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key with an expiry in seconds.", run: cmdSetEx},
@@ -109,6 +122,10 @@ func commandTable() []command {
 		// keys
 		{name: "del", arity: -2, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "Deletes keys (one engine batch); returns how many existed.", run: cmdDel},
 		{name: "unlink", arity: -2, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpDelete, group: "generic", summary: "As DEL.", run: cmdDel},
+		{name: "touch", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "generic", summary: "Counts the keys that exist (repeats count).", run: cmdExists},
+		{name: "renamenx", arity: 3, flags: flagWrite | flagDefers | flagFast | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key only when the new name does not exist.", run: cmdRename},
+		{name: "copy", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Copies a value and its expiry to another key; REPLACE, DB 0.", run: cmdCopy},
+		{name: "randomkey", arity: 1, flags: flagReadonly, op: metrics.OpGet, group: "generic", summary: "Returns a random key, or nil when there is none.", run: cmdRandomKey},
 		{name: "exists", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "generic", summary: "Counts the keys that exist (repeats count).", run: cmdExists},
 		{name: "type", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns string, or none for a missing key.", run: cmdType},
 		{name: "rename", arity: 3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key atomically.", run: cmdRename},
@@ -127,11 +144,11 @@ func commandTable() []command {
 		{name: "info", arity: -1, flags: 0, op: metrics.OpStats, group: "server", summary: "Sections server, clients, memory, persistence, stats, keyspace.", run: cmdInfo},
 		{name: "time", arity: 1, flags: flagFast | flagTx, op: metrics.OpOther, group: "server", summary: "Returns the server's time (seconds, microseconds).", run: cmdTime},
 		{name: "lastsave", arity: 1, flags: flagFast, op: metrics.OpStats, group: "server", summary: "Unix time of the last snapshot.", run: cmdLastSave},
-		{name: "save", arity: 1, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "Writes a snapshot now and compacts the log.", run: cmdSave},
+		{name: "save", arity: 1, flags: flagAdmin | flagNoMulti, op: metrics.OpOther, group: "server", summary: "Writes a snapshot now and compacts the log.", run: cmdSave},
 		{name: "bgsave", arity: -1, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "Writes a snapshot now (answers once it is written).", run: cmdSave},
 		{name: "flushdb", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "Deletes every key; refused unless serve runs with --allow-flush.", run: cmdFlush},
 		{name: "flushall", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "As FLUSHDB (one database).", run: cmdFlush},
-		{name: "command", arity: -1, flags: 0, op: metrics.OpOther, group: "server", summary: "COMMAND [COUNT|LIST|INFO|DOCS] from this table.", run: cmdCommand},
+		{name: "command", arity: -1, flags: flagTx, op: metrics.OpOther, group: "server", summary: "COMMAND [COUNT|LIST|INFO|DOCS] from this table.", run: cmdCommand},
 		{name: "config", arity: -2, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "CONFIG GET (read-only view of the flags), CONFIG RESETSTAT.", run: cmdConfig},
 	}
 }
@@ -237,13 +254,17 @@ func cmdCommand(c *call) {
 		return out
 	}
 	switch sub {
+	case "COUNT", "HELP":
+		if len(c.args) != 2 {
+			wrongArgs(w, "command|"+strings.ToLower(sub))
+			return
+		}
+	}
+	switch sub {
 	case "COUNT":
 		w.integer(int64(len(cs.rows)))
 	case "LIST":
-		w.array(len(cs.rows))
-		for i := range cs.rows {
-			w.bulkString(cs.rows[i].name)
-		}
+		commandList(c)
 	case "", "INFO":
 		list := rows()
 		if sub == "" {
@@ -289,7 +310,97 @@ func cmdCommand(c *call) {
 			w.bulkString("group")
 			w.bulkString(cmd.group)
 		}
+	case "HELP":
+		w.bulkStrings(commandHelp...)
 	default:
-		w.error(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND COUNT, LIST, INFO or DOCS.", printable(c.args[1])))
+		unknownSubcommand(w, c.args[1], "COMMAND")
 	}
+}
+
+var commandHelp = []string{
+	"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"(no subcommand)",
+	"    Return details about all commands.",
+	"COUNT",
+	"    Return the total number of commands in this server.",
+	"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+	"    Return a list of all commands in this server.",
+	"INFO [<command-name> ...]",
+	"    Return details about multiple commands.",
+	"DOCS [<command-name> ...]",
+	"    Return documentation details about multiple commands.",
+	"HELP",
+	"    Print this help.",
+}
+
+// unknownSubcommand is Redis 7's answer to a subcommand it does not know.
+func unknownSubcommand(w *replyWriter, sub []byte, cmd string) {
+	w.error(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", printable(sub), cmd))
+}
+
+// commandList answers COMMAND LIST [FILTERBY MODULE name|ACLCAT cat|PATTERN
+// glob] as Redis 7 does: any other argument is a syntax error, a module or
+// an ACL category that does not exist matches nothing.
+func commandList(c *call) {
+	var match func(*command) bool
+	for i := 2; i < len(c.args); i += 3 {
+		if !strings.EqualFold(string(c.args[i]), "FILTERBY") || len(c.args)-1-i != 2 {
+			c.fail(errSyntax)
+			return
+		}
+		arg := c.args[i+2]
+		switch strings.ToUpper(string(c.args[i+1])) {
+		case "MODULE":
+			match = func(*command) bool { return false } // no modules
+		case "ACLCAT":
+			cat := strings.ToLower(string(arg))
+			match = func(cmd *command) bool { return slices.Contains(cmd.aclCategories(), cat) }
+		case "PATTERN":
+			pat := bytes.ToLower(arg)
+			match = func(cmd *command) bool { return globMatch(pat, []byte(cmd.name)) }
+		default:
+			c.fail(errSyntax)
+			return
+		}
+	}
+	var names []string
+	for i := range c.s.cmds.rows {
+		if cmd := &c.s.cmds.rows[i]; match == nil || match(cmd) {
+			names = append(names, cmd.name)
+		}
+	}
+	c.w.bulkStrings(names...)
+}
+
+// aclCategories are the command's Redis ACL categories, from its flags and
+// group.
+func (cmd *command) aclCategories() []string {
+	var cats []string
+	switch cmd.group {
+	case "string":
+		cats = append(cats, "string")
+	case "bitmap":
+		cats = append(cats, "bitmap")
+	case "generic":
+		cats = append(cats, "keyspace")
+	case "connection":
+		cats = append(cats, "connection")
+	case "transactions":
+		cats = append(cats, "transaction")
+	}
+	if cmd.flags&flagWrite != 0 {
+		cats = append(cats, "write")
+	}
+	if cmd.flags&flagReadonly != 0 {
+		cats = append(cats, "read")
+	}
+	if cmd.flags&flagAdmin != 0 {
+		cats = append(cats, "admin", "dangerous")
+	}
+	if cmd.flags&flagFast != 0 {
+		cats = append(cats, "fast")
+	} else {
+		cats = append(cats, "slow")
+	}
+	return cats
 }

@@ -2,7 +2,6 @@ package resp
 
 import (
 	"bytes"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -73,7 +72,7 @@ func cmdClient(c *call) {
 	case "LIST":
 		w.bulkString(c.s.clientList())
 	default:
-		w.error(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT LIST, INFO, ID, SETNAME, GETNAME or SETINFO.", printable(c.args[1])))
+		unknownSubcommand(w, c.args[1], "CLIENT")
 	}
 }
 

@@ -74,6 +74,7 @@ type loop struct {
 	mu       sync.Mutex
 	incoming []*elConn
 	kills    []*elConn
+	resumed  []*elConn // held connections whose hold ended
 	drain    bool
 	quit     bool
 	woken    bool // a wake is pending (so one eventfd write serves many)
@@ -119,6 +120,7 @@ type elConn struct {
 	wbuf     []byte
 	wblocked int64 // unix nanos a write began waiting for room; 0: none
 	closing  bool  // close once the replies are written
+	holding  bool  // held after a wrong password, its timer armed (hold)
 	closed   bool
 	settled  uint64 // the loop's settles count when this connection's writes were last awaited
 }
@@ -490,8 +492,8 @@ func (l *loop) countWriters(batch []*elConn) {
 func (l *loop) takeWork(touched *[]*elConn) bool {
 	l.mu.Lock()
 	l.woken = false
-	incoming, kills, drain, quit := l.incoming, l.kills, l.drain, l.quit
-	l.incoming, l.kills, l.drain = nil, nil, false
+	incoming, kills, drain, quit, resumed := l.incoming, l.kills, l.drain, l.quit, l.resumed
+	l.incoming, l.kills, l.drain, l.resumed = nil, nil, false, nil
 	l.timeoutsDue = l.timeoutsDue || l.tickDue
 	l.tickDue = false
 	if quit {
@@ -513,6 +515,12 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 	}
 	for _, c := range kills {
 		l.close(c)
+	}
+	for _, c := range resumed {
+		c.holding, c.cl.holdUntil = false, time.Time{}
+		if !c.closed {
+			*touched = append(*touched, c)
+		}
 	}
 	if drain {
 		for _, c := range l.conns {
@@ -551,6 +559,12 @@ func (l *loop) service(c *elConn) {
 		}
 	}()
 	for !c.closed && !c.parked {
+		if !c.cl.holdUntil.IsZero() && !c.cc.Draining() {
+			// A wrong password (auth.go): nothing is written or run until
+			// the hold ends and the timer hands the connection back.
+			l.hold(c)
+			return
+		}
 		if c.wbuf != nil {
 			if !l.writeOut(c) {
 				return
@@ -579,6 +593,18 @@ func (l *loop) service(c *elConn) {
 		}
 		l.read(c)
 	}
+}
+
+// hold arms the timer that serves a held connection again when its hold
+// ends (once per hold).
+func (l *loop) hold(c *elConn) {
+	if c.holding {
+		return
+	}
+	c.holding = true
+	time.AfterFunc(time.Until(c.cl.holdUntil), func() {
+		l.post(func() { l.resumed = append(l.resumed, c) })
+	})
 }
 
 // read reads once into the connection's buffer.
@@ -621,7 +647,8 @@ func (l *loop) read(c *elConn) {
 func (l *loop) runCommands(c *elConn) bool {
 	cl := c.cl
 	ran := false
-	for c.rpos < len(c.in) && !cl.quit && len(cl.out.buf) < flushAt {
+	for c.rpos < len(c.in) && !cl.quit && len(cl.out.buf) < flushAt && cl.holdUntil.IsZero() {
+		c.p.cr.preAuth = !cl.authed
 		n, args, err := c.p.parse(c.in[c.rpos:])
 		if err != nil {
 			var pe *ProtocolError

@@ -10,7 +10,6 @@ package resp
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -264,23 +263,32 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	*c = call{}
 }
 
-// Bounds on what one MULTI may queue, so that a client cannot hold the
-// server's memory with a transaction it never executes.
-const maxQueued = 100000
+// queuedOverhead is what a queued command costs beyond its argument bytes
+// (the slice headers), charged against MaxRequestBytes so that many tiny
+// commands are bounded too.
+const (
+	queuedCmdOverhead = 48
+	queuedArgOverhead = 24
+)
 
 // queue adds a command to the connection's transaction.
 func (s *Server) queue(cl *client, cmd *command, args [][]byte) {
-	if cmd.flags&flagTx == 0 {
-		cl.out.error(fmt.Sprintf("ERR '%s' is not allowed inside MULTI in devkit kv (it does not run inside the transaction's atomic update)", cmd.name))
+	if cmd.flags&flagNoMulti != 0 {
+		cl.out.error("ERR Command not allowed inside a transaction")
 		cl.multiDirty = true
 		return
 	}
-	size := 0
+	size := queuedCmdOverhead
 	for _, a := range args {
-		size += len(a)
+		size += len(a) + queuedArgOverhead
 	}
-	if len(cl.queued) >= maxQueued || cl.queuedBytes+size > s.opts.MaxRequestBytes {
-		cl.out.error(fmt.Sprintf("ERR transaction too large: at most %d commands and %d bytes of arguments", maxQueued, s.opts.MaxRequestBytes))
+	switch {
+	case len(cl.queued) >= s.opts.MaxQueuedCommands:
+		cl.out.error(fmt.Sprintf("ERR max queued commands reached: a transaction holds at most %d (devkit kv serve --max-queued-commands)", s.opts.MaxQueuedCommands))
+		cl.multiDirty = true
+		return
+	case cl.queuedBytes+size > s.opts.MaxRequestBytes:
+		cl.out.error(fmt.Sprintf("ERR max queued bytes reached: a transaction holds at most %d bytes of arguments", s.opts.MaxRequestBytes))
 		cl.multiDirty = true
 		return
 	}
@@ -331,6 +339,11 @@ func cmdDiscard(c *call) {
 // (WRONGTYPE, not an integer) answers its error inside the reply and the
 // others run, as in Redis; a command refused at queue time discards the
 // whole transaction (EXECABORT).
+//
+// A command that reads or changes the store outside a transaction (KEYS,
+// SCAN, DBSIZE, INFO, CONFIG, FLUSHDB, BGSAVE: no flagTx) runs between
+// atomic updates, once the writes queued before it are applied, so that it
+// sees them; a transaction that holds one is atomic in parts.
 func cmdExec(c *call) {
 	cl := c.cl
 	if !cl.multi {
@@ -345,34 +358,67 @@ func cmdExec(c *call) {
 		return
 	}
 	var replies replyWriter
-	aborted := false
-	err := c.update(func(tx txn) error {
-		replies, aborted = replyWriter{}, false
-		for key, version := range watched {
-			if tx.Version([]byte(key)) != version {
-				aborted = true // a watched key changed: nothing runs
-				return nil
+	// atomic runs seg in one update, after checking the watched keys if
+	// check; false: the reply (an error or the nil of an abort) is written.
+	atomic := func(seg []queuedCommand, check bool) bool {
+		mark, aborted := len(replies.buf), false
+		err := c.update(func(tx txn) error {
+			replies.buf, aborted = replies.buf[:mark], false
+			if check {
+				for key, version := range watched {
+					if tx.Version([]byte(key)) != version {
+						aborted = true // a watched key changed: nothing runs
+						return nil
+					}
+				}
 			}
+			for _, q := range seg {
+				sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
+				q.cmd.run(&sub)
+			}
+			return nil
+		})
+		switch {
+		case err != nil:
+			c.fail(err)
+			return false
+		case aborted:
+			c.w.nullArray()
+			return false
 		}
-		for _, q := range queued {
-			sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
-			q.cmd.run(&sub)
-		}
-		return nil
-	})
-	switch {
-	case err != nil:
-		c.fail(err)
-	case aborted:
-		c.w.nullArray()
-	default:
-		c.w.array(len(queued))
-		c.w.buf = append(c.w.buf, replies.buf...)
+		return true
 	}
+	check := true
+	if len(queued) == 0 || queued[0].cmd.flags&flagTx == 0 {
+		if !atomic(nil, true) {
+			return
+		}
+		check = false
+	}
+	for i := 0; i < len(queued); {
+		j := i
+		for j < len(queued) && queued[j].cmd.flags&flagTx != 0 {
+			j++
+		}
+		if j > i {
+			if !atomic(queued[i:j], check) {
+				return
+			}
+			check, i = false, j
+			continue
+		}
+		// Outside the atomic update: after the writes before it.
+		if len(cl.pending) > 0 && !cl.settle() {
+			return // the failed write's error is the reply
+		}
+		q := queued[i]
+		sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies}
+		q.cmd.run(&sub)
+		i++
+	}
+	c.w.array(len(queued))
+	c.w.buf = append(c.w.buf, replies.buf...)
 }
-
-// maxWatched bounds the keys one connection may WATCH.
-const maxWatched = 10000
 
 // cmdWatch remembers each key's version; EXEC runs only if none changed.
 func cmdWatch(c *call) {
@@ -383,8 +429,18 @@ func cmdWatch(c *call) {
 	if c.cl.watched == nil {
 		c.cl.watched = map[string]uint64{}
 	}
-	if len(c.cl.watched)+len(c.args)-1 > maxWatched {
-		c.w.error(fmt.Sprintf("ERR at most %d watched keys per connection", maxWatched))
+	fresh := 0 // keys not watched yet (a repeated key is one)
+	seen := make(map[string]struct{}, len(c.args)-1)
+	for _, key := range c.args[1:] {
+		if _, ok := c.cl.watched[string(key)]; !ok {
+			if _, dup := seen[string(key)]; !dup {
+				seen[string(key)] = struct{}{}
+				fresh++
+			}
+		}
+	}
+	if limit := c.s.opts.MaxWatchedKeys; len(c.cl.watched)+fresh > limit {
+		c.w.error(fmt.Sprintf("ERR max watched keys reached: a connection watches at most %d (devkit kv serve --max-watched-keys)", limit))
 		return
 	}
 	for _, key := range c.args[1:] {
@@ -397,33 +453,6 @@ func cmdWatch(c *call) {
 
 func cmdUnwatch(c *call) {
 	c.cl.watched = nil
-	c.w.ok()
-}
-
-// authenticate checks a password in constant time.
-func (s *Server) authenticate(password []byte) bool {
-	return subtle.ConstantTimeCompare(password, []byte(s.opts.Password)) == 1
-}
-
-func cmdAuth(c *call) {
-	if c.s.opts.Password == "" {
-		c.w.error("ERR Client sent AUTH, but no password is set")
-		return
-	}
-	args := c.args[1:]
-	switch {
-	case len(args) == 2 && string(args[0]) == "default":
-		args = args[1:]
-	case len(args) != 1:
-		c.w.error("WRONGPASS invalid username-password pair or user is disabled.")
-		return
-	}
-	if !c.s.authenticate(args[0]) {
-		c.cl.authed = false
-		c.w.error("WRONGPASS invalid username-password pair or user is disabled.")
-		return
-	}
-	c.cl.authed = true
 	c.w.ok()
 }
 

@@ -1,11 +1,12 @@
 package resp
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/devkit-go/devkit/kvstore"
 )
@@ -61,10 +62,15 @@ func cmdType(c *call) {
 	}
 }
 
-// cmdRename moves a value (and its expiry) to another key in one update.
+// cmdRename moves a value (and its expiry) to another key in one update:
+// RENAME, and RENAMENX, which answers 0 and moves nothing when the new
+// name exists (or is the old one).
 func cmdRename(c *call) {
 	from, to := c.args[1], c.args[2]
+	nx := c.cmd.name == "renamenx"
+	moved := false
 	err := c.update(func(tx txn) error {
+		moved = false
 		v, err := tx.Get(from)
 		if errors.Is(err, kvstore.ErrNotFound) {
 			return errNoSuchKey
@@ -75,14 +81,113 @@ func cmdRename(c *call) {
 		if string(from) == string(to) {
 			return nil
 		}
+		if nx {
+			if _, err := tx.Get(to); !errors.Is(err, kvstore.ErrNotFound) {
+				return err // nil: it exists, nothing moves
+			}
+		}
+		moved = true
 		return renameInTx(tx, from, to, v)
+	})
+	switch {
+	case err != nil:
+		c.fail(err)
+	case nx:
+		c.w.integer(boolInt64(moved))
+	default:
+		c.w.ok()
+	}
+}
+
+// cmdCopy answers COPY source destination [DB 0] [REPLACE]: 1 when the value
+// and its expiry were copied, 0 when the source is missing or the
+// destination exists without REPLACE. Only database 0 exists.
+func cmdCopy(c *call) {
+	from, to := c.args[1], c.args[2]
+	replace := false
+	for i := 3; i < len(c.args); i++ {
+		switch opt := strings.ToUpper(string(c.args[i])); {
+		case opt == "REPLACE":
+			replace = true
+		case opt == "DB" && i+1 < len(c.args):
+			i++
+			n, ok := parseStrictInt(c.args[i])
+			if !ok || n != int64(int32(n)) {
+				c.fail(errNotInteger)
+				return
+			}
+			if n != 0 {
+				c.fail(cmdError("ERR DB index is out of range"))
+				return
+			}
+		default:
+			c.fail(errSyntax)
+			return
+		}
+	}
+	if string(from) == string(to) {
+		c.fail(cmdError("ERR source and destination objects are the same"))
+		return
+	}
+	copied := false
+	err := c.update(func(tx txn) error {
+		copied = false
+		v, err := tx.Get(from)
+		if errors.Is(err, kvstore.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !replace {
+			if _, err := tx.Get(to); !errors.Is(err, kvstore.ErrNotFound) {
+				return err
+			}
+		}
+		at, _ := tx.ExpiresAt(from)
+		copied = true
+		return tx.SetWithTTL(to, v, at)
 	})
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	c.w.ok()
+	c.w.integer(boolInt64(copied))
 }
+
+// cmdRandomKey answers a key at a random place of the scan order (the
+// first live key from a random hash on, wrapping once), or nil.
+func cmdRandomKey(c *call) {
+	var buf [8]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		c.fail(err)
+		return
+	}
+	cursor := binary.LittleEndian.Uint64(buf[:])
+	for range 2 * maxRandomKeyTries {
+		keys, next, err := c.s.store.ScanCursor(cursor, 1)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		if len(keys) > 0 {
+			c.w.bulk(keys[0])
+			return
+		}
+		if next == 0 {
+			if cursor == 0 {
+				break // an empty keyspace
+			}
+			cursor = 0 // wrap around
+			continue
+		}
+		cursor = next // an expired key: the next one
+	}
+	c.w.null()
+}
+
+// maxRandomKeyTries bounds the expired keys RANDOMKEY steps over.
+const maxRandomKeyTries = 100
 
 // renameInTx writes v under to, with from's expiry, and deletes from.
 func renameInTx(tx txn, from, to, v []byte) error {
@@ -156,49 +261,6 @@ func cmdFlush(c *call) {
 	c.w.ok()
 }
 
-// Redis clients parse SCAN cursors as unsigned integers, while the engine
-// pages by key. The cursor table maps the numbers we hand out to the key a
-// scan stopped after; the oldest entries are forgotten first, and a
-// forgotten cursor is an error rather than a silent restart.
-
-type cursorTable struct {
-	mu    sync.Mutex
-	next  uint64
-	after map[uint64][]byte
-	order []uint64 // ring of live cursors, oldest at head
-	head  int
-	max   int
-}
-
-func newCursorTable(max int) *cursorTable {
-	return &cursorTable{after: make(map[uint64][]byte, max), order: make([]uint64, 0, max), max: max}
-}
-
-// put remembers key and returns its cursor (never 0).
-func (t *cursorTable) put(key []byte) uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.next++
-	id := t.next
-	if len(t.order) < t.max {
-		t.order = append(t.order, id)
-	} else {
-		delete(t.after, t.order[t.head])
-		t.order[t.head] = id
-		t.head = (t.head + 1) % t.max
-	}
-	t.after[id] = key
-	return id
-}
-
-// get returns the key of a cursor.
-func (t *cursorTable) get(id uint64) ([]byte, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k, ok := t.after[id]
-	return k, ok
-}
-
 // cmdScan answers SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]. COUNT
 // is the number of keys examined, as in Redis, so a page filtered by MATCH
 // may hold fewer keys (even none) while the cursor goes on.
@@ -223,8 +285,12 @@ func cmdScan(c *call) {
 			pattern = args[i+1]
 		case "COUNT":
 			n, ok := parseStrictInt(args[i+1])
-			if !ok || n < 1 {
+			if !ok {
 				c.fail(errNotInteger)
+				return
+			}
+			if n < 1 {
+				c.fail(errSyntax) // as Redis
 				return
 			}
 			count = int(min(n, int64(c.s.opts.MaxScanCount)))
@@ -235,14 +301,6 @@ func cmdScan(c *call) {
 			return
 		}
 	}
-	var after []byte
-	if cursor != 0 {
-		var ok bool
-		if after, ok = c.s.cursors.get(cursor); !ok {
-			w.error("ERR invalid cursor: it was never issued or has expired (restart the scan from 0)")
-			return
-		}
-	}
 	if onlyType != "" && onlyType != "string" {
 		// Every key holds a string: another type matches nothing.
 		w.array(2)
@@ -250,26 +308,24 @@ func cmdScan(c *call) {
 		w.array(0)
 		return
 	}
-	prefix, _ := literalPrefix(pattern)
-	page, err := c.s.store.Scan(kvstore.ScanOptions{Prefix: prefix, After: after, Limit: count})
+	// The cursor is a place in the engine's scan order (a key's hash), so
+	// it needs no table and stays valid across connections and restarts.
+	keys, next, err := c.s.store.ScanCursor(cursor, count)
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	next := uint64(0)
-	if page.Next != nil {
-		next = c.s.cursors.put(page.Next)
-	}
-	keys := page.Entries[:0:0]
-	for _, e := range page.Entries {
-		if pattern == nil || globMatch(pattern, e.Key) {
-			keys = append(keys, e)
+	n := 0
+	for _, k := range keys {
+		if pattern == nil || globMatch(pattern, k) {
+			keys[n] = k
+			n++
 		}
 	}
 	w.array(2)
 	w.bulkString(strconv.FormatUint(next, 10))
-	w.array(len(keys))
-	for _, e := range keys {
-		w.bulk(e.Key)
+	w.array(n)
+	for _, k := range keys[:n] {
+		w.bulk(k)
 	}
 }

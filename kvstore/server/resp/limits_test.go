@@ -196,3 +196,35 @@ func TestServer_AClientThatPipelinesThenDiesLeavesTheServerServing(t *testing.T)
 		t.Fatalf("after the dead clients: %q", got)
 	}
 }
+
+// The hard limits on a transaction, on WATCH and on a command's arguments
+// are options (and devkit kv serve flags), answered with Redis-shaped
+// errors: a refused queued command aborts the EXEC, as Redis's queue-time
+// errors do; too many arguments is Redis's protocol error and a close.
+func TestLimits_QueuedWatchedAndArgumentsAreConfigurable(t *testing.T) {
+	addr := start(t, servertest.OpenDB(t), resp.Options{MaxQueuedCommands: 3, MaxWatchedKeys: 2, MaxArgs: 5})
+	c := dialRaw(t, addr)
+	expect := func(want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if got := c.line(); got != w+"\r\n" {
+				t.Fatalf("got %q, want %q", got, w)
+			}
+		}
+	}
+	c.send("WATCH a b\r\nWATCH c\r\nWATCH a\r\nUNWATCH\r\n")
+	expect("+OK", "-ERR max watched keys reached: a connection watches at most 2 (devkit kv serve --max-watched-keys)", "+OK", "+OK")
+	c.send("MULTI\r\nSET a 1\r\nSET b 2\r\nSET c 3\r\nSET d 4\r\nEXEC\r\n")
+	expect("+OK", "+QUEUED", "+QUEUED", "+QUEUED",
+		"-ERR max queued commands reached: a transaction holds at most 3 (devkit kv serve --max-queued-commands)",
+		"-EXECABORT Transaction discarded because of previous errors.")
+	c.send("MULTI\r\nSET a 1\r\nEXEC\r\n")
+	expect("+OK", "+QUEUED", "*1", "+OK")
+	c.send("MSET a 1 b 2\r\n")
+	expect("+OK")
+	c.send("*7\r\n$4\r\nMSET\r\n")
+	expect("-ERR Protocol error: invalid multibulk length")
+	if !c.closed() {
+		t.Fatal("the connection is open after the protocol error")
+	}
+}

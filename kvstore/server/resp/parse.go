@@ -48,8 +48,8 @@ func (p *bufferParser) parse(buf []byte) (n int, args [][]byte, err error) {
 			return i + 1, args, err
 		}
 		count, ok := parseInt(line[1:])
-		if !ok || count > int64(r.maxArgs) {
-			return 0, nil, &ProtocolError{Msg: "invalid multibulk length"}
+		if err := r.checkCount(count, ok); err != nil {
+			return 0, nil, err
 		}
 		if count <= 0 {
 			return i + 1, nil, nil
@@ -80,9 +80,9 @@ func (p *bufferParser) parse(buf []byte) (n int, args [][]byte, err error) {
 			return 0, nil, &ProtocolError{Msg: "expected '$', got " + got}
 		}
 		size, ok := parseInt(hdr[1:])
-		if !ok || size < 0 || size > int64(r.maxBulk) {
+		if err := r.checkBulk(size, ok); err != nil {
 			p.reset()
-			return 0, nil, &ProtocolError{Msg: "invalid bulk length"}
+			return 0, nil, err
 		}
 		if p.total+int(size) > r.maxRequest {
 			p.reset()

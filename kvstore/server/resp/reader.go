@@ -23,6 +23,10 @@ type commandReader struct {
 	maxArgs    int
 	maxInline  int
 	maxRequest int // bound on the bytes of all arguments of one command
+	// preAuth: the connection has not authenticated (--requirepass), so
+	// Redis's tighter bounds hold (preAuthMaxArgs, preAuthMaxBulk): a client
+	// without the password cannot make the server hold large requests.
+	preAuth bool
 
 	buf  []byte   // the bytes of every argument of the current command
 	ends []int    // where each argument ends in buf
@@ -82,8 +86,8 @@ func (r *commandReader) readLine(max int) ([]byte, error) {
 
 func (r *commandReader) readArray(count []byte) ([][]byte, error) {
 	n, ok := parseInt(count)
-	if !ok || n > int64(r.maxArgs) {
-		return nil, &ProtocolError{Msg: "invalid multibulk length"}
+	if err := r.checkCount(n, ok); err != nil {
+		return nil, err
 	}
 	if n <= 0 {
 		return nil, nil
@@ -106,8 +110,8 @@ func (r *commandReader) readArray(count []byte) ([][]byte, error) {
 			return nil, &ProtocolError{Msg: "expected '$', got " + got}
 		}
 		size, ok := parseInt(hdr[1:])
-		if !ok || size < 0 || size > int64(r.maxBulk) {
-			return nil, &ProtocolError{Msg: "invalid bulk length"}
+		if err := r.checkBulk(size, ok); err != nil {
+			return nil, err
 		}
 		if len(r.buf)+int(size) > r.maxRequest {
 			return nil, &ProtocolError{Msg: "request too large"}
@@ -133,6 +137,34 @@ func (r *commandReader) readArray(count []byte) ([][]byte, error) {
 		r.ends = append(r.ends, len(r.buf))
 	}
 	return r.split(), nil
+}
+
+// Redis's bounds on a request before AUTH (processMultibulkBuffer).
+const (
+	preAuthMaxArgs = 10
+	preAuthMaxBulk = 16384
+)
+
+// checkCount checks a multibulk length against the limits in force.
+func (r *commandReader) checkCount(n int64, ok bool) error {
+	switch {
+	case !ok || n > int64(r.maxArgs):
+		return &ProtocolError{Msg: "invalid multibulk length"}
+	case r.preAuth && n > preAuthMaxArgs:
+		return &ProtocolError{Msg: "unauthenticated multibulk length"}
+	}
+	return nil
+}
+
+// checkBulk checks a bulk length against the limits in force.
+func (r *commandReader) checkBulk(size int64, ok bool) error {
+	switch {
+	case !ok || size < 0 || size > int64(r.maxBulk):
+		return &ProtocolError{Msg: "invalid bulk length"}
+	case r.preAuth && size > preAuthMaxBulk:
+		return &ProtocolError{Msg: "unauthenticated bulk length"}
+	}
+	return nil
 }
 
 const (

@@ -174,8 +174,13 @@ func TestGoRedis_ScanVisitsEveryKeyOnce(t *testing.T) {
 	if got := scanAll("*:13[0-2]"); !slices.Equal(got, []string{"order:130", "order:131", "order:132", "user:130", "user:131", "user:132"}) {
 		t.Fatalf("SCAN MATCH *:13[0-2] = %v", got)
 	}
-	if err := c.Scan(ctx, 987654, "", 10).Err(); err == nil || !strings.Contains(err.Error(), "invalid cursor") {
-		t.Fatalf("SCAN unknown cursor: %v", err)
+	// Any number is a cursor (a place in the scan order), as in Redis;
+	// a cursor that is not a number is refused.
+	if err := c.Scan(ctx, 987654, "", 10).Err(); err != nil {
+		t.Fatalf("SCAN 987654: %v", err)
+	}
+	if err := c.Do(ctx, "scan", "x").Err(); err == nil || err.Error() != "ERR invalid cursor" {
+		t.Fatalf("SCAN x: %v", err)
 	}
 }
 

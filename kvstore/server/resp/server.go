@@ -30,16 +30,19 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxArgs      = 1 << 20
-	DefaultMaxRequest   = 64 << 20
-	DefaultMaxInline    = 64 << 10
-	DefaultIdleTimeout  = 5 * time.Minute
-	DefaultWriteTimeout = 30 * time.Second
-	DefaultMaxConns     = 10000
+	DefaultMaxArgs = 1 << 20
+	// DefaultMaxQueuedCommands and DefaultMaxWatchedKeys are the defaults of
+	// Options.MaxQueuedCommands and Options.MaxWatchedKeys.
+	DefaultMaxQueuedCommands = 100000
+	DefaultMaxWatchedKeys    = 10000
+	DefaultMaxRequest        = 64 << 20
+	DefaultMaxInline         = 64 << 10
+	DefaultIdleTimeout       = 5 * time.Minute
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultMaxConns          = 10000
 	// DefaultHandshakeTimeout bounds the wait for a connection's first command.
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultMaxScanCount     = 10000
-	DefaultMaxScanCursor    = 4096
 	// DefaultIdlePoll is how long a loop polls before it sleeps (Options.IdlePoll).
 	DefaultIdlePoll = 20 * time.Microsecond
 )
@@ -51,8 +54,17 @@ type Options struct {
 	// length is a protocol error. The engine's DefaultMaxValueSize plus
 	// 1 KiB when zero: set it from the engine's MaxValueSize.
 	MaxBulkBytes int
-	// MaxArgs bounds the arguments of one command. 1Mi when zero.
+	// MaxArgs bounds the arguments of one command (a larger multibulk
+	// length is Redis's "Protocol error: invalid multibulk length" and the
+	// connection is closed). 1Mi when zero.
 	MaxArgs int
+	// MaxQueuedCommands bounds the commands one MULTI may queue; the next
+	// is refused (and EXEC aborts). DefaultMaxQueuedCommands when zero.
+	// The queue's memory is bounded by MaxRequestBytes either way.
+	MaxQueuedCommands int
+	// MaxWatchedKeys bounds the keys one connection may WATCH.
+	// DefaultMaxWatchedKeys when zero.
+	MaxWatchedKeys int
 	// MaxRequestBytes bounds the arguments of one command together (an
 	// MSET of many values). 64 MiB, or room for two maximum bulks if that is
 	// more, when zero.
@@ -73,9 +85,6 @@ type Options struct {
 	MaxConns int
 	// MaxScanCount caps SCAN's COUNT. 10000 when zero.
 	MaxScanCount int
-	// MaxScanCursors bounds the SCAN cursors remembered across calls; the
-	// oldest is forgotten first. 4096 when zero.
-	MaxScanCursors int
 	// Password, when set, must be given with AUTH before any other command
 	// (Redis's requirepass).
 	Password string
@@ -116,10 +125,11 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.MaxBulkBytes, kvstore.DefaultMaxValueSize+1<<10)
 	def(&o.MaxArgs, DefaultMaxArgs)
+	def(&o.MaxQueuedCommands, DefaultMaxQueuedCommands)
+	def(&o.MaxWatchedKeys, DefaultMaxWatchedKeys)
 	def(&o.MaxRequestBytes, max(DefaultMaxRequest, 2*o.MaxBulkBytes+1<<10))
 	def(&o.MaxInlineBytes, DefaultMaxInline)
 	def(&o.MaxScanCount, DefaultMaxScanCount)
-	def(&o.MaxScanCursors, DefaultMaxScanCursor)
 	for _, p := range []struct {
 		v *time.Duration
 		d time.Duration
@@ -151,7 +161,7 @@ type Server struct {
 	store   backend.Store
 	opts    Options
 	conns   *connserver.Server
-	cursors *cursorTable
+	auth    *authGuard
 	cmds    *commandSet
 	limits  kvstore.Limits
 	started time.Time
@@ -174,7 +184,7 @@ type Server struct {
 // NewServer returns a server over store.
 func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, cursors: newCursorTable(opts.MaxScanCursors), cmds: newCommandSet(), limits: store.Limits(),
+	s := &Server{store: store, opts: opts, auth: newAuthGuard(), cmds: newCommandSet(), limits: store.Limits(),
 		started: time.Now(), clients: map[int64]*client{}}
 	s.conns = connserver.New(connserver.Options{
 		MaxConns:         opts.MaxConns,
@@ -230,6 +240,8 @@ type client struct {
 	call        call // reused for every command: no allocation per command
 	quit        bool
 	authed      bool
+	authFails   int       // wrong passwords in a row
+	holdUntil   time.Time // nothing more runs or is answered before (auth.go); zero: none
 	log         *slog.Logger
 
 	multi, multiDirty bool
@@ -356,10 +368,16 @@ func (s *Server) serveConn(c *connserver.Conn) {
 			flush()
 			return
 		}
+		in.preAuth = !cl.authed
 		args, err := in.readCommand()
 		c.RequestRead()
 		if err == nil && len(args) > 0 {
 			s.execute(cl, args, time.Now())
+			if !cl.holdUntil.IsZero() {
+				// A wrong password: its reply, and what follows, wait.
+				time.Sleep(time.Until(cl.holdUntil))
+				cl.holdUntil = time.Time{}
+			}
 		}
 		if err != nil {
 			var pe *ProtocolError

@@ -41,40 +41,34 @@ type setOptions struct {
 	ttl         ttlOption
 }
 
-// parseSetOptions parses [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
+// parseSetOptions parses [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
+// in any order, as Redis does (a repeated option is allowed, NX with XX or
+// two expiry units are a syntax error); the expiry's number is checked
+// last.
 func parseSetOptions(args [][]byte) (setOptions, error) {
 	var o setOptions
-	for i := 0; i < len(args); i++ {
-		switch opt := strings.ToUpper(string(args[i])); opt {
-		case "NX":
+	var e expiryArgs
+	for i := 0; i < len(args); {
+		switch opt := strings.ToUpper(string(args[i])); {
+		case opt == "NX" && !o.xx:
 			o.nx = true
-		case "XX":
+		case opt == "XX" && !o.nx:
 			o.xx = true
-		case "GET":
+		case opt == "GET":
 			o.get = true
-		case "KEEPTTL":
-			if o.ttl.kind != ttlNone {
-				return o, errSyntax
-			}
-			o.ttl.kind = ttlKeep
-		case "EX", "PX", "EXAT", "PXAT":
-			if o.ttl.kind != ttlNone || i+1 == len(args) {
-				return o, errSyntax
-			}
-			i++
-			t, err := parseExpiry(opt, args[i], "set")
-			if err != nil {
-				return o, err
-			}
-			o.ttl = t
 		default:
-			return o, errSyntax
+			n := e.take(args, i, true)
+			if n == 0 {
+				return o, errSyntax
+			}
+			i += n
+			continue
 		}
+		i++
 	}
-	if o.nx && o.xx {
-		return o, errSyntax
-	}
-	return o, nil
+	var err error
+	o.ttl, err = e.option("set")
+	return o, err
 }
 
 func cmdSet(c *call) {
@@ -246,6 +240,36 @@ func cmdMSet(c *call) {
 	c.w.ok()
 }
 
+// cmdMSetNX stores the pairs in one update only when none of the keys
+// exists: 1, else 0 and nothing is written.
+func cmdMSetNX(c *call) {
+	if len(c.args)%2 == 0 {
+		wrongArgs(c.w, c.cmd.name)
+		return
+	}
+	var set bool
+	err := c.update(func(tx txn) error {
+		set = false
+		for i := 1; i < len(c.args); i += 2 {
+			if _, err := tx.Get(c.args[i]); !errors.Is(err, kvstore.ErrNotFound) {
+				return err // nil: the key exists
+			}
+		}
+		for i := 1; i < len(c.args); i += 2 {
+			if err := tx.Set(c.args[i], c.args[i+1]); err != nil {
+				return err
+			}
+		}
+		set = true
+		return nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(boolInt64(set))
+}
+
 func cmdAppend(c *call) {
 	key, suffix := c.args[1], c.args[2]
 	var n int
@@ -354,8 +378,10 @@ func parseRedisFloat(b []byte) (float64, bool) {
 
 func cmdIncrByFloat(c *call) {
 	key := c.args[1]
+	// An infinite increment parses (as strtold's does in Redis); the sum's
+	// check below refuses it with Redis's error.
 	d, ok := parseRedisFloat(c.args[2])
-	if !ok || math.IsInf(d, 0) {
+	if !ok {
 		c.fail(errNotFloat)
 		return
 	}
@@ -369,7 +395,7 @@ func cmdIncrByFloat(c *call) {
 			return err
 		default:
 			var ok bool
-			if cur, ok = parseRedisFloat(v); !ok || math.IsInf(cur, 0) {
+			if cur, ok = parseRedisFloat(v); !ok {
 				return errNotFloat
 			}
 		}

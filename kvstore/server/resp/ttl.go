@@ -24,38 +24,37 @@ type ttlOption struct {
 	at   time.Time
 }
 
-// parseExpiry parses the argument of EX, PX, EXAT or PXAT into an absolute
-// time; cmd names the command in the error.
-func parseExpiry(opt string, arg []byte, cmd string) (ttlOption, error) {
+// expireMillis turns the argument of SET's EX, PX, EXAT or PXAT (and
+// SETEX, PSETEX, GETEX) into an absolute unix time in milliseconds with
+// Redis's checks (getExpireMillisecondsOrReply): not above zero, or a sum
+// or product that overflows int64 milliseconds, is "invalid expire time"
+// naming cmd; the arithmetic never wraps.
+func expireMillis(opt string, arg []byte, cmd string) (time.Time, error) {
 	n, ok := parseStrictInt(arg)
 	if !ok {
-		return ttlOption{}, errNotInteger
+		return time.Time{}, errNotInteger
 	}
-	bad := cmdError(fmt.Sprintf("ERR invalid expire time in '%s' command", cmd))
-	if n <= 0 {
-		return ttlOption{}, bad
+	bad := invalidExpire(cmd)
+	seconds := opt == "EX" || opt == "EXAT"
+	if n <= 0 || (seconds && n > math.MaxInt64/1000) {
+		return time.Time{}, bad
 	}
-	var at time.Time
-	switch strings.ToUpper(opt) {
-	case "EX":
-		if n > math.MaxInt64/int64(time.Second)-time.Now().Unix() {
-			return ttlOption{}, bad
-		}
-		at = time.Now().Add(time.Duration(n) * time.Second)
-	case "PX":
-		if n > math.MaxInt64/int64(time.Millisecond)-time.Now().UnixMilli() {
-			return ttlOption{}, bad
-		}
-		at = time.Now().Add(time.Duration(n) * time.Millisecond)
-	case "EXAT":
-		if n > math.MaxInt64/int64(time.Second) {
-			return ttlOption{}, bad
-		}
-		at = time.Unix(n, 0)
-	case "PXAT":
-		at = time.UnixMilli(n)
+	if seconds {
+		n *= 1000
 	}
-	return ttlOption{kind: ttlAt, at: at}, nil
+	if opt == "EX" || opt == "PX" {
+		now := time.Now().UnixMilli()
+		if n > math.MaxInt64-now {
+			return time.Time{}, bad
+		}
+		n += now
+	}
+	return time.UnixMilli(n), nil
+}
+
+// invalidExpire is Redis's error for an expiry out of range.
+func invalidExpire(cmd string) error {
+	return cmdError(fmt.Sprintf("ERR invalid expire time in '%s' command", cmd))
 }
 
 // set writes value under key with the option's effect on the expiry.
@@ -101,7 +100,7 @@ func cmdTTL(c *call) {
 func cmdExpireTime(c *call) {
 	replyExpiry(c, func(at time.Time) int64 {
 		if c.cmd.name == "expiretime" {
-			return at.Unix()
+			return (at.UnixMilli() + 500) / 1000 // rounded, as Redis's ttlGenericCommand
 		}
 		return at.UnixMilli()
 	})
@@ -125,25 +124,11 @@ func replyExpiry(c *call, conv func(time.Time) int64) {
 
 // cmdExpire answers EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key n [NX|XX|GT|LT]:
 // 1 when the expiry was set (a time in the past deletes the key), 0 when
-// the key is missing or the condition did not hold.
+// the key is missing or the condition did not hold. It follows Redis's
+// expireGenericCommand step for step: options first, then the number, in
+// int64 milliseconds with every product and sum checked for overflow.
 func cmdExpire(c *call) {
 	key := c.args[1]
-	n, ok := parseStrictInt(c.args[2])
-	if !ok {
-		c.fail(errNotInteger)
-		return
-	}
-	var at time.Time
-	switch c.cmd.name {
-	case "expire":
-		at = time.Now().Add(time.Duration(max(min(n, math.MaxInt64/int64(time.Second)), -math.MaxInt64/int64(time.Second))) * time.Second)
-	case "pexpire":
-		at = time.Now().Add(time.Duration(max(min(n, math.MaxInt64/int64(time.Millisecond)), -math.MaxInt64/int64(time.Millisecond))) * time.Millisecond)
-	case "expireat":
-		at = time.Unix(max(min(n, math.MaxInt64/int64(time.Second)), 0), 0)
-	case "pexpireat":
-		at = time.UnixMilli(max(n, 0))
-	}
 	nx, xx, gt, lt := false, false, false, false
 	for _, a := range c.args[3:] {
 		switch strings.ToUpper(string(a)) {
@@ -160,10 +145,35 @@ func cmdExpire(c *call) {
 			return
 		}
 	}
-	if (nx && (xx || gt || lt)) || (gt && lt) {
+	if nx && (xx || gt || lt) {
 		c.w.error("ERR NX and XX, GT or LT options at the same time are not compatible")
 		return
 	}
+	if gt && lt {
+		c.w.error("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	when, ok := parseStrictInt(c.args[2])
+	if !ok {
+		c.fail(errNotInteger)
+		return
+	}
+	if c.cmd.name == "expire" || c.cmd.name == "expireat" {
+		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+			c.fail(invalidExpire(c.cmd.name))
+			return
+		}
+		when *= 1000
+	}
+	if c.cmd.name == "expire" || c.cmd.name == "pexpire" {
+		base := time.Now().UnixMilli()
+		if when > math.MaxInt64-base {
+			c.fail(invalidExpire(c.cmd.name))
+			return
+		}
+		when += base
+	}
+	at := time.UnixMilli(when)
 	var set bool
 	err := c.update(func(tx txn) error {
 		set = false
@@ -174,12 +184,13 @@ func cmdExpire(c *call) {
 			return err
 		}
 		cur, hasTTL := tx.ExpiresAt(key)
+		curMs := cur.UnixMilli()
 		switch {
 		case nx && hasTTL, xx && !hasTTL:
 			return nil
-		case gt && (!hasTTL || !at.After(cur)): // no TTL is forever: nothing is greater
+		case gt && (!hasTTL || when <= curMs): // no TTL is forever: nothing is greater
 			return nil
-		case lt && hasTTL && !at.Before(cur):
+		case lt && hasTTL && when >= curMs:
 			return nil
 		}
 		existed, err := tx.Expire(key, at)
@@ -207,36 +218,78 @@ func cmdPersist(c *call) {
 	c.w.integer(boolInt64(had))
 }
 
+// expiryArgs are the expiry options of SET and GETEX as Redis's
+// parseExtendedStringArgumentsOrReply parses them: the unit given (a
+// repeated unit replaces its argument, a second unit is a syntax error) and
+// its argument, KEEPTTL (SET only), PERSIST (GETEX only). The argument is
+// parsed after every option, so a syntax error wins over a bad number.
+type expiryArgs struct {
+	unit             string
+	arg              []byte
+	keepTTL, persist bool
+}
+
+// take parses args[i] if it is an expiry option allowed after those parsed
+// so far, and returns how many arguments it used (0: it is not one).
+func (e *expiryArgs) take(args [][]byte, i int, set bool) int {
+	switch opt := strings.ToUpper(string(args[i])); opt {
+	case "KEEPTTL":
+		if set && !e.persist && e.unit == "" {
+			e.keepTTL = true
+			return 1
+		}
+	case "PERSIST":
+		if !set && !e.keepTTL && e.unit == "" {
+			e.persist = true
+			return 1
+		}
+	case "EX", "PX", "EXAT", "PXAT":
+		if !e.keepTTL && !e.persist && (e.unit == "" || e.unit == opt) && i+1 < len(args) {
+			e.unit, e.arg = opt, args[i+1]
+			return 2
+		}
+	}
+	return 0
+}
+
+// option is the parsed options' effect on the expiry; cmd names the
+// command in an "invalid expire time" error.
+func (e *expiryArgs) option(cmd string) (ttlOption, error) {
+	switch {
+	case e.keepTTL:
+		return ttlOption{kind: ttlKeep}, nil
+	case e.unit == "":
+		return ttlOption{}, nil
+	}
+	at, err := expireMillis(e.unit, e.arg, cmd)
+	return ttlOption{kind: ttlAt, at: at}, err
+}
+
 // cmdGetEx answers GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST].
 func cmdGetEx(c *call) {
 	key := c.args[1]
-	var o ttlOption
-	persist := false
-	for i := 2; i < len(c.args); i++ {
-		opt := strings.ToUpper(string(c.args[i]))
-		switch {
-		case opt == "PERSIST" && o.kind == ttlNone && !persist:
-			persist = true
-		case (opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT") && o.kind == ttlNone && !persist && i+1 < len(c.args):
-			i++
-			t, err := parseExpiry(opt, c.args[i], "getex")
-			if err != nil {
-				c.fail(err)
-				return
-			}
-			o = t
-		default:
+	var e expiryArgs
+	for i := 2; i < len(c.args); {
+		n := e.take(c.args, i, false)
+		if n == 0 {
 			c.fail(errSyntax)
 			return
 		}
+		i += n
 	}
+	o, err := e.option("getex")
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	persist := e.persist
 	if o.kind == ttlNone && !persist {
 		cmdGet(c) // no option: a plain read
 		return
 	}
 	var v []byte
 	var found bool
-	err := c.update(func(tx txn) error {
+	err = c.update(func(tx txn) error {
 		cur, err := tx.Get(key)
 		if errors.Is(err, kvstore.ErrNotFound) {
 			found = false
@@ -269,13 +322,13 @@ func cmdSetEx(c *call) {
 	if c.cmd.name == "psetex" {
 		unit = "PX"
 	}
-	o, err := parseExpiry(unit, c.args[2], c.cmd.name)
+	at, err := expireMillis(unit, c.args[2], c.cmd.name)
 	if err != nil {
 		c.fail(err)
 		return
 	}
 	key, value := c.args[1], c.args[3]
-	if err := c.update(func(tx txn) error { return tx.SetWithTTL(key, value, o.at) }); err != nil {
+	if err := c.update(func(tx txn) error { return tx.SetWithTTL(key, value, at) }); err != nil {
 		c.fail(err)
 		return
 	}

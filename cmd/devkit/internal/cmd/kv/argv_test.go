@@ -25,8 +25,11 @@ func TestArgv_Options(t *testing.T) {
 		MaxValueSize: kvstore.DefaultMaxValueSize, SegmentSize: kvstore.DefaultSegmentSize,
 		CompactionThreshold: kvstore.DefaultCompactionThreshold, HandshakeTimeout: 10 * time.Second,
 		IdleTimeout: 5 * time.Minute, ShutdownTimeout: server.DefaultShutdownTimeout, IdlePoll: resp.DefaultIdlePoll,
-		LogFormat: "text", LogLevel: "info"}
+		LogFormat: "text", LogLevel: "info", MaxArgs: resp.DefaultMaxArgs, MaxQueuedCommands: resp.DefaultMaxQueuedCommands,
+		MaxWatchedKeys: resp.DefaultMaxWatchedKeys}
 	serveNoPoll := serve
+	serveLimits := serve
+	serveLimits.MaxArgs, serveLimits.MaxQueuedCommands, serveLimits.MaxWatchedKeys = 10, 20, 30
 	serveNoPoll.IdlePoll = 0
 	serveTuned := serve
 	serveTuned.DataDir, serveTuned.RESPAddr, serveTuned.HTTPAddr, serveTuned.Sync = "/d", ":6380", "", "periodic"
@@ -46,6 +49,8 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "serve --idle-timeout not a duration", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--idle-timeout", "1e3"), Code: 2, Stderr: "not a duration"},
 		{Name: "serve --idle-poll 0", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--idle-poll", "0"), Want: serveNoPoll, Unwired: []string{"Ready"}},
 		{Name: "serve --idle-poll in seconds, past the bound", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--idle-poll", "20"), Code: 2, Stderr: "at most 10ms"},
+		{Name: "serve RESP limits", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--max-args", "10", "--max-queued-commands", "20", "--max-watched-keys", "30"), Want: serveLimits, Unwired: []string{"Ready"}},
+		{Name: "serve --max-queued-commands 0", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--max-queued-commands", "0"), Code: 2, Stderr: "at least 1"},
 		{Name: "serve takes no args", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "x"), Code: 2},
 
 		{Name: "get defaults", Parse: cmdtest.Parse(newKVNoun, NewCmdGet, "get", "k"), Want: GetOptions{ClientOptions: client, Key: "k"}},
@@ -126,6 +131,14 @@ func TestArgv_ClientFromFactory(t *testing.T) {
 	}
 	if gotAddr != "10.0.0.5:5000" || gotPassword != "s3cret" {
 		t.Errorf("dialled %q with password %q", gotAddr, gotPassword)
+	}
+}
+
+// The RESP limit flags reach the server's options.
+func TestServerConfig_RESPLimits(t *testing.T) {
+	cfg := serverConfig(&ServeOptions{MaxValueSize: 1 << 20, MaxKeySize: 4096, MaxArgs: 10, MaxQueuedCommands: 20, MaxWatchedKeys: 30}, nil)
+	if cfg.RESP.MaxArgs != 10 || cfg.RESP.MaxQueuedCommands != 20 || cfg.RESP.MaxWatchedKeys != 30 {
+		t.Errorf("RESP limits %d, %d, %d; want 10, 20, 30", cfg.RESP.MaxArgs, cfg.RESP.MaxQueuedCommands, cfg.RESP.MaxWatchedKeys)
 	}
 }
 

@@ -44,6 +44,11 @@ type ServeOptions struct {
 	ShutdownTimeout  time.Duration
 	// IdlePoll is how long a RESP event loop polls before it sleeps; 0: never.
 	IdlePoll time.Duration
+	// MaxArgs, MaxQueuedCommands and MaxWatchedKeys bound a RESP command's
+	// arguments, a MULTI's queue and one connection's WATCHed keys.
+	MaxArgs           int
+	MaxQueuedCommands int
+	MaxWatchedKeys    int
 
 	LogFormat string
 	LogLevel  string
@@ -112,6 +117,9 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 	fs.IntVar(&opts.MaxLineBytes, "max-line-bytes", 0, "longest TCP JSON request line (0: room for the largest value in base64)")
 	cmdutil.DurationVar(fs, &opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests at shutdown")
 	cmdutil.DurationVar(fs, &opts.IdlePoll, "idle-poll", resp.DefaultIdlePoll, "how long a RESP event loop that just served requests polls before it sleeps (it then reads the next request without a wake-up); 0: sleep at once, for laptops and busy machines; at most "+maxIdlePoll.String())
+	fs.IntVar(&opts.MaxArgs, "max-args", resp.DefaultMaxArgs, "most arguments of one RESP command (more: Redis's protocol error, and the connection is closed)")
+	fs.IntVar(&opts.MaxQueuedCommands, "max-queued-commands", resp.DefaultMaxQueuedCommands, "most commands one RESP MULTI may queue (more: an error, and EXEC aborts)")
+	fs.IntVar(&opts.MaxWatchedKeys, "max-watched-keys", resp.DefaultMaxWatchedKeys, "most keys one RESP connection may WATCH")
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.RequirePass, "requirepass", "", "password every listener asks for (env "+PasswordEnv+"; the variable keeps it out of ps)")
@@ -129,6 +137,14 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 		}
 		if opts.IdlePoll > maxIdlePoll {
 			return cmdutil.UsageErrorf("--idle-poll %s: at most %s (a loop keeps a CPU busy that long after each request; a plain number is seconds)", opts.IdlePoll, maxIdlePoll)
+		}
+		for _, l := range []struct {
+			name string
+			v    int
+		}{{"max-args", opts.MaxArgs}, {"max-queued-commands", opts.MaxQueuedCommands}, {"max-watched-keys", opts.MaxWatchedKeys}} {
+			if l.v < 1 {
+				return cmdutil.UsageErrorf("--%s %d: at least 1", l.name, l.v)
+			}
 		}
 		if (opts.TLSCert == "") != (opts.TLSKey == "") {
 			return cmdutil.UsageErrorf("--tls-cert and --tls-key go together")
@@ -259,6 +275,9 @@ func serverConfig(opts *ServeOptions, log *slog.Logger) server.Config {
 	cfg.RESP.MaxConns = opts.MaxConns
 	cfg.RESP.IdleTimeout = opts.IdleTimeout
 	cfg.RESP.IdlePoll = opts.IdlePoll
+	cfg.RESP.MaxArgs = opts.MaxArgs
+	cfg.RESP.MaxQueuedCommands = opts.MaxQueuedCommands
+	cfg.RESP.MaxWatchedKeys = opts.MaxWatchedKeys
 	if opts.IdlePoll == 0 {
 		cfg.RESP.IdlePoll = -1 // never: the option's zero is its default
 	}
