@@ -55,9 +55,8 @@ type Process struct {
 	Restart     RestartPolicy     `json:"restart"`
 	LogMaxSize  int64             `json:"log_max_size"`
 	LogBackups  int               `json:"log_backups"`
-	// LogTimestamps prefixes each line of output with its time; the output
-	// then passes through the monitor (a pipe) instead of going straight
-	// to the file.
+	// LogTimestamps prefixes each line of output with its arrival time
+	// (what logs --since selects on).
 	LogTimestamps bool `json:"log_timestamps,omitempty"`
 	// Health re-runs the ready probe while the process runs; nil: never.
 	Health *HealthCheck `json:"health,omitempty"`

@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 //	orphan           start a grandchild in its own process group (same session) that ignores SIGTERM
 //	env=VAR          print VAR's value
 //	print=TEXT       print TEXT
+//	flood=RATE       print numbered 100-byte lines ("seq N ...") at RATE bytes/s, for ever
 func runChild(modes string) int {
 	for _, mode := range strings.Split(modes, ",") {
 		name, arg, _ := strings.Cut(mode, "=")
@@ -100,6 +101,8 @@ func runChild(modes string) int {
 			fmt.Printf("%s=%s\n", arg, os.Getenv(arg))
 		case "print":
 			fmt.Println(arg)
+		case "flood":
+			flood(arg)
 		case "sleep":
 			time.Sleep(time.Hour)
 		case "sleepfor":
@@ -108,4 +111,22 @@ func runChild(modes string) int {
 		}
 	}
 	return 0
+}
+
+// flood prints numbered lines of 100 bytes at rate bytes per second (a
+// size such as 200KB), paced every 10ms, until killed.
+func flood(rate string) {
+	n, _ := strconv.Atoi(strings.TrimSuffix(rate, "KB"))
+	perTick := max(n*1024/100/100, 1) // lines per 10ms
+	w := bufio.NewWriterSize(os.Stdout, 1<<20)
+	seq := 0
+	for t := time.NewTicker(10 * time.Millisecond); ; <-t.C {
+		for range perTick {
+			seq++
+			fmt.Fprintf(w, "seq %-10d %s\n", seq, strings.Repeat(".", 84))
+		}
+		if w.Flush() != nil {
+			os.Exit(3)
+		}
+	}
 }

@@ -66,6 +66,9 @@ type ProcessStatus struct {
 	Descendants int `json:"descendants"`
 	// Legacy is true for a record of the layout before projects.
 	Legacy bool `json:"legacy,omitempty"`
+	// LogWarning says why the monitor could not rotate or write the log
+	// (the log may then outgrow log_max_size); empty when all is well.
+	LogWarning string `json:"log_warning,omitempty"`
 }
 
 // StatusReport is the versioned document `devkit sup status --json` prints.
@@ -136,6 +139,9 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool) (ProcessStatus, error) {
 	spec, configured := s.spec(name)
 	st := ProcessStatus{Name: name, State: StateStopped, Configured: configured, LogFile: s.logPathOf(name)}
+	if w, err := s.home.ReadLogWarning(name); err == nil && w != nil {
+		st.LogWarning = w.Error
+	}
 	rec, err := s.home.ReadRecord(name)
 	if err != nil {
 		return st, err

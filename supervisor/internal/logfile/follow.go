@@ -97,6 +97,11 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 			next, err := os.Open(path)
 			if err == nil {
 				old = append(old, rotated{f: cur, quietAt: time.Now()})
+				// Rotated more than once since the last look: the files
+				// between cur and next are backups now, newest at path.1.
+				for _, f := range between(path, fi, next) {
+					old = append(old, rotated{f: f, quietAt: time.Now()})
+				}
 				cur, pos = next, 0
 				continue
 			}
@@ -109,4 +114,34 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 		case <-t.C:
 		}
 	}
+}
+
+// between opens the backups of path that are newer than the file cur was
+// (older than next, the new live file), oldest first: the files a follower
+// that looks every FollowInterval would skip when the log rotates several
+// times in between. When cur is no longer among the backups every backup
+// is newer.
+func between(path string, cur fs.FileInfo, next *os.File) []*os.File {
+	nfi, err := next.Stat()
+	if err != nil {
+		return nil
+	}
+	var newer []string
+	for i := 1; ; i++ {
+		p := backupPath(path, i)
+		fi, err := os.Stat(p)
+		if err != nil || os.SameFile(fi, cur) {
+			break
+		}
+		if !os.SameFile(fi, nfi) {
+			newer = append(newer, p)
+		}
+	}
+	var out []*os.File
+	for i := len(newer) - 1; i >= 0; i-- {
+		if f, err := os.Open(newer[i]); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -171,6 +171,49 @@ type HealthRecord struct {
 	At        time.Time `json:"at"`
 }
 
+// LogWarning is why the monitor could not rotate (or write) name's log;
+// it is removed by the next rotation that succeeds.
+type LogWarning struct {
+	Error string    `json:"error"`
+	At    time.Time `json:"at"`
+}
+
+// LogWarningPath is where the monitor keeps name's log warning.
+func (l Layout) LogWarningPath(name string) string {
+	return filepath.Join(l.Root, "exits", name+".logwarn")
+}
+
+// WriteLogWarning stores w for name atomically.
+func (l Layout) WriteLogWarning(name string, w *LogWarning) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return atomicfile.WriteJSON(l.LogWarningPath(name), w)
+}
+
+// ReadLogWarning returns name's log warning, or nil.
+func (l Layout) ReadLogWarning(name string) (*LogWarning, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	var w LogWarning
+	if err := atomicfile.ReadJSON(l.LogWarningPath(name), &w); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return &w, nil
+}
+
+// RemoveLogWarning removes name's log warning, if any.
+func (l Layout) RemoveLogWarning(name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return removeIfExists(l.LogWarningPath(name))
+}
+
 // HealthPath is where the monitor keeps name's health.
 func (l Layout) HealthPath(name string) string {
 	return filepath.Join(l.Root, "exits", name+".health")
