@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ type parser struct {
 	file   string
 	dir    string // directory of the file: base of relative paths
 	lookup func(string) (string, bool)
+	// vars collects, for the process being parsed, the values that its
+	// shell snippets refer to (see interpolateShell).
+	vars map[string]string
 }
 
 // ParseConfig parses YAML data read from path. lookup resolves ${VAR}
@@ -97,7 +101,8 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		LogBackups:  DefaultLogBackups,
 	}
 	var env map[string]string
-	var envFileNode, healthNode *yaml.Node
+	var envFileNode, healthNode, argsNode *yaml.Node
+	p.vars = map[string]string{}
 	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
 		f := field + "." + key
 		var err error
@@ -106,6 +111,7 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.Command, err = p.str(v, f)
 		case "args":
 			proc.Args, err = p.strList(v, f)
+			argsNode = v
 		case "env":
 			env, err = p.strMap(v, f)
 		case "env_file":
@@ -152,6 +158,12 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 	if proc.Command == "" {
 		return nil, p.errorf(node, field+".command", "missing")
 	}
+	if i := shellScriptArg(proc.Command, proc.Args); i >= 0 {
+		item := deref(argsNode).Content[i]
+		if proc.Args[i], err = p.shell(item, fmt.Sprintf("%s.args[%d]", field, i), p.vars); err != nil {
+			return nil, err
+		}
+	}
 	if proc.Health != nil {
 		switch {
 		case proc.Ready == nil:
@@ -181,7 +193,37 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 	for k, v := range env {
 		proc.Env[k] = v
 	}
+	for k, v := range p.vars {
+		proc.Env[k] = v
+	}
 	return proc, nil
+}
+
+// shells are the interpreters whose -c script is a shell snippet.
+var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"}
+
+// shellScriptArg returns the index in args of the script a shell command
+// runs (sh -c SCRIPT, sh -ec SCRIPT), or -1.
+func shellScriptArg(command string, args []string) int {
+	if !slices.Contains(shells, filepath.Base(command)) {
+		return -1
+	}
+	sawC := false
+	for i, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			if sawC && a != "--" {
+				return i
+			}
+			if a != "--" && !sawC {
+				return -1
+			}
+			continue
+		}
+		if !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+			sawC = true
+		}
+	}
+	return -1
 }
 
 func (p *parser) ready(node *yaml.Node, field string) (*ReadyProbe, error) {
@@ -207,7 +249,7 @@ func (p *parser) ready(node *yaml.Node, field string) (*ReadyProbe, error) {
 			}
 		case "exec":
 			kinds++
-			r.Exec, err = p.str(v, f)
+			r.Exec, err = p.shell(v, f, p.vars)
 		case "log":
 			kinds++
 			if r.LogPattern, err = p.str(v, f); err == nil {
@@ -331,9 +373,31 @@ func (p *parser) scalar(node *yaml.Node, field string) (string, error) {
 	}
 	s, err := interpolate(node.Value, p.lookup)
 	if err != nil {
-		return "", p.errorf(node, field, "%v", err)
+		return "", p.wrapf(node, field, err)
 	}
 	return s, nil
+}
+
+// shell returns the value of a scalar node that is a shell snippet, its
+// ${VAR}s made references to parameters whose values go into vars (see
+// interpolateShell).
+func (p *parser) shell(node *yaml.Node, field string, vars map[string]string) (string, error) {
+	node = deref(node)
+	if node.Kind != yaml.ScalarNode || node.Tag == "!!null" {
+		return "", p.errorf(node, field, "must be a single value")
+	}
+	s, err := interpolateShell(node.Value, p.lookup, vars)
+	if err != nil {
+		return "", p.wrapf(node, field, err)
+	}
+	return s, nil
+}
+
+// wrapf is errorf for an error that callers may test with errors.Is.
+func (p *parser) wrapf(node *yaml.Node, field string, err error) error {
+	e := p.errorf(node, field, "%v", err).(*ConfigError)
+	e.Err = err
+	return e
 }
 
 func (p *parser) str(node *yaml.Node, field string) (string, error) { return p.scalar(node, field) }

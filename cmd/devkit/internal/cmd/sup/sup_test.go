@@ -491,3 +491,53 @@ func TestSup_TablesOnAFailedStdoutAreAnError(t *testing.T) {
 		}
 	}
 }
+
+func TestSup_StopStatusLogsWorkWithAVariableThisShellLacks(t *testing.T) {
+	t.Setenv("SUP_TEST_PORT", "7001")
+	e := newEnv(t, `
+processes:
+  api:
+    command: sh
+    args: ["-c", "echo api on $PORT; exec sleep 300"]
+    env: {PORT: "${SUP_TEST_PORT}"}
+`)
+	e.must(0, "start", "api")
+	os.Unsetenv("SUP_TEST_PORT") // another shell, without the variable
+	out, errOut := e.must(0, "status", "api")
+	if !strings.Contains(out, "running") || !strings.Contains(errOut, "SUP_TEST_PORT") || !strings.Contains(errOut, "records only") {
+		t.Fatalf("status without the variable:\nstdout: %s\nstderr: %s", out, errOut)
+	}
+	if out, _ := e.must(0, "logs", "api", "-n", "1"); out != "api on 7001\n" {
+		t.Fatalf("logs without the variable: %q", out)
+	}
+	// restart needs the YAML's values: it refuses before stopping anything.
+	_, errOut = e.must(1, "restart", "api")
+	if !strings.Contains(errOut, "ops.yaml:6: processes.api.env.PORT: ${SUP_TEST_PORT} is not set") {
+		t.Fatalf("restart without the variable: %s", errOut)
+	}
+	if e.statusJSON("api").Processes[0].State != supervisor.StateRunning {
+		t.Fatal("a refused restart stopped the process")
+	}
+	out, _ = e.must(0, "stop", "api")
+	if !strings.Contains(out, "api: stopped") {
+		t.Fatalf("stop without the variable: %s", out)
+	}
+	e.must(0, "stop", "--all")
+}
+
+func TestSup_ASymlinkedDirectoryIsTheSameProject(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  db: {command: sh, args: ["-c", "echo up; exec sleep 300"]}
+`)
+	e.must(0, "start", "db")
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(e.dir, link); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	if code := runCLI(ios, []string{"sup", "-c", filepath.Join(link, "ops.yaml"), "start", "db"}); code != 1 || !strings.Contains(errOut.String(), "already running") {
+		t.Fatalf("start through a symlinked directory: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+}
