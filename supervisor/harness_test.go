@@ -44,7 +44,13 @@ type harness struct {
 // test ends.
 func newHarness(t testing.TB, yaml string) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), home: filepath.Join(t.TempDir(), "sup")}
+	return newHarnessAt(t, filepath.Join(t.TempDir(), "sup"), yaml)
+}
+
+// newHarnessAt is newHarness with the supervisor's home at home.
+func newHarnessAt(t testing.TB, home, yaml string) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), home: home}
 	h.load(yaml)
 	t.Cleanup(h.cleanup)
 	return h

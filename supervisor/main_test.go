@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -30,8 +32,35 @@ func TestMain(m *testing.M) {
 		os.Exit(RunMonitor(os.Stdin, os.Stdout))
 	case "child":
 		os.Exit(runChild(os.Getenv(childEnv)))
+	case "stop":
+		os.Exit(runStop())
 	}
 	os.Exit(m.Run())
+}
+
+// runStop is a CLI's stop in a process of its own (the read-only home
+// tests run it in a mount namespace where the home is read-only): it
+// stops SUP_TEST_NAME of the config SUP_TEST_CONFIG under the home
+// SUP_TEST_HOME and prints the results as JSON, then the error.
+func runStop() int {
+	cfg, err := LoadConfig(os.Getenv("SUP_TEST_CONFIG"))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	sup, err := New(os.Getenv("SUP_TEST_HOME"), cfg, Options{})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	res, err := sup.Stop(context.Background(), []string{os.Getenv("SUP_TEST_NAME")}, StopOptions{Timeout: 10 * time.Second})
+	data, _ := json.Marshal(res)
+	fmt.Println(string(data))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	return 0
 }
 
 // runChild is a helper process. Modes (several, comma-separated):

@@ -196,6 +196,12 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			Name: m.spec.Name, PID: id.PID, Code: code, Signal: sig, At: time.Now().UTC(),
 			Stopped: stopped, Restarts: restarts, GaveUp: !stopped && wants && !restart,
 		}
+		var delay time.Duration
+		if restart {
+			delay = pol.Delay(consecutive + 1)
+			at := exit.At.Add(delay)
+			exit.RestartAt = &at
+		}
 		if err := m.home.WriteExit(exit); err != nil {
 			m.logger.Error("write exit record", "err", err)
 		}
@@ -208,7 +214,6 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		}
 		consecutive++
 		restarts++
-		delay := pol.Delay(consecutive)
 		m.logger.Info("process ended; restarting", "pid", id.PID, "code", code, "signal", sig, "in", delay, "attempt", consecutive)
 		if !m.sleep(ctx, delay, id.PID) {
 			m.forget(ctx, id)

@@ -197,6 +197,14 @@ func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool)
 	if err := s.addExit(&st, rec.Process.PID); err != nil {
 		return st, err
 	}
+	if exit, _ := s.home.ReadExit(name); exit != nil && exit.PID == rec.Process.PID && exit.RestartAt != nil && rec.Monitor != nil {
+		// Its monitor died while waiting to restart it. The record stays, so
+		// that every status says so until the user acts.
+		st.State = StateExited
+		st.Reason = fmt.Sprintf("its monitor (pid %d) is gone: it was to restart %s at %s, so the restart policy is no longer applied; run `devkit sup start %s`",
+			rec.Monitor.PID, name, exit.RestartAt.Local().Format(time.TimeOnly), name)
+		return st, nil
+	}
 	if st.ExitedAt != nil {
 		st.State, st.Reason = StateExited, ""
 	}
@@ -240,7 +248,10 @@ func (s *Supervisor) cleanRecord(rec *state.ProcessRecord, clean bool) error {
 		return err
 	}
 	defer func() { _ = l.Release() }() // closing a lock file loses nothing; the kernel drops the lock at exit in any case
-	return s.home.RemoveRecordIf(rec.Name, rec.Process)
+	if err := s.home.RemoveRecordIf(rec.Name, rec.Process); err != nil && !unwritable(err) {
+		return err // a home that cannot be written keeps the record: status still reports
+	}
+	return nil
 }
 
 // AllRunning reports whether every status is running (as supervised), or

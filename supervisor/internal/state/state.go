@@ -159,6 +159,9 @@ type ExitRecord struct {
 	Stopped  bool      `json:"stopped"` // ended because stop asked it to
 	Restarts int       `json:"restarts"`
 	GaveUp   bool      `json:"gave_up,omitempty"` // restart policy exhausted
+	// RestartAt is when the monitor means to start the process again (it
+	// is waiting out a backoff); nil when it does not.
+	RestartAt *time.Time `json:"restart_at,omitempty"`
 }
 
 // HealthRecord is what the monitor's periodic health check found for the
