@@ -325,13 +325,13 @@ processes:
 	// In Environment= "$" has no special meaning (systemd.exec(5)): it stays
 	// as is; "%" is a specifier and is doubled.
 	for _, want := range []string{"After=devkit-db.service", "Requires=devkit-db.service", `Environment="PRICE=5$"` + "\n", `Environment="QUOTE=say \"hi\" \\ 100%%"`, "WorkingDirectory=/srv/api", "KillMode=control-group", "Restart=no", "ExecStart=/srv/api/api",
-		`ExecStartPost=/bin/sh -c "until curl -fsS -o /dev/null 'http://127.0.0.1:8080/healthz'; do sleep 0.05; done"`, "TimeoutStartSec=30s"} {
+		`ExecStartPost=/bin/sh -c "until\ncurl -fsS -o /dev/null 'http://127.0.0.1:8080/healthz'\ndo sleep 0.05; done"`, "TimeoutStartSec=30s"} {
 		if !strings.Contains(string(api), want) {
 			t.Errorf("devkit-api.service lacks %q:\n%s", want, api)
 		}
 	}
 	for _, want := range []string{`ExecStart=/usr/bin/postgres -D "/var/lib/my data"`, "Restart=on-failure", "TimeoutStopSec=10s",
-		`ExecStartPost=/bin/bash -c "until (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; do sleep 0.2; done"`, "TimeoutStartSec=20s"} {
+		`ExecStartPost=/bin/bash -c "until\n(exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null\ndo sleep 0.2; done"`, "TimeoutStartSec=20s"} {
 		if !strings.Contains(string(db), want) {
 			t.Errorf("devkit-db.service lacks %q:\n%s", want, db)
 		}
