@@ -459,7 +459,7 @@ processes:
 func TestSup_ExportNomad(t *testing.T) {
 	e := newEnv(t, twoProcs)
 	out, _ := e.must(0, "export", "nomad", "--job", "stack")
-	for _, want := range []string{`job "stack" {`, `task "db" {`, `task "api" {`, `driver = "raw_exec"`, `"GREETING" = "hello"`} {
+	for _, want := range []string{`job "stack" {`, `task "db" {`, `task "api" {`, `driver = "raw_exec"`, `GREETING = "hello"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("export nomad lacks %q:\n%s", want, out)
 		}
