@@ -71,27 +71,28 @@ func (s *Supervisor) FollowLog(ctx context.Context, name string, n int, filt Log
 	if err := s.checkFilter(name, path, filt); err != nil {
 		return err
 	}
+	// One open file for the tail and the follow: up to end is tailed, from
+	// end followed, so no line is shown twice or skipped, whatever rotates.
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	end, err := f.Seek(0, io.SeekEnd)
-	_ = f.Close() // read-only: nothing to flush
 	if err != nil {
+		_ = f.Close() // read-only; the seek error is the one to report
 		return err
 	}
-	// Tail up to the size measured above, then follow from there, so no
-	// line is shown twice or skipped.
-	data, err := logfile.TailFiles(path, n, end, logfile.Filter(filt))
-	if err != nil {
-		return err
+	data, err := logfile.TailOpen(path, f, n, end, logfile.Filter(filt))
+	if err == nil {
+		_, err = w.Write(data)
 	}
-	if _, err := w.Write(data); err != nil {
+	if err != nil {
+		_ = f.Close() // read-only; the first error is the one to report
 		return err
 	}
 	fw := &logfile.FilterWriter{W: w, Filter: logfile.Filter(filt)}
 	fw.Continue(data)
-	err = logfile.Follow(ctx, fw, path, end)
+	err = logfile.FollowFrom(ctx, fw, path, f, end)
 	return errors.Join(err, fw.Flush())
 }
 
@@ -124,6 +125,14 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 	filters := make([]*logfile.FilterWriter, len(names))
 	paths := make([]string, len(names))
 	ends := make([]int64, len(names))
+	opened := make([]*os.File, len(names)) // tailed up to ends[i], followed from there
+	defer func() {
+		for _, f := range opened {
+			if f != nil {
+				_ = f.Close() // read-only; FollowFrom closes those it took
+			}
+		}
+	}()
 	for i, name := range names {
 		writers[i] = &prefixWriter{mu: &mu, w: w, prefix: fmt.Sprintf("%-*s | ", width, name)}
 		path, err := s.LogPath(name)
@@ -136,13 +145,15 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 		}
 		filters[i] = &logfile.FilterWriter{W: writers[i], Filter: logfile.Filter(filt)}
 		ends[i] = -1 // no log yet: follow waits for it
-		if fi, err := os.Stat(path); err == nil {
-			ends[i] = fi.Size()
-		}
-		if ends[i] < 0 {
+		f, err := os.Open(path)
+		if err != nil {
 			continue
 		}
-		data, err := logfile.TailFiles(path, n, ends[i], logfile.Filter(filt))
+		opened[i] = f
+		if ends[i], err = f.Seek(0, io.SeekEnd); err != nil {
+			return err
+		}
+		data, err := logfile.TailOpen(path, f, n, ends[i], logfile.Filter(filt))
 		if err != nil {
 			return err
 		}
@@ -161,7 +172,14 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = errors.Join(logfile.Follow(ctx, filters[i], paths[i], ends[i]), filters[i].Flush())
+			var err error
+			if f := opened[i]; f != nil {
+				opened[i] = nil
+				err = logfile.FollowFrom(ctx, filters[i], paths[i], f, ends[i])
+			} else {
+				err = logfile.Follow(ctx, filters[i], paths[i], -1)
+			}
+			errs[i] = errors.Join(err, filters[i].Flush())
 			writers[i].flush()
 		}()
 	}

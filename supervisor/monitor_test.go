@@ -136,7 +136,10 @@ processes:
     restart: {policy: always, backoff: 1m, max_backoff: 1m}
 `)
 	h.start("flaky")
-	eventually(t, 20*time.Second, "the monitor waits out its backoff", func() bool { return h.status("flaky").State == StateRestarting })
+	eventually(t, 20*time.Second, "the monitor waits out its backoff", func() bool {
+		exit, _ := h.sup.home.ReadExit("flaky")
+		return h.status("flaky").State == StateRestarting && exit != nil && exit.RestartAt != nil
+	})
 	rec, err := h.sup.home.ReadRecord("flaky")
 	if err != nil || rec == nil || rec.Monitor == nil {
 		t.Fatalf("record %+v: %v", rec, err)

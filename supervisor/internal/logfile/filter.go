@@ -57,6 +57,17 @@ func backupPath(path string, i int) string {
 // first limit bytes of path are read (all when limit < 0). An unfinished
 // last line is returned without a newline.
 func TailFiles(path string, n int, limit int64, filt Filter) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	return TailOpen(path, f, n, limit, filt)
+}
+
+// TailOpen is TailFiles with the live log already open as live: its
+// backups are those older than live, wherever a rotation since moved it.
+func TailOpen(path string, live *os.File, n int, limit int64, filt Filter) ([]byte, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -92,20 +103,28 @@ func TailFiles(path string, n int, limit int64, filt Filter) ([]byte, error) {
 		done = len(lines) >= n
 		return !done
 	}
-	for i := 0; !done; i++ {
+	end := limit
+	if end < 0 {
+		fi, err := live.Stat()
+		if err != nil {
+			return nil, err
+		}
+		end = fi.Size()
+	}
+	if err := backward(live, end, take); err != nil {
+		return nil, err
+	}
+	for i := olderThan(path, live); !done; i++ {
 		f, err := os.Open(backupPath(path, i))
 		if err != nil {
-			if i > 0 && os.IsNotExist(err) {
+			if os.IsNotExist(err) {
 				break
 			}
 			return nil, err
 		}
-		end := limit
-		if i > 0 || end < 0 {
-			end, err = f.Seek(0, io.SeekEnd)
-		}
+		fi, err := f.Stat()
 		if err == nil {
-			err = backward(f, end, take)
+			err = backward(f, fi.Size(), take)
 		}
 		_ = f.Close() // read-only
 		if err != nil {
@@ -120,6 +139,25 @@ func TailFiles(path string, n int, limit int64, filt Filter) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// olderThan returns the number of the first backup of path older than
+// live: 1 while live is still the live log, k+1 once rotations have made
+// it path.k.
+func olderThan(path string, live *os.File) int {
+	fi, err := live.Stat()
+	if err != nil {
+		return 1
+	}
+	for i := 1; ; i++ {
+		bi, err := os.Stat(backupPath(path, i))
+		if err != nil {
+			return 1
+		}
+		if os.SameFile(fi, bi) {
+			return i + 1
+		}
+	}
 }
 
 // backward calls fn with each line of f's first end bytes, the last

@@ -43,7 +43,16 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 			}
 		}
 	}
-	pos := max(offset, 0)
+	return FollowFrom(ctx, w, path, cur, max(offset, 0))
+}
+
+// FollowFrom is Follow from offset of cur, the log at path opened by the
+// caller (so that what it read before, up to offset, is exactly what
+// precedes: a rotation in between cannot slip a file past). It closes cur.
+func FollowFrom(ctx context.Context, w io.Writer, path string, cur *os.File, offset int64) error {
+	t := time.NewTicker(FollowInterval)
+	defer t.Stop()
+	pos := offset
 	if _, err := cur.Seek(pos, io.SeekStart); err != nil {
 		_ = cur.Close() // read-only; the seek error is the one to report
 		return err
