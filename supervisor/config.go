@@ -66,9 +66,24 @@ type Process struct {
 	// RestartWithDependencies makes reload restart this process whenever
 	// it restarts one it depends on.
 	RestartWithDependencies bool `json:"restart_with_dependencies,omitempty"`
+	// Disabled declares the process without starting it with the others:
+	// start --all and reload leave it out; start NAME starts it.
+	Disabled bool `json:"disabled,omitempty"`
 
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError
+}
+
+// Enabled returns Order without the disabled processes: what start --all
+// starts.
+func (c *Config) Enabled() []string {
+	var names []string
+	for _, n := range c.Order {
+		if !c.Processes[n].Disabled {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // ReadyProbe says when a started process is ready. Exactly one of TCP,

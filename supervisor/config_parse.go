@@ -88,6 +88,14 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 		return nil, err
 	}
 	cfg.Order = order
+	for _, name := range order {
+		proc := cfg.Processes[name]
+		for _, d := range proc.DependsOn {
+			if cfg.Processes[d].Disabled && !proc.Disabled {
+				return nil, p.errorf(depLines[name], "processes."+name+".depends_on", "%s is disabled: start --all would have to start it; disable %s too, or enable %s", d, name, d)
+			}
+		}
+	}
 	return cfg, nil
 }
 
@@ -147,6 +155,8 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.Oneshot, err = p.boolean(v, f)
 		case "restart_with_dependencies":
 			proc.RestartWithDependencies, err = p.boolean(v, f)
+		case "disabled":
+			proc.Disabled, err = p.boolean(v, f)
 		default:
 			err = p.errorf(k, f, "unknown field")
 		}

@@ -58,6 +58,8 @@ func (s *Supervisor) ReloadPlan(ctx context.Context) ([]ReloadStep, error) {
 			return nil, err
 		}
 		switch {
+		case !live && have == "" && st.ExitedAt == nil && spec.Disabled:
+			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadNone, Reason: "disabled: start it by name"})
 		case !live && have == "" && st.ExitedAt == nil:
 			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadStart, Reason: "added"})
 		case have == want:

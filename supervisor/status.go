@@ -38,6 +38,9 @@ const (
 	// StateUnhealthy: it runs but failed its periodic health check
 	// (health.failures times in a row).
 	StateUnhealthy State = "unhealthy"
+	// StateDisabled: declared with disabled: true and not running; start
+	// --all leaves it out, start NAME starts it. Status counts it as fine.
+	StateDisabled State = "disabled"
 )
 
 // ProcessStatus is the status of one process.
@@ -147,6 +150,9 @@ func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool)
 		return st, err
 	}
 	if rec == nil {
+		if configured && spec.Disabled {
+			st.State = StateDisabled
+		}
 		return st, s.addExit(&st, 0)
 	}
 	st.PID, st.Restarts, st.LogFile = rec.Process.PID, rec.Restarts, rec.LogFile
@@ -223,7 +229,7 @@ func (s *Supervisor) addExit(st *ProcessStatus, pid int) error {
 		st.ExitCode = &code
 	}
 	st.ExitSignal, st.ExitedAt, st.Restarts = exit.Signal, &at, exit.Restarts
-	if st.State == StateStopped && !exit.Stopped {
+	if (st.State == StateStopped || st.State == StateDisabled) && !exit.Stopped {
 		st.State = StateExited
 		p, ok := s.cfg.Processes[st.Name]
 		if ok && exit.Code == 0 && exit.Signal == "" && (p.Oneshot || p.Restart.Mode == RestartNever) {
@@ -254,11 +260,11 @@ func (s *Supervisor) cleanRecord(rec *state.ProcessRecord, clean bool) error {
 	return nil
 }
 
-// AllRunning reports whether every status is running (as supervised), or
-// completed (a oneshot that succeeded).
+// AllRunning reports whether every status is running (as supervised),
+// completed (a oneshot that succeeded) or disabled (not meant to run).
 func AllRunning(sts []ProcessStatus) bool {
 	for _, st := range sts {
-		if st.State != StateRunning && st.State != StateCompleted {
+		if st.State != StateRunning && st.State != StateCompleted && st.State != StateDisabled {
 			return false
 		}
 	}

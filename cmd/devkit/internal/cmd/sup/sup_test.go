@@ -541,3 +541,49 @@ processes:
 		t.Fatalf("start through a symlinked directory: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 }
+
+const disabledConsole = `
+processes:
+  db: {command: sh, args: ["-c", "echo db; exec sleep 300"]}
+  console:
+    command: sh
+    args: ["-c", "echo console; exec sleep 300"]
+    depends_on: [db]
+    disabled: true
+`
+
+func TestSup_DisabledIsDeclaredNotStartedByAllStartableByName(t *testing.T) {
+	e := newEnv(t, disabledConsole)
+	out, _ := e.must(0, "start", "--all")
+	if !strings.Contains(out, "db: started") || strings.Contains(out, "console") {
+		t.Fatalf("start --all with a disabled process:\n%s", out)
+	}
+	out, _ = e.must(0, "status") // disabled counts as fine
+	if !strings.Contains(out, "disabled") {
+		t.Fatalf("status does not say disabled:\n%s", out)
+	}
+	if out, _ := e.must(0, "reload"); strings.Contains(out, "console: start") {
+		t.Fatalf("reload starts a disabled process:\n%s", out)
+	}
+	if st := e.statusJSON("console").Processes[0]; st.State != supervisor.StateDisabled {
+		t.Fatalf("console after reload: %s", st.State)
+	}
+	out, _ = e.must(0, "start", "console")
+	if !strings.Contains(out, "console: started") {
+		t.Fatalf("start by name:\n%s", out)
+	}
+	if st := e.statusJSON("console").Processes[0]; st.State != supervisor.StateRunning {
+		t.Fatalf("console after start: %s", st.State)
+	}
+	// An enabled process cannot need a disabled one: --all would start it.
+	e.write(`
+processes:
+  db: {command: sh, disabled: true}
+  api: {command: sh, depends_on: [db]}
+`)
+	_, errOut := e.must(1, "start", "--all")
+	e.write(disabledConsole) // for the cleanup's stop --all
+	if !strings.Contains(errOut, "ops.yaml:4: processes.api.depends_on: db is disabled") {
+		t.Fatalf("enabled depending on disabled: %s", errOut)
+	}
+}
