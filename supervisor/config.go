@@ -66,12 +66,41 @@ type Process struct {
 	// RestartWithDependencies makes reload restart this process whenever
 	// it restarts one it depends on.
 	RestartWithDependencies bool `json:"restart_with_dependencies,omitempty"`
+	// Conditions says, per dependency, when this process may start: once
+	// it has started, is ready (the default, also for a name absent here),
+	// is healthy, or has completed successfully (a oneshot).
+	Conditions map[string]DependencyCondition `json:"conditions,omitempty"`
 	// Disabled declares the process without starting it with the others:
 	// start --all and reload leave it out; start NAME starts it.
 	Disabled bool `json:"disabled,omitempty"`
 
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError
+}
+
+// DependencyCondition is when a dependent may start (docker compose's
+// depends_on conditions).
+type DependencyCondition string
+
+// Dependency conditions.
+const (
+	// DependsStarted: once the dependency's process has been spawned.
+	DependsStarted DependencyCondition = "started"
+	// DependsReady: once its ready probe passed (a oneshot: once it has
+	// completed with exit 0). The default.
+	DependsReady DependencyCondition = "ready"
+	// DependsHealthy: once ready and its first health check passed.
+	DependsHealthy DependencyCondition = "healthy"
+	// DependsCompleted: once the oneshot has completed with exit 0.
+	DependsCompleted DependencyCondition = "completed_successfully"
+)
+
+// Condition returns when p may start with respect to its dependency dep.
+func (p *Process) Condition(dep string) DependencyCondition {
+	if c, ok := p.Conditions[dep]; ok {
+		return c
+	}
+	return DependsReady
 }
 
 // Enabled returns Order without the disabled processes: what start --all

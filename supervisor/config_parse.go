@@ -28,6 +28,9 @@ type parser struct {
 	// vars collects, for the process being parsed, the values that its
 	// shell snippets refer to (see interpolateShell).
 	vars map[string]string
+	// depNodes locates each dependency ("name/dep") for errors found once
+	// every process is known.
+	depNodes map[string]*yaml.Node
 }
 
 // ParseConfig parses YAML data read from path. lookup resolves ${VAR}
@@ -38,7 +41,7 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
-	p := &parser{file: path, dir: dir, lookup: lookup}
+	p := &parser{file: path, dir: dir, lookup: lookup, depNodes: map[string]*yaml.Node{}}
 	root, err := yamlerr.Parse(path, data)
 	if err != nil {
 		return nil, err
@@ -90,9 +93,16 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	cfg.Order = order
 	for _, name := range order {
 		proc := cfg.Processes[name]
-		for _, d := range proc.DependsOn {
-			if cfg.Processes[d].Disabled && !proc.Disabled {
+		for i, d := range proc.DependsOn {
+			at, field := p.depNodes[name+"/"+d], fmt.Sprintf("processes.%s.depends_on[%d]", name, i)
+			dep := cfg.Processes[d]
+			switch {
+			case dep.Disabled && !proc.Disabled:
 				return nil, p.errorf(depLines[name], "processes."+name+".depends_on", "%s is disabled: start --all would have to start it; disable %s too, or enable %s", d, name, d)
+			case proc.Condition(d) == DependsHealthy && dep.Health == nil:
+				return nil, p.errorf(at, field+".condition", "healthy needs a health check on %s (health: {every: 10s})", d)
+			case proc.Condition(d) == DependsCompleted && !dep.Oneshot:
+				return nil, p.errorf(at, field+".condition", "completed_successfully needs %s to be oneshot: true", d)
 			}
 		}
 	}
@@ -137,7 +147,7 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		case "stop_timeout":
 			proc.StopTimeout, err = p.duration(v, f)
 		case "depends_on":
-			proc.DependsOn, err = p.strList(v, f)
+			proc.DependsOn, proc.Conditions, err = p.dependsOn(v, f)
 		case "ready":
 			proc.Ready, err = p.ready(v, f)
 		case "restart":
@@ -207,6 +217,74 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		proc.Env[k] = v
 	}
 	return proc, nil
+}
+
+// dependsOn parses depends_on: a list whose items are a name (condition
+// ready) or {name: NAME, condition: started|ready|healthy|completed_successfully}.
+func (p *parser) dependsOn(node *yaml.Node, field string) ([]string, map[string]DependencyCondition, error) {
+	node = deref(node)
+	if node.Kind == yaml.ScalarNode {
+		s, err := p.scalar(node, field)
+		p.depNodes[processOf(field)+"/"+s] = node
+		return []string{s}, nil, err
+	}
+	if node.Kind != yaml.SequenceNode {
+		return nil, nil, p.errorf(node, field, "must be a list")
+	}
+	var names []string
+	conds := map[string]DependencyCondition{}
+	for i, item := range node.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		var name string
+		cond := DependsReady
+		var err error
+		if deref(item).Kind == yaml.MappingNode {
+			err = p.mapping(item, f, func(key string, k, v *yaml.Node) error {
+				switch key {
+				case "name":
+					name, err = p.str(v, f+".name")
+					return err
+				case "condition":
+					c, err := p.str(v, f+".condition")
+					switch cc := DependencyCondition(c); {
+					case err != nil:
+						return err
+					case cc == DependsStarted || cc == DependsReady || cc == DependsHealthy || cc == DependsCompleted:
+						cond = cc
+						return nil
+					}
+					return p.errorf(v, f+".condition", "%q is not a condition (started, ready, healthy, completed_successfully)", c)
+				}
+				return p.errorf(k, f+"."+key, "unknown field (want name, condition)")
+			})
+			if err == nil && name == "" {
+				err = p.errorf(item, f+".name", "missing")
+			}
+		} else {
+			name, err = p.scalar(item, f)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		names = append(names, name)
+		p.depNodes[processOf(field)+"/"+name] = item
+		if cond != DependsReady {
+			conds[name] = cond
+		}
+	}
+	if len(conds) == 0 {
+		conds = nil
+	}
+	return names, conds, nil
+}
+
+// processOf returns NAME of a field processes.NAME.….
+func processOf(field string) string {
+	parts := strings.SplitN(field, ".", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[1]
 }
 
 // shells are the interpreters whose -c script is a shell snippet.

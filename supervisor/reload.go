@@ -129,7 +129,7 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 		if !ok {
 			return s.notConfigured(step.Name)
 		}
-		_, err := s.startOne(ctx, spec)
+		_, err := s.startOne(ctx, spec, nil)
 		return err
 	case ReloadRecord:
 		spec, ok := s.spec(step.Name)
