@@ -113,8 +113,9 @@ func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, 
 			defer wg.Done()
 			o := outs[name]
 			defer close(o.done)
-			defer o.startOnce.Do(func() { close(o.started) }) // a start that ended before spawning
-			spec, _ := s.spec(name)                           // found: order is the closure of names checked against the config above
+			// A start that ended before spawning still releases its waiters.
+			defer o.startOnce.Do(func() { close(o.started) })
+			spec, _ := s.spec(name) // found: order is the closure of names checked against the config above
 			for _, d := range spec.DependsOn {
 				dep, depSpec := outs[d], s.cfg.Processes[d]
 				pid, failed := func() int { return dep.pid }, func() error { return dep.err }
