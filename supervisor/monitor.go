@@ -75,6 +75,7 @@ func RunMonitor(in io.Reader, out io.WriteCloser) int {
 	}
 	m := &monitor{home: home, ledger: ledger, spec: req.Spec, digest: req.Digest, project: req.Project, logger: logger.With("name", req.Spec.Name)}
 	m.logWarning = "unknown" // not "": the first outcome is always recorded
+	m.specJSON, _ = json.Marshal(req.Spec) // decoded from JSON just above: cannot fail
 	if err := proc.BecomeSubreaper(); err != nil {
 		m.logger.Warn("cannot become a child subreaper; daemons that leave the session are found by token only", "err", err)
 	}
@@ -124,6 +125,8 @@ type monitor struct {
 	// cgroup is open on cgroupDir, the process's own cgroup, when there is one.
 	cgroup    *os.File
 	cgroupDir string
+	// specJSON is spec as the record keeps it.
+	specJSON json.RawMessage
 	// captures counts the goroutines copying output to the log.
 	captures sync.WaitGroup
 	// logWarning is the last rotation error recorded ("" when none).
@@ -155,7 +158,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 				Name: m.spec.Name, Process: id, Monitor: monitorID, StartedAt: started,
 				Digest: m.digest, LogFile: m.spec.LogFile, StopSignal: m.spec.StopSignal,
 				StopTimeout: m.spec.StopTimeout, Restarts: restarts, Token: token, Project: m.project,
-				Cgroup: m.cgroupDir,
+				Cgroup: m.cgroupDir, Spec: m.specJSON,
 			}
 			if werr := m.home.WriteRecord(rec); werr != nil {
 				m.logger.Error("write record", "err", werr)

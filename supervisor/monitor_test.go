@@ -9,6 +9,7 @@ package supervisor
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,10 +133,15 @@ func TestMonitorKilledDuringBackoff_StatusSaysThePolicyIsNoLongerApplied(t *test
 processes:
   flaky:
     command: sh
-    args: ["-c", "echo up; sleep 0.6; exit 1"]
+    args: ["-c", "echo up; while [ ! -e die ]; do sleep 0.02; done; rm die; exit 1"]
+    ready: {log: up, timeout: 20s}
     restart: {policy: always, backoff: 1m, max_backoff: 1m}
 `)
+	h.sup.cfg.Processes["flaky"].Cwd = h.dir
 	h.start("flaky")
+	if err := os.WriteFile(filepath.Join(h.dir, "die"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, 20*time.Second, "the monitor waits out its backoff", func() bool {
 		exit, _ := h.sup.home.ReadExit("flaky")
 		return h.status("flaky").State == StateRestarting && exit != nil && exit.RestartAt != nil

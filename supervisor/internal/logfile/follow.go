@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -128,29 +129,33 @@ func FollowFrom(ctx context.Context, w io.Writer, path string, cur *os.File, off
 // between opens the backups of path that are newer than the file cur was
 // (older than next, the new live file), oldest first: the files a follower
 // that looks every FollowInterval would skip when the log rotates several
-// times in between. When cur is no longer among the backups every backup
-// is newer.
+// times in between. Each is opened before it is identified, so a rotation
+// meanwhile cannot slip in a file already followed; when cur is no longer
+// among the backups every backup is newer.
 func between(path string, cur fs.FileInfo, next *os.File) []*os.File {
 	nfi, err := next.Stat()
 	if err != nil {
 		return nil
 	}
-	var newer []string
+	var newer []*os.File
+	var seen []fs.FileInfo
 	for i := 1; ; i++ {
-		p := backupPath(path, i)
-		fi, err := os.Stat(p)
-		if err != nil || os.SameFile(fi, cur) {
+		f, err := os.Open(backupPath(path, i))
+		if err != nil {
 			break
 		}
-		if !os.SameFile(fi, nfi) {
-			newer = append(newer, p)
+		fi, err := f.Stat()
+		if err != nil || os.SameFile(fi, cur) {
+			_ = f.Close() // read-only
+			break
 		}
-	}
-	var out []*os.File
-	for i := len(newer) - 1; i >= 0; i-- {
-		if f, err := os.Open(newer[i]); err == nil {
-			out = append(out, f)
+		if os.SameFile(fi, nfi) || slices.ContainsFunc(seen, func(s fs.FileInfo) bool { return os.SameFile(s, fi) }) {
+			_ = f.Close() // read-only; followed already
+			continue
 		}
+		seen = append(seen, fi)
+		newer = append(newer, f)
 	}
-	return out
+	slices.Reverse(newer)
+	return newer
 }

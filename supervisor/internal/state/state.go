@@ -7,6 +7,7 @@
 package state
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -136,6 +137,10 @@ type ProcessRecord struct {
 	// (Linux, where the caller's cgroup is writable); every descendant is
 	// in it. Its base name is CgroupPrefix + name + "-" + monitor PID.
 	Cgroup string `json:"cgroup,omitempty"`
+	// Spec is the resolved spec the process was started with, so that it
+	// can be restarted from the record when the YAML cannot be read as it
+	// was (a variable this shell lacks).
+	Spec json.RawMessage `json:"spec,omitempty"`
 }
 
 // CgroupPrefix starts the name of every cgroup the supervisor makes; a

@@ -510,13 +510,21 @@ processes:
 	if out, _ := e.must(0, "logs", "api", "-n", "1"); out != "api on 7001\n" {
 		t.Fatalf("logs without the variable: %q", out)
 	}
-	// restart needs the YAML's values: it refuses before stopping anything.
-	_, errOut = e.must(1, "restart", "api")
-	if !strings.Contains(errOut, "ops.yaml:6: processes.api.env.PORT: ${SUP_TEST_PORT} is not set") {
-		t.Fatalf("restart without the variable: %s", errOut)
+	// restart starts it again from the spec its record keeps.
+	before := e.statusJSON("api").Processes[0].PID
+	out, errOut = e.must(0, "restart", "api")
+	if !strings.Contains(out, "api: started") || !strings.Contains(errOut, "records only") {
+		t.Fatalf("restart without the variable:\nstdout: %s\nstderr: %s", out, errOut)
 	}
-	if e.statusJSON("api").Processes[0].State != supervisor.StateRunning {
-		t.Fatal("a refused restart stopped the process")
+	if st := e.statusJSON("api").Processes[0]; st.State != supervisor.StateRunning || st.PID == before {
+		t.Fatalf("after restart: %s pid %d (was %d)", st.State, st.PID, before)
+	}
+	if out, _ := e.must(0, "logs", "api", "-n", "2"); out != "api on 7001\napi on 7001\n" {
+		t.Fatalf("the restarted process lost its environment: %q", out)
+	}
+	// start needs the YAML's values: it refuses, naming file:line:field.
+	if _, errOut := e.must(1, "start", "--all"); !strings.Contains(errOut, "ops.yaml:6: processes.api.env.PORT: ${SUP_TEST_PORT} is not set") {
+		t.Fatalf("start without the variable: %s", errOut)
 	}
 	out, _ = e.must(0, "stop", "api")
 	if !strings.Contains(out, "api: stopped") {
