@@ -74,7 +74,7 @@ func RunMonitor(in io.Reader, out io.WriteCloser) int {
 		req.Digest = req.Spec.Digest()
 	}
 	m := &monitor{home: home, ledger: ledger, spec: req.Spec, digest: req.Digest, project: req.Project, logger: logger.With("name", req.Spec.Name)}
-	m.logWarning = "unknown" // not "": the first outcome is always recorded
+	m.logWarning = "unknown"               // not "": the first outcome is always recorded
 	m.specJSON, _ = json.Marshal(req.Spec) // decoded from JSON just above: cannot fail
 	if err := proc.BecomeSubreaper(); err != nil {
 		m.logger.Warn("cannot become a child subreaper; daemons that leave the session are found by token only", "err", err)
