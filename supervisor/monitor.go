@@ -294,7 +294,7 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 			MaxSize: m.spec.LogMaxSize, Backups: m.spec.LogBackups, Ledger: m.ledger,
 			Stamp: m.spec.LogTimestamps, Rotated: m.logRotated,
 		})
-		if err != nil {
+		if err != nil { // the log could not be opened (or reopened after a rotation)
 			m.logger.Error("copy output to the log", "err", err)
 			m.logRotated(fmt.Errorf("output no longer reaches the log: %w", err))
 			_, _ = io.Copy(io.Discard, pipeR) // never block the process on a log it cannot have

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,46 @@ processes:
 	if st := h.status("svc"); st.State == StateRunning || st.State == StateRestarting {
 		t.Fatalf("after stop: %s (pid %d)", st.State, st.PID)
 	}
+}
+
+func TestLogs_AFullDiskDropsOutputVisiblyAndRecovers(t *testing.T) {
+	mountDir, _ := tmpfsHome(t)
+	// A small file system for the log only: the home stays writable.
+	if out, err := exec.Command("mount", "-o", "remount,size=256k", mountDir).CombinedOutput(); err != nil {
+		t.Skipf("cannot resize the tmpfs: %v %s", err, out)
+	}
+	filler := filepath.Join(mountDir, "filler")
+	h := newHarness(t, `
+processes:
+  chatty:
+    command: sh
+    args: ["-c", "i=0; while :; do i=$((i+1)); echo line $i ......................................................; echo $i > count.tmp; mv count.tmp count; sleep 0.005; done"]
+    log_max_size: 32KB
+    log_backups: 0
+`)
+	h.sup.cfg.Processes["chatty"].Cwd = h.dir
+	h.sup.cfg.Processes["chatty"].LogFile = filepath.Join(mountDir, "chatty.log")
+	// Fill the file system but for a little room.
+	if out, err := exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4k", "count=62").CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v %s", err, out)
+	}
+	h.start("chatty")
+	count := func() int {
+		data, _ := os.ReadFile(filepath.Join(h.dir, "count"))
+		n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		return n
+	}
+	eventually(t, 30*time.Second, "status says output is dropped", func() bool {
+		return strings.Contains(h.status("chatty").LogWarning, "no space left on device")
+	})
+	c0 := count()
+	eventually(t, 20*time.Second, "the process goes on, not blocked on its output", func() bool { return count() > c0+20 })
+	// Room again: output reaches the log and the warning goes.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the warning clears", func() bool { return h.status("chatty").LogWarning == "" })
+	size := func() int64 { fi, _ := os.Stat(filepath.Join(mountDir, "chatty.log")); return fi.Size() }
+	s0 := size()
+	eventually(t, 20*time.Second, "the log grows again", func() bool { return size() > s0 })
 }

@@ -1,14 +1,16 @@
 package logfile
 
 // Invariant: every byte read from the process's output is written to the
-// log, and the log is rotated only between writes, by rename and reopen:
-// a rotation loses nothing and the live file never holds more than
-// MaxSize plus one line (or lineSlack, for output without newlines).
+// log (unless the write itself fails: then it is dropped and reported),
+// and the log is rotated only between writes, by rename and reopen: a
+// rotation loses nothing and the live file never holds more than MaxSize
+// plus one line (or lineSlack, for output without newlines).
 
 import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -28,7 +30,8 @@ type CaptureOptions struct {
 	Stamp bool
 	Now   func() time.Time // time.Now when nil
 	// Rotated, when set, is called after every rotation attempt with its
-	// error (nil on success), so a failure can be made visible.
+	// error (nil on success), and when writing to the log fails or works
+	// again, so a failure can be made visible.
 	Rotated func(error)
 }
 
@@ -63,6 +66,7 @@ func Capture(r io.Reader, path string, opt CaptureOptions) error {
 	lineStart := true
 	checked := opt.Now()
 	var failedAt time.Time // a failed rotation is retried once a second, not at every line
+	failing := false       // the last write failed
 	var out []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
@@ -101,8 +105,20 @@ func Capture(r io.Reader, path string, opt CaptureOptions) error {
 			}
 			n, werr := f.Write(out)
 			size += int64(n)
-			if werr != nil {
-				return werr
+			switch {
+			case werr != nil:
+				// A full disk or a read-only file system: the output is
+				// dropped (the process must not block on a log it cannot
+				// have) and the failure reported, until writes work again.
+				failing = true
+				if opt.Rotated != nil {
+					opt.Rotated(fmt.Errorf("output dropped: %w", werr))
+				}
+			case failing:
+				failing = false
+				if opt.Rotated != nil {
+					opt.Rotated(nil)
+				}
 			}
 			lineStart = chunk[len(chunk)-1] == '\n'
 		}
