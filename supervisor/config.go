@@ -58,8 +58,12 @@ type Process struct {
 	// LogTimestamps prefixes each line of output with its arrival time
 	// (what logs --since selects on).
 	LogTimestamps bool `json:"log_timestamps,omitempty"`
-	// Health re-runs the ready probe while the process runs; nil: never.
+	// Health runs the liveness probe (or, without one, the ready probe)
+	// while the process runs; nil: never.
 	Health *HealthCheck `json:"health,omitempty"`
+	// Liveness is the probe health runs, when it is not the ready probe
+	// (tcp, http or exec).
+	Liveness *ReadyProbe `json:"liveness,omitempty"`
 	// Oneshot is a job that runs to its end: start waits for it to exit 0,
 	// status says completed, and dependents start after it completed.
 	Oneshot bool `json:"oneshot,omitempty"`
@@ -94,6 +98,15 @@ const (
 	// DependsCompleted: once the oneshot has completed with exit 0.
 	DependsCompleted DependencyCondition = "completed_successfully"
 )
+
+// HealthProbe is the probe health runs: the liveness probe, else the
+// ready probe (nil when there is neither).
+func (p *Process) HealthProbe() *ReadyProbe {
+	if p.Liveness != nil {
+		return p.Liveness
+	}
+	return p.Ready
+}
 
 // Condition returns when p may start with respect to its dependency dep.
 func (p *Process) Condition(dep string) DependencyCondition {

@@ -161,6 +161,10 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		case "health":
 			proc.Health, err = p.health(v, f)
 			healthNode = v
+		case "liveness":
+			if proc.Liveness, err = p.ready(v, f); err == nil && proc.Liveness.LogPattern != "" {
+				err = p.errorf(v, f+".log", "a liveness probe is tcp, http or exec: a log line cannot be re-checked")
+			}
 		case "oneshot":
 			proc.Oneshot, err = p.boolean(v, f)
 		case "restart_with_dependencies":
@@ -184,12 +188,15 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			return nil, err
 		}
 	}
-	if proc.Health != nil {
+	if proc.Liveness != nil && proc.Health == nil {
+		proc.Health = &HealthCheck{Every: DefaultHealthEvery, Failures: DefaultHealthFailures}
+	}
+	if proc.Health != nil && proc.Liveness == nil {
 		switch {
 		case proc.Ready == nil:
-			return nil, p.errorf(healthNode, field+".health", "needs a ready probe to run")
+			return nil, p.errorf(healthNode, field+".health", "needs a liveness or ready probe to run")
 		case proc.Ready.LogPattern != "":
-			return nil, p.errorf(healthNode, field+".health", "a log ready probe cannot be re-run; use tcp, http or exec")
+			return nil, p.errorf(healthNode, field+".health", "a log ready probe cannot be re-run; add a liveness probe (tcp, http or exec)")
 		}
 	}
 	if proc.Cwd == "" {

@@ -341,18 +341,22 @@ func (m *monitor) logRotated(err error) {
 	}
 }
 
-// watchHealth re-runs the ready probe every health.every once it first
-// passes (or once ready.timeout has gone by without it passing). health.failures failures in a row make the process unhealthy
-// (status shows it); when its restart policy restarts failures, the
-// monitor ends it — stop signal, SIGKILL after stop_timeout — so that the
-// policy applies. The returned func, called once the process has exited,
-// stops the watch.
+// watchHealth runs the liveness probe (or, without one, the ready probe)
+// every health.every once it first passes (or once its timeout has gone by
+// without it passing). health.failures failures in a row make the process
+// unhealthy (status shows it); when its restart policy restarts failures,
+// the monitor ends it — stop signal, SIGKILL after stop_timeout — so that
+// the policy applies. The returned func, called once the process has
+// exited, stops the watch.
 func (m *monitor) watchHealth(id proc.Identity) func() {
 	hc := m.spec.Health
-	if hc == nil || m.spec.Ready == nil {
+	check := m.spec.HealthProbe()
+	if hc == nil || check == nil {
 		return func() {}
 	}
-	probe, err := probeFor(m.spec, 0, m.reaper.Run)
+	probed := *m.spec
+	probed.Ready = check
+	probe, err := probeFor(&probed, 0, m.reaper.Run)
 	if err != nil {
 		m.logger.Warn("health probe", "err", err)
 		return func() {}
@@ -379,10 +383,10 @@ func (m *monitor) watchHealth(id proc.Identity) func() {
 			}
 			err := probe.Check(context.Background()) // each attempt is bounded by the probe
 			switch {
-			case !ready && err != nil && time.Since(began) < m.spec.Ready.Timeout:
+			case !ready && err != nil && time.Since(began) < check.Timeout:
 				// Not ready yet: health counts from readiness, or from the
 				// end of the ready timeout.
-				wait.Reset(m.spec.Ready.Interval)
+				wait.Reset(check.Interval)
 				continue
 			case err == nil:
 				if !ready || failures > 0 {

@@ -167,7 +167,7 @@ func writeNomadRestart(b *strings.Builder, p *Process) {
 }
 
 func writeNomadService(b *strings.Builder, p *Process) {
-	r := p.Ready
+	r := checkedProbe(p)
 	if r == nil || p.Oneshot {
 		return
 	}
@@ -200,17 +200,27 @@ func writeNomadService(b *strings.Builder, p *Process) {
 	fmt.Fprintf(b, "      service {\n        name     = %s\n        provider = %q\n%s%s      }\n", hclString(p.Name), provider, port, check)
 }
 
+// checkedProbe is the probe the service check runs: the one health runs
+// (liveness, else ready) when there is a health check, else the ready probe.
+func checkedProbe(p *Process) *ReadyProbe {
+	if p.Health != nil {
+		return p.HealthProbe()
+	}
+	return p.Ready
+}
+
 // probePort is the port of a tcp or http ready probe, or "".
 func probePort(p *Process) string {
-	if p.Ready == nil || p.Oneshot {
+	r := checkedProbe(p)
+	if r == nil || p.Oneshot {
 		return ""
 	}
 	switch {
-	case p.Ready.TCP != "":
-		_, port, _ := net.SplitHostPort(p.Ready.TCP) // the config parser accepted only host:port
+	case r.TCP != "":
+		_, port, _ := net.SplitHostPort(r.TCP) // the config parser accepted only host:port
 		return port
-	case p.Ready.HTTP != "":
-		u, err := url.Parse(p.Ready.HTTP)
+	case r.HTTP != "":
+		u, err := url.Parse(r.HTTP)
 		if err != nil {
 			return ""
 		}

@@ -173,10 +173,11 @@ func (s *Supervisor) awaitDependency(ctx context.Context, cond DependencyConditi
 		return nil
 	}
 	// Ready; now its monitor's first health check must pass.
-	hctx, cancel := context.WithTimeout(ctx, dep.Health.Every*time.Duration(dep.Health.Failures+1)+dep.Ready.Timeout)
+	check := dep.HealthProbe() // the parser ensures health has one
+	hctx, cancel := context.WithTimeout(ctx, dep.Health.Every*time.Duration(dep.Health.Failures+1)+check.Timeout)
 	defer cancel()
 	var last *state.HealthRecord
-	perr := proc.PollEvery(hctx, dep.Ready.Interval, func() bool {
+	perr := proc.PollEvery(hctx, check.Interval, func() bool {
 		h, err := s.home.ReadHealth(dep.Name)
 		if err == nil && h != nil && h.PID == pid {
 			last = h

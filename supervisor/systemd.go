@@ -112,7 +112,11 @@ func systemdUnit(configPath string, p *Process, logDir string) string {
 		b.WriteString("Restart=no\n")
 	}
 	if p.Health != nil {
-		notes = append(notes, fmt.Sprintf("health: {every: %s, failures: %d}: systemd has no probe-driven health check (WatchdogSec= needs sd_notify from the process itself); not carried", p.Health.Every, p.Health.Failures))
+		what := "health"
+		if p.Liveness != nil {
+			what = "liveness probe and health"
+		}
+		notes = append(notes, fmt.Sprintf("%s: {every: %s, failures: %d}: systemd has no probe-driven health check (WatchdogSec= needs sd_notify from the process itself); not carried", what, p.Health.Every, p.Health.Failures))
 	}
 	b.WriteString("\n[Install]\nWantedBy=default.target\n")
 
