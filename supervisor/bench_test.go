@@ -114,3 +114,33 @@ func BenchmarkStartAll20(b *testing.B) {
 	}
 	b.ReportMetric(float64((total/time.Duration(b.N) - time.Second).Milliseconds()), "ready-overhead-ms/op")
 }
+
+// logPeak runs a writer at rate (flood's argument, e.g. "51200KB" for
+// 50 MB/s) under log_max_size maxSize with log_backups 2 for d, and returns
+// the largest size its logs reached together, sampled every 5 ms.
+func logPeak(tb testing.TB, rate, maxSize string, d time.Duration) int64 {
+	h := newHarness(tb, fmt.Sprintf(`
+processes:
+  flood:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "flood=%s"}
+    log_max_size: %s
+    log_backups: 2
+`, rate, maxSize))
+	h.start("flood")
+	path, _ := h.sup.LogPath("flood")
+	var peak int64
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		peak = max(peak, logFamilySize(path, 2))
+	}
+	return peak
+}
+
+// BenchmarkLogPeakDisk50MBps reports the peak disk held by the logs of a
+// 50 MB/s writer with log_max_size: 10MB, log_backups: 2 (the bound is
+// 3 × (10 MB + 64 KiB)) over 5 s.
+func BenchmarkLogPeakDisk50MBps(b *testing.B) {
+	for b.Loop() {
+		b.ReportMetric(float64(logPeak(b, "51200KB", "10MB", 5*time.Second))/(1<<20), "peak-MiB")
+	}
+}

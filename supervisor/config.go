@@ -55,21 +55,77 @@ type Process struct {
 	Restart     RestartPolicy     `json:"restart"`
 	LogMaxSize  int64             `json:"log_max_size"`
 	LogBackups  int               `json:"log_backups"`
-	// LogTimestamps prefixes each line of output with its time; the output
-	// then passes through the monitor (a pipe) instead of going straight
-	// to the file.
+	// LogTimestamps prefixes each line of output with its arrival time
+	// (what logs --since selects on).
 	LogTimestamps bool `json:"log_timestamps,omitempty"`
-	// Health re-runs the ready probe while the process runs; nil: never.
+	// Health runs the liveness probe (or, without one, the ready probe)
+	// while the process runs; nil: never.
 	Health *HealthCheck `json:"health,omitempty"`
+	// Liveness is the probe health runs, when it is not the ready probe
+	// (tcp, http or exec).
+	Liveness *ReadyProbe `json:"liveness,omitempty"`
 	// Oneshot is a job that runs to its end: start waits for it to exit 0,
 	// status says completed, and dependents start after it completed.
 	Oneshot bool `json:"oneshot,omitempty"`
 	// RestartWithDependencies makes reload restart this process whenever
 	// it restarts one it depends on.
 	RestartWithDependencies bool `json:"restart_with_dependencies,omitempty"`
+	// Conditions says, per dependency, when this process may start: once
+	// it has started, is ready (the default, also for a name absent here),
+	// is healthy, or has completed successfully (a oneshot).
+	Conditions map[string]DependencyCondition `json:"conditions,omitempty"`
+	// Disabled declares the process without starting it with the others:
+	// start --all and reload leave it out; start NAME starts it.
+	Disabled bool `json:"disabled,omitempty"`
 
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError
+}
+
+// DependencyCondition is when a dependent may start (docker compose's
+// depends_on conditions).
+type DependencyCondition string
+
+// Dependency conditions.
+const (
+	// DependsStarted: once the dependency's process has been spawned.
+	DependsStarted DependencyCondition = "started"
+	// DependsReady: once its ready probe passed (a oneshot: once it has
+	// completed with exit 0). The default.
+	DependsReady DependencyCondition = "ready"
+	// DependsHealthy: once ready and its first health check passed.
+	DependsHealthy DependencyCondition = "healthy"
+	// DependsCompleted: once the oneshot has completed with exit 0.
+	DependsCompleted DependencyCondition = "completed_successfully"
+)
+
+// HealthProbe is the probe health runs: the liveness probe, else the
+// ready probe (nil when there is neither).
+func (p *Process) HealthProbe() *ReadyProbe {
+	if p.Liveness != nil {
+		return p.Liveness
+	}
+	return p.Ready
+}
+
+// Condition returns when p may start with respect to its dependency dep.
+func (p *Process) Condition(dep string) DependencyCondition {
+	if c, ok := p.Conditions[dep]; ok {
+		return c
+	}
+	return DependsReady
+}
+
+// Enabled returns Order without the disabled processes: what start --all
+// starts.
+func (c *Config) Enabled() []string {
+	var names []string
+	for _, n := range c.Order {
+		if !c.Processes[n].Disabled {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // ReadyProbe says when a started process is ready. Exactly one of TCP,

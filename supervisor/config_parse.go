@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,12 @@ type parser struct {
 	file   string
 	dir    string // directory of the file: base of relative paths
 	lookup func(string) (string, bool)
+	// vars collects, for the process being parsed, the values that its
+	// shell snippets refer to (see interpolateShell).
+	vars map[string]string
+	// depNodes locates each dependency ("name/dep") for errors found once
+	// every process is known.
+	depNodes map[string]*yaml.Node
 }
 
 // ParseConfig parses YAML data read from path. lookup resolves ${VAR}
@@ -34,7 +41,7 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
-	p := &parser{file: path, dir: dir, lookup: lookup}
+	p := &parser{file: path, dir: dir, lookup: lookup, depNodes: map[string]*yaml.Node{}}
 	root, err := yamlerr.Parse(path, data)
 	if err != nil {
 		return nil, err
@@ -84,6 +91,21 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 		return nil, err
 	}
 	cfg.Order = order
+	for _, name := range order {
+		proc := cfg.Processes[name]
+		for i, d := range proc.DependsOn {
+			at, field := p.depNodes[name+"/"+d], fmt.Sprintf("processes.%s.depends_on[%d]", name, i)
+			dep := cfg.Processes[d]
+			switch {
+			case dep.Disabled && !proc.Disabled:
+				return nil, p.errorf(depLines[name], "processes."+name+".depends_on", "%s is disabled: start --all would have to start it; disable %s too, or enable %s", d, name, d)
+			case proc.Condition(d) == DependsHealthy && dep.Health == nil:
+				return nil, p.errorf(at, field+".condition", "healthy needs a health check on %s (health: {every: 10s})", d)
+			case proc.Condition(d) == DependsCompleted && !dep.Oneshot:
+				return nil, p.errorf(at, field+".condition", "completed_successfully needs %s to be oneshot: true", d)
+			}
+		}
+	}
 	return cfg, nil
 }
 
@@ -97,7 +119,8 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		LogBackups:  DefaultLogBackups,
 	}
 	var env map[string]string
-	var envFileNode, healthNode *yaml.Node
+	var envFileNode, healthNode, argsNode *yaml.Node
+	p.vars = map[string]string{}
 	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
 		f := field + "." + key
 		var err error
@@ -106,6 +129,7 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.Command, err = p.str(v, f)
 		case "args":
 			proc.Args, err = p.strList(v, f)
+			argsNode = v
 		case "env":
 			env, err = p.strMap(v, f)
 		case "env_file":
@@ -123,7 +147,7 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		case "stop_timeout":
 			proc.StopTimeout, err = p.duration(v, f)
 		case "depends_on":
-			proc.DependsOn, err = p.strList(v, f)
+			proc.DependsOn, proc.Conditions, err = p.dependsOn(v, f)
 		case "ready":
 			proc.Ready, err = p.ready(v, f)
 		case "restart":
@@ -137,10 +161,16 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		case "health":
 			proc.Health, err = p.health(v, f)
 			healthNode = v
+		case "liveness":
+			if proc.Liveness, err = p.ready(v, f); err == nil && proc.Liveness.LogPattern != "" {
+				err = p.errorf(v, f+".log", "a liveness probe is tcp, http or exec: a log line cannot be re-checked")
+			}
 		case "oneshot":
 			proc.Oneshot, err = p.boolean(v, f)
 		case "restart_with_dependencies":
 			proc.RestartWithDependencies, err = p.boolean(v, f)
+		case "disabled":
+			proc.Disabled, err = p.boolean(v, f)
 		default:
 			err = p.errorf(k, f, "unknown field")
 		}
@@ -152,12 +182,21 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 	if proc.Command == "" {
 		return nil, p.errorf(node, field+".command", "missing")
 	}
-	if proc.Health != nil {
+	if i := shellScriptArg(proc.Command, proc.Args); i >= 0 {
+		item := deref(argsNode).Content[i]
+		if proc.Args[i], err = p.shell(item, fmt.Sprintf("%s.args[%d]", field, i), p.vars); err != nil {
+			return nil, err
+		}
+	}
+	if proc.Liveness != nil && proc.Health == nil {
+		proc.Health = &HealthCheck{Every: DefaultHealthEvery, Failures: DefaultHealthFailures}
+	}
+	if proc.Health != nil && proc.Liveness == nil {
 		switch {
 		case proc.Ready == nil:
-			return nil, p.errorf(healthNode, field+".health", "needs a ready probe to run")
+			return nil, p.errorf(healthNode, field+".health", "needs a liveness or ready probe to run")
 		case proc.Ready.LogPattern != "":
-			return nil, p.errorf(healthNode, field+".health", "a log ready probe cannot be re-run; use tcp, http or exec")
+			return nil, p.errorf(healthNode, field+".health", "a log ready probe cannot be re-run; add a liveness probe (tcp, http or exec)")
 		}
 	}
 	if proc.Cwd == "" {
@@ -181,7 +220,105 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 	for k, v := range env {
 		proc.Env[k] = v
 	}
+	for k, v := range p.vars {
+		proc.Env[k] = v
+	}
 	return proc, nil
+}
+
+// dependsOn parses depends_on: a list whose items are a name (condition
+// ready) or {name: NAME, condition: started|ready|healthy|completed_successfully}.
+func (p *parser) dependsOn(node *yaml.Node, field string) ([]string, map[string]DependencyCondition, error) {
+	node = deref(node)
+	if node.Kind == yaml.ScalarNode {
+		s, err := p.scalar(node, field)
+		p.depNodes[processOf(field)+"/"+s] = node
+		return []string{s}, nil, err
+	}
+	if node.Kind != yaml.SequenceNode {
+		return nil, nil, p.errorf(node, field, "must be a list")
+	}
+	var names []string
+	conds := map[string]DependencyCondition{}
+	for i, item := range node.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		var name string
+		cond := DependsReady
+		var err error
+		if deref(item).Kind == yaml.MappingNode {
+			err = p.mapping(item, f, func(key string, k, v *yaml.Node) error {
+				switch key {
+				case "name":
+					name, err = p.str(v, f+".name")
+					return err
+				case "condition":
+					c, err := p.str(v, f+".condition")
+					switch cc := DependencyCondition(c); {
+					case err != nil:
+						return err
+					case cc == DependsStarted || cc == DependsReady || cc == DependsHealthy || cc == DependsCompleted:
+						cond = cc
+						return nil
+					}
+					return p.errorf(v, f+".condition", "%q is not a condition (started, ready, healthy, completed_successfully)", c)
+				}
+				return p.errorf(k, f+"."+key, "unknown field (want name, condition)")
+			})
+			if err == nil && name == "" {
+				err = p.errorf(item, f+".name", "missing")
+			}
+		} else {
+			name, err = p.scalar(item, f)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		names = append(names, name)
+		p.depNodes[processOf(field)+"/"+name] = item
+		if cond != DependsReady {
+			conds[name] = cond
+		}
+	}
+	if len(conds) == 0 {
+		conds = nil
+	}
+	return names, conds, nil
+}
+
+// processOf returns NAME of a field processes.NAME.….
+func processOf(field string) string {
+	parts := strings.SplitN(field, ".", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[1]
+}
+
+// shells are the interpreters whose -c script is a shell snippet.
+var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"}
+
+// shellScriptArg returns the index in args of the script a shell command
+// runs (sh -c SCRIPT, sh -ec SCRIPT), or -1.
+func shellScriptArg(command string, args []string) int {
+	if !slices.Contains(shells, filepath.Base(command)) {
+		return -1
+	}
+	sawC := false
+	for i, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			if sawC && a != "--" {
+				return i
+			}
+			if a != "--" && !sawC {
+				return -1
+			}
+			continue
+		}
+		if !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+			sawC = true
+		}
+	}
+	return -1
 }
 
 func (p *parser) ready(node *yaml.Node, field string) (*ReadyProbe, error) {
@@ -207,7 +344,7 @@ func (p *parser) ready(node *yaml.Node, field string) (*ReadyProbe, error) {
 			}
 		case "exec":
 			kinds++
-			r.Exec, err = p.str(v, f)
+			r.Exec, err = p.shell(v, f, p.vars)
 		case "log":
 			kinds++
 			if r.LogPattern, err = p.str(v, f); err == nil {
@@ -331,9 +468,31 @@ func (p *parser) scalar(node *yaml.Node, field string) (string, error) {
 	}
 	s, err := interpolate(node.Value, p.lookup)
 	if err != nil {
-		return "", p.errorf(node, field, "%v", err)
+		return "", p.wrapf(node, field, err)
 	}
 	return s, nil
+}
+
+// shell returns the value of a scalar node that is a shell snippet, its
+// ${VAR}s made references to parameters whose values go into vars (see
+// interpolateShell).
+func (p *parser) shell(node *yaml.Node, field string, vars map[string]string) (string, error) {
+	node = deref(node)
+	if node.Kind != yaml.ScalarNode || node.Tag == "!!null" {
+		return "", p.errorf(node, field, "must be a single value")
+	}
+	s, err := interpolateShell(node.Value, p.lookup, vars)
+	if err != nil {
+		return "", p.wrapf(node, field, err)
+	}
+	return s, nil
+}
+
+// wrapf is errorf for an error that callers may test with errors.Is.
+func (p *parser) wrapf(node *yaml.Node, field string, err error) error {
+	e := p.errorf(node, field, "%v", err).(*ConfigError)
+	e.Err = err
+	return e
 }
 
 func (p *parser) str(node *yaml.Node, field string) (string, error) { return p.scalar(node, field) }

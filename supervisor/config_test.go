@@ -103,6 +103,11 @@ func TestInterpolate(t *testing.T) {
 		"${EMPTY}":        "",
 		"$${A} and $HOME": "${A} and $HOME",
 		"no vars":         "no vars",
+		// Nested defaults, expanded only when used.
+		"${B:-${A}}":         "1",
+		"${B:-${C:-deep}}!":  "deep!",
+		"${A:-${B}}":         "1",
+		"a${B:-x${A}y}b${A}": "ax1yb1",
 	}
 	for in, want := range tests {
 		got, err := interpolate(in, lookup)
@@ -110,8 +115,22 @@ func TestInterpolate(t *testing.T) {
 			t.Errorf("interpolate(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := interpolate("${B}", lookup); err == nil {
-		t.Error("undefined variable without default: no error")
+	if _, err := interpolate("${B}", lookup); !errors.Is(err, ErrUnsetVariable) {
+		t.Errorf("undefined variable without default: %v, want ErrUnsetVariable", err)
+	}
+	if _, err := interpolate("${B:-${C}}", lookup); !errors.Is(err, ErrUnsetVariable) {
+		t.Errorf("nested default of an unset variable: %v, want ErrUnsetVariable", err)
+	}
+	if _, err := interpolate("${B:-${A}", lookup); err == nil || !strings.Contains(err.Error(), "unterminated") {
+		t.Errorf("unterminated nested default: %v", err)
+	}
+}
+
+func TestParseConfig_NestedDefaultErrorsNameFileLineAndField(t *testing.T) {
+	yaml := "processes:\n  app:\n    command: app\n    env:\n      X: \"${SUP_TEST_UNSET_1:-${SUP_TEST_UNSET_2}}\"\n"
+	_, err := ParseConfig("ops.yaml", []byte(yaml), func(string) (string, bool) { return "", false })
+	if err == nil || err.Error() != "ops.yaml:5: processes.app.env.X: ${SUP_TEST_UNSET_2} is not set (use ${SUP_TEST_UNSET_2:-default} for a default)" {
+		t.Fatalf("err = %v", err)
 	}
 }
 
@@ -164,7 +183,7 @@ func TestParseConfig_DurationsShareTheFlagGrammar(t *testing.T) {
 
 func TestConfig_HealthNeedsARerunnableReadyProbe(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
-		{"processes:\n  a:\n    command: x\n    health: {every: 1s}\n", "ops.yaml:4: processes.a.health: needs a ready probe"},
+		{"processes:\n  a:\n    command: x\n    health: {every: 1s}\n", "ops.yaml:4: processes.a.health: needs a liveness or ready probe"},
 		{"processes:\n  a:\n    command: x\n    ready: {log: up}\n    health: {every: 1s}\n", "ops.yaml:5: processes.a.health: a log ready probe cannot be re-run"},
 		{"processes:\n  a:\n    command: x\n    ready: {tcp: \"127.0.0.1:1\"}\n    health: {every: 0s}\n", "ops.yaml:5: processes.a.health.every: must be positive"},
 		{"processes:\n  a:\n    command: x\n    ready: {tcp: \"127.0.0.1:1\"}\n    health: {failures: 0}\n", "ops.yaml:5: processes.a.health.failures: must be at least 1"},

@@ -44,7 +44,13 @@ type harness struct {
 // test ends.
 func newHarness(t testing.TB, yaml string) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), home: filepath.Join(t.TempDir(), "sup")}
+	return newHarnessAt(t, filepath.Join(t.TempDir(), "sup"), yaml)
+}
+
+// newHarnessAt is newHarness with the supervisor's home at home.
+func newHarnessAt(t testing.TB, home, yaml string) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), home: home}
 	h.load(yaml)
 	t.Cleanup(h.cleanup)
 	return h
@@ -87,9 +93,22 @@ func (h *harness) cleanup() {
 			sessions = append(sessions, e.PID)
 		}
 	}
+	var monitors []proc.Identity
+	for _, n := range names {
+		if r, _ := h.sup.home.ReadRecord(n); r != nil && r.Monitor != nil {
+			monitors = append(monitors, *r.Monitor)
+		}
+	}
 	ctx := context.Background()
 	for _, n := range names {
 		h.sup.stopOne(ctx, n, StopOptions{Force: true, Timeout: 200 * time.Millisecond})
+	}
+	// A monitor may still be copying the last output to the log: the
+	// temporary directories go only once it is gone.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !slices.ContainsFunc(monitors, func(m proc.Identity) bool { _, err := proc.Verify(m); return err == nil }) {
+			break
+		}
 	}
 	for _, id := range h.started {
 		if p, err := proc.Open(id); err == nil { // still that very process

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,4 +59,30 @@ func TestHealth_UnhealthyIsShownWhenThePolicyDoesNotRestart(t *testing.T) {
 	if sts, _ := h.sup.Status(t.Context(), nil); AllRunning(sts) {
 		t.Fatal("an unhealthy process counts as running")
 	}
+}
+
+func TestHealth_LivenessProbeIsCheckedInsteadOfTheReadyProbe(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  web:
+    command: {{exe}}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=up,sleep"}
+    ready: {log: up, timeout: 5s}
+    liveness: {exec: "test -f alive", timeout: 5s, interval: 50ms}
+    health: {every: 100ms, failures: 2}
+`)
+	flag := filepath.Join(h.dir, "alive")
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pid := h.start("web")[0].PID
+	eventually(t, 10*time.Second, "the liveness probe passed", func() bool {
+		hr, _ := h.sup.home.ReadHealth("web")
+		return hr != nil && hr.PID == pid && hr.Healthy
+	})
+	os.Remove(flag)
+	eventually(t, 10*time.Second, "status says unhealthy", func() bool {
+		st := h.status("web")
+		return st.State == StateUnhealthy && st.PID == pid && strings.Contains(st.Reason, "health check failed")
+	})
 }

@@ -357,3 +357,27 @@ processes:
 		t.Fatalf("our own log was not rotated: %v", err)
 	}
 }
+
+func TestInterpolatedValuesAreDataInShellSnippets(t *testing.T) {
+	t.Setenv("SUP_TEST_EVIL", "$(touch PWNED); `touch PWNED2`")
+	h := newHarness(t, `
+processes:
+  app:
+    command: sh
+    args: ["-c", "echo got ${SUP_TEST_EVIL}; echo ready; exec sleep 300"]
+    ready: {exec: "test -n \"${SUP_TEST_EVIL}\" && grep -q ready \"$LOG\"", timeout: 10s}
+`)
+	h.sup.cfg.Processes["app"].Cwd = h.dir
+	path, _ := h.sup.LogPath("app")
+	h.sup.cfg.Processes["app"].Env["LOG"] = path
+	h.start("app")
+	for _, f := range []string{"PWNED", "PWNED2"} {
+		if _, err := os.Stat(filepath.Join(h.dir, f)); err == nil {
+			t.Fatalf("an interpolated value ran as a command (%s exists)", f)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), "got $(touch PWNED); `touch PWNED2`") {
+		t.Fatalf("the value did not reach the script as text:\n%s", data)
+	}
+}

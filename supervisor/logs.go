@@ -7,19 +7,52 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sync"
+	"time"
 
 	"github.com/devkit-go/devkit/supervisor/internal/logfile"
 )
 
-// TailLog writes the last n lines of name's log to w, reading from the end
-// of the file rather than through all of it.
-func (s *Supervisor) TailLog(name string, n int, w io.Writer) error {
+// LogFilter selects the lines logs show; the zero LogFilter selects all.
+type LogFilter struct {
+	// Since keeps the lines written at or after it; it needs the lines'
+	// time stamps (log_timestamps: true).
+	Since time.Time
+	// Grep keeps the lines it matches.
+	Grep *regexp.Regexp
+}
+
+// ErrNoTimestamps reports a time filter on a log whose lines carry no time.
+var ErrNoTimestamps = errors.New("its lines carry no time; set log_timestamps: true to select them by time")
+
+// checkFilter refuses a time filter on name's log when its lines carry
+// no time stamps.
+func (s *Supervisor) checkFilter(name, path string, filt LogFilter) error {
+	if filt.Since.IsZero() {
+		return nil
+	}
+	if p, ok := s.cfg.Processes[name]; ok && p.LogTimestamps {
+		return nil
+	}
+	if logfile.HasStamps(path) {
+		return nil
+	}
+	return fmt.Errorf("--since on %s: %w", name, ErrNoTimestamps)
+}
+
+// TailLog writes the last n lines of name's log that pass filt to w,
+// reading from the end of the file, and on through its rotated backups
+// when the live file holds fewer.
+func (s *Supervisor) TailLog(name string, n int, filt LogFilter, w io.Writer) error {
 	path, err := s.LogPath(name)
 	if err != nil {
 		return err
 	}
-	data, err := logfile.Tail(path, n)
+	if err := s.checkFilter(name, path, filt); err != nil {
+		return err
+	}
+	data, err := logfile.TailFiles(path, n, -1, logfile.Filter(filt))
 	if err != nil {
 		return err
 	}
@@ -27,35 +60,40 @@ func (s *Supervisor) TailLog(name string, n int, w io.Writer) error {
 	return err
 }
 
-// FollowLog writes the last n lines of name's log to w, then everything
-// appended until ctx ends, across truncation and rotation.
-func (s *Supervisor) FollowLog(ctx context.Context, name string, n int, w io.Writer) error {
+// FollowLog writes the last n lines of name's log that pass filt to w,
+// then every such line appended until ctx ends, across truncation and
+// rotation.
+func (s *Supervisor) FollowLog(ctx context.Context, name string, n int, filt LogFilter, w io.Writer) error {
 	path, err := s.LogPath(name)
 	if err != nil {
 		return err
 	}
+	if err := s.checkFilter(name, path, filt); err != nil {
+		return err
+	}
+	// One open file for the tail and the follow: up to end is tailed, from
+	// end followed, so no line is shown twice or skipped, whatever rotates.
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	end, err := f.Seek(0, io.SeekEnd)
-	_ = f.Close() // read-only: nothing to flush
 	if err != nil {
+		_ = f.Close() // read-only; the seek error is the one to report
 		return err
 	}
-	// Tail up to the size measured above, then follow from there, so no
-	// line is shown twice or skipped.
-	data, err := logfile.Tail(path, n)
+	data, err := logfile.TailOpen(path, f, n, end, logfile.Filter(filt))
+	if err == nil {
+		_, err = w.Write(data)
+	}
 	if err != nil {
+		_ = f.Close() // read-only; the first error is the one to report
 		return err
 	}
-	if int64(len(data)) > end {
-		data = data[:end]
-	}
-	if _, err := w.Write(data); err != nil {
-		return err
-	}
-	return logfile.Follow(ctx, w, path, end)
+	fw := &logfile.FilterWriter{W: w, Filter: logfile.Filter(filt)}
+	fw.Continue(data)
+	err = logfile.FollowFrom(ctx, fw, path, f, end)
+	return errors.Join(err, fw.Flush())
 }
 
 // MergedLogs writes the logs of names (every process of the project when
@@ -64,7 +102,7 @@ func (s *Supervisor) FollowLog(ctx context.Context, name string, n int, w io.Wri
 // follow — every line as it is appended, interleaved, until ctx ends (as
 // docker compose logs does). A process with no log yet is waited for when
 // following and skipped otherwise.
-func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, follow bool, w io.Writer) error {
+func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, follow bool, filt LogFilter, w io.Writer) error {
 	if err := validNames(names); err != nil {
 		return err
 	}
@@ -84,8 +122,17 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 	}
 	var mu sync.Mutex
 	writers := make([]*prefixWriter, len(names))
+	filters := make([]*logfile.FilterWriter, len(names))
 	paths := make([]string, len(names))
 	ends := make([]int64, len(names))
+	opened := make([]*os.File, len(names)) // tailed up to ends[i], followed from there
+	defer func() {
+		for _, f := range opened {
+			if f != nil {
+				_ = f.Close() // read-only; FollowFrom closes those it took
+			}
+		}
+	}()
 	for i, name := range names {
 		writers[i] = &prefixWriter{mu: &mu, w: w, prefix: fmt.Sprintf("%-*s | ", width, name)}
 		path, err := s.LogPath(name)
@@ -93,20 +140,24 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 			return err
 		}
 		paths[i] = path
-		ends[i] = -1 // no log yet: follow waits for it
-		if fi, err := os.Stat(path); err == nil {
-			ends[i] = fi.Size()
+		if err := s.checkFilter(name, path, filt); err != nil {
+			return err
 		}
-		if ends[i] < 0 {
+		filters[i] = &logfile.FilterWriter{W: writers[i], Filter: logfile.Filter(filt)}
+		ends[i] = -1 // no log yet: follow waits for it
+		f, err := os.Open(path)
+		if err != nil {
 			continue
 		}
-		data, err := logfile.Tail(path, n)
+		opened[i] = f
+		if ends[i], err = f.Seek(0, io.SeekEnd); err != nil {
+			return err
+		}
+		data, err := logfile.TailOpen(path, f, n, ends[i], logfile.Filter(filt))
 		if err != nil {
 			return err
 		}
-		if int64(len(data)) > ends[i] {
-			data = data[:ends[i]]
-		}
+		filters[i].Continue(data)
 		if _, err := writers[i].Write(data); err != nil {
 			return err
 		}
@@ -121,7 +172,14 @@ func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, foll
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = logfile.Follow(ctx, writers[i], paths[i], ends[i])
+			var err error
+			if f := opened[i]; f != nil {
+				opened[i] = nil
+				err = logfile.FollowFrom(ctx, filters[i], paths[i], f, ends[i])
+			} else {
+				err = logfile.Follow(ctx, filters[i], paths[i], -1)
+			}
+			errs[i] = errors.Join(err, filters[i].Flush())
 			writers[i].flush()
 		}()
 	}

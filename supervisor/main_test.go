@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -36,8 +38,35 @@ func TestMain(m *testing.M) {
 		os.Exit(RunMonitor(os.Stdin, os.Stdout))
 	case "child":
 		os.Exit(runChild(os.Getenv(childEnv)))
+	case "stop":
+		os.Exit(runStop())
 	}
 	os.Exit(m.Run())
+}
+
+// runStop is a CLI's stop in a process of its own (the read-only home
+// tests run it in a mount namespace where the home is read-only): it
+// stops SUP_TEST_NAME of the config SUP_TEST_CONFIG under the home
+// SUP_TEST_HOME and prints the results as JSON, then the error.
+func runStop() int {
+	cfg, err := LoadConfig(os.Getenv("SUP_TEST_CONFIG"))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	sup, err := New(os.Getenv("SUP_TEST_HOME"), cfg, Options{})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	res, err := sup.Stop(context.Background(), []string{os.Getenv("SUP_TEST_NAME")}, StopOptions{Timeout: 10 * time.Second})
+	data, _ := json.Marshal(res)
+	fmt.Println(string(data))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	return 0
 }
 
 // runChild is a helper process. Modes (several, comma-separated):
@@ -51,6 +80,7 @@ func TestMain(m *testing.M) {
 //	orphan           start a grandchild in its own process group (same session) that ignores SIGTERM
 //	env=VAR          print VAR's value
 //	print=TEXT       print TEXT
+//	flood=RATE       print numbered 100-byte lines ("seq N ...") at RATE bytes/s, for ever
 func runChild(modes string) int {
 	for _, mode := range strings.Split(modes, ",") {
 		name, arg, _ := strings.Cut(mode, "=")
@@ -106,6 +136,8 @@ func runChild(modes string) int {
 			fmt.Printf("%s=%s\n", arg, os.Getenv(arg))
 		case "print":
 			fmt.Println(arg)
+		case "flood":
+			flood(arg)
 		case "sleep":
 			time.Sleep(time.Hour)
 		case "sleepfor":
@@ -114,4 +146,22 @@ func runChild(modes string) int {
 		}
 	}
 	return 0
+}
+
+// flood prints numbered lines of 100 bytes at rate bytes per second (a
+// size such as 200KB), paced every 10ms, until killed.
+func flood(rate string) {
+	n, _ := strconv.Atoi(strings.TrimSuffix(rate, "KB"))
+	perTick := max(n*1024/100/100, 1) // lines per 10ms
+	w := bufio.NewWriterSize(os.Stdout, 1<<20)
+	seq := 0
+	for t := time.NewTicker(10 * time.Millisecond); ; <-t.C {
+		for range perTick {
+			seq++
+			fmt.Fprintf(w, "seq %-10d %s\n", seq, strings.Repeat(".", 84))
+		}
+		if w.Flush() != nil {
+			os.Exit(3)
+		}
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,10 +66,16 @@ func RunMonitor(in io.Reader, out io.WriteCloser) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	signal.Ignore(syscall.SIGHUP)
+	// As systemd's IgnoreSIGPIPE= (on by default): the process inherits
+	// SIGPIPE ignored, so if this monitor is killed its writes to the
+	// output pipe fail with EPIPE instead of ending it.
+	signal.Ignore(syscall.SIGPIPE)
 	if req.Digest == "" {
 		req.Digest = req.Spec.Digest()
 	}
 	m := &monitor{home: home, ledger: ledger, spec: req.Spec, digest: req.Digest, project: req.Project, logger: logger.With("name", req.Spec.Name)}
+	m.logWarning = "unknown"               // not "": the first outcome is always recorded
+	m.specJSON, _ = json.Marshal(req.Spec) // decoded from JSON just above: cannot fail
 	if err := proc.BecomeSubreaper(); err != nil {
 		m.logger.Warn("cannot become a child subreaper; daemons that leave the session are found by token only", "err", err)
 	}
@@ -118,6 +125,13 @@ type monitor struct {
 	// cgroup is open on cgroupDir, the process's own cgroup, when there is one.
 	cgroup    *os.File
 	cgroupDir string
+	// specJSON is spec as the record keeps it.
+	specJSON json.RawMessage
+	// captures counts the goroutines copying output to the log.
+	captures sync.WaitGroup
+	// logWarning is the last rotation error recorded ("" when none).
+	logMu      sync.Mutex
+	logWarning string
 }
 
 // run starts the process and restarts it as the policy says. ctx ends when
@@ -144,7 +158,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 				Name: m.spec.Name, Process: id, Monitor: monitorID, StartedAt: started,
 				Digest: m.digest, LogFile: m.spec.LogFile, StopSignal: m.spec.StopSignal,
 				StopTimeout: m.spec.StopTimeout, Restarts: restarts, Token: token, Project: m.project,
-				Cgroup: m.cgroupDir,
+				Cgroup: m.cgroupDir, Spec: m.specJSON,
 			}
 			if werr := m.home.WriteRecord(rec); werr != nil {
 				m.logger.Error("write record", "err", werr)
@@ -167,11 +181,9 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			if ctx.Err() != nil { // told to stop while we were starting it
 				m.signalStop(id)
 			}
-			stopWatch := m.watchLog()
 			stopHealth := m.watchHealth(id)
 			st := <-exited
 			stopHealth()
-			stopWatch()
 			code = st.Code
 			if st.Signal != 0 {
 				sig, signum = proc.SignalName(st.Signal), int(st.Signal)
@@ -187,6 +199,12 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			Name: m.spec.Name, PID: id.PID, Code: code, Signal: sig, At: time.Now().UTC(),
 			Stopped: stopped, Restarts: restarts, GaveUp: !stopped && wants && !restart,
 		}
+		var delay time.Duration
+		if restart {
+			delay = pol.Delay(consecutive + 1)
+			at := exit.At.Add(delay)
+			exit.RestartAt = &at
+		}
 		if err := m.home.WriteExit(exit); err != nil {
 			m.logger.Error("write exit record", "err", err)
 		}
@@ -199,7 +217,6 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		}
 		consecutive++
 		restarts++
-		delay := pol.Delay(consecutive)
 		m.logger.Info("process ended; restarting", "pid", id.PID, "code", code, "signal", sig, "in", delay, "attempt", consecutive)
 		if !m.sleep(ctx, delay, id.PID) {
 			m.forget(ctx, id)
@@ -229,25 +246,16 @@ func (m *monitor) sleep(ctx context.Context, d time.Duration, pid int) bool {
 // stop marker.
 const stopMarkerPoll = 50 * time.Millisecond
 
-// spawn starts the process in its own session with its output appended to
-// the log file and stdin from the null device.
+// spawn starts the process in its own session with stdin from the null
+// device and its output on a pipe the monitor copies to the log file
+// (capture), which rotates it exactly.
 func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, error) {
-	if _, err := logfile.RotateIfOver(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger); err != nil {
-		m.logger.Warn("rotate log", "err", err)
-	}
-	var out, pipeR *os.File
-	if m.spec.LogTimestamps {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return nil, proc.Identity{}, err
-		}
-		out, pipeR = w, r
-	} else {
-		logf, err := logfile.OpenAppend(m.spec.LogFile, m.ledger)
-		if err != nil {
-			return nil, proc.Identity{}, err
-		}
-		out = logf
+	// Also clears a warning an earlier monitor left, once rotation works.
+	_, err := logfile.RotateIfOver(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger)
+	m.logRotated(err)
+	pipeR, out, err := os.Pipe()
+	if err != nil {
+		return nil, proc.Identity{}, err
 	}
 	defer func() { _ = out.Close() }() // the child holds its own copy
 	// The environment is built once, for the retry without a cgroup too.
@@ -275,19 +283,23 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 		exited, err = m.reaper.Start(cmd)
 	}
 	if err != nil {
-		if pipeR != nil {
-			_ = pipeR.Close() // the start error is the one to report
-		}
+		_ = pipeR.Close() // the start error is the one to report
 		return nil, proc.Identity{}, fmt.Errorf("start %s: %w", m.spec.Command, err)
 	}
-	if pipeR != nil {
-		go func() {
-			defer func() { _ = pipeR.Close() }() // read-only
-			if err := logfile.Stamper(pipeR, m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger, time.Now); err != nil {
-				m.logger.Error("copy output to the log", "err", err)
-			}
-		}()
-	}
+	m.captures.Add(1)
+	go func() {
+		defer m.captures.Done()
+		defer func() { _ = pipeR.Close() }() // read-only
+		err := logfile.Capture(pipeR, m.spec.LogFile, logfile.CaptureOptions{
+			MaxSize: m.spec.LogMaxSize, Backups: m.spec.LogBackups, Ledger: m.ledger,
+			Stamp: m.spec.LogTimestamps, Rotated: m.logRotated,
+		})
+		if err != nil { // the log could not be opened (or reopened after a rotation)
+			m.logger.Error("copy output to the log", "err", err)
+			m.logRotated(fmt.Errorf("output no longer reaches the log: %w", err))
+			_, _ = io.Copy(io.Discard, pipeR) // never block the process on a log it cannot have
+		}
+	}()
 	id := proc.Identity{PID: cmd.Process.Pid}
 	if info, err := proc.Lookup(cmd.Process.Pid); err == nil {
 		id = info.Identity
@@ -303,50 +315,48 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// logCheck is how often a monitor looks whether the log outgrew log_max_size.
-const logCheck = 250 * time.Millisecond
-
-// watchLog rotates the log while the process runs, without restarting it:
-// copy-and-truncate, as the process holds the file open (with timestamps
-// the output passes through the monitor, which rotates between lines
-// instead). The returned func stops the watch.
-func (m *monitor) watchLog() func() {
-	if m.spec.LogTimestamps || m.spec.LogMaxSize <= 0 {
-		return func() {}
+// logRotated records the outcome of a rotation where status reads it: a
+// failure as a log warning, a success by removing the warning.
+func (m *monitor) logRotated(err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
 	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(logCheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if _, err := logfile.CopyTruncate(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger); err != nil {
-					m.logger.Warn("rotate log", "err", err)
-					return // it will not get better: a file we do not own
-				}
-			}
+	m.logMu.Lock()
+	defer m.logMu.Unlock()
+	if msg == m.logWarning {
+		return
+	}
+	m.logWarning = msg
+	if err == nil {
+		if rerr := m.home.RemoveLogWarning(m.spec.Name); rerr != nil {
+			m.logger.Warn("remove log warning", "err", rerr)
 		}
-	}()
-	return func() { close(done); <-stopped }
+		return
+	}
+	m.logger.Warn("rotate log", "err", err)
+	w := &state.LogWarning{Error: msg, At: time.Now().UTC()}
+	if werr := m.home.WriteLogWarning(m.spec.Name, w); werr != nil {
+		m.logger.Warn("write log warning", "err", werr)
+	}
 }
 
-// watchHealth re-runs the ready probe every health.every once it first
-// passes (or once ready.timeout has gone by without it passing). health.failures failures in a row make the process unhealthy
-// (status shows it); when its restart policy restarts failures, the
-// monitor ends it — stop signal, SIGKILL after stop_timeout — so that the
-// policy applies. The returned func, called once the process has exited,
-// stops the watch.
+// watchHealth runs the liveness probe (or, without one, the ready probe)
+// every health.every once it first passes (or once its timeout has gone by
+// without it passing). health.failures failures in a row make the process
+// unhealthy (status shows it); when its restart policy restarts failures,
+// the monitor ends it — stop signal, SIGKILL after stop_timeout — so that
+// the policy applies. The returned func, called once the process has
+// exited, stops the watch.
 func (m *monitor) watchHealth(id proc.Identity) func() {
 	hc := m.spec.Health
-	if hc == nil || m.spec.Ready == nil {
+	check := m.spec.HealthProbe()
+	if hc == nil || check == nil {
 		return func() {}
 	}
-	probe, err := probeFor(m.spec, 0, m.reaper.Run)
+	probed := *m.spec
+	probed.Ready = check
+	probe, err := probeFor(&probed, 0, m.reaper.Run)
 	if err != nil {
 		m.logger.Warn("health probe", "err", err)
 		return func() {}
@@ -373,10 +383,10 @@ func (m *monitor) watchHealth(id proc.Identity) func() {
 			}
 			err := probe.Check(context.Background()) // each attempt is bounded by the probe
 			switch {
-			case !ready && err != nil && time.Since(began) < m.spec.Ready.Timeout:
+			case !ready && err != nil && time.Since(began) < check.Timeout:
 				// Not ready yet: health counts from readiness, or from the
 				// end of the ready timeout.
-				wait.Reset(m.spec.Ready.Interval)
+				wait.Reset(check.Interval)
 				continue
 			case err == nil:
 				if !ready || failures > 0 {
@@ -440,11 +450,29 @@ func (m *monitor) forget(ctx context.Context, id proc.Identity) {
 		}
 		return len(desc) == 0
 	})
+	m.waitCaptures()
 	if m.stopRequested(ctx, id.PID) {
 		return
 	}
 	if err := m.home.RemoveRecordIf(m.spec.Name, id); err != nil {
 		m.logger.Warn("remove record", "err", err)
+	}
+}
+
+// captureDrain bounds how long a monitor whose tree is gone waits for the
+// last output to reach the log: only a process outside the tree that was
+// handed the pipe could keep it open.
+const captureDrain = 5 * time.Second
+
+// waitCaptures waits until every output copied to the log has been
+// written (the pipe's writers are gone), for at most captureDrain.
+func (m *monitor) waitCaptures() {
+	done := make(chan struct{})
+	go func() { m.captures.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(captureDrain):
+		m.logger.Warn("output pipe still open after the process tree ended; leaving it")
 	}
 }
 

@@ -9,6 +9,7 @@ package supervisor
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -124,5 +125,43 @@ processes:
 	path, _ := h.sup.LogPath("dying")
 	if log, _ := logTail(path); strings.Count(log, "ready") != 1 {
 		t.Fatalf("process ran again after stop; log:\n%s", log)
+	}
+}
+
+func TestMonitorKilledDuringBackoff_StatusSaysThePolicyIsNoLongerApplied(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  flaky:
+    command: sh
+    args: ["-c", "echo up; while [ ! -e die ]; do sleep 0.02; done; rm die; exit 1"]
+    ready: {log: up, timeout: 20s}
+    restart: {policy: always, backoff: 1m, max_backoff: 1m}
+`)
+	h.sup.cfg.Processes["flaky"].Cwd = h.dir
+	h.start("flaky")
+	if err := os.WriteFile(filepath.Join(h.dir, "die"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the monitor waits out its backoff", func() bool {
+		exit, _ := h.sup.home.ReadExit("flaky")
+		return h.status("flaky").State == StateRestarting && exit != nil && exit.RestartAt != nil
+	})
+	rec, err := h.sup.home.ReadRecord("flaky")
+	if err != nil || rec == nil || rec.Monitor == nil {
+		t.Fatalf("record %+v: %v", rec, err)
+	}
+	if err := syscall.Kill(rec.Monitor.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the monitor is gone", func() bool { return !alive(rec.Monitor.PID) })
+	for range 2 { // it stays said: the first status does not clean it away
+		st := h.status("flaky")
+		if st.State != StateExited || !strings.Contains(st.Reason, "restart policy is no longer applied") || !strings.Contains(st.Reason, "devkit sup start flaky") {
+			t.Fatalf("status after the monitor died in a backoff: %s: %q", st.State, st.Reason)
+		}
+	}
+	h.start("flaky") // the way back
+	if st := h.status("flaky"); st.State != StateRunning {
+		t.Fatalf("after start: %s %q", st.State, st.Reason)
 	}
 }

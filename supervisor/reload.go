@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -58,6 +60,8 @@ func (s *Supervisor) ReloadPlan(ctx context.Context) ([]ReloadStep, error) {
 			return nil, err
 		}
 		switch {
+		case !live && have == "" && st.ExitedAt == nil && spec.Disabled:
+			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadNone, Reason: "disabled: start it by name"})
 		case !live && have == "" && st.ExitedAt == nil:
 			kept = append(kept, ReloadStep{Name: st.Name, Action: ReloadStart, Reason: "added"})
 		case have == want:
@@ -127,7 +131,7 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 		if !ok {
 			return s.notConfigured(step.Name)
 		}
-		_, err := s.startOne(ctx, spec)
+		_, err := s.startOne(ctx, spec, nil)
 		return err
 	case ReloadRecord:
 		spec, ok := s.spec(step.Name)
@@ -144,12 +148,64 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 
 // Restart stops names (dependents first) and starts them again
 // (dependencies first). A name that was not running is simply started.
+//
+// A name the YAML does not declare (or that was loaded without its YAML,
+// see New) is restarted from the spec its record keeps, as it was
+// started; its dependencies are not started.
 func (s *Supervisor) Restart(ctx context.Context, names []string, opts StopOptions) ([]StartResult, error) {
-	if err := s.startable(names); err != nil {
+	var configured []string
+	recorded := map[string]*Process{}
+	for _, n := range names {
+		if _, ok := s.cfg.Processes[n]; ok {
+			configured = append(configured, n)
+			continue
+		}
+		spec, err := s.recordedSpec(n)
+		if err != nil {
+			return nil, err
+		}
+		recorded[n] = spec
+	}
+	if err := s.startable(configured); err != nil {
 		return nil, err
 	}
 	if _, err := s.Stop(ctx, names, opts); err != nil {
 		return nil, err
 	}
-	return s.Start(ctx, names)
+	results, err := s.Start(ctx, configured)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, n := range names {
+		if spec := recorded[n]; spec != nil {
+			res, err := s.startOne(ctx, spec, nil)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			results = append(results, res)
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+// recordedSpec is the spec name's record keeps, for a restart without it
+// in the YAML.
+func (s *Supervisor) recordedSpec(name string) (*Process, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	rec, err := s.home.ReadRecord(name)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || len(rec.Spec) == 0 {
+		return nil, s.notConfigured(name)
+	}
+	var spec Process
+	if err := json.Unmarshal(rec.Spec, &spec); err != nil || spec.Name != name || spec.Command == "" {
+		return nil, fmt.Errorf("%w: the spec in the record of %s cannot be used: %v", ErrCorrupt, name, err)
+	}
+	return &spec, nil
 }

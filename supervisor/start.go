@@ -96,10 +96,15 @@ func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, 
 		err     error
 		skipped bool
 		done    chan struct{}
+		// started is closed once the process is spawned (or found running)
+		// with pid set, or once its start ended without that (pid 0).
+		started   chan struct{}
+		pid       int
+		startOnce sync.Once
 	}
 	outs := make(map[string]*outcome, len(order))
 	for _, n := range order {
-		outs[n] = &outcome{done: make(chan struct{})}
+		outs[n] = &outcome{done: make(chan struct{}), started: make(chan struct{})}
 	}
 	var wg sync.WaitGroup
 	for _, name := range order {
@@ -108,21 +113,20 @@ func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, 
 			defer wg.Done()
 			o := outs[name]
 			defer close(o.done)
+			// A start that ended before spawning still releases its waiters.
+			defer o.startOnce.Do(func() { close(o.started) })
 			spec, _ := s.spec(name) // found: order is the closure of names checked against the config above
 			for _, d := range spec.DependsOn {
-				dep := outs[d]
-				select {
-				case <-dep.done:
-				case <-ctx.Done():
-					o.err, o.skipped = &StartError{Name: name, Err: ctx.Err()}, true
-					return
-				}
-				if dep.err != nil {
-					o.err, o.skipped = &StartError{Name: name, Err: fmt.Errorf("%w: %s", ErrDependency, d)}, true
+				dep, depSpec := outs[d], s.cfg.Processes[d]
+				pid, failed := func() int { return dep.pid }, func() error { return dep.err }
+				if err := s.awaitDependency(ctx, spec.Condition(d), depSpec, dep.started, dep.done, pid, failed); err != nil {
+					o.err, o.skipped = &StartError{Name: name, Err: err}, true
 					return
 				}
 			}
-			o.res, o.err = s.startOne(ctx, spec)
+			o.res, o.err = s.startOne(ctx, spec, func(pid int) {
+				o.startOnce.Do(func() { o.pid = pid; close(o.started) })
+			})
 		}()
 	}
 	wg.Wait()
@@ -141,7 +145,59 @@ func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, 
 	return results, errors.Join(append(failed, skipped...)...)
 }
 
-func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, error) {
+// awaitDependency waits until dep meets cond: started is closed once its
+// pid is known (or its start ended without one), done once its start has
+// ended; pidOf reads its pid once started, failed its error once done.
+func (s *Supervisor) awaitDependency(ctx context.Context, cond DependencyCondition, dep *Process, started, done <-chan struct{}, pidOf func() int, failed func() error) error {
+	if cond == DependsStarted {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if pidOf() != 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %s", ErrDependency, dep.Name)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	pid, err := pidOf(), failed()
+	switch {
+	case err != nil || pid == 0:
+		return fmt.Errorf("%w: %s", ErrDependency, dep.Name)
+	case cond != DependsHealthy:
+		return nil
+	}
+	// Ready; now its monitor's first health check must pass.
+	check := dep.HealthProbe() // the parser ensures health has one
+	hctx, cancel := context.WithTimeout(ctx, dep.Health.Every*time.Duration(dep.Health.Failures+1)+check.Timeout)
+	defer cancel()
+	var last *state.HealthRecord
+	perr := proc.PollEvery(hctx, check.Interval, func() bool {
+		h, err := s.home.ReadHealth(dep.Name)
+		if err == nil && h != nil && h.PID == pid {
+			last = h
+		}
+		return last != nil && last.Healthy
+	})
+	if perr != nil {
+		why := "no health check passed yet"
+		if last != nil && last.LastError != "" {
+			why = last.LastError
+		}
+		return fmt.Errorf("%w: %s is not healthy (%s)", ErrDependency, dep.Name, why)
+	}
+	return nil
+}
+
+func (s *Supervisor) startOne(ctx context.Context, spec *Process, onSpawn func(pid int)) (StartResult, error) {
+	if onSpawn == nil {
+		onSpawn = func(int) {}
+	}
 	lock, err := s.lock(ctx, spec.Name)
 	if err != nil {
 		return StartResult{}, err
@@ -151,6 +207,7 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 		return StartResult{}, err
 	} else if rec != nil {
 		if _, err := proc.Verify(rec.Process); err == nil {
+			onSpawn(rec.Process.PID)
 			return StartResult{Name: spec.Name, PID: rec.Process.PID, AlreadyRunning: true}, nil
 		}
 		// Not running as recorded: a stale record, or a monitor in its
@@ -196,6 +253,7 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process) (StartResult, 
 		return fail(err)
 	}
 	s.logger.Info("started", "name", spec.Name, "pid", id.PID)
+	onSpawn(id.PID)
 	spawned := time.Now()
 	if err := s.awaitReady(ctx, &run, id, offset); err != nil {
 		if rec, rerr := s.home.ReadRecord(spec.Name); rerr == nil && rec != nil {

@@ -38,6 +38,9 @@ const (
 	// StateUnhealthy: it runs but failed its periodic health check
 	// (health.failures times in a row).
 	StateUnhealthy State = "unhealthy"
+	// StateDisabled: declared with disabled: true and not running; start
+	// --all leaves it out, start NAME starts it. Status counts it as fine.
+	StateDisabled State = "disabled"
 )
 
 // ProcessStatus is the status of one process.
@@ -66,6 +69,9 @@ type ProcessStatus struct {
 	Descendants int `json:"descendants"`
 	// Legacy is true for a record of the layout before projects.
 	Legacy bool `json:"legacy,omitempty"`
+	// LogWarning says why the monitor could not rotate or write the log
+	// (the log may then outgrow log_max_size); empty when all is well.
+	LogWarning string `json:"log_warning,omitempty"`
 }
 
 // StatusReport is the versioned document `devkit sup status --json` prints.
@@ -136,11 +142,17 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool) (ProcessStatus, error) {
 	spec, configured := s.spec(name)
 	st := ProcessStatus{Name: name, State: StateStopped, Configured: configured, LogFile: s.logPathOf(name)}
+	if w, err := s.home.ReadLogWarning(name); err == nil && w != nil {
+		st.LogWarning = w.Error
+	}
 	rec, err := s.home.ReadRecord(name)
 	if err != nil {
 		return st, err
 	}
 	if rec == nil {
+		if configured && spec.Disabled {
+			st.State = StateDisabled
+		}
 		return st, s.addExit(&st, 0)
 	}
 	st.PID, st.Restarts, st.LogFile = rec.Process.PID, rec.Restarts, rec.LogFile
@@ -191,6 +203,14 @@ func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool)
 	if err := s.addExit(&st, rec.Process.PID); err != nil {
 		return st, err
 	}
+	if exit, _ := s.home.ReadExit(name); exit != nil && exit.PID == rec.Process.PID && exit.RestartAt != nil && rec.Monitor != nil {
+		// Its monitor died while waiting to restart it. The record stays, so
+		// that every status says so until the user acts.
+		st.State = StateExited
+		st.Reason = fmt.Sprintf("its monitor (pid %d) is gone: it was to restart %s at %s, so the restart policy is no longer applied; run `devkit sup start %s`",
+			rec.Monitor.PID, name, exit.RestartAt.Local().Format(time.TimeOnly), name)
+		return st, nil
+	}
 	if st.ExitedAt != nil {
 		st.State, st.Reason = StateExited, ""
 	}
@@ -209,7 +229,7 @@ func (s *Supervisor) addExit(st *ProcessStatus, pid int) error {
 		st.ExitCode = &code
 	}
 	st.ExitSignal, st.ExitedAt, st.Restarts = exit.Signal, &at, exit.Restarts
-	if st.State == StateStopped && !exit.Stopped {
+	if (st.State == StateStopped || st.State == StateDisabled) && !exit.Stopped {
 		st.State = StateExited
 		p, ok := s.cfg.Processes[st.Name]
 		if ok && exit.Code == 0 && exit.Signal == "" && (p.Oneshot || p.Restart.Mode == RestartNever) {
@@ -234,14 +254,17 @@ func (s *Supervisor) cleanRecord(rec *state.ProcessRecord, clean bool) error {
 		return err
 	}
 	defer func() { _ = l.Release() }() // closing a lock file loses nothing; the kernel drops the lock at exit in any case
-	return s.home.RemoveRecordIf(rec.Name, rec.Process)
+	if err := s.home.RemoveRecordIf(rec.Name, rec.Process); err != nil && !unwritable(err) {
+		return err // a home that cannot be written keeps the record: status still reports
+	}
+	return nil
 }
 
-// AllRunning reports whether every status is running (as supervised), or
-// completed (a oneshot that succeeded).
+// AllRunning reports whether every status is running (as supervised),
+// completed (a oneshot that succeeded) or disabled (not meant to run).
 func AllRunning(sts []ProcessStatus) bool {
 	for _, st := range sts {
-		if st.State != StateRunning && st.State != StateCompleted {
+		if st.State != StateRunning && st.State != StateCompleted && st.State != StateDisabled {
 			return false
 		}
 	}

@@ -58,6 +58,9 @@ type StopResult struct {
 	Survivors []SurvivorInfo `json:"survivors,omitempty"`
 	// Error says why the stop failed (outcome timeout or failed).
 	Error string `json:"error,omitempty"`
+	// Unrecorded says what the stop did but could not write down (a
+	// read-only or full home): signalling needs no file, records do.
+	Unrecorded []string `json:"unrecorded,omitempty"`
 }
 
 // SurvivorInfo names a process of a tree: its PID and command.
@@ -103,11 +106,31 @@ func (s *Supervisor) Stop(ctx context.Context, names []string, opts StopOptions)
 }
 
 func (s *Supervisor) stopOne(ctx context.Context, name string, opts StopOptions) (StopResult, error) {
+	var unrecorded []string
 	lock, err := s.lock(ctx, name)
-	if err != nil {
+	switch {
+	case err == nil:
+		defer func() { _ = lock.Release() }() // closing a lock file loses nothing; the kernel drops the lock at exit in any case
+	case unwritable(err):
+		// No lock file and none can be made: nothing else can start or
+		// stop this name either, so stopping without it is safe enough.
+		unrecorded = append(unrecorded, fmt.Sprintf("stopped without the lock: %v", err))
+	default:
 		return StopResult{Name: name, Outcome: StopFailed}, err
 	}
-	defer func() { _ = lock.Release() }() // closing a lock file loses nothing; the kernel drops the lock at exit in any case
+	res, err := s.stopRecorded(ctx, name, opts)
+	res.Unrecorded = append(unrecorded, res.Unrecorded...)
+	return res, err
+}
+
+// unwritable reports whether err comes from a home that cannot be written
+// (read-only, full, or over its quota).
+func unwritable(err error) bool {
+	return errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// stopRecorded stops the recorded process of name.
+func (s *Supervisor) stopRecorded(ctx context.Context, name string, opts StopOptions) (StopResult, error) {
 	rec, err := s.home.ReadRecord(name)
 	if err != nil {
 		return StopResult{Name: name, Outcome: StopFailed}, fmt.Errorf("%s: %w; check what runs, then remove %s", name, err, s.home.RecordPath(name))
@@ -150,9 +173,22 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 	// a stop and does not restart (nor leaves its backoff). A stop that
 	// fails withdraws the marker while the leader still runs: supervision
 	// goes on as before.
+	told := false // the monitor was told by a signal, not a marker
 	if !tr.otherBoot {
 		if err := s.home.WriteStopMarker(rec.Name, rec.Process.PID); err != nil {
-			return res, err
+			if !unwritable(err) {
+				return res, err
+			}
+			// Signalling needs no file: the monitor hears of the stop by
+			// its own signal instead, and does not restart.
+			told = s.tellMonitor(rec, tr.monitorAlive)
+			msg := fmt.Sprintf("no stop marker (%v)", err)
+			if told {
+				msg += "; the monitor was told by signal, so a stop that fails now leaves the process unsupervised"
+			} else if tr.monitorAlive {
+				msg += "; the monitor could not be told and may restart it"
+			}
+			res.Unrecorded = append(res.Unrecorded, msg)
 		}
 	}
 	if leader == nil {
@@ -168,7 +204,7 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 		// Only descendants are left (the leader exited): they are ended below.
 	}
 	withdraw := func() {
-		if leader != nil && runs(rec.Process) {
+		if leader != nil && runs(rec.Process) && !told {
 			if err := s.home.RemoveStopMarker(rec.Name); err != nil {
 				s.logger.Warn("withdraw stop marker", "name", rec.Name, "err", err)
 			}
@@ -326,7 +362,32 @@ func (s *Supervisor) finishStop(ctx context.Context, rec *state.ProcessRecord, r
 			s.logger.Warn("cannot record the exit of a stopped process", "name", rec.Name, "pid", rec.Process.PID, "err", err)
 		}
 	}
-	return res, s.home.RemoveRecord(rec.Name)
+	if err := s.home.RemoveRecord(rec.Name); err != nil {
+		if !unwritable(err) {
+			return res, err
+		}
+		res.Unrecorded = append(res.Unrecorded, fmt.Sprintf("the record stays (%v); status finds the process gone and says so", err))
+	}
+	return res, nil
+}
+
+// tellMonitor asks the monitor of rec, verified as the recorded process, to
+// let its process go (SIGTERM, which it takes as a stop) when no marker
+// can be written. It reports whether the monitor was told.
+func (s *Supervisor) tellMonitor(rec *state.ProcessRecord, alive bool) bool {
+	if !alive || rec.Monitor == nil || !proc.StopSignalsCatchable {
+		return false
+	}
+	m, err := proc.Open(*rec.Monitor)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = m.Close() }() // releasing a handle: nothing to act on
+	if err := m.Signal(syscall.SIGTERM); err != nil {
+		s.logger.Warn("tell monitor", "name", rec.Name, "err", err)
+		return false
+	}
+	return true
 }
 
 func describe(ss []SurvivorInfo) string {

@@ -94,7 +94,7 @@ func New(home string, cfg *Config, opts Options) (*Supervisor, error) {
 	}
 	project := opts.Project
 	if project == "" {
-		project = ProjectKey(cfg.Path)
+		project = ProjectKeyIn(home, cfg.Path)
 	}
 	if err := ValidName(project); err != nil {
 		return nil, fmt.Errorf("supervisor: project: %w", err)
@@ -112,16 +112,59 @@ func New(home string, cfg *Config, opts Options) (*Supervisor, error) {
 
 // ProjectKey derives a project's namespace from its config file: the
 // directory's name (made file-safe) plus 8 hex digits of the SHA-256 of
-// the file's absolute path, e.g. "shop-3f2a9c1d". An empty path gives
-// "default".
+// the file's real path (absolute, symlinks followed, so one file reached
+// through a symlinked directory is one project), e.g. "shop-3f2a9c1d". An
+// empty path gives "default".
 func ProjectKey(configPath string) string {
 	if configPath == "" {
 		return "default"
 	}
+	return keyOf(realPath(configPath))
+}
+
+// ProjectKeyIn is ProjectKey for a home that may hold a project recorded
+// under the key of the path as given (before symlinks were followed): that
+// one is used while it exists and the real path's does not, so processes
+// started before are still found.
+func ProjectKeyIn(home, configPath string) string {
+	key := ProjectKey(configPath)
+	if configPath == "" {
+		return key
+	}
 	abs, err := filepath.Abs(configPath)
 	if err != nil {
-		abs = configPath
+		return key
 	}
+	literal := keyOf(abs)
+	if literal == key || dirExists(filepath.Join(home, "projects", key)) || !dirExists(filepath.Join(home, "projects", literal)) {
+		return key
+	}
+	return literal
+}
+
+func dirExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// realPath is path made absolute with every symlink followed; a file that
+// does not exist yet is resolved through its directory.
+func realPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
+}
+
+// keyOf is the project key of the absolute path abs.
+func keyOf(abs string) string {
 	base := []byte(filepath.Base(filepath.Dir(abs)))
 	for i, c := range base {
 		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {

@@ -25,7 +25,7 @@ type Lock struct{ f *os.File }
 // whom: onWait, when not nil, is called once, on the first failed attempt,
 // with the holder's PID (0 when it cannot be read).
 func Acquire(ctx context.Context, path string, onWait func(holder int)) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := open(path)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -56,7 +56,7 @@ func Acquire(ctx context.Context, path string, onWait func(holder int)) (*Lock, 
 
 // TryAcquire takes the lock at path if it is free; ok is false otherwise.
 func TryAcquire(path string) (l *Lock, ok bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := open(path)
 	if err != nil {
 		return nil, false, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -69,6 +69,20 @@ func TryAcquire(path string) (l *Lock, ok bool, err error) {
 	}
 	writeHolder(f)
 	return &Lock{f: f}, true, nil
+}
+
+// open opens the lock file at path, creating it; on a read-only or full
+// file system an existing lock file is opened read-only, which locks just
+// as well (only the holder's PID goes unwritten).
+func open(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		return f, nil
+	}
+	if ro, rerr := os.Open(path); rerr == nil {
+		return ro, nil
+	}
+	return nil, err
 }
 
 // writeHolder records our PID in the lock file. It is informational only

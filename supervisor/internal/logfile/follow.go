@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -43,7 +44,16 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 			}
 		}
 	}
-	pos := max(offset, 0)
+	return FollowFrom(ctx, w, path, cur, max(offset, 0))
+}
+
+// FollowFrom is Follow from offset of cur, the log at path opened by the
+// caller (so that what it read before, up to offset, is exactly what
+// precedes: a rotation in between cannot slip a file past). It closes cur.
+func FollowFrom(ctx context.Context, w io.Writer, path string, cur *os.File, offset int64) error {
+	t := time.NewTicker(FollowInterval)
+	defer t.Stop()
+	pos := offset
 	if _, err := cur.Seek(pos, io.SeekStart); err != nil {
 		_ = cur.Close() // read-only; the seek error is the one to report
 		return err
@@ -97,6 +107,11 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 			next, err := os.Open(path)
 			if err == nil {
 				old = append(old, rotated{f: cur, quietAt: time.Now()})
+				// Rotated more than once since the last look: the files
+				// between cur and next are backups now, newest at path.1.
+				for _, f := range between(path, fi, next) {
+					old = append(old, rotated{f: f, quietAt: time.Now()})
+				}
 				cur, pos = next, 0
 				continue
 			}
@@ -109,4 +124,38 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 		case <-t.C:
 		}
 	}
+}
+
+// between opens the backups of path that are newer than the file cur was
+// (older than next, the new live file), oldest first: the files a follower
+// that looks every FollowInterval would skip when the log rotates several
+// times in between. Each is opened before it is identified, so a rotation
+// meanwhile cannot slip in a file already followed; when cur is no longer
+// among the backups every backup is newer.
+func between(path string, cur fs.FileInfo, next *os.File) []*os.File {
+	nfi, err := next.Stat()
+	if err != nil {
+		return nil
+	}
+	var newer []*os.File
+	var seen []fs.FileInfo
+	for i := 1; ; i++ {
+		f, err := os.Open(backupPath(path, i))
+		if err != nil {
+			break
+		}
+		fi, err := f.Stat()
+		if err != nil || os.SameFile(fi, cur) {
+			_ = f.Close() // read-only
+			break
+		}
+		if os.SameFile(fi, nfi) || slices.ContainsFunc(seen, func(s fs.FileInfo) bool { return os.SameFile(s, fi) }) {
+			_ = f.Close() // read-only; followed already
+			continue
+		}
+		seen = append(seen, fi)
+		newer = append(newer, f)
+	}
+	slices.Reverse(newer)
+	return newer
 }

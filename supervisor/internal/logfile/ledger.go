@@ -4,7 +4,9 @@ package logfile
 // created. The ledger remembers each log file it created by identity
 // (device and inode where the OS has them), which a rename keeps: app.log
 // rotated to app.log.1 is still ours, a database someone pointed log_file
-// at never was.
+// at never was. The ledger never forgets a file that still exists under
+// the log's name or a backup's: it drops only entries whose file is gone,
+// so rotation can go on for ever (and a reused inode is not granted).
 
 import (
 	"encoding/json"
@@ -14,12 +16,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/devkit-go/devkit/supervisor/internal/atomicfile"
 )
-
-// ledgerCap bounds the entries kept: far more than any backups setting.
-const ledgerCap = 64
 
 // ErrNotOurs reports a file the supervisor did not create and so never
 // renames, truncates or removes.
@@ -65,8 +65,10 @@ func (l Ledger) Owns(path string) (bool, error) {
 	return slices.ContainsFunc(es, func(e ledgerEntry) bool { return e.Key == key }), nil
 }
 
-// add records the file now at path as ours.
-func (l Ledger) add(path string) error {
+// add records the file now at path as ours; live is the log path whose
+// family (live and live.N) the ledger covers. Entries of files no longer
+// in that family are dropped, so the ledger stays as small as the family.
+func (l Ledger) add(live, path string) error {
 	if l.Path == "" {
 		return nil
 	}
@@ -78,10 +80,9 @@ func (l Ledger) add(path string) error {
 	if err != nil {
 		es = nil // an unreadable ledger is replaced: it can only forget, never grant
 	}
-	es = append(es, ledgerEntry{Key: fileKey(path, fi), Path: path})
-	if len(es) > ledgerCap {
-		es = es[len(es)-ledgerCap:]
-	}
+	key := fileKey(path, fi)
+	es = slices.DeleteFunc(pruned(live, es), func(e ledgerEntry) bool { return e.Key == key })
+	es = append(es, ledgerEntry{Key: key, Path: path})
 	data, _ := json.Marshal(es) // strings only: cannot fail
 	if err := os.MkdirAll(filepath.Dir(l.Path), 0o700); err != nil {
 		return err
@@ -104,4 +105,44 @@ func (l Ledger) mustOwn(path string) error {
 		return fmt.Errorf("%s: %w; it is left alone", path, ErrNotOurs)
 	}
 	return nil
+}
+
+// pruned keeps the entries whose file still exists as live or one of its
+// numbered backups (live.1, live.2, ...). Listing the directory fails only
+// when something else is wrong; then every entry is kept.
+func pruned(live string, es []ledgerEntry) []ledgerEntry {
+	dir, base := filepath.Split(live)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return es
+	}
+	present := map[string]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		if name != base && !isBackupOf(name, base) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Lstat(p); err == nil {
+			present[fileKey(p, fi)] = true
+		}
+	}
+	return slices.DeleteFunc(es, func(e ledgerEntry) bool { return !present[e.Key] })
+}
+
+// isBackupOf reports whether name is base followed by "." and a number.
+func isBackupOf(name, base string) bool {
+	suffix, ok := strings.CutPrefix(name, base+".")
+	if !ok || suffix == "" {
+		return false
+	}
+	for _, c := range suffix {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -16,7 +16,7 @@ func OpenAppend(path string, ledger Ledger) (*os.File, error) {
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
 	if err == nil {
-		if err := ledger.add(path); err != nil {
+		if err := ledger.add(path, path); err != nil {
 			_ = f.Close() // the ledger error is the one to report
 			return nil, fmt.Errorf("log ledger: %w", err)
 		}
@@ -34,4 +34,4 @@ func OpenAppend(path string, ledger Ledger) (*os.File, error) {
 
 // Adopt enters the file at path in the ledger: for a log that is ours by
 // construction (under the supervisor's home) or empty.
-func Adopt(path string, ledger Ledger) error { return ledger.add(path) }
+func Adopt(path string, ledger Ledger) error { return ledger.add(path, path) }

@@ -57,3 +57,31 @@ func makeRoom(path string, backups int, ledger Ledger) (truncated bool, err erro
 	}
 	return false, shift(path, backups)
 }
+
+// mustOwnAll checks path and its backups against the ledger.
+func mustOwnAll(path string, backups int, ledger Ledger) error {
+	for i := 0; i <= backups; i++ {
+		p := path
+		if i > 0 {
+			p = fmt.Sprintf("%s.%d", path, i)
+		}
+		if err := ledger.mustOwn(p); err != nil {
+			return fmt.Errorf("rotate: %w", err)
+		}
+	}
+	return nil
+}
+
+// shift drops path.backups and renames path.i to path.i+1.
+func shift(path string, backups int) error {
+	if err := os.Remove(fmt.Sprintf("%s.%d", path, backups)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("rotate %s: %w", path, err)
+	}
+	for i := backups - 1; i >= 1; i-- {
+		err := os.Rename(fmt.Sprintf("%s.%d", path, i), fmt.Sprintf("%s.%d", path, i+1))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("rotate %s: %w", path, err)
+		}
+	}
+	return nil
+}

@@ -1,92 +1,50 @@
 package logfile
 
+// Invariant: every byte read from the process's output is written to the
+// log (unless the write itself fails: then it is dropped and reported),
+// and the log is rotated only between writes, by rename and reopen: a
+// rotation loses nothing and the live file never holds more than MaxSize
+// plus one line (or lineSlack, for output without newlines).
+
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 )
 
-// CopyTruncate rotates path while a process keeps it open for appending
-// (logrotate's copytruncate): the content is copied to path.1 (older
-// backups shift up) and path is truncated in place, so the writer never
-// blocks and needs no reopen. Bytes appended between the last copy pass and
-// the truncation — a window of microseconds — can be lost. Like
-// RotateIfOver it touches only files in the ledger.
-func CopyTruncate(path string, maxSize int64, backups int, ledger Ledger) (rotated bool, err error) {
-	if over, err := overSize(path, maxSize); !over || err != nil {
-		return false, err
-	}
-	if truncated, err := makeRoom(path, backups, ledger); truncated || err != nil {
-		return truncated, err
-	}
-	src, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = src.Close() }() // read-only
-	dst, err := os.OpenFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return false, fmt.Errorf("rotate %s: %w", path, err)
-	}
-	if err := ledger.add(path + ".1"); err != nil {
-		_ = dst.Close() // the ledger error is the one to report
-		return false, err
-	}
-	for { // copy until a pass finds nothing new, then truncate at once
-		n, err := io.Copy(dst, src)
-		if err != nil {
-			_ = dst.Close() // the copy error is the one to report
-			return false, fmt.Errorf("rotate %s: %w", path, err)
-		}
-		if n == 0 {
-			break
-		}
-	}
-	// The copy must be whole before the original is emptied.
-	if err := dst.Close(); err != nil {
-		return false, fmt.Errorf("rotate %s: %w", path, err)
-	}
-	return true, os.Truncate(path, 0)
+// lineSlack is how far past MaxSize a line without a newline may grow
+// before the log is rotated in the middle of it.
+const lineSlack = 64 << 10
+
+// CaptureOptions say how Capture writes a process's output.
+type CaptureOptions struct {
+	MaxSize int64 // rotate when the live log is larger; <= 0: never
+	Backups int   // old files kept (path.1 the newest); 0: truncate instead
+	Ledger  Ledger
+	// Stamp prefixes each line with its arrival time (RFC 3339, UTC,
+	// milliseconds).
+	Stamp bool
+	Now   func() time.Time // time.Now when nil
+	// Rotated, when set, is called after every rotation attempt with its
+	// error (nil on success), and when writing to the log fails or works
+	// again, so a failure can be made visible.
+	Rotated func(error)
 }
 
-// mustOwnAll checks path and its backups against the ledger.
-func mustOwnAll(path string, backups int, ledger Ledger) error {
-	for i := 0; i <= backups; i++ {
-		p := path
-		if i > 0 {
-			p = fmt.Sprintf("%s.%d", path, i)
-		}
-		if err := ledger.mustOwn(p); err != nil {
-			return fmt.Errorf("rotate: %w", err)
-		}
+// Capture copies a process's output from r to the log at path, rotating
+// it by size between lines (rename and reopen: nothing is lost, and the
+// limit holds whatever the write rate, as the writer waits for the copy).
+// A log renamed away by an external logrotate is noticed within a second
+// and the new file written to. It returns when r reaches EOF.
+func Capture(r io.Reader, path string, opt CaptureOptions) error {
+	if opt.Now == nil {
+		opt.Now = time.Now
 	}
-	return nil
-}
-
-// shift drops path.backups and renames path.i to path.i+1.
-func shift(path string, backups int) error {
-	if err := os.Remove(fmt.Sprintf("%s.%d", path, backups)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("rotate %s: %w", path, err)
-	}
-	for i := backups - 1; i >= 1; i-- {
-		err := os.Rename(fmt.Sprintf("%s.%d", path, i), fmt.Sprintf("%s.%d", path, i+1))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("rotate %s: %w", path, err)
-		}
-	}
-	return nil
-}
-
-// Stamper copies a process's output from r to the log at path, one line at
-// a time, each line prefixed with its arrival time (RFC 3339, UTC,
-// milliseconds), rotating the log by size between lines (rename and
-// reopen: nothing is lost). It returns when r reaches EOF.
-func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger, now func() time.Time) error {
-	f, err := OpenAppend(path, ledger)
+	f, err := OpenAppend(path, opt.Ledger)
 	if err != nil {
 		return err
 	}
@@ -95,40 +53,72 @@ func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
+	reopen := func() error {
+		_ = f.Close() // the file rotated away; every write to it was checked
+		nf, err := OpenAppend(path, opt.Ledger)
+		if err != nil {
+			return err
+		}
+		f, size = nf, 0
+		return nil
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	lineStart := true
-	checked := now()
+	checked := opt.Now()
+	var failedAt time.Time // a failed rotation is retried once a second, not at every line
+	failing := false       // the last write failed
+	var out []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(chunk) > 0 && lineStart && now().Sub(checked) >= time.Second {
-			// Renamed away by an external logrotate: write to the new file.
-			checked = now()
+		if len(chunk) > 0 && lineStart && opt.Now().Sub(checked) >= time.Second {
+			checked = opt.Now()
 			if moved(f, path) {
-				if nf, oerr := OpenAppend(path, ledger); oerr == nil {
-					_ = f.Close() // the file rotated away; every write to it was checked
-					f, size = nf, 0
+				if rerr := reopen(); rerr != nil {
+					return rerr
 				}
 			}
 		}
 		if len(chunk) > 0 {
-			if lineStart && maxSize > 0 && size > maxSize {
-				if _, rerr := RotateIfOver(path, maxSize, backups, ledger); rerr == nil {
-					_ = f.Close() // the file rotated away; every write to it was checked
-					if f, err = OpenAppend(path, ledger); err != nil {
+			over := opt.MaxSize > 0 && (lineStart && size > opt.MaxSize || size > opt.MaxSize+lineSlack)
+			if over && opt.Now().Sub(failedAt) >= time.Second {
+				_, rerr := RotateIfOver(path, opt.MaxSize, opt.Backups, opt.Ledger)
+				failedAt = time.Time{}
+				if rerr != nil {
+					failedAt = opt.Now()
+				}
+				if opt.Rotated != nil {
+					opt.Rotated(rerr)
+				}
+				if rerr == nil {
+					if err := reopen(); err != nil {
 						return err
 					}
-					size = 0
 				}
 			}
-			var out []byte
-			if lineStart {
-				out = now().UTC().AppendFormat(out, "2006-01-02T15:04:05.000Z07:00 ")
+			out = out[:0]
+			if lineStart && opt.Stamp {
+				out = opt.Now().UTC().AppendFormat(out, "2006-01-02T15:04:05.000Z07:00 ")
 			}
 			out = append(out, chunk...)
+			if !opt.Stamp && err == nil {
+				out = append(out, wholeLines(br, opt.MaxSize-size-int64(len(out)), opt.MaxSize > 0)...)
+			}
 			n, werr := f.Write(out)
 			size += int64(n)
-			if werr != nil {
-				return werr
+			switch {
+			case werr != nil:
+				// A full disk or a read-only file system: the output is
+				// dropped (the process must not block on a log it cannot
+				// have) and the failure reported, until writes work again.
+				failing = true
+				if opt.Rotated != nil {
+					opt.Rotated(fmt.Errorf("output dropped: %w", werr))
+				}
+			case failing:
+				failing = false
+				if opt.Rotated != nil {
+					opt.Rotated(nil)
+				}
 			}
 			lineStart = chunk[len(chunk)-1] == '\n'
 		}
@@ -142,6 +132,23 @@ func Stamper(r io.Reader, path string, maxSize int64, backups int, ledger Ledger
 			return err
 		}
 	}
+}
+
+// wholeLines takes from br the whole lines already buffered — at most
+// room bytes of them when bounded — so that a fast writer's lines cost one
+// write, not one each, and rotation still falls between lines.
+func wholeLines(br *bufio.Reader, room int64, bounded bool) []byte {
+	buffered, _ := br.Peek(br.Buffered()) // no read: only what is buffered
+	if bounded {
+		buffered = buffered[:max(0, min(int64(len(buffered)), room))]
+	}
+	i := bytes.LastIndexByte(buffered, '\n')
+	if i < 0 {
+		return nil
+	}
+	lines := buffered[:i+1]
+	_, _ = br.Discard(len(lines)) // buffered: cannot fail
+	return lines
 }
 
 // moved reports whether path no longer names the open file f.

@@ -7,6 +7,7 @@
 package state
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -136,6 +137,10 @@ type ProcessRecord struct {
 	// (Linux, where the caller's cgroup is writable); every descendant is
 	// in it. Its base name is CgroupPrefix + name + "-" + monitor PID.
 	Cgroup string `json:"cgroup,omitempty"`
+	// Spec is the resolved spec the process was started with, so that it
+	// can be restarted from the record when the YAML cannot be read as it
+	// was (a variable this shell lacks).
+	Spec json.RawMessage `json:"spec,omitempty"`
 }
 
 // CgroupPrefix starts the name of every cgroup the supervisor makes; a
@@ -159,6 +164,9 @@ type ExitRecord struct {
 	Stopped  bool      `json:"stopped"` // ended because stop asked it to
 	Restarts int       `json:"restarts"`
 	GaveUp   bool      `json:"gave_up,omitempty"` // restart policy exhausted
+	// RestartAt is when the monitor means to start the process again (it
+	// is waiting out a backoff); nil when it does not.
+	RestartAt *time.Time `json:"restart_at,omitempty"`
 }
 
 // HealthRecord is what the monitor's periodic health check found for the
@@ -169,6 +177,49 @@ type HealthRecord struct {
 	Failures  int       `json:"failures"` // consecutive
 	LastError string    `json:"last_error,omitempty"`
 	At        time.Time `json:"at"`
+}
+
+// LogWarning is why the monitor could not rotate (or write) name's log;
+// it is removed by the next rotation that succeeds.
+type LogWarning struct {
+	Error string    `json:"error"`
+	At    time.Time `json:"at"`
+}
+
+// LogWarningPath is where the monitor keeps name's log warning.
+func (l Layout) LogWarningPath(name string) string {
+	return filepath.Join(l.Root, "exits", name+".logwarn")
+}
+
+// WriteLogWarning stores w for name atomically.
+func (l Layout) WriteLogWarning(name string, w *LogWarning) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return atomicfile.WriteJSON(l.LogWarningPath(name), w)
+}
+
+// ReadLogWarning returns name's log warning, or nil.
+func (l Layout) ReadLogWarning(name string) (*LogWarning, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	var w LogWarning
+	if err := atomicfile.ReadJSON(l.LogWarningPath(name), &w); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return &w, nil
+}
+
+// RemoveLogWarning removes name's log warning, if any.
+func (l Layout) RemoveLogWarning(name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	return removeIfExists(l.LogWarningPath(name))
 }
 
 // HealthPath is where the monitor keeps name's health.

@@ -81,10 +81,11 @@ func NewCmdExportNomad(f *cmdutil.Factory, runF func(context.Context, *ExportNom
 		Long: `Render the YAML as one Nomad job: one group, one raw_exec task per process
 with its command, args, env, kill signal and timeout and a restart block
 from the restart policy; ready probes become service checks (tcp and http,
-on static ports of the group's network; exec as a Consul script check);
-oneshot processes become prestart tasks. depends_on between long-running
-processes has no Nomad counterpart and is kept as a comment. The job is
-named after the project unless --job is given.`,
+on static ports of the group's network; exec as a Consul script check;
+health failures as check_restart). A oneshot that depends on nothing
+long-running becomes a prestart task, one that depends on a long-running
+process a poststart task; an order Nomad cannot keep is said in a comment
+on the task. The job is named after the project unless --job is given.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ProjectOptions, opts.Sup = bindProject(f, cmd)

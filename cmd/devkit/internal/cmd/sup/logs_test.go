@@ -130,3 +130,31 @@ processes:
 		}
 	}
 }
+
+func TestLogs_SinceAndGrepFlags(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  api:
+    command: sh
+    args: ["-c", "echo hello; echo error one; echo ready; exec sleep 300"]
+    ready: {log: ready, timeout: 10s}
+    log_timestamps: true
+  plain:
+    command: sh
+    args: ["-c", "echo ready; exec sleep 300"]
+    ready: {log: ready, timeout: 10s}
+`)
+	e.must(0, "start", "api", "plain")
+	out, _ := e.must(0, "logs", "api", "--grep", "err(or)?", "--since", "1h")
+	if !strings.HasSuffix(out, " error one\n") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("logs --grep --since: %q", out)
+	}
+	if out, _ := e.must(0, "logs", "api", "--since", "2000-01-01T00:00:00Z"); strings.Count(out, "\n") != 3 {
+		t.Fatalf("logs --since TIME prints every line since: %q", out)
+	}
+	e.must(2, "logs", "api", "--since", "yesterday")
+	e.must(2, "logs", "api", "--grep", "(")
+	if _, errOut := e.must(1, "logs", "plain", "--since", "10m"); !strings.Contains(errOut, "log_timestamps: true") {
+		t.Fatalf("--since on a log without stamps: %s", errOut)
+	}
+}

@@ -47,7 +47,9 @@ func NewCmdRestart(f *cmdutil.Factory, runF func(context.Context, *RestartOption
 }
 
 func restartRun(ctx context.Context, opts *RestartOptions) error {
-	sup, err := opts.Sup(true)
+	// Without a usable YAML (a variable this shell lacks) a process is
+	// restarted from the spec its record keeps.
+	sup, err := opts.Sup(false)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ running processes are left alone.`,
 			return runVerb(ctx, runF, startRun, opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.All, "all", false, "start every process in the config")
+	cmd.Flags().BoolVar(&opts.All, "all", false, "start every process in the config that is not disabled: true")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the results as JSON")
 	return cmd
 }
@@ -86,7 +86,7 @@ func startRun(ctx context.Context, opts *StartOptions) error {
 	if err != nil {
 		return err
 	}
-	names, err := namesOrAll(opts.Names, opts.All, func() ([]string, error) { return sup.Config().Order, nil })
+	names, err := namesOrAll(opts.Names, opts.All, func() ([]string, error) { return sup.Config().Enabled(), nil })
 	if err != nil {
 		return err
 	}

@@ -101,12 +101,19 @@ func writeStatusTable(opts *StatusOptions, sts []supervisor.ProcessStatus) error
 				drift = "removed"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, describeState(st), pid, uptime, st.Restarts, st.Descendants, drift, st.LogFile)
+		logFile := st.LogFile
+		if st.LogWarning != "" {
+			logFile += " (!)" // the reason is printed below the table
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, describeState(st), pid, uptime, st.Restarts, st.Descendants, drift, logFile)
 	}
 	err := tw.Flush()
 	for _, st := range sts {
 		if st.Reason != "" {
 			fmt.Fprintf(opts.IO.ErrOut, "%s: %s\n", st.Name, st.Reason)
+		}
+		if st.LogWarning != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "%s: log not rotated: %s\n", st.Name, st.LogWarning)
 		}
 	}
 	return err

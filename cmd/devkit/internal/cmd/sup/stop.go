@@ -106,6 +106,9 @@ func stopRun(ctx context.Context, opts *StopOptions) error {
 		for _, s := range r.Survivors {
 			fmt.Fprintf(opts.IO.ErrOut, "%s: pid %d (%s) survived\n", r.Name, s.PID, s.Comm)
 		}
+		for _, u := range r.Unrecorded {
+			fmt.Fprintf(opts.IO.ErrOut, "%s: not recorded: %s\n", r.Name, u)
+		}
 	}
 	return exitFor(err) // every failure is in the results; exit 1
 }

@@ -120,10 +120,16 @@ func newSupervisor(f *cmdutil.Factory, p ProjectOptions, needConfig bool) (*supe
 	var cfg *supervisor.Config
 	if _, err := os.Stat(configPath); err == nil || explicit || needConfig {
 		cfg, err = supervisor.LoadConfig(configPath)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && !explicit {
-				return nil, fmt.Errorf("no %s here: pass -c FILE or set %s", defaultConfig, configEnv)
-			}
+		switch {
+		case err == nil:
+		case errors.Is(err, fs.ErrNotExist) && !explicit:
+			return nil, fmt.Errorf("no %s here: pass -c FILE or set %s", defaultConfig, configEnv)
+		case errors.Is(err, supervisor.ErrUnsetVariable) && !needConfig:
+			// stop, status and logs act on the records, which hold all they
+			// need: a variable this shell lacks must not block them.
+			fmt.Fprintf(f.IOStreams.ErrOut, "warning: %v; acting on the records only\n", err)
+			cfg = nil
+		default:
 			return nil, err
 		}
 	}
@@ -139,7 +145,7 @@ func newSupervisor(f *cmdutil.Factory, p ProjectOptions, needConfig bool) (*supe
 		return nil, fmt.Errorf("find own executable for the monitor: %w", err)
 	}
 	if project == "" {
-		project = supervisor.ProjectKey(configPath) // the same key whether the file exists or not
+		project = supervisor.ProjectKeyIn(home, configPath) // the same key whether the file exists or not
 	}
 	return f.Supervisor(home, cfg, supervisor.Options{
 		Project:        project,

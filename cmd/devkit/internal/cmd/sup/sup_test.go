@@ -325,13 +325,13 @@ processes:
 	// In Environment= "$" has no special meaning (systemd.exec(5)): it stays
 	// as is; "%" is a specifier and is doubled.
 	for _, want := range []string{"After=devkit-db.service", "Requires=devkit-db.service", `Environment="PRICE=5$"` + "\n", `Environment="QUOTE=say \"hi\" \\ 100%%"`, "WorkingDirectory=/srv/api", "KillMode=control-group", "Restart=no", "ExecStart=/srv/api/api",
-		`ExecStartPost=/bin/sh -c "until curl -fsS -o /dev/null 'http://127.0.0.1:8080/healthz'; do sleep 0.05; done"`, "TimeoutStartSec=30s"} {
+		`ExecStartPost=/bin/sh -c "until\ncurl -fsS -o /dev/null 'http://127.0.0.1:8080/healthz'\ndo sleep 0.05; done"`, "TimeoutStartSec=30s"} {
 		if !strings.Contains(string(api), want) {
 			t.Errorf("devkit-api.service lacks %q:\n%s", want, api)
 		}
 	}
 	for _, want := range []string{`ExecStart=/usr/bin/postgres -D "/var/lib/my data"`, "Restart=on-failure", "TimeoutStopSec=10s",
-		`ExecStartPost=/bin/bash -c "until (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; do sleep 0.2; done"`, "TimeoutStartSec=20s"} {
+		`ExecStartPost=/bin/bash -c "until\n(exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null\ndo sleep 0.2; done"`, "TimeoutStartSec=20s"} {
 		if !strings.Contains(string(db), want) {
 			t.Errorf("devkit-db.service lacks %q:\n%s", want, db)
 		}
@@ -459,7 +459,7 @@ processes:
 func TestSup_ExportNomad(t *testing.T) {
 	e := newEnv(t, twoProcs)
 	out, _ := e.must(0, "export", "nomad", "--job", "stack")
-	for _, want := range []string{`job "stack" {`, `task "db" {`, `task "api" {`, `driver = "raw_exec"`, `"GREETING" = "hello"`} {
+	for _, want := range []string{`job "stack" {`, `task "db" {`, `task "api" {`, `driver = "raw_exec"`, `GREETING = "hello"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("export nomad lacks %q:\n%s", want, out)
 		}
@@ -489,5 +489,109 @@ func TestSup_TablesOnAFailedStdoutAreAnError(t *testing.T) {
 		if code != cmdutil.ExitFailure || !strings.Contains(errOut.String(), "stdout is gone") {
 			t.Errorf("%v on a failed stdout: exit %d, stderr %q; want exit 1 naming the write error", verb, code, errOut.String())
 		}
+	}
+}
+
+func TestSup_StopStatusLogsWorkWithAVariableThisShellLacks(t *testing.T) {
+	t.Setenv("SUP_TEST_PORT", "7001")
+	e := newEnv(t, `
+processes:
+  api:
+    command: sh
+    args: ["-c", "echo api on $PORT; exec sleep 300"]
+    env: {PORT: "${SUP_TEST_PORT}"}
+`)
+	e.must(0, "start", "api")
+	os.Unsetenv("SUP_TEST_PORT") // another shell, without the variable
+	out, errOut := e.must(0, "status", "api")
+	if !strings.Contains(out, "running") || !strings.Contains(errOut, "SUP_TEST_PORT") || !strings.Contains(errOut, "records only") {
+		t.Fatalf("status without the variable:\nstdout: %s\nstderr: %s", out, errOut)
+	}
+	if out, _ := e.must(0, "logs", "api", "-n", "1"); out != "api on 7001\n" {
+		t.Fatalf("logs without the variable: %q", out)
+	}
+	// restart starts it again from the spec its record keeps.
+	before := e.statusJSON("api").Processes[0].PID
+	out, errOut = e.must(0, "restart", "api")
+	if !strings.Contains(out, "api: started") || !strings.Contains(errOut, "records only") {
+		t.Fatalf("restart without the variable:\nstdout: %s\nstderr: %s", out, errOut)
+	}
+	if st := e.statusJSON("api").Processes[0]; st.State != supervisor.StateRunning || st.PID == before {
+		t.Fatalf("after restart: %s pid %d (was %d)", st.State, st.PID, before)
+	}
+	if out, _ := e.must(0, "logs", "api", "-n", "2"); out != "api on 7001\napi on 7001\n" {
+		t.Fatalf("the restarted process lost its environment: %q", out)
+	}
+	// start needs the YAML's values: it refuses, naming file:line:field.
+	if _, errOut := e.must(1, "start", "--all"); !strings.Contains(errOut, "ops.yaml:6: processes.api.env.PORT: ${SUP_TEST_PORT} is not set") {
+		t.Fatalf("start without the variable: %s", errOut)
+	}
+	out, _ = e.must(0, "stop", "api")
+	if !strings.Contains(out, "api: stopped") {
+		t.Fatalf("stop without the variable: %s", out)
+	}
+	e.must(0, "stop", "--all")
+}
+
+func TestSup_ASymlinkedDirectoryIsTheSameProject(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  db: {command: sh, args: ["-c", "echo up; exec sleep 300"]}
+`)
+	e.must(0, "start", "db")
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(e.dir, link); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	if code := runCLI(ios, []string{"sup", "-c", filepath.Join(link, "ops.yaml"), "start", "db"}); code != 1 || !strings.Contains(errOut.String(), "already running") {
+		t.Fatalf("start through a symlinked directory: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+}
+
+const disabledConsole = `
+processes:
+  db: {command: sh, args: ["-c", "echo db; exec sleep 300"]}
+  console:
+    command: sh
+    args: ["-c", "echo console; exec sleep 300"]
+    depends_on: [db]
+    disabled: true
+`
+
+func TestSup_DisabledIsDeclaredNotStartedByAllStartableByName(t *testing.T) {
+	e := newEnv(t, disabledConsole)
+	out, _ := e.must(0, "start", "--all")
+	if !strings.Contains(out, "db: started") || strings.Contains(out, "console") {
+		t.Fatalf("start --all with a disabled process:\n%s", out)
+	}
+	out, _ = e.must(0, "status") // disabled counts as fine
+	if !strings.Contains(out, "disabled") {
+		t.Fatalf("status does not say disabled:\n%s", out)
+	}
+	if out, _ := e.must(0, "reload"); strings.Contains(out, "console: start") {
+		t.Fatalf("reload starts a disabled process:\n%s", out)
+	}
+	if st := e.statusJSON("console").Processes[0]; st.State != supervisor.StateDisabled {
+		t.Fatalf("console after reload: %s", st.State)
+	}
+	out, _ = e.must(0, "start", "console")
+	if !strings.Contains(out, "console: started") {
+		t.Fatalf("start by name:\n%s", out)
+	}
+	if st := e.statusJSON("console").Processes[0]; st.State != supervisor.StateRunning {
+		t.Fatalf("console after start: %s", st.State)
+	}
+	// An enabled process cannot need a disabled one: --all would start it.
+	e.write(`
+processes:
+  db: {command: sh, disabled: true}
+  api: {command: sh, depends_on: [db]}
+`)
+	_, errOut := e.must(1, "start", "--all")
+	e.write(disabledConsole) // for the cleanup's stop --all
+	if !strings.Contains(errOut, "ops.yaml:4: processes.api.depends_on: db is disabled") {
+		t.Fatalf("enabled depending on disabled: %s", errOut)
 	}
 }
