@@ -23,13 +23,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/netip"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/devkit-go/devkit/ratelimit"
-	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/middleware"
 	"github.com/devkit-go/devkit/ratelimit/policy"
 )
@@ -81,39 +80,24 @@ type Config struct {
 	ResponseHeaderTimeout                                     time.Duration
 	ShutdownTimeout                                           time.Duration
 	Logger                                                    *slog.Logger
-	// GoroutinePerConn turns the event loops off (Linux): every client
-	// connection is then served by a goroutine of its own from the start.
-	// With the loops (the default), a request whose limit denies it is
-	// answered from an epoll loop, and a connection goes to its own
-	// goroutine when it needs more (a request let through, a body, an
-	// Upgrade, anything unusual); see loop_linux.go.
-	GoroutinePerConn bool
-	// Loops is the number of event loops (Linux). 0 is one per P
-	// (GOMAXPROCS when the first client connects), as nginx's
-	// worker_processes auto: a flood of denials has every core. While the
-	// loops run, GOMAXPROCS is one more than it was, and it is set back
-	// when the last gateway's loops stop: each loop keeps its P (blocked
-	// in epoll_wait when idle), and the extra one runs the goroutines
-	// (requests let through, checks on a remote store) while every loop is
-	// busy. More loops than Ps wait on Go's poller instead.
-	Loops int
 }
 
-// Server is the gateway: a client listener and, optionally, an admin one.
+// Server is the gateway: a client listener and, optionally, an admin one,
+// each a net/http.Server.
 type Server struct {
 	cfg      Config
 	upstream *url.URL
 	mw       *middleware.Middleware
 	metrics  *upstreamMetrics
 	handler  http.Handler
-	proxy    http.Handler // what a request the limit let through goes to
 	log      *slog.Logger
 
-	// clientSrv and adminSrv are the gateway's own HTTP/1.1 server (see
-	// front.go); a drain that runs out of time tells cut-off requests from
-	// silent connections (connected, nothing sent), not worth an error.
-	clientSrv, adminSrv *front
+	clientSrv, adminSrv *http.Server
 	ln, adminLn         net.Listener
+	// inFlight counts the client requests being served: a drain that
+	// runs out of time tells cut-off requests from silent connections
+	// (connected, nothing sent, or half a head), which are no error.
+	inFlight atomic.Int64
 
 	stopOnce sync.Once
 }
@@ -127,37 +111,54 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Policy == nil || cfg.Limiter == nil {
 		return nil, errors.New("gateway: a policy and a limiter are required")
 	}
-	if cfg.Loops < 0 {
-		return nil, fmt.Errorf("gateway: %d loops: want 0 (one per P) or more", cfg.Loops)
-	}
 	defaults(&cfg)
 	s := &Server{cfg: cfg, upstream: u, log: cfg.Logger, metrics: newUpstreamMetrics()}
-	s.mw = middleware.New(cfg.Limiter, s.override(cfg.Policy), middleware.Options{Logger: cfg.Logger, Identify: s.identify})
+	s.mw = middleware.New(cfg.Limiter, s.override(cfg.Policy), middleware.Options{Logger: cfg.Logger})
 	transport := cfg.Transport
 	if transport == nil {
 		transport = NewTransport(cfg.MaxIdleConnsPerHost, cfg.ResponseHeaderTimeout)
 	}
-	rp := &httputil.ReverseProxy{
+	proxy := &httputil.ReverseProxy{
 		Rewrite:      s.rewrite,
 		Transport:    &measuredTransport{next: transport, m: s.metrics},
 		ErrorHandler: s.upstreamError,
 		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		BufferPool:   bufferPool{},
 	}
-	s.proxy = rp
-	s.handler = s.mw.Handler(http.HandlerFunc(s.forward))
-	s.clientSrv = newFront(s.handler, cfg, cfg.Logger)
-	s.clientSrv.resume = rp
-	if !cfg.GoroutinePerConn {
-		// A check on an in-process store never waits: it runs on the loop.
-		_, local := cfg.Limiter.Store().(*memory.Store)
-		s.clientSrv.loops = newEventLoops(s.clientSrv, local, cfg.Loops)
+	s.handler = s.guard(s.mw.Handler(proxy))
+	errorLog := slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug)
+	s.clientSrv = &http.Server{
+		Handler:           http.HandlerFunc(s.serveClient),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog,
 	}
 	if cfg.Admin != "" {
 		admin := middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry})
-		s.adminSrv = newFront(admin, cfg, cfg.Logger)
+		s.adminSrv = &http.Server{
+			Handler:           admin,
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			ReadTimeout:       cfg.ReadHeaderTimeout + time.Minute,
+			WriteTimeout:      time.Minute,
+			IdleTimeout:       cfg.IdleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          errorLog,
+		}
 	}
 	return s, nil
+}
+
+// maxHeaderBytes bounds a request head; a longer one is answered 431.
+const maxHeaderBytes = 64 << 10
+
+// serveClient serves one client request, counted while it runs.
+func (s *Server) serveClient(w http.ResponseWriter, r *http.Request) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	s.handler.ServeHTTP(w, r)
 }
 
 // ParseUpstream checks an upstream URL: http:// or https:// with a host.
@@ -226,39 +227,6 @@ func (s *Server) Policy() *policy.Policy { return s.mw.Policy() }
 // benchmarks that serve it themselves.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// requestScratch is what the limiting step of a request found out and the
-// forwarding step needs: the verified client chain, read once.
-type requestScratch struct {
-	req      *http.Request // the request it belongs to
-	identity *policy.IdentityConfig
-	chain    []netip.Addr
-	buf      [2]netip.Addr
-}
-
-// identify is the middleware's identity, with the peer address parsed once
-// per connection and the verified chain kept for rewrite.
-func (s *Server) identify(r *http.Request, p *policy.Policy) policy.Identity {
-	c := s.clientSrv.connOf(r)
-	if c == nil {
-		return p.Identity.Identify(r)
-	}
-	sc := &c.scratch
-	id, chain := p.Identity.IdentifyPeer(r, c.peer, sc.buf[:0])
-	sc.req, sc.identity, sc.chain = r, &p.Identity, chain
-	return id
-}
-
-// forward is what follows the limit: the upstream, unless an event loop
-// serves the request, which then hands it to the goroutine front (marked
-// here), where it goes on with s.proxy, the response as the limit left it.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
-	if rw, ok := w.(*response); ok && rw.c.inLoop && rw.req == r {
-		rw.c.handoff = true
-		return
-	}
-	s.proxy.ServeHTTP(w, r)
-}
-
 func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(s.upstream)
 	proto := "http"
@@ -267,21 +235,18 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	}
 	// Only what was verified goes upstream (ReverseProxy has already
 	// removed the inbound X-Forwarded-* and Forwarded from pr.Out).
-	if c := s.clientSrv.connOf(pr.In); c != nil && c.scratch.req == pr.In {
-		c.scratch.identity.SetUpstreamHeadersFrom(pr.In, pr.Out.Header, proto, c.peer, c.scratch.chain)
-		c.scratch.req = nil
-	} else {
-		s.mw.Policy().Identity.SetUpstreamHeaders(pr.In, pr.Out.Header, proto)
-	}
+	s.mw.Policy().Identity.SetUpstreamHeaders(pr.In, pr.Out.Header, proto)
 	pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
 	pr.Out.Header.Set("X-Forwarded-Proto", proto)
 }
 
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
-		// The client went away: nothing to answer, nothing the upstream did.
+		// The client went away (or half-closed, which net/http takes for
+		// gone): nothing the upstream did, and no made-up answer either,
+		// which net/http would send as an empty 200.
 		s.metrics.clientGone.Add(1)
-		return
+		panic(http.ErrAbortHandler)
 	}
 	status, detail := http.StatusBadGateway, "The upstream API did not answer; retry shortly."
 	var ne net.Error
@@ -372,13 +337,13 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 	}()
 	errc := make(chan error, 2)
-	serve := func(srv *front, ln net.Listener) {
+	serve := func(srv *http.Server, ln net.Listener) {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 			cancel()
 		}
 	}
-	go serve(s.clientSrv, s.ln)
+	go serve(s.clientSrv, lingerListener{s.ln})
 	if s.adminSrv != nil {
 		go serve(s.adminSrv, s.adminLn)
 	}
@@ -395,23 +360,56 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 // Shutdown stops the listeners and drains in-flight requests, bounded by
-// ShutdownTimeout and ctx. Connections that never sent a request do not
-// hold it up past the timeout, nor make it an error.
+// ShutdownTimeout and ctx. Connections with no request in flight (idle,
+// silent, or half a head sent) are closed at once and are no error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
 	defer cancel()
 	var err error
 	s.stopOnce.Do(func() {
-		// Silent connections left at the end are closed and are no error.
-		err = s.clientSrv.Shutdown(ctx)
+		var wg sync.WaitGroup
 		if s.adminSrv != nil {
-			err = errors.Join(err, s.adminSrv.Shutdown(ctx))
+			wg.Go(func() {
+				if aerr := s.adminSrv.Shutdown(ctx); aerr != nil {
+					s.adminSrv.Close()
+				}
+			})
 		}
+		err = s.drain(ctx)
+		wg.Wait()
 		if err != nil {
 			err = fmt.Errorf("gateway: requests still in flight after %v were cut off: %w", s.cfg.ShutdownTimeout, err)
 		}
 	})
 	return err
+}
+
+// drain shuts the client server down. net/http waits up to 5 s for a
+// connection that has not finished its first head, so the drain closes
+// everything as soon as no request is in flight.
+func (s *Server) drain(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.clientSrv.Shutdown(ctx) }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				s.clientSrv.Close()
+				if s.inFlight.Load() == 0 {
+					return nil
+				}
+			}
+			return err
+		case <-tick.C:
+			if s.inFlight.Load() == 0 {
+				s.clientSrv.Close()
+				<-done
+				return nil
+			}
+		}
+	}
 }
 
 // bufferPool recycles the 32 KB copy buffers of response bodies.

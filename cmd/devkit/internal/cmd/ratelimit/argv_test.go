@@ -31,7 +31,7 @@ func TestArgv_Options(t *testing.T) {
 	proxyEnv := proxy
 	proxyEnv.Store, proxyEnv.AdminToken = fromEnv, "s3cret"
 	proxyFlags := proxy
-	proxyFlags.Store, proxyFlags.Fail, proxyFlags.Admin, proxyFlags.AdminToken, proxyFlags.Loops = fromFlag, "closed", ":9090", "flagtok", 4
+	proxyFlags.Store, proxyFlags.Fail, proxyFlags.Admin, proxyFlags.AdminToken = fromFlag, "closed", ":9090", "flagtok"
 
 	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
 		{Name: "check defaults", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdCheck, "check", "k", "--limit", "5", "--window", "1m"), Want: check},
@@ -67,7 +67,7 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "proxy store and admin token from the environment", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml"),
 			Want: proxyEnv, Unwired: []string{"Ready"}},
 		{Name: "proxy flags win over the environment", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "--redis", "redis://flag:6379", "--prefix", "app:", "proxy",
-			"--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml", "--fail", "closed", "--admin", ":9090", "--admin-token", "flagtok", "--loops", "4"),
+			"--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml", "--fail", "closed", "--admin", ":9090", "--admin-token", "flagtok"),
 			Want: proxyFlags, Unwired: []string{"Ready"}},
 		{Name: "proxy needs --listen --upstream --policy", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080"), Code: 2, Stderr: "--upstream, --policy"},
 

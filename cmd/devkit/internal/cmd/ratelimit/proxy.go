@@ -29,8 +29,6 @@ type ProxyOptions struct {
 	Admin    string
 	// AdminToken is the admin API's bearer token (default $DEVKIT_RATELIMIT_ADMIN_TOKEN).
 	AdminToken string
-	// Loops is the number of event loops (0: one per CPU).
-	Loops int
 
 	// WatchInterval is how often the policy file is polled for changes.
 	WatchInterval time.Duration
@@ -88,7 +86,6 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 	fs.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
 	fs.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
 	fs.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API requires (default $"+AdminTokenEnv+")")
-	fs.IntVar(&opts.Loops, "loops", 0, "event loops that answer denials (Linux); 0: one per CPU, as nginx's worker_processes auto")
 	return cmd
 }
 
@@ -98,9 +95,6 @@ const AdminTokenEnv = "DEVKIT_RATELIMIT_ADMIN_TOKEN"
 func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if _, err := gateway.ParseUpstream(opts.Upstream); err != nil {
 		return cmdutil.UsageErrorf("--%v", err)
-	}
-	if opts.Loops < 0 {
-		return cmdutil.UsageErrorf("--loops %d: want 0 (one per CPU) or more", opts.Loops)
 	}
 	var fail rl.FailurePolicy
 	if opts.Fail != "" {
@@ -144,7 +138,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	srv, err := gateway.New(gateway.Config{
 		Listen: opts.Listen, Admin: opts.Admin, AdminToken: token, Upstream: opts.Upstream,
 		Policy: pol, Limiter: limiter, Fail: fail, Logger: log,
-		PolicyFile: opts.Policy, WatchInterval: opts.WatchInterval, Reload: reload, Loops: opts.Loops,
+		PolicyFile: opts.Policy, WatchInterval: opts.WatchInterval, Reload: reload,
 	})
 	if err != nil {
 		return cmdutil.UsageError(err)
