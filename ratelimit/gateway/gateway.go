@@ -33,14 +33,16 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/policy"
 )
 
-// Defaults of Config.
+// Defaults of Config. The idle timeouts are nginx's (proxy_read_timeout,
+// send_timeout, client_body_timeout: 60 s); no request has a deadline of
+// its own unless RequestTimeout gives one, so streams, long downloads and
+// slow uploads last as long as they keep moving.
 const (
-	DefaultReadHeaderTimeout     = 10 * time.Second
-	DefaultReadTimeout           = 2 * time.Minute
-	DefaultWriteTimeout          = 2 * time.Minute
-	DefaultIdleTimeout           = 2 * time.Minute
-	DefaultResponseHeaderTimeout = 30 * time.Second
-	DefaultShutdownTimeout       = 5 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadIdleTimeout   = 60 * time.Second
+	DefaultWriteIdleTimeout  = 60 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultShutdownTimeout   = 5 * time.Second
 	// DefaultMaxIdleConnsPerHost sizes the upstream keep-alive pool to the
 	// concurrency a gateway serves: every client connection in flight can
 	// keep its upstream connection instead of churning sockets.
@@ -73,13 +75,29 @@ type Config struct {
 	Transport http.RoundTripper
 	// MaxIdleConnsPerHost bounds the upstream keep-alive pool.
 	MaxIdleConnsPerHost int
-	// Timeouts of the client side (read the headers, read the request,
-	// write the response, keep an idle connection) and of the upstream
-	// (its response headers). Zero means the Default… values.
-	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	ResponseHeaderTimeout                                     time.Duration
-	ShutdownTimeout                                           time.Duration
-	Logger                                                    *slog.Logger
+	// ReadHeaderTimeout bounds the reading of a request head (slowloris).
+	ReadHeaderTimeout time.Duration
+	// ReadIdleTimeout is the longest wait for the next bytes of what the
+	// gateway reads: the client's request body (nginx's
+	// client_body_timeout) and the upstream's response, headers and body
+	// (proxy_read_timeout). An upstream silent that long before its
+	// headers is answered 504; in its body, the response is cut.
+	ReadIdleTimeout time.Duration
+	// WriteIdleTimeout is the longest a write may wait: to the client
+	// (nginx's send_timeout) and to the upstream (proxy_send_timeout).
+	WriteIdleTimeout time.Duration
+	// IdleTimeout is how long a kept-alive client connection may wait
+	// for its next request.
+	IdleTimeout time.Duration
+	// RequestTimeout, when set, bounds a whole request, answer included;
+	// zero (the default) sets no such bound.
+	RequestTimeout time.Duration
+	// ResponseHeaderTimeout, when set, bounds the wait for the upstream's
+	// response headers after the request was sent, however the upstream
+	// trickles; zero leaves it to ReadIdleTimeout.
+	ResponseHeaderTimeout time.Duration
+	ShutdownTimeout       time.Duration
+	Logger                *slog.Logger
 }
 
 // Server is the gateway: a client listener and, optionally, an admin one,
@@ -116,7 +134,9 @@ func New(cfg Config) (*Server, error) {
 	s.mw = middleware.New(cfg.Limiter, s.override(cfg.Policy), middleware.Options{Logger: cfg.Logger})
 	transport := cfg.Transport
 	if transport == nil {
-		transport = NewTransport(cfg.MaxIdleConnsPerHost, cfg.ResponseHeaderTimeout)
+		transport = NewTransport(TransportOptions{MaxIdleConnsPerHost: cfg.MaxIdleConnsPerHost,
+			ReadIdleTimeout: cfg.ReadIdleTimeout, WriteIdleTimeout: cfg.WriteIdleTimeout,
+			ResponseHeaderTimeout: cfg.ResponseHeaderTimeout})
 	}
 	proxy := &httputil.ReverseProxy{
 		Rewrite:      s.rewrite,
@@ -128,10 +148,10 @@ func New(cfg Config) (*Server, error) {
 	s.handler = s.guard(s.mw.Handler(proxy))
 	errorLog := slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug)
 	s.clientSrv = &http.Server{
-		Handler:           http.HandlerFunc(s.serveClient),
+		Handler: http.HandlerFunc(s.serveClient),
+		// No ReadTimeout or WriteTimeout: they bound the whole request.
+		// The idle timeouts are set per read and per write (serveClient).
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          errorLog,
@@ -158,7 +178,19 @@ const maxHeaderBytes = 64 << 10
 func (s *Server) serveClient(w http.ResponseWriter, r *http.Request) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
-	s.handler.ServeHTTP(w, r)
+	if s.cfg.RequestTimeout > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	iw := newIdleWriter(w, s.cfg.WriteIdleTimeout)
+	if r.Body != nil && r.Body != http.NoBody {
+		b := &idleBody{ReadCloser: r.Body, rc: iw.rc}
+		b.read.d = s.cfg.ReadIdleTimeout
+		r.Body = b
+	}
+	defer iw.done()
+	s.handler.ServeHTTP(iw, r)
 }
 
 // ParseUpstream checks an upstream URL: http:// or https:// with a host.
@@ -177,10 +209,9 @@ func defaults(cfg *Config) {
 		}
 	}
 	set(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	set(&cfg.ReadTimeout, DefaultReadTimeout)
-	set(&cfg.WriteTimeout, DefaultWriteTimeout)
+	set(&cfg.ReadIdleTimeout, DefaultReadIdleTimeout)
+	set(&cfg.WriteIdleTimeout, DefaultWriteIdleTimeout)
 	set(&cfg.IdleTimeout, DefaultIdleTimeout)
-	set(&cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	set(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	set(&cfg.WatchInterval, DefaultWatchInterval)
 	if cfg.MaxIdleConnsPerHost <= 0 {
@@ -191,19 +222,44 @@ func defaults(cfg *Config) {
 	}
 }
 
+// TransportOptions configure NewTransport; zero values are Config's
+// defaults.
+type TransportOptions struct {
+	MaxIdleConnsPerHost               int
+	ReadIdleTimeout, WriteIdleTimeout time.Duration
+	ResponseHeaderTimeout             time.Duration
+}
+
 // NewTransport is the tuned upstream transport: a keep-alive pool of
-// maxIdlePerHost connections to the one upstream (the standard library's
-// 2 churns a socket per request under load), dial and TLS timeouts, and a
-// bound on the wait for the upstream's response headers.
-func NewTransport(maxIdlePerHost int, responseHeaderTimeout time.Duration) *http.Transport {
+// MaxIdleConnsPerHost connections to the one upstream (the standard
+// library's 2 churns a socket per request under load), dial and TLS
+// timeouts, and the idle timeouts on every read and write of an upstream
+// connection (idleConn).
+func NewTransport(o TransportOptions) *http.Transport {
+	if o.MaxIdleConnsPerHost <= 0 {
+		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	if o.ReadIdleTimeout <= 0 {
+		o.ReadIdleTimeout = DefaultReadIdleTimeout
+	}
+	if o.WriteIdleTimeout <= 0 {
+		o.WriteIdleTimeout = DefaultWriteIdleTimeout
+	}
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:                 nil, // the upstream is addressed directly, never through $HTTP_PROXY
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          maxIdlePerHost,
-		MaxIdleConnsPerHost:   maxIdlePerHost,
+		Proxy: nil, // the upstream is addressed directly, never through $HTTP_PROXY
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return newIdleConn(c, o.ReadIdleTimeout, o.WriteIdleTimeout), nil
+		},
+		MaxIdleConns:          o.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: responseHeaderTimeout,
+		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}

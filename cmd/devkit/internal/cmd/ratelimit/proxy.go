@@ -30,6 +30,9 @@ type ProxyOptions struct {
 	// AdminToken is the admin API's bearer token (default $DEVKIT_RATELIMIT_ADMIN_TOKEN).
 	AdminToken string
 
+	// Timeouts of the gateway (gateway.Config); zero is its default.
+	ReadHeaderTimeout, ReadIdleTimeout, WriteIdleTimeout, IdleTimeout, RequestTimeout time.Duration
+
 	// WatchInterval is how often the policy file is polled for changes.
 	WatchInterval time.Duration
 	// Ready, when set, receives the bound addresses (admin empty when off).
@@ -86,6 +89,13 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 	fs.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
 	fs.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
 	fs.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API requires (default $"+AdminTokenEnv+")")
+	cmdutil.DurationVar(fs, &opts.ReadHeaderTimeout, "read-header-timeout", 0, "longest a client may take to send a request head (default 10s)")
+	cmdutil.DurationVar(fs, &opts.ReadIdleTimeout, "read-idle-timeout", 0,
+		"longest wait for the next bytes of a request body or of the upstream's response, as nginx's proxy_read_timeout (default 1m0s)")
+	cmdutil.DurationVar(fs, &opts.WriteIdleTimeout, "write-idle-timeout", 0,
+		"longest a write to the client or the upstream may wait, as nginx's send_timeout (default 1m0s)")
+	cmdutil.DurationVar(fs, &opts.IdleTimeout, "idle-timeout", 0, "how long a kept-alive client connection may wait for its next request (default 2m0s)")
+	cmdutil.DurationVar(fs, &opts.RequestTimeout, "request-timeout", 0, "bound on a whole request, answer included (default: none)")
 	return cmd
 }
 
@@ -139,6 +149,8 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		Listen: opts.Listen, Admin: opts.Admin, AdminToken: token, Upstream: opts.Upstream,
 		Policy: pol, Limiter: limiter, Fail: fail, Logger: log,
 		PolicyFile: opts.Policy, WatchInterval: opts.WatchInterval, Reload: reload,
+		ReadHeaderTimeout: opts.ReadHeaderTimeout, ReadIdleTimeout: opts.ReadIdleTimeout, WriteIdleTimeout: opts.WriteIdleTimeout,
+		IdleTimeout: opts.IdleTimeout, RequestTimeout: opts.RequestTimeout,
 	})
 	if err != nil {
 		return cmdutil.UsageError(err)
