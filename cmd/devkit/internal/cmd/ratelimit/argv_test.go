@@ -34,6 +34,7 @@ func TestArgv_Options(t *testing.T) {
 	proxyFlags.Store, proxyFlags.Fail, proxyFlags.Admin, proxyFlags.AdminToken = fromFlag, "closed", ":9090", "flagtok"
 	proxyFlags.ReadHeaderTimeout, proxyFlags.ReadIdleTimeout, proxyFlags.WriteIdleTimeout = 5*time.Second, 90*time.Second, 30*time.Second
 	proxyFlags.IdleTimeout, proxyFlags.RequestTimeout = time.Minute, time.Hour
+	proxyFlags.TLSCert, proxyFlags.TLSKey = "c.pem", "k.pem"
 
 	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
 		{Name: "check defaults", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdCheck, "check", "k", "--limit", "5", "--window", "1m"), Want: check},
@@ -70,7 +71,8 @@ func TestArgv_Options(t *testing.T) {
 			Want: proxyEnv, Unwired: []string{"Ready"}},
 		{Name: "proxy flags win over the environment", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "--redis", "redis://flag:6379", "--prefix", "app:", "proxy",
 			"--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml", "--fail", "closed", "--admin", ":9090", "--admin-token", "flagtok",
-			"--read-header-timeout", "5s", "--read-idle-timeout", "90s", "--write-idle-timeout", "30s", "--idle-timeout", "1m", "--request-timeout", "1h"),
+			"--read-header-timeout", "5s", "--read-idle-timeout", "90s", "--write-idle-timeout", "30s", "--idle-timeout", "1m", "--request-timeout", "1h",
+			"--tls-cert", "c.pem", "--tls-key", "k.pem"),
 			Want: proxyFlags, Unwired: []string{"Ready"}},
 		{Name: "proxy --read-idle-timeout not a duration", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080", "--upstream", "http://u",
 			"--policy", "p.yaml", "--read-idle-timeout", "soon"), Code: 2, Stderr: "not a duration"},

@@ -30,6 +30,9 @@ type ProxyOptions struct {
 	// AdminToken is the admin API's bearer token (default $DEVKIT_RATELIMIT_ADMIN_TOKEN).
 	AdminToken string
 
+	// TLSCert and TLSKey, when set, serve clients over TLS (and HTTP/2).
+	TLSCert, TLSKey string
+
 	// Timeouts of the gateway (gateway.Config); zero is its default.
 	ReadHeaderTimeout, ReadIdleTimeout, WriteIdleTimeout, IdleTimeout, RequestTimeout time.Duration
 
@@ -89,6 +92,8 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 	fs.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
 	fs.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
 	fs.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API requires (default $"+AdminTokenEnv+")")
+	fs.StringVar(&opts.TLSCert, "tls-cert", "", "certificate chain (PEM) to serve clients over TLS, with HTTP/2; needs --tls-key")
+	fs.StringVar(&opts.TLSKey, "tls-key", "", "private key (PEM) of --tls-cert")
 	cmdutil.DurationVar(fs, &opts.ReadHeaderTimeout, "read-header-timeout", 0, "longest a client may take to send a request head (default 10s)")
 	cmdutil.DurationVar(fs, &opts.ReadIdleTimeout, "read-idle-timeout", 0,
 		"longest wait for the next bytes of a request body or of the upstream's response, as nginx's proxy_read_timeout (default 1m0s)")
@@ -105,6 +110,9 @@ const AdminTokenEnv = "DEVKIT_RATELIMIT_ADMIN_TOKEN"
 func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if _, err := gateway.ParseUpstream(opts.Upstream); err != nil {
 		return cmdutil.UsageErrorf("--%v", err)
+	}
+	if (opts.TLSCert == "") != (opts.TLSKey == "") {
+		return cmdutil.UsageErrorf("--tls-cert and --tls-key go together")
 	}
 	var fail rl.FailurePolicy
 	if opts.Fail != "" {
@@ -150,7 +158,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		Policy: pol, Limiter: limiter, Fail: fail, Logger: log,
 		PolicyFile: opts.Policy, WatchInterval: opts.WatchInterval, Reload: reload,
 		ReadHeaderTimeout: opts.ReadHeaderTimeout, ReadIdleTimeout: opts.ReadIdleTimeout, WriteIdleTimeout: opts.WriteIdleTimeout,
-		IdleTimeout: opts.IdleTimeout, RequestTimeout: opts.RequestTimeout,
+		IdleTimeout: opts.IdleTimeout, RequestTimeout: opts.RequestTimeout, TLSCertFile: opts.TLSCert, TLSKeyFile: opts.TLSKey,
 	})
 	if err != nil {
 		return cmdutil.UsageError(err)
