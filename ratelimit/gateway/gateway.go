@@ -314,6 +314,24 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 }
 
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if b, ok := r.Body.(*idleBody); ok {
+		if status, failed := b.bodyFailure(); failed {
+			// The request's body failed, not the upstream: the client is
+			// told (and the connection ends, its framing being lost), or,
+			// gone, told nothing.
+			if status == 0 {
+				s.metrics.clientGone.Add(1)
+				panic(http.ErrAbortHandler)
+			}
+			w.Header().Set("Connection", "close")
+			detail := "The request body is malformed."
+			if status == http.StatusRequestTimeout {
+				detail = "The request body did not arrive in time."
+			}
+			middleware.WriteError(w, r, status, detail)
+			return
+		}
+	}
 	if r.Context().Err() != nil {
 		// The client went away (or half-closed, which net/http takes for
 		// gone): nothing the upstream did, and no made-up answer either,

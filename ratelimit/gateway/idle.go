@@ -7,6 +7,7 @@ package gateway
 // stalls for the timeout is cut (nginx's proxy_read_timeout, send_timeout).
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -119,6 +120,32 @@ type idleBody struct {
 	rc    *http.ResponseController
 	read  deadline
 	ended bool
+	// failed is how the body's reading failed, for the answer to the
+	// client (the transport reads the body on a goroutine of its own).
+	failed atomic.Pointer[error]
+}
+
+// bodyFailure is the status a request whose body failed deserves: 400 for
+// a body that breaks its framing (a malformed chunk), 408 for a client too
+// slow to send it, 0 when the client went away (nothing to answer) or the
+// body did not fail.
+func (b *idleBody) bodyFailure() (status int, failed bool) {
+	p := b.failed.Load()
+	if p == nil {
+		return 0, false
+	}
+	err := *p
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return http.StatusRequestTimeout, true
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &ne), errors.Is(err, net.ErrClosed),
+		errors.Is(err, http.ErrBodyReadAfterClose):
+		return 0, true
+	}
+	// net/http's chunked reader's own errors (a size that is not hex, a
+	// bare LF, a chunk longer than its size) are not exported.
+	return http.StatusBadRequest, true
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
@@ -130,6 +157,9 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	if err != nil {
+		if err != io.EOF { //nolint:errorlint // io.EOF is returned as is by contract
+			b.failed.Store(&err)
+		}
 		b.ended = true
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
