@@ -3,10 +3,15 @@ package gateway
 // guard holds what the gateway checks beyond net/http's own parser before
 // a request reaches the limit: a request net/http accepts but a peer (a
 // cache, a second proxy, the upstream) could frame or route otherwise is
-// refused, and the connection closed so nothing behind it is read.
+// refused, and the connection closed so nothing behind it is read; a path
+// with an encoded slash is refused, decoded or kept as the policy says.
 
 import (
 	"net/http"
+	"net/url"
+
+	"github.com/devkit-go/devkit/ratelimit/middleware"
+	"github.com/devkit-go/devkit/ratelimit/policy"
 )
 
 // guard wraps next with the gateway's own checks of a parsed request.
@@ -16,8 +21,32 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			refuse(w, status, why)
 			return
 		}
+		if escaped := r.URL.EscapedPath(); policy.HasEscapedSlash(escaped) {
+			switch s.mw.Policy().EscapedSlashes {
+			case policy.EscapedSlashesKeep:
+			case policy.EscapedSlashesUnescape:
+				r = withEscapedPath(r, policy.UnescapeSlashes(escaped))
+			default:
+				middleware.WriteError(w, r, http.StatusBadRequest,
+					"The path holds an encoded slash or backslash (%2F, %5C), which this API does not accept.")
+				return
+			}
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// withEscapedPath is r with its path replaced: what the limit matches is
+// then what goes upstream.
+func withEscapedPath(r *http.Request, escaped string) *http.Request {
+	u := *r.URL
+	u.RawPath = escaped
+	if p, err := url.PathUnescape(escaped); err == nil {
+		u.Path = p
+	}
+	r2 := r.WithContext(r.Context()) // a shallow copy: a handler leaves r as it got it
+	r2.URL = &u
+	return r2
 }
 
 // checkRequest is the status a request is refused with, 0 when it passes.
