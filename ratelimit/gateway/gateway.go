@@ -48,7 +48,7 @@ const (
 	// concurrency a gateway serves: every client connection in flight can
 	// keep its upstream connection instead of churning sockets.
 	DefaultMaxIdleConnsPerHost = 1024
-	DefaultWatchInterval       = 2 * time.Second
+	DefaultWatchInterval       = policy.DefaultWatchInterval
 )
 
 // Config configures a Server. Listen, Upstream, Policy and Limiter are
@@ -70,12 +70,19 @@ type Config struct {
 	Limiter *ratelimit.Limiter
 	// Fail, when set, overrides the failure policy of every policy loaded.
 	Fail ratelimit.FailurePolicy
-	// PolicyFile, when set, is polled every WatchInterval (and re-read on
-	// each receive from Reload) and replaces the policy when it changes and
-	// parses; an invalid file is logged and the old policy stays.
+	// PolicyFile, when set, is watched (policy.Watch) and replaces the
+	// policy when its writer is done with it and it parses (and it is
+	// re-read on each receive from Reload); an invalid file is logged and
+	// the old policy stays. WatchInterval is the polling period where no
+	// file events can be had.
 	PolicyFile    string
 	WatchInterval time.Duration
-	Reload        <-chan struct{}
+	// WatchSettle is how long a change of PolicyFile must be followed by
+	// no other before it is applied, on systems that do not report a
+	// writer closing the file (Linux does: there a change is applied when
+	// its writer closes the file or renames it into place).
+	WatchSettle time.Duration
+	Reload      <-chan struct{}
 	// Transport replaces the tuned upstream transport (tests, TLS setups).
 	Transport http.RoundTripper
 	// MaxIdleConnsPerHost bounds the upstream keep-alive pool.
@@ -121,6 +128,7 @@ type Server struct {
 	// runs out of time tells cut-off requests from silent connections
 	// (connected, nothing sent, or half a head), which are no error.
 	inFlight atomic.Int64
+	reloads  reloadLog
 
 	stopOnce sync.Once
 }
@@ -174,7 +182,8 @@ func New(cfg Config) (*Server, error) {
 			MinVersion: tls.VersionTLS12}
 	}
 	if cfg.Admin != "" {
-		admin := middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry})
+		admin := middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry,
+			Policy: s.policyStatus})
 		s.adminSrv = &http.Server{
 			Handler:           admin,
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -405,6 +414,27 @@ func (s *Server) AdminAddr() string {
 	return s.adminLn.Addr().String()
 }
 
+// reloaded puts a policy read from the file in force, and says what it
+// removed: a rule or a limit gone is a limit no longer enforced.
+func (s *Server) reloaded(old, p *policy.Policy) {
+	s.SetPolicy(p)
+	removed := policy.Removed(old, p)
+	s.reloads.done(p, removed)
+	if len(removed) > 0 {
+		s.log.Warn("policy reloaded; it removes rules or limits", "file", s.cfg.PolicyFile, "rules", len(p.Rules), "removed", removed)
+	} else {
+		s.log.Info("policy reloaded", "file", s.cfg.PolicyFile, "rules", len(p.Rules))
+	}
+	for _, w := range p.Warnings {
+		s.log.Warn("policy: " + w)
+	}
+}
+
+func (s *Server) notReloaded(err error) {
+	s.reloads.failed(err)
+	s.log.Error("policy not reloaded; the previous one stays", "err", err)
+}
+
 // Serve serves on the bound listeners, follows policy edits and fleet-wide
 // resets, until ctx ends; then it drains within ShutdownTimeout. It returns
 // nil after a clean drain.
@@ -412,15 +442,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if s.cfg.PolicyFile != "" {
-		go policy.Watch(ctx, s.cfg.PolicyFile, s.Policy(), s.cfg.WatchInterval, s.cfg.Reload,
-			func(p *policy.Policy) {
-				s.SetPolicy(p)
-				s.log.Info("policy reloaded", "file", s.cfg.PolicyFile, "rules", len(p.Rules))
-				for _, w := range p.Warnings {
-					s.log.Warn("policy: " + w)
-				}
-			},
-			func(err error) { s.log.Error("policy not reloaded; the previous one stays", "err", err) })
+		go policy.Watch(ctx, s.cfg.PolicyFile, s.Policy(), policy.WatchOptions{
+			Interval: s.cfg.WatchInterval, Settle: s.cfg.WatchSettle, Reload: s.cfg.Reload,
+			OnChange: s.reloaded, OnError: s.notReloaded,
+		})
 	}
 	go func() {
 		if err := s.cfg.Limiter.FollowResets(ctx); err != nil {

@@ -58,8 +58,9 @@ Limited responses carry X-RateLimit-*, RateLimit-Policy and RateLimit headers;
 denials are 429 application/problem+json with Retry-After.
 
 Without --redis (or REDIS_URL) the limits live in this process's memory.
-The policy is re-read when the file changes or on SIGHUP; an invalid file is
-reported and the old policy stays. --admin serves /metrics (Prometheus),
+The policy is re-read when its writer is done with the file (closed after
+writing, or renamed into place) and on SIGHUP; an invalid file is reported and
+the old policy stays, and a reload that removes a rule or a limit is logged. --admin serves /metrics (Prometheus),
 /health, /top, /info?key= and POST /reset?key= on a separate address, so
 clients cannot reset their own limits; a port alone (--admin :9090) binds
 127.0.0.1 only, and --admin-token (or $DEVKIT_RATELIMIT_ADMIN_TOKEN) makes
