@@ -95,7 +95,9 @@ func appendJSONString(b []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
+			// An invalid byte is the replacement character, unescaped, as
+			// encoding/json writes it since Go 1.27 (before: "\ufffd").
+			b = utf8.AppendRune(b, utf8.RuneError)
 		case r == '\u2028' || r == '\u2029':
 			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&15])
 		default:
