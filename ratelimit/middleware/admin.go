@@ -60,6 +60,10 @@ func NewAdmin(l *ratelimit.Limiter, opts AdminOptions) http.Handler {
 		defer cancel()
 		took, err := l.Health(ctx)
 		h := Health{OK: err == nil, LatencySeconds: took.Seconds(), Breakers: l.Breakers()}
+		if es, ok := l.Store().(ratelimit.Evicting); ok {
+			ev := es.Evictions()
+			h.Evictions = &ev
+		}
 		status := http.StatusOK
 		if err != nil {
 			h.Error, status = err.Error(), http.StatusServiceUnavailable
@@ -137,6 +141,9 @@ type Health struct {
 	LatencySeconds float64                  `json:"latency_seconds"`
 	Error          string                   `json:"error,omitempty"`
 	Breakers       []ratelimit.BreakerState `json:"breakers,omitempty"`
+	// Evictions are the live identities a bounded store (memory) evicted
+	// to make room; absent for stores that evict nothing themselves.
+	Evictions *ratelimit.Evictions `json:"evictions,omitempty"`
 }
 
 // ResetJSON is the /reset answer and the JSON of `devkit ratelimit reset`.
