@@ -9,6 +9,12 @@
 // chain. Errors are application/problem+json (RFC 9457); a client that goes
 // away is not an upstream error.
 //
+// Both listeners are net/http.Servers (HTTP/2 over TLS with TLSCertFile),
+// forwarding through httputil.ReverseProxy; timeouts bound the waits
+// between reads and between writes, not whole requests (streams and long
+// transfers last while they move). The package changes no process-wide
+// setting.
+//
 //	srv, err := gateway.New(gateway.Config{Listen: ":8080", Upstream: "http://127.0.0.1:9000",
 //		Policy: pol, Limiter: limiter})
 //	if err := srv.Listen(ctx); err != nil { ... }
@@ -83,7 +89,9 @@ type Config struct {
 	// its writer closes the file or renames it into place).
 	WatchSettle time.Duration
 	Reload      <-chan struct{}
-	// Transport replaces the tuned upstream transport (tests, TLS setups).
+	// Transport replaces the tuned upstream transport (tests, TLS setups);
+	// the idle timeouts on upstream reads and writes are then its own
+	// business (NewTransport sets them).
 	Transport http.RoundTripper
 	// MaxIdleConnsPerHost bounds the upstream keep-alive pool.
 	MaxIdleConnsPerHost int
