@@ -66,3 +66,20 @@ func TestGateway_MalformedChunkedBodyIs400(t *testing.T) {
 		t.Errorf("the upstream took %q for whole requests", done)
 	}
 }
+
+// A request body that stops arriving for the read idle timeout is answered
+// 408 (nginx's client_body_timeout answer), not blamed on the upstream.
+func TestGateway_StalledRequestBodyIs408(t *testing.T) {
+	up := &bodyRecorder{}
+	upstream := httptest.NewServer(up)
+	t.Cleanup(upstream.Close)
+	srv := startGateway(t, upstream.URL, openTestPolicy, gateway.Config{ReadIdleTimeout: 300 * time.Millisecond, Logger: discardLogger()})
+	start := time.Now()
+	got, _ := rawExchange(t, srv.Addr(), "", "POST /api/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789", 3*time.Second)
+	if len(got) < 12 || got[:12] != "HTTP/1.1 408" || time.Since(start) > 2*time.Second {
+		t.Errorf("a body stalled after 10 of 100 bytes: %.60q after %v, want 408 after about 300ms", got, time.Since(start).Round(time.Millisecond))
+	}
+	if done := up.complete(); len(done) != 0 {
+		t.Errorf("the upstream took %q for whole requests", done)
+	}
+}

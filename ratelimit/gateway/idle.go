@@ -112,9 +112,9 @@ func (w *idleWriter) done() {
 }
 
 // idleBody is a client's request body with the read idle timeout on
-// every read. Once the body has ended the deadline is cleared: net/http
-// then reads behind the handler to learn of the client leaving, and that
-// read must not time out while a long answer streams.
+// every read. Once the body has ended whole the deadline is cleared:
+// net/http then reads behind the handler to learn of the client leaving,
+// and that read must not time out while a long answer streams.
 type idleBody struct {
 	io.ReadCloser
 	rc    *http.ResponseController
@@ -123,6 +123,10 @@ type idleBody struct {
 	// failed is how the body's reading failed, for the answer to the
 	// client (the transport reads the body on a goroutine of its own).
 	failed atomic.Pointer[error]
+	// reading is set while a read waits: net/http cancels the request's
+	// context when that read times out, which the error handler may see
+	// before the read returns its error.
+	reading atomic.Bool
 }
 
 // bodyFailure is the status a request whose body failed deserves: 400 for
@@ -132,6 +136,9 @@ type idleBody struct {
 func (b *idleBody) bodyFailure() (status int, failed bool) {
 	p := b.failed.Load()
 	if p == nil {
+		if b.reading.Load() && time.Now().UnixNano() >= b.read.set.Load() {
+			return http.StatusRequestTimeout, true // the read waiting is past its deadline
+		}
 		return 0, false
 	}
 	err := *p
@@ -155,13 +162,18 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	if t := b.read.next(); !t.IsZero() {
 		_ = b.rc.SetReadDeadline(t)
 	}
+	b.reading.Store(true)
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		if err != io.EOF { //nolint:errorlint // io.EOF is returned as is by contract
-			b.failed.Store(&err)
-		}
+	b.reading.Store(false)
+	switch {
+	case err == io.EOF: //nolint:errorlint // io.EOF is returned as is by contract
 		b.ended = true
 		_ = b.rc.SetReadDeadline(time.Time{})
+	case err != nil:
+		// The deadline stays: net/http drains what is left of a failed
+		// body when it is closed, which must not wait for ever.
+		b.failed.Store(&err)
+		b.ended = true
 	}
 	return n, err
 }

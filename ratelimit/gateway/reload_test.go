@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -61,6 +62,9 @@ func waitFor(d time.Duration, cond func() bool) bool {
 // log and on the admin API's /policy. The file was polled and any content
 // that parsed was applied: during such a pause a rule vanished.
 func TestGateway_PolicyFileAppliedOnlyWhenItsWriterIsDone(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a writer closing the file is reported on Linux; elsewhere a change waits for the settle interval only")
+	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "policy.yaml")
 	const api = "rules:\n  - {name: api, paths: [/], key: [ip], limits: [{limit: 1000000, window: 1h}]}\n"
