@@ -25,7 +25,7 @@ func TestWatchPoll_AppliesContentStableOverTwoPolls(t *testing.T) {
 	var applied []*Policy
 	w := &watcher{path: path, current: cur, last: cur.Digest, opts: WatchOptions{
 		OnChange: func(_, p *Policy) { applied = append(applied, p) }, OnError: func(error) {}}}
-	w.poll() // unchanged
+	w.poll()                                                  // unchanged
 	write("rules:\n  - {name: a, paths: [/a], skip: true}\n") // half-written: parses, lacks b
 	w.poll()
 	write(full + "  - {name: c, paths: [/c], skip: true}\n") // the writer goes on
