@@ -45,6 +45,23 @@ type InProcess interface {
 	CheckAt(ctx context.Context, req CheckRequest, now time.Time, out []LimitResult) error
 }
 
+// Evicting is implemented by bounded stores (the memory store), which drop
+// live state to make room: what they dropped is reported (admin API,
+// metrics), since an evicted counter starts again and an evicted block is
+// lifted early.
+type Evicting interface {
+	Evictions() Evictions
+}
+
+// Evictions counts the identities a bounded store dropped while their
+// state was live.
+type Evictions struct {
+	// Counters were dropped with no penalty block in force.
+	Counters int64 `json:"counters"`
+	// Blocks were dropped while a penalty block was in force.
+	Blocks int64 `json:"blocks"`
+}
+
 // CheckRequest is one check as a store sees it.
 type CheckRequest struct {
 	Key    string

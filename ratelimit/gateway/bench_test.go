@@ -82,7 +82,7 @@ func bareProxy(b *testing.B, upstream string) string {
 	u, _ := url.Parse(upstream)
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.SetXForwarded() },
-		Transport: gateway.NewTransport(gateway.DefaultMaxIdleConnsPerHost, gateway.DefaultResponseHeaderTimeout),
+		Transport: gateway.NewTransport(gateway.TransportOptions{}),
 	}
 	srv := httptest.NewServer(rp)
 	b.Cleanup(srv.Close)

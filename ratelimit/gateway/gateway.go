@@ -9,6 +9,12 @@
 // chain. Errors are application/problem+json (RFC 9457); a client that goes
 // away is not an upstream error.
 //
+// Both listeners are net/http.Servers (HTTP/2 over TLS with TLSCertFile),
+// forwarding through httputil.ReverseProxy; timeouts bound the waits
+// between reads and between writes, not whole requests (streams and long
+// transfers last while they move). The package changes no process-wide
+// setting.
+//
 //	srv, err := gateway.New(gateway.Config{Listen: ":8080", Upstream: "http://127.0.0.1:9000",
 //		Policy: pol, Limiter: limiter})
 //	if err := srv.Listen(ctx); err != nil { ... }
@@ -17,36 +23,38 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/netip"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/devkit-go/devkit/ratelimit"
-	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/middleware"
 	"github.com/devkit-go/devkit/ratelimit/policy"
 )
 
-// Defaults of Config.
+// Defaults of Config. The idle timeouts are nginx's (proxy_read_timeout,
+// send_timeout, client_body_timeout: 60 s); no request has a deadline of
+// its own unless RequestTimeout gives one, so streams, long downloads and
+// slow uploads last as long as they keep moving.
 const (
-	DefaultReadHeaderTimeout     = 10 * time.Second
-	DefaultReadTimeout           = 2 * time.Minute
-	DefaultWriteTimeout          = 2 * time.Minute
-	DefaultIdleTimeout           = 2 * time.Minute
-	DefaultResponseHeaderTimeout = 30 * time.Second
-	DefaultShutdownTimeout       = 5 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadIdleTimeout   = 60 * time.Second
+	DefaultWriteIdleTimeout  = 60 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultShutdownTimeout   = 5 * time.Second
 	// DefaultMaxIdleConnsPerHost sizes the upstream keep-alive pool to the
 	// concurrency a gateway serves: every client connection in flight can
 	// keep its upstream connection instead of churning sockets.
 	DefaultMaxIdleConnsPerHost = 1024
-	DefaultWatchInterval       = 2 * time.Second
+	DefaultWatchInterval       = policy.DefaultWatchInterval
 )
 
 // Config configures a Server. Listen, Upstream, Policy and Limiter are
@@ -57,6 +65,10 @@ type Config struct {
 	Listen, Admin string
 	// AdminToken, when set, is the bearer token of the admin API.
 	AdminToken string
+	// TLSCertFile and TLSKeyFile, when set, make the client listener
+	// serve TLS (PEM files, the certificate chain first), with HTTP/2
+	// offered by ALPN beside HTTP/1.1.
+	TLSCertFile, TLSKeyFile string
 	// Upstream is the http:// or https:// URL requests are forwarded to.
 	Upstream string
 	// Policy is the policy in force at start; SetPolicy replaces it.
@@ -64,56 +76,67 @@ type Config struct {
 	Limiter *ratelimit.Limiter
 	// Fail, when set, overrides the failure policy of every policy loaded.
 	Fail ratelimit.FailurePolicy
-	// PolicyFile, when set, is polled every WatchInterval (and re-read on
-	// each receive from Reload) and replaces the policy when it changes and
-	// parses; an invalid file is logged and the old policy stays.
+	// PolicyFile, when set, is watched (policy.Watch) and replaces the
+	// policy when its writer is done with it and it parses (and it is
+	// re-read on each receive from Reload); an invalid file is logged and
+	// the old policy stays. WatchInterval is the polling period where no
+	// file events can be had.
 	PolicyFile    string
 	WatchInterval time.Duration
-	Reload        <-chan struct{}
-	// Transport replaces the tuned upstream transport (tests, TLS setups).
+	// WatchSettle is how long a change of PolicyFile must be followed by
+	// no other before it is applied, on systems that do not report a
+	// writer closing the file (Linux does: there a change is applied when
+	// its writer closes the file or renames it into place).
+	WatchSettle time.Duration
+	Reload      <-chan struct{}
+	// Transport replaces the tuned upstream transport (tests, TLS setups);
+	// the idle timeouts on upstream reads and writes are then its own
+	// business (NewTransport sets them).
 	Transport http.RoundTripper
 	// MaxIdleConnsPerHost bounds the upstream keep-alive pool.
 	MaxIdleConnsPerHost int
-	// Timeouts of the client side (read the headers, read the request,
-	// write the response, keep an idle connection) and of the upstream
-	// (its response headers). Zero means the Default… values.
-	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	ResponseHeaderTimeout                                     time.Duration
-	ShutdownTimeout                                           time.Duration
-	Logger                                                    *slog.Logger
-	// GoroutinePerConn turns the event loops off (Linux): every client
-	// connection is then served by a goroutine of its own from the start.
-	// With the loops (the default), a request whose limit denies it is
-	// answered from an epoll loop, and a connection goes to its own
-	// goroutine when it needs more (a request let through, a body, an
-	// Upgrade, anything unusual); see loop_linux.go.
-	GoroutinePerConn bool
-	// Loops is the number of event loops (Linux). 0 is one per P
-	// (GOMAXPROCS when the first client connects), as nginx's
-	// worker_processes auto: a flood of denials has every core. While the
-	// loops run, GOMAXPROCS is one more than it was, and it is set back
-	// when the last gateway's loops stop: each loop keeps its P (blocked
-	// in epoll_wait when idle), and the extra one runs the goroutines
-	// (requests let through, checks on a remote store) while every loop is
-	// busy. More loops than Ps wait on Go's poller instead.
-	Loops int
+	// ReadHeaderTimeout bounds the reading of a request head (slowloris).
+	ReadHeaderTimeout time.Duration
+	// ReadIdleTimeout is the longest wait for the next bytes of what the
+	// gateway reads: the client's request body (nginx's
+	// client_body_timeout) and the upstream's response, headers and body
+	// (proxy_read_timeout). An upstream silent that long before its
+	// headers is answered 504; in its body, the response is cut.
+	ReadIdleTimeout time.Duration
+	// WriteIdleTimeout is the longest a write may wait: to the client
+	// (nginx's send_timeout) and to the upstream (proxy_send_timeout).
+	WriteIdleTimeout time.Duration
+	// IdleTimeout is how long a kept-alive client connection may wait
+	// for its next request.
+	IdleTimeout time.Duration
+	// RequestTimeout, when set, bounds a whole request, answer included;
+	// zero (the default) sets no such bound.
+	RequestTimeout time.Duration
+	// ResponseHeaderTimeout, when set, bounds the wait for the upstream's
+	// response headers after the request was sent, however the upstream
+	// trickles; zero leaves it to ReadIdleTimeout.
+	ResponseHeaderTimeout time.Duration
+	ShutdownTimeout       time.Duration
+	Logger                *slog.Logger
 }
 
-// Server is the gateway: a client listener and, optionally, an admin one.
+// Server is the gateway: a client listener and, optionally, an admin one,
+// each a net/http.Server.
 type Server struct {
 	cfg      Config
 	upstream *url.URL
 	mw       *middleware.Middleware
 	metrics  *upstreamMetrics
 	handler  http.Handler
-	proxy    http.Handler // what a request the limit let through goes to
 	log      *slog.Logger
 
-	// clientSrv and adminSrv are the gateway's own HTTP/1.1 server (see
-	// front.go); a drain that runs out of time tells cut-off requests from
-	// silent connections (connected, nothing sent), not worth an error.
-	clientSrv, adminSrv *front
+	clientSrv, adminSrv *http.Server
 	ln, adminLn         net.Listener
+	// inFlight counts the client requests being served: a drain that
+	// runs out of time tells cut-off requests from silent connections
+	// (connected, nothing sent, or half a head), which are no error.
+	inFlight atomic.Int64
+	reloads  reloadLog
 
 	stopOnce sync.Once
 }
@@ -127,37 +150,81 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Policy == nil || cfg.Limiter == nil {
 		return nil, errors.New("gateway: a policy and a limiter are required")
 	}
-	if cfg.Loops < 0 {
-		return nil, fmt.Errorf("gateway: %d loops: want 0 (one per P) or more", cfg.Loops)
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return nil, errors.New("gateway: TLS needs both a certificate and a key file")
 	}
 	defaults(&cfg)
 	s := &Server{cfg: cfg, upstream: u, log: cfg.Logger, metrics: newUpstreamMetrics()}
-	s.mw = middleware.New(cfg.Limiter, s.override(cfg.Policy), middleware.Options{Logger: cfg.Logger, Identify: s.identify})
+	s.mw = middleware.New(cfg.Limiter, s.override(cfg.Policy), middleware.Options{Logger: cfg.Logger})
 	transport := cfg.Transport
 	if transport == nil {
-		transport = NewTransport(cfg.MaxIdleConnsPerHost, cfg.ResponseHeaderTimeout)
+		transport = NewTransport(TransportOptions{MaxIdleConnsPerHost: cfg.MaxIdleConnsPerHost,
+			ReadIdleTimeout: cfg.ReadIdleTimeout, WriteIdleTimeout: cfg.WriteIdleTimeout,
+			ResponseHeaderTimeout: cfg.ResponseHeaderTimeout})
 	}
-	rp := &httputil.ReverseProxy{
+	proxy := &httputil.ReverseProxy{
 		Rewrite:      s.rewrite,
 		Transport:    &measuredTransport{next: transport, m: s.metrics},
 		ErrorHandler: s.upstreamError,
 		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		BufferPool:   bufferPool{},
 	}
-	s.proxy = rp
-	s.handler = s.mw.Handler(http.HandlerFunc(s.forward))
-	s.clientSrv = newFront(s.handler, cfg, cfg.Logger)
-	s.clientSrv.resume = rp
-	if !cfg.GoroutinePerConn {
-		// A check on an in-process store never waits: it runs on the loop.
-		_, local := cfg.Limiter.Store().(*memory.Store)
-		s.clientSrv.loops = newEventLoops(s.clientSrv, local, cfg.Loops)
+	s.handler = s.guard(s.mw.Handler(proxy))
+	errorLog := slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug)
+	s.clientSrv = &http.Server{
+		Handler: http.HandlerFunc(s.serveClient),
+		// No ReadTimeout or WriteTimeout: they bound the whole request.
+		// The idle timeouts are set per read and per write (serveClient).
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog,
+	}
+	if cfg.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: TLS certificate: %w", err)
+		}
+		// HTTP/2 is net/http's own, offered over TLS by ALPN.
+		s.clientSrv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"},
+			MinVersion: tls.VersionTLS12}
 	}
 	if cfg.Admin != "" {
-		admin := middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry})
-		s.adminSrv = newFront(admin, cfg, cfg.Logger)
+		admin := middleware.NewAdmin(cfg.Limiter, middleware.AdminOptions{Token: cfg.AdminToken, Metrics: s.metrics.registry,
+			Policy: s.policyStatus})
+		s.adminSrv = &http.Server{
+			Handler:           admin,
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			ReadTimeout:       cfg.ReadHeaderTimeout + time.Minute,
+			WriteTimeout:      time.Minute,
+			IdleTimeout:       cfg.IdleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          errorLog,
+		}
 	}
 	return s, nil
+}
+
+// maxHeaderBytes bounds a request head; a longer one is answered 431.
+const maxHeaderBytes = 64 << 10
+
+// serveClient serves one client request, counted while it runs.
+func (s *Server) serveClient(w http.ResponseWriter, r *http.Request) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	if s.cfg.RequestTimeout > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	iw := newIdleWriter(w, s.cfg.WriteIdleTimeout)
+	if r.Body != nil && r.Body != http.NoBody {
+		b := &idleBody{ReadCloser: r.Body, rc: iw.rc}
+		b.read.d = s.cfg.ReadIdleTimeout
+		r.Body = b
+	}
+	defer iw.done()
+	s.handler.ServeHTTP(iw, r)
 }
 
 // ParseUpstream checks an upstream URL: http:// or https:// with a host.
@@ -176,10 +243,9 @@ func defaults(cfg *Config) {
 		}
 	}
 	set(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	set(&cfg.ReadTimeout, DefaultReadTimeout)
-	set(&cfg.WriteTimeout, DefaultWriteTimeout)
+	set(&cfg.ReadIdleTimeout, DefaultReadIdleTimeout)
+	set(&cfg.WriteIdleTimeout, DefaultWriteIdleTimeout)
 	set(&cfg.IdleTimeout, DefaultIdleTimeout)
-	set(&cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	set(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	set(&cfg.WatchInterval, DefaultWatchInterval)
 	if cfg.MaxIdleConnsPerHost <= 0 {
@@ -190,19 +256,44 @@ func defaults(cfg *Config) {
 	}
 }
 
+// TransportOptions configure NewTransport; zero values are Config's
+// defaults.
+type TransportOptions struct {
+	MaxIdleConnsPerHost               int
+	ReadIdleTimeout, WriteIdleTimeout time.Duration
+	ResponseHeaderTimeout             time.Duration
+}
+
 // NewTransport is the tuned upstream transport: a keep-alive pool of
-// maxIdlePerHost connections to the one upstream (the standard library's
-// 2 churns a socket per request under load), dial and TLS timeouts, and a
-// bound on the wait for the upstream's response headers.
-func NewTransport(maxIdlePerHost int, responseHeaderTimeout time.Duration) *http.Transport {
+// MaxIdleConnsPerHost connections to the one upstream (the standard
+// library's 2 churns a socket per request under load), dial and TLS
+// timeouts, and the idle timeouts on every read and write of an upstream
+// connection (idleConn).
+func NewTransport(o TransportOptions) *http.Transport {
+	if o.MaxIdleConnsPerHost <= 0 {
+		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	if o.ReadIdleTimeout <= 0 {
+		o.ReadIdleTimeout = DefaultReadIdleTimeout
+	}
+	if o.WriteIdleTimeout <= 0 {
+		o.WriteIdleTimeout = DefaultWriteIdleTimeout
+	}
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:                 nil, // the upstream is addressed directly, never through $HTTP_PROXY
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          maxIdlePerHost,
-		MaxIdleConnsPerHost:   maxIdlePerHost,
+		Proxy: nil, // the upstream is addressed directly, never through $HTTP_PROXY
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return newIdleConn(c, o.ReadIdleTimeout, o.WriteIdleTimeout), nil
+		},
+		MaxIdleConns:          o.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: responseHeaderTimeout,
+		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
@@ -226,39 +317,6 @@ func (s *Server) Policy() *policy.Policy { return s.mw.Policy() }
 // benchmarks that serve it themselves.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// requestScratch is what the limiting step of a request found out and the
-// forwarding step needs: the verified client chain, read once.
-type requestScratch struct {
-	req      *http.Request // the request it belongs to
-	identity *policy.IdentityConfig
-	chain    []netip.Addr
-	buf      [2]netip.Addr
-}
-
-// identify is the middleware's identity, with the peer address parsed once
-// per connection and the verified chain kept for rewrite.
-func (s *Server) identify(r *http.Request, p *policy.Policy) policy.Identity {
-	c := s.clientSrv.connOf(r)
-	if c == nil {
-		return p.Identity.Identify(r)
-	}
-	sc := &c.scratch
-	id, chain := p.Identity.IdentifyPeer(r, c.peer, sc.buf[:0])
-	sc.req, sc.identity, sc.chain = r, &p.Identity, chain
-	return id
-}
-
-// forward is what follows the limit: the upstream, unless an event loop
-// serves the request, which then hands it to the goroutine front (marked
-// here), where it goes on with s.proxy, the response as the limit left it.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
-	if rw, ok := w.(*response); ok && rw.c.inLoop && rw.req == r {
-		rw.c.handoff = true
-		return
-	}
-	s.proxy.ServeHTTP(w, r)
-}
-
 func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(s.upstream)
 	proto := "http"
@@ -267,21 +325,36 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	}
 	// Only what was verified goes upstream (ReverseProxy has already
 	// removed the inbound X-Forwarded-* and Forwarded from pr.Out).
-	if c := s.clientSrv.connOf(pr.In); c != nil && c.scratch.req == pr.In {
-		c.scratch.identity.SetUpstreamHeadersFrom(pr.In, pr.Out.Header, proto, c.peer, c.scratch.chain)
-		c.scratch.req = nil
-	} else {
-		s.mw.Policy().Identity.SetUpstreamHeaders(pr.In, pr.Out.Header, proto)
-	}
+	s.mw.Policy().Identity.SetUpstreamHeaders(pr.In, pr.Out.Header, proto)
 	pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
 	pr.Out.Header.Set("X-Forwarded-Proto", proto)
 }
 
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if b, ok := r.Body.(*idleBody); ok {
+		if status, failed := b.bodyFailure(); failed {
+			// The request's body failed, not the upstream: the client is
+			// told (and the connection ends, its framing being lost), or,
+			// gone, told nothing.
+			if status == 0 {
+				s.metrics.clientGone.Add(1)
+				panic(http.ErrAbortHandler)
+			}
+			w.Header().Set("Connection", "close")
+			detail := "The request body is malformed."
+			if status == http.StatusRequestTimeout {
+				detail = "The request body did not arrive in time."
+			}
+			middleware.WriteError(w, r, status, detail)
+			return
+		}
+	}
 	if r.Context().Err() != nil {
-		// The client went away: nothing to answer, nothing the upstream did.
+		// The client went away (or half-closed, which net/http takes for
+		// gone): nothing the upstream did, and no made-up answer either,
+		// which net/http would send as an empty 200.
 		s.metrics.clientGone.Add(1)
-		return
+		panic(http.ErrAbortHandler)
 	}
 	status, detail := http.StatusBadGateway, "The upstream API did not answer; retry shortly."
 	var ne net.Error
@@ -349,6 +422,27 @@ func (s *Server) AdminAddr() string {
 	return s.adminLn.Addr().String()
 }
 
+// reloaded puts a policy read from the file in force, and says what it
+// removed: a rule or a limit gone is a limit no longer enforced.
+func (s *Server) reloaded(old, p *policy.Policy) {
+	s.SetPolicy(p)
+	removed := policy.Removed(old, p)
+	s.reloads.done(p, removed)
+	if len(removed) > 0 {
+		s.log.Warn("policy reloaded; it removes rules or limits", "file", s.cfg.PolicyFile, "rules", len(p.Rules), "removed", removed)
+	} else {
+		s.log.Info("policy reloaded", "file", s.cfg.PolicyFile, "rules", len(p.Rules))
+	}
+	for _, w := range p.Warnings {
+		s.log.Warn("policy: " + w)
+	}
+}
+
+func (s *Server) notReloaded(err error) {
+	s.reloads.failed(err)
+	s.log.Error("policy not reloaded; the previous one stays", "err", err)
+}
+
 // Serve serves on the bound listeners, follows policy edits and fleet-wide
 // resets, until ctx ends; then it drains within ShutdownTimeout. It returns
 // nil after a clean drain.
@@ -356,15 +450,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if s.cfg.PolicyFile != "" {
-		go policy.Watch(ctx, s.cfg.PolicyFile, s.Policy(), s.cfg.WatchInterval, s.cfg.Reload,
-			func(p *policy.Policy) {
-				s.SetPolicy(p)
-				s.log.Info("policy reloaded", "file", s.cfg.PolicyFile, "rules", len(p.Rules))
-				for _, w := range p.Warnings {
-					s.log.Warn("policy: " + w)
-				}
-			},
-			func(err error) { s.log.Error("policy not reloaded; the previous one stays", "err", err) })
+		go policy.Watch(ctx, s.cfg.PolicyFile, s.Policy(), policy.WatchOptions{
+			Interval: s.cfg.WatchInterval, Settle: s.cfg.WatchSettle, Reload: s.cfg.Reload,
+			OnChange: s.reloaded, OnError: s.notReloaded,
+		})
 	}
 	go func() {
 		if err := s.cfg.Limiter.FollowResets(ctx); err != nil {
@@ -372,13 +461,19 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 	}()
 	errc := make(chan error, 2)
-	serve := func(srv *front, ln net.Listener) {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	serve := func(srv *http.Server, ln net.Listener) {
+		var err error
+		if srv.TLSConfig != nil {
+			err = srv.ServeTLS(ln, "", "") // the certificate is in TLSConfig
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 			cancel()
 		}
 	}
-	go serve(s.clientSrv, s.ln)
+	go serve(s.clientSrv, lingerListener{s.ln})
 	if s.adminSrv != nil {
 		go serve(s.adminSrv, s.adminLn)
 	}
@@ -395,23 +490,56 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 // Shutdown stops the listeners and drains in-flight requests, bounded by
-// ShutdownTimeout and ctx. Connections that never sent a request do not
-// hold it up past the timeout, nor make it an error.
+// ShutdownTimeout and ctx. Connections with no request in flight (idle,
+// silent, or half a head sent) are closed at once and are no error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
 	defer cancel()
 	var err error
 	s.stopOnce.Do(func() {
-		// Silent connections left at the end are closed and are no error.
-		err = s.clientSrv.Shutdown(ctx)
+		var wg sync.WaitGroup
 		if s.adminSrv != nil {
-			err = errors.Join(err, s.adminSrv.Shutdown(ctx))
+			wg.Go(func() {
+				if aerr := s.adminSrv.Shutdown(ctx); aerr != nil {
+					s.adminSrv.Close()
+				}
+			})
 		}
+		err = s.drain(ctx)
+		wg.Wait()
 		if err != nil {
 			err = fmt.Errorf("gateway: requests still in flight after %v were cut off: %w", s.cfg.ShutdownTimeout, err)
 		}
 	})
 	return err
+}
+
+// drain shuts the client server down. net/http waits up to 5 s for a
+// connection that has not finished its first head, so the drain closes
+// everything as soon as no request is in flight.
+func (s *Server) drain(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.clientSrv.Shutdown(ctx) }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				s.clientSrv.Close()
+				if s.inFlight.Load() == 0 {
+					return nil
+				}
+			}
+			return err
+		case <-tick.C:
+			if s.inFlight.Load() == 0 {
+				s.clientSrv.Close()
+				<-done
+				return nil
+			}
+		}
+	}
 }
 
 // bufferPool recycles the 32 KB copy buffers of response bodies.

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path"
 	"strings"
 	"sync"
@@ -21,6 +20,9 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/gateway"
 	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/policy"
+	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // recorder is an upstream that keeps the headers of the last request.
@@ -52,9 +54,6 @@ func startGateway(t *testing.T, upstream string, pol string, cfg gateway.Config)
 	cfg.Listen, cfg.Upstream, cfg.Policy = "127.0.0.1:0", upstream, p
 	if cfg.Limiter == nil {
 		cfg.Limiter = newMemoryLimiter()
-	}
-	if os.Getenv(goroutineModeEnv) != "" {
-		cfg.GoroutinePerConn = true
 	}
 	srv, cancel, done := launchGateway(t, cfg)
 	t.Cleanup(stopper(t, cancel, done))
@@ -347,7 +346,7 @@ func TestGateway_ShutdownIgnoresSilentConnectionsNotRequests(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: upstream.URL, Policy: p,
 				Limiter: ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{}), ShutdownTimeout: 300 * time.Millisecond,
-				Logger: discardLogger(), GoroutinePerConn: os.Getenv(goroutineModeEnv) != ""})
+				Logger: discardLogger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -369,4 +368,49 @@ func TestGateway_ShutdownIgnoresSilentConnectionsNotRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client that leaves while its request is being checked cancels the
+// request's context, and with it the check and everything after: on a
+// store that hangs, the request ends when its client goes, not at the end
+// of the limiter's budget (5 s here). The gateway's own HTTP/1.1 server
+// gave handlers a context that never ended.
+func TestGateway_ClientGoneCancelsTheRequestContext(t *testing.T) {
+	hanging := redistest.HangingServer(t)
+	client := redis.NewClient(&redis.Options{Addr: hanging, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	limiter := ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 5 * time.Second, Fail: ratelimit.FailOpen})
+	up := &recorder{}
+	upstream := httptest.NewServer(up)
+	t.Cleanup(upstream.Close)
+	srv := startGateway(t, upstream.URL, openTestPolicy, gateway.Config{Admin: ":0", Limiter: limiter, Logger: discardLogger()})
+	conn := dialClient(t, srv.Addr())
+	io.WriteString(conn, "GET /limited HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(200 * time.Millisecond) // the check waits on the store
+	conn.Close()
+	left := time.Now()
+	for !strings.Contains(adminMetrics(t, srv), "gateway_client_gone_total 1") {
+		if time.Since(left) > 2*time.Second {
+			t.Fatalf("the request still in flight %v after its client left (budget 5s)", time.Since(left).Round(time.Millisecond))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.hits != 0 {
+		t.Errorf("the upstream saw %d requests of a client gone", up.hits)
+	}
+}
+
+// adminMetrics is the admin API's /metrics page.
+func adminMetrics(t *testing.T, srv *gateway.Server) string {
+	t.Helper()
+	m, err := http.Get("http://" + srv.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Body.Close()
+	body, _ := io.ReadAll(m.Body)
+	return string(body)
 }

@@ -4,8 +4,10 @@
 //
 // The store is sharded by key and bounded: at most MaxKeys identities are
 // kept. Expired state is swept as new identities arrive, a few entries at a
-// time, and when a shard is full the entry that expires first among a small
-// sample is evicted. There is no goroutine and no timer per key.
+// time, and when a shard is full an entry of a small sample is evicted:
+// counters before live penalty blocks (a flood of new identities must not
+// lift a login block), the one that expires first among them. Evictions
+// are counted (Evictions). There is no goroutine and no timer per key.
 package memory
 
 import (
@@ -14,6 +16,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/devkit-go/devkit/ratelimit"
@@ -48,6 +51,8 @@ type Store struct {
 	startUS  float64         // start, microseconds since the epoch
 	perShard int
 	shards   [shardCount]shard
+	// evicted and evictedBlocks count live entries evicted for room.
+	evicted, evictedBlocks atomic.Int64
 }
 
 type shard struct {
@@ -72,7 +77,25 @@ type limitState struct {
 	expireAt float64 // after it the state is back to fresh: dropped (an edited policy's old limit)
 }
 
-var _ ratelimit.InProcess = (*Store)(nil)
+var (
+	_ ratelimit.InProcess = (*Store)(nil)
+	_ ratelimit.Evicting  = (*Store)(nil)
+)
+
+// Evictions counts the live identities evicted to stay within MaxKeys.
+func (s *Store) Evictions() ratelimit.Evictions {
+	return ratelimit.Evictions{Counters: s.evicted.Load(), Blocks: s.evictedBlocks.Load()}
+}
+
+// blocked reports a penalty block in force at now.
+func (e *entry) blocked(now float64) bool {
+	for i := range e.limits {
+		if e.limits[i].state.X > now {
+			return true
+		}
+	}
+	return false
+}
 
 // New returns an empty store.
 func New(opts Options) *Store {
@@ -187,7 +210,7 @@ func (s *Store) decide(req ratelimit.CheckRequest, now float64, out []ratelimit.
 	if e == nil {
 		e = &entry{}
 		e.limits = e.first[:0]
-		sh.insert(req.Key, e, now, s.perShard)
+		s.insert(sh, req.Key, e, now)
 	}
 	e.hits += req.Cost
 	for i := range req.Limits {
@@ -211,23 +234,37 @@ func (s *Store) decide(req ratelimit.CheckRequest, now float64, out []ratelimit.
 }
 
 // insert adds e under key, first sweeping a few expired entries and, when
-// the shard is full, evicting the sampled entry that expires first.
-func (sh *shard) insert(key string, e *entry, now float64, limit int) {
+// the shard is full, evicting from those sampled the entry without a live
+// block that expires first, or, when all hold one, the block that ends
+// first.
+func (s *Store) insert(sh *shard, key string, e *entry, now float64) {
 	examined := 0
-	var victim string
-	victimExpiry := 0.0
+	var counter, block string
+	counterExpiry, blockExpiry := 0.0, 0.0
 	for k, old := range sh.entries {
-		if old.expireAt <= now {
+		switch {
+		case old.expireAt <= now:
 			delete(sh.entries, k)
-		} else if victim == "" || old.expireAt < victimExpiry {
-			victim, victimExpiry = k, old.expireAt
+		case old.blocked(now):
+			if block == "" || old.expireAt < blockExpiry {
+				block, blockExpiry = k, old.expireAt
+			}
+		case counter == "" || old.expireAt < counterExpiry:
+			counter, counterExpiry = k, old.expireAt
 		}
 		if examined++; examined >= sweepSample {
 			break
 		}
 	}
-	if len(sh.entries) >= limit && victim != "" {
-		delete(sh.entries, victim)
+	if len(sh.entries) >= s.perShard {
+		switch {
+		case counter != "":
+			delete(sh.entries, counter)
+			s.evicted.Add(1)
+		case block != "":
+			delete(sh.entries, block)
+			s.evictedBlocks.Add(1)
+		}
 	}
 	sh.entries[key] = e
 }

@@ -29,6 +29,9 @@ type AdminOptions struct {
 	// Metrics, when set, are served on /metrics beside the limiter's (the
 	// gateway's registry: upstream metrics, Go runtime and process).
 	Metrics prometheus.Gatherer
+	// Policy, when set, is served as JSON on /policy (the gateway's policy
+	// in force and its last reload).
+	Policy func() any
 }
 
 // NewAdmin returns the inspection API of a limiter, to be served on an
@@ -39,6 +42,7 @@ type AdminOptions struct {
 //	GET  /top?n=10          identities with the most hits
 //	GET  /info?key=K        stored state of one identity
 //	POST /reset?key=K       delete one identity's state, on every proxy sharing the store
+//	GET  /policy            the policy in force and its last reload (when AdminOptions.Policy is set)
 func NewAdmin(l *ratelimit.Limiter, opts AdminOptions) http.Handler {
 	mux := http.NewServeMux()
 	registry := prometheus.NewRegistry()
@@ -48,11 +52,18 @@ func NewAdmin(l *ratelimit.Limiter, opts AdminOptions) http.Handler {
 		gatherers = append(gatherers, opts.Metrics)
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{}))
+	if opts.Policy != nil {
+		mux.HandleFunc("GET /policy", func(w http.ResponseWriter, r *http.Request) { adminJSON(w, http.StatusOK, opts.Policy()) })
+	}
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		took, err := l.Health(ctx)
 		h := Health{OK: err == nil, LatencySeconds: took.Seconds(), Breakers: l.Breakers()}
+		if es, ok := l.Store().(ratelimit.Evicting); ok {
+			ev := es.Evictions()
+			h.Evictions = &ev
+		}
 		status := http.StatusOK
 		if err != nil {
 			h.Error, status = err.Error(), http.StatusServiceUnavailable
@@ -130,6 +141,9 @@ type Health struct {
 	LatencySeconds float64                  `json:"latency_seconds"`
 	Error          string                   `json:"error,omitempty"`
 	Breakers       []ratelimit.BreakerState `json:"breakers,omitempty"`
+	// Evictions are the live identities a bounded store (memory) evicted
+	// to make room; absent for stores that evict nothing themselves.
+	Evictions *ratelimit.Evictions `json:"evictions,omitempty"`
 }
 
 // ResetJSON is the /reset answer and the JSON of `devkit ratelimit reset`.

@@ -50,7 +50,7 @@ type deniedParts struct {
 }
 
 // RawWriter is implemented by a ResponseWriter that takes header fields
-// already rendered (the gateway's HTTP/1.1 front): a denial's fields are
+// already rendered (a server of its own): a denial's fields are
 // then rendered once per limit, not assembled in a header map per request.
 // WriteRaw answers status with the fields set on Header() (if any), then
 // fields (lines "Name: value\r\n", valid as they are), a Content-Length

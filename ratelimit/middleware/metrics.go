@@ -37,13 +37,17 @@ var (
 		"Decisions of the store and blocked cache by the limit that bound them.", []string{"rule", "limit", "decision"}, nil)
 	decisionSeconds = prometheus.NewDesc("ratelimit_decision_seconds",
 		"Time to decide a request, store included.", []string{"rule"}, nil)
+	storeEvictions = prometheus.NewDesc("ratelimit_store_evictions_total",
+		"Live identities a bounded store (memory) evicted to make room, by kind: counter, or block (a penalty block lifted early).",
+		[]string{"kind"}, nil)
 )
 
 // Collector is a prometheus.Collector of a limiter's counters: per rule,
 // the decisions (ratelimit_allowed_total, ratelimit_denied_total...), the
 // decisions by the limit that bound them (ratelimit_limit_decisions_total
 // with labels rule, limit, decision) and the decision latency histogram
-// (ratelimit_decision_seconds). Register it in the registry a server
+// (ratelimit_decision_seconds), and, for a bounded store, the identities
+// it evicted (ratelimit_store_evictions_total by kind). Register it in the registry a server
 // exposes; NewAdmin does so for its /metrics.
 type Collector struct{ l *ratelimit.Limiter }
 
@@ -59,10 +63,18 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- limitDecisions
 	ch <- decisionSeconds
+	if _, ok := c.l.Store().(ratelimit.Evicting); ok {
+		ch <- storeEvictions
+	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	if es, ok := c.l.Store().(ratelimit.Evicting); ok {
+		ev := es.Evictions()
+		ch <- prometheus.MustNewConstMetric(storeEvictions, prometheus.CounterValue, float64(ev.Counters), "counter")
+		ch <- prometheus.MustNewConstMetric(storeEvictions, prometheus.CounterValue, float64(ev.Blocks), "block")
+	}
 	for _, rc := range c.l.Stats().Snapshot() {
 		for _, m := range ruleCounters {
 			ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, float64(m.value(rc)), rc.Rule)

@@ -238,7 +238,8 @@ func TestReload_SetPolicyAndWatch(t *testing.T) {
 	defer cancel()
 	reloaded := make(chan *policy.Policy, 1)
 	errs := make(chan error, 1)
-	go policy.Watch(ctx, path, p, 10*time.Millisecond, nil, func(p *policy.Policy) { mw.SetPolicy(p); reloaded <- p }, func(err error) { errs <- err })
+	go policy.Watch(ctx, path, p, policy.WatchOptions{Interval: 10 * time.Millisecond, Settle: 10 * time.Millisecond,
+		OnChange: func(_, p *policy.Policy) { mw.SetPolicy(p); reloaded <- p }, OnError: func(err error) { errs <- err }})
 	os.WriteFile(path, []byte("rules: [broken\n"), 0o644)
 	select {
 	case err := <-errs:

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -19,6 +20,8 @@ func TestProblemJSON_SameAsEncodingJSON(t *testing.T) {
 		{Type: "t", Title: "x", Status: 429, Detail: "d", WindowSeconds: 3.5e21},
 	} {
 		want, _ := json.Marshal(p)
+		// Go before 1.27 escaped the replacement character: the same JSON.
+		want = bytes.ReplaceAll(want, []byte(`\ufffd`), []byte("\uFFFD"))
 		if problems, err := jsonschema.Check(want); err != nil || len(problems) > 0 {
 			t.Errorf("%s breaks the JSON schema rule: %q %v", want, problems, err)
 		}

@@ -38,6 +38,9 @@ type fileDefaults struct {
 	// CaseSensitive makes path matching case-sensitive (default: not, as
 	// Express and NestJS route).
 	CaseSensitive bool `yaml:"case_sensitive"`
+	// EscapedSlashes is what a path with %2F or %5C does: reject, unescape
+	// or keep (default reject).
+	EscapedSlashes string `yaml:"escaped_slashes"`
 }
 
 type fileRule struct {

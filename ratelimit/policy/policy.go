@@ -79,7 +79,11 @@ type Policy struct {
 	Budget time.Duration
 	// CaseSensitive matches paths case-sensitively (defaults.case_sensitive).
 	CaseSensitive bool
-	Rules         []*Rule
+	// EscapedSlashes is what a proxy does with a path holding an encoded
+	// slash or backslash (defaults.escaped_slashes; never empty after
+	// Parse).
+	EscapedSlashes EscapedSlashes
+	Rules          []*Rule
 	// Warnings are what lint reports about a valid policy (file:line: ...):
 	// raw path keys, methods a plan does not cover, identity headers that
 	// are never believed or believed from anyone.
@@ -225,6 +229,7 @@ func (c *compiler) compile(doc *fileDoc) *Policy {
 	}
 	p.Identity = c.identity(&doc.Identity)
 	p.Fail = c.fail([]any{"defaults", "fail"}, doc.Defaults.Fail)
+	p.EscapedSlashes = c.escapedSlashes(doc.Defaults.EscapedSlashes)
 	if len(doc.Rules) == 0 {
 		c.errorf([]any{"rules"}, "no rules")
 	}
@@ -302,6 +307,17 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+func (c *compiler) escapedSlashes(s string) EscapedSlashes {
+	switch e := EscapedSlashes(s); e {
+	case "":
+		return EscapedSlashesReject
+	case EscapedSlashesReject, EscapedSlashesUnescape, EscapedSlashesKeep:
+		return e
+	}
+	c.errorf([]any{"defaults", "escaped_slashes"}, "%q is not reject, unescape or keep", s)
+	return EscapedSlashesReject
 }
 
 func (c *compiler) fail(path []any, s string) ratelimit.FailurePolicy {

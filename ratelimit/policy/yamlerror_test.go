@@ -31,6 +31,7 @@ func TestParse_YAMLLevelErrorsNameTheLineAndFieldOfTheMistake(t *testing.T) {
 		{"unknown key in identity", "identity:\n  trusted_proxy: [10.0.0.1]\nrules:\n  - {name: a, paths: [/], skip: true}\n", 2, "identity.trusted_proxy", "unknown field (want trusted_proxies,"},
 		{"unknown top-level key", "rule:\n  - {name: a, paths: [/], skip: true}\n", 1, "rule", "unknown field (want version, identity, defaults, rules)"},
 		{"duplicate key", "rules:\n  - name: a\n    paths: [/]\n    skip: true\n    skip: false\n", 5, "rules[0].skip", "duplicate key"},
+		{"unknown escaped_slashes action", "defaults:\n  escaped_slashes: decode\nrules:\n  - {name: a, paths: [/], skip: true}\n", 2, "defaults.escaped_slashes", `"decode" is not reject, unescape or keep`},
 		{"second document", "rules:\n  - {name: a, paths: [/], skip: true}\n---\nrules: []\n", 3, "", "a second YAML document"},
 	}
 	for _, c := range cases {

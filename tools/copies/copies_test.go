@@ -42,14 +42,6 @@ var copySets = map[string][]string{
 		"kvstore/internal/jsonschema/jsonschema.go",
 		"cmd/devkit/internal/jsonschema/jsonschema.go",
 	},
-	"epoll wait (linux)": {
-		"ratelimit/internal/epollwait/epollwait_linux.go",
-		"kvstore/internal/epollwait/epollwait_linux.go",
-	},
-	"epoll wait test (linux)": {
-		"ratelimit/internal/epollwait/epollwait_linux_test.go",
-		"kvstore/internal/epollwait/epollwait_linux_test.go",
-	},
 	"lock contention (windows)": {
 		"kvstore/internal/dirlock/trylock_windows.go",
 		"supervisor/internal/lockfile/trylock_windows.go",

@@ -31,7 +31,10 @@ func TestArgv_Options(t *testing.T) {
 	proxyEnv := proxy
 	proxyEnv.Store, proxyEnv.AdminToken = fromEnv, "s3cret"
 	proxyFlags := proxy
-	proxyFlags.Store, proxyFlags.Fail, proxyFlags.Admin, proxyFlags.AdminToken, proxyFlags.Loops = fromFlag, "closed", ":9090", "flagtok", 4
+	proxyFlags.Store, proxyFlags.Fail, proxyFlags.Admin, proxyFlags.AdminToken = fromFlag, "closed", ":9090", "flagtok"
+	proxyFlags.ReadHeaderTimeout, proxyFlags.ReadIdleTimeout, proxyFlags.WriteIdleTimeout = 5*time.Second, 90*time.Second, 30*time.Second
+	proxyFlags.IdleTimeout, proxyFlags.RequestTimeout = time.Minute, time.Hour
+	proxyFlags.TLSCert, proxyFlags.TLSKey = "c.pem", "k.pem"
 
 	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
 		{Name: "check defaults", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdCheck, "check", "k", "--limit", "5", "--window", "1m"), Want: check},
@@ -67,8 +70,12 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "proxy store and admin token from the environment", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml"),
 			Want: proxyEnv, Unwired: []string{"Ready"}},
 		{Name: "proxy flags win over the environment", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "--redis", "redis://flag:6379", "--prefix", "app:", "proxy",
-			"--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml", "--fail", "closed", "--admin", ":9090", "--admin-token", "flagtok", "--loops", "4"),
+			"--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml", "--fail", "closed", "--admin", ":9090", "--admin-token", "flagtok",
+			"--read-header-timeout", "5s", "--read-idle-timeout", "90s", "--write-idle-timeout", "30s", "--idle-timeout", "1m", "--request-timeout", "1h",
+			"--tls-cert", "c.pem", "--tls-key", "k.pem"),
 			Want: proxyFlags, Unwired: []string{"Ready"}},
+		{Name: "proxy --read-idle-timeout not a duration", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080", "--upstream", "http://u",
+			"--policy", "p.yaml", "--read-idle-timeout", "soon"), Code: 2, Stderr: "not a duration"},
 		{Name: "proxy needs --listen --upstream --policy", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080"), Code: 2, Stderr: "--upstream, --policy"},
 
 		{Name: "lint", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdLint, "lint", "--policy", "p.yaml"), Want: LintOptions{Policy: "p.yaml"}},

@@ -29,8 +29,12 @@ type ProxyOptions struct {
 	Admin    string
 	// AdminToken is the admin API's bearer token (default $DEVKIT_RATELIMIT_ADMIN_TOKEN).
 	AdminToken string
-	// Loops is the number of event loops (0: one per CPU).
-	Loops int
+
+	// TLSCert and TLSKey, when set, serve clients over TLS (and HTTP/2).
+	TLSCert, TLSKey string
+
+	// Timeouts of the gateway (gateway.Config); zero is its default.
+	ReadHeaderTimeout, ReadIdleTimeout, WriteIdleTimeout, IdleTimeout, RequestTimeout time.Duration
 
 	// WatchInterval is how often the policy file is polled for changes.
 	WatchInterval time.Duration
@@ -54,8 +58,9 @@ Limited responses carry X-RateLimit-*, RateLimit-Policy and RateLimit headers;
 denials are 429 application/problem+json with Retry-After.
 
 Without --redis (or REDIS_URL) the limits live in this process's memory.
-The policy is re-read when the file changes or on SIGHUP; an invalid file is
-reported and the old policy stays. --admin serves /metrics (Prometheus),
+The policy is re-read when its writer is done with the file (closed after
+writing, or renamed into place) and on SIGHUP; an invalid file is reported and
+the old policy stays, and a reload that removes a rule or a limit is logged. --admin serves /metrics (Prometheus),
 /health, /top, /info?key= and POST /reset?key= on a separate address, so
 clients cannot reset their own limits; a port alone (--admin :9090) binds
 127.0.0.1 only, and --admin-token (or $DEVKIT_RATELIMIT_ADMIN_TOKEN) makes
@@ -88,7 +93,15 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 	fs.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
 	fs.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
 	fs.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API requires (default $"+AdminTokenEnv+")")
-	fs.IntVar(&opts.Loops, "loops", 0, "event loops that answer denials (Linux); 0: one per CPU, as nginx's worker_processes auto")
+	fs.StringVar(&opts.TLSCert, "tls-cert", "", "certificate chain (PEM) to serve clients over TLS, with HTTP/2; needs --tls-key")
+	fs.StringVar(&opts.TLSKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	cmdutil.DurationVar(fs, &opts.ReadHeaderTimeout, "read-header-timeout", 0, "longest a client may take to send a request head (default 10s)")
+	cmdutil.DurationVar(fs, &opts.ReadIdleTimeout, "read-idle-timeout", 0,
+		"longest wait for the next bytes of a request body or of the upstream's response, as nginx's proxy_read_timeout (default 1m0s)")
+	cmdutil.DurationVar(fs, &opts.WriteIdleTimeout, "write-idle-timeout", 0,
+		"longest a write to the client or the upstream may wait, as nginx's send_timeout (default 1m0s)")
+	cmdutil.DurationVar(fs, &opts.IdleTimeout, "idle-timeout", 0, "how long a kept-alive client connection may wait for its next request (default 2m0s)")
+	cmdutil.DurationVar(fs, &opts.RequestTimeout, "request-timeout", 0, "bound on a whole request, answer included (default: none)")
 	return cmd
 }
 
@@ -99,8 +112,8 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if _, err := gateway.ParseUpstream(opts.Upstream); err != nil {
 		return cmdutil.UsageErrorf("--%v", err)
 	}
-	if opts.Loops < 0 {
-		return cmdutil.UsageErrorf("--loops %d: want 0 (one per CPU) or more", opts.Loops)
+	if (opts.TLSCert == "") != (opts.TLSKey == "") {
+		return cmdutil.UsageErrorf("--tls-cert and --tls-key go together")
 	}
 	var fail rl.FailurePolicy
 	if opts.Fail != "" {
@@ -144,7 +157,9 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	srv, err := gateway.New(gateway.Config{
 		Listen: opts.Listen, Admin: opts.Admin, AdminToken: token, Upstream: opts.Upstream,
 		Policy: pol, Limiter: limiter, Fail: fail, Logger: log,
-		PolicyFile: opts.Policy, WatchInterval: opts.WatchInterval, Reload: reload, Loops: opts.Loops,
+		PolicyFile: opts.Policy, WatchInterval: opts.WatchInterval, Reload: reload,
+		ReadHeaderTimeout: opts.ReadHeaderTimeout, ReadIdleTimeout: opts.ReadIdleTimeout, WriteIdleTimeout: opts.WriteIdleTimeout,
+		IdleTimeout: opts.IdleTimeout, RequestTimeout: opts.RequestTimeout, TLSCertFile: opts.TLSCert, TLSKeyFile: opts.TLSKey,
 	})
 	if err != nil {
 		return cmdutil.UsageError(err)

@@ -409,7 +409,7 @@ func TestProxy_BadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"proxy", "--listen", ":0", "--upstream", "ftp://x", "--policy", "p.yaml"},
 		{"proxy", "--listen", ":0", "--upstream", "http://x", "--policy", "../../../../../examples/policies/saas.yaml", "--fail", "maybe"},
-		{"proxy", "--listen", ":0", "--upstream", "http://x", "--policy", "../../../../../examples/policies/saas.yaml", "--loops", "-1"},
+		{"proxy", "--listen", ":0", "--upstream", "http://x", "--policy", "../../../../../examples/policies/saas.yaml", "--tls-cert", "c.pem"},
 	} {
 		if _, stderr, code := run(t, nil, args...); code != cmdutil.ExitUsage {
 			t.Errorf("%v: exit %d %s", args, code, stderr)
