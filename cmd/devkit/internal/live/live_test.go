@@ -123,7 +123,7 @@ func TestBaseURL(t *testing.T) {
 // Lines split across writes are joined; the ring keeps the newest; Since
 // resumes after a sequence number without repeating a line.
 func TestLogTail_LinesRingAndSince(t *testing.T) {
-	tail := &LogTail{size: 3, next: 1, changed: make(chan struct{})}
+	tail := NewLogTail("app", 3)
 	changed := tail.Changed()
 	tail.Write([]byte("one\ntw"))
 	select {

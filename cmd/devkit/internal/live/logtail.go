@@ -41,7 +41,7 @@ type LogTail struct {
 // FollowLog tails the last size lines of name's log and keeps following
 // until ctx ends. A log that does not exist yet is waited for.
 func FollowLog(ctx context.Context, sup *supervisor.Supervisor, name string, size int) *LogTail {
-	t := &LogTail{name: name, size: size, next: 1, changed: make(chan struct{})}
+	t := NewLogTail(name, size)
 	go func() {
 		for ctx.Err() == nil {
 			err := sup.FollowLog(ctx, name, size, t)
@@ -56,6 +56,11 @@ func FollowLog(ctx context.Context, sup *supervisor.Supervisor, name string, siz
 		}
 	}()
 	return t
+}
+
+// NewLogTail returns an empty tail of size lines that its Write fills.
+func NewLogTail(name string, size int) *LogTail {
+	return &LogTail{name: name, size: max(size, 1), next: 1, changed: make(chan struct{})}
 }
 
 // Name is the process whose log this is.

@@ -43,13 +43,23 @@ func moduleDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// Options change the example stack for a test.
+type Options struct {
+	// Restart runs every process under restart: on-failure (the example
+	// leaves restarts to the user), from a copy of ops.yaml.
+	Restart bool
+}
+
 // Start starts the example stack with bin and stops it at the test's end.
-func Start(t testing.TB, bin string) *Stack {
+func Start(t testing.TB, bin string, opts Options) *Stack {
 	t.Helper()
-	repo := filepath.Join(moduleDir(), "..", "..")
-	cfg, err := filepath.Abs(filepath.Join(repo, "examples", "stack", "ops.yaml"))
+	repo, err := filepath.Abs(filepath.Join(moduleDir(), "..", ".."))
 	if err != nil {
 		t.Fatal(err)
+	}
+	cfg := filepath.Join(repo, "examples", "stack", "ops.yaml")
+	if opts.Restart {
+		cfg = withRestarts(t, cfg)
 	}
 	home := t.TempDir()
 	s := &Stack{t: t, Bin: bin, Config: cfg, Env: map[string]string{
@@ -71,6 +81,26 @@ func Start(t testing.TB, bin string) *Stack {
 		t.Fatalf("sup start --all: %v\n%s", err, out)
 	}
 	return s
+}
+
+// withRestarts writes a copy of the YAML at path whose processes restart
+// on failure, and returns the copy's path. Every path in the example is
+// given by an environment variable, so the copy's place changes nothing.
+func withRestarts(t testing.TB, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.ReplaceAll(string(data), "\n    stop_timeout:", "\n    restart: {policy: on-failure, backoff: 100ms}\n    stop_timeout:")
+	if strings.Count(yaml, "restart:") < 2 {
+		t.Fatalf("%s: no stop_timeout lines to add restart policies beside", path)
+	}
+	cfg := filepath.Join(t.TempDir(), "ops.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // URL is http://127.0.0.1:<the port of portVar>.

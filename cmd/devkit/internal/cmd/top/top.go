@@ -25,7 +25,7 @@ type Options struct {
 	KVURL, KVToken, GatewayURL, GatewayToken string
 	Interval                                 time.Duration
 	Once, JSON, ReadOnly                     bool
-	// NoColor is true when NO_COLOR is set (to anything).
+	// NoColor is true when NO_COLOR is set and not empty (no-color.org).
 	NoColor bool
 }
 
@@ -62,7 +62,7 @@ readings --interval apart, so that rates are filled in) and exits.`,
 				return cmdutil.UsageErrorf("--interval must be positive")
 			}
 			opts.Open = func() (*supervisor.Supervisor, error) { return sup.OpenProject(f, cmd, false) }
-			_, opts.NoColor = f.LookupEnv("NO_COLOR")
+			opts.NoColor = f.Getenv("NO_COLOR") != ""
 			if opts.KVToken == "" {
 				opts.KVToken = f.Getenv("DEVKIT_KV_TOKEN")
 			}

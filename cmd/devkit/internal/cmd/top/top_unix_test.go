@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 // names both processes with their usage, finds the KV server and the
 // gateway from ops.yaml alone, and turns traffic into rates.
 func TestTopOnceJSON_ReadsTheWholeStack(t *testing.T) {
-	s := stacktest.Start(t, devkitBin(t))
+	s := stacktest.Start(t, devkitBin(t), stacktest.Options{})
 	gw := s.URL("GATEWAY_PORT")
 	// Traffic during the two readings: a free tenant past its limit (20
 	// PUTs a minute), so that both allowed and denied decisions count.
