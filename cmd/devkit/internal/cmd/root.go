@@ -5,6 +5,7 @@ package cmd
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/dash"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/kv"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/ratelimit"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/sup"
@@ -56,6 +57,7 @@ Run 'devkit help exit-codes' for the exit codes scripts can rely on.`,
 		sup.NewCmd(f),
 		ratelimit.NewCmd(f),
 		top.NewCmd(f, nil),
+		dash.NewCmd(f, nil),
 	)
 	// Nouns (kv, ratelimit, sup) are added here, one package each.
 	root.InitDefaultCompletionCmd()

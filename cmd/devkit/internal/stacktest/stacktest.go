@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -154,4 +155,39 @@ func freePort(t testing.TB) int {
 	}
 	t.Fatal("no free port below the ephemeral range")
 	return 0
+}
+
+// Devkit builds the devkit binary once per test binary and returns its
+// path; RemoveBuilt removes it (from TestMain, after the tests).
+func Devkit(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "devkit-stacktest-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir = dir
+		built.bin, built.err = Build(dir)
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+// RemoveBuilt removes what Devkit built.
+func RemoveBuilt() {
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+}
+
+// built is the one binary of a test binary's run: building it per test
+// would cost a minute each on a loaded machine.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
 }

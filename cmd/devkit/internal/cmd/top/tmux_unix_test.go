@@ -92,7 +92,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // a 120x40 terminal over the real example stack.
 func TestTop_InTmux(t *testing.T) {
 	tm := newTmux(t)
-	s := stacktest.Start(t, devkitBin(t), stacktest.Options{Restart: true})
+	s := stacktest.Start(t, stacktest.Devkit(t), stacktest.Options{Restart: true})
 	// The stack's variables: a restart from the view interpolates the YAML
 	// with the view's environment, as `devkit sup restart` would.
 	env := []string{"PATH=" + shellQuote(os.Getenv("PATH"))}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,34 +14,9 @@ import (
 	"github.com/devkit-go/devkit/cmd/devkit/internal/stacktest"
 )
 
-var (
-	buildOnce sync.Once
-	bin       string
-	buildErr  error
-)
-
-// devkitBin builds the devkit binary once for the package's tests.
-func devkitBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "devkit-top-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		bin, buildErr = stacktest.Build(dir)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return bin
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bin != "" {
-		os.RemoveAll(strings.TrimSuffix(bin, "/devkit"))
-	}
+	stacktest.RemoveBuilt()
 	os.Exit(code)
 }
 
@@ -50,7 +24,7 @@ func TestMain(m *testing.M) {
 // names both processes with their usage, finds the KV server and the
 // gateway from ops.yaml alone, and turns traffic into rates.
 func TestTopOnceJSON_ReadsTheWholeStack(t *testing.T) {
-	s := stacktest.Start(t, devkitBin(t), stacktest.Options{})
+	s := stacktest.Start(t, stacktest.Devkit(t), stacktest.Options{})
 	gw := s.URL("GATEWAY_PORT")
 	// Traffic during the two readings: a free tenant past its limit (20
 	// PUTs a minute), so that both allowed and denied decisions count.
