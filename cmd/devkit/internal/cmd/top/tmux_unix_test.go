@@ -86,6 +86,20 @@ func rowOf(screen, name string) (row, bool) {
 	return row{}, false
 }
 
+// writeScreenshot writes the screen, without trailing blanks, to
+// docs/top.txt for the README.
+func writeScreenshot(t *testing.T, screen string) {
+	t.Helper()
+	lines := strings.Split(screen, "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	out := strings.TrimRight(strings.Join(lines, "\n"), "\n") + "\n"
+	if err := os.WriteFile(filepath.Join("..", "..", "..", "..", "..", "docs", "top.txt"), []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // TestTop_InTmux is devkit top used as a person would: the real binary in
@@ -119,6 +133,9 @@ func TestTop_InTmux(t *testing.T) {
 		return ok && r.state == "running" && r.pid != kv.pid && r.pid > 0 && r.restarts == "1"
 	})
 	t.Logf("kill -9 of kv to its row showing running again, restarted: %v", time.Since(killed).Round(10*time.Millisecond))
+	if os.Getenv("UPDATE_SCREENSHOTS") == "1" {
+		writeScreenshot(t, tm.screen())
+	}
 
 	// / on the log pane filters it: kv's log has "engine open" and
 	// "listening" lines; filtered by "listening", only those stay.
