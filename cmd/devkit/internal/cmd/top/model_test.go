@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -284,5 +285,18 @@ func TestKeys_HelpIsTheKeyMapAndQQuits(t *testing.T) {
 	}
 	if _, ok := cmd().(tea.QuitMsg); !ok {
 		t.Fatal("q does not quit")
+	}
+}
+
+func TestNeedTerminal_APipeIsRefusedWithTheWayOut(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	err = needTerminal(r, w)
+	if err == nil || !strings.Contains(err.Error(), "--once") {
+		t.Fatalf("needTerminal(pipe) = %v, want an error naming --once", err)
 	}
 }
