@@ -131,6 +131,9 @@ type Sources struct {
 type Sampler struct {
 	src  Sources
 	prev *reading
+	// noTopDenied is set once the gateway answered /top?by=denied with
+	// hits only: a gateway without the ranking, not asked again.
+	noTopDenied bool
 }
 
 // reading is the raw counters of one Sample.
@@ -273,9 +276,15 @@ func (s *Sampler) readGateway(ctx context.Context) (families, *Gateway) {
 	if err := s.getJSON(ctx, "/top?n=5", &g.Top); err != nil {
 		g.Error = "top: " + err.Error()
 	}
-	var denied5 []Consumer
-	if s.getJSON(ctx, "/top?n=5&by=denied", &denied5) == nil && len(denied5) > 0 && denied5[0].Denied > 0 {
-		g.TopDenied = denied5
+	if !s.noTopDenied {
+		var denied5 []Consumer
+		if s.getJSON(ctx, "/top?n=5&by=denied", &denied5) == nil && len(denied5) > 0 {
+			if denied5[0].Denied > 0 {
+				g.TopDenied = denied5
+			} else if denied5[0].Hits > 0 {
+				s.noTopDenied = true // it ignored by=denied
+			}
+		}
 	}
 	return f, g
 }
