@@ -239,3 +239,6 @@ say "No process of the stack is left (PIDs $(echo $pids)), and none of its ports
 
 section "Done in $((SECONDS - started))s"
 say "Every step above checked what it printed; the demo exits non-zero if one did not."
+say "To watch the stack live, start it again and open a view (q quits top; dash prints its address):"
+say "  devkit sup -c examples/stack/ops.yaml start --all"
+say "  devkit top -c examples/stack/ops.yaml     # or: devkit dash -c examples/stack/ops.yaml"

@@ -72,6 +72,13 @@ type ProcessStatus struct {
 	// LogWarning says why the monitor could not rotate or write the log
 	// (the log may then outgrow log_max_size); empty when all is well.
 	LogWarning string `json:"log_warning,omitempty"`
+	// CPUSeconds (cumulative CPU time) and RSSBytes (resident memory; from
+	// a cgroup, its memory.current) are the usage of the running tree, read
+	// as UsageSource says; a CPU percentage is the change of CPUSeconds
+	// between two reports over the time between them.
+	CPUSeconds  float64 `json:"cpu_seconds,omitempty"`
+	RSSBytes    int64   `json:"rss_bytes,omitempty"`
+	UsageSource string  `json:"usage_source,omitempty"`
 }
 
 // StatusReport is the versioned document `devkit sup status --json` prints.
@@ -172,6 +179,7 @@ func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool)
 		started := rec.StartedAt
 		st.StartedAt = &started
 		st.UptimeSeconds = now.Sub(started).Round(time.Millisecond).Seconds()
+		addUsage(&st, rec, tr)
 		if rec.Monitor != nil && !tr.monitorAlive {
 			st.State = StateUnsupervised
 			st.Reason = fmt.Sprintf("its monitor (pid %d) is gone: exit codes and restarts are lost; run `devkit sup restart %s`", rec.Monitor.PID, name)

@@ -7,9 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/dash"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/kv"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/ratelimit"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/sup"
+	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/top"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmd/version"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 )
@@ -56,6 +58,8 @@ Run 'devkit help exit-codes' for the exit codes scripts can rely on.`,
 		&cobra.Command{Use: "exit-codes", Short: "The exit codes devkit commands use", Long: exitCodesHelp},
 		sup.NewCmd(f),
 		ratelimit.NewCmd(f),
+		top.NewCmd(f, nil),
+		dash.NewCmd(f, nil),
 	)
 	// Nouns (kv, ratelimit, sup) are added here, one package each.
 	root.InitDefaultCompletionCmd()

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
+	"github.com/devkit-go/devkit/cmd/devkit/internal/units"
 	"github.com/devkit-go/devkit/supervisor"
 )
 
@@ -86,7 +87,7 @@ func writeStatusTable(opts *StatusOptions, sts []supervisor.ProcessStatus) error
 		return nil
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tPID\tUPTIME\tRESTARTS\tDESCENDANTS\tDRIFT\tLOG")
+	fmt.Fprintln(tw, "NAME\tSTATE\tPID\tUPTIME\tCPU\tRSS\tRESTARTS\tDESCENDANTS\tDRIFT\tLOG")
 	for _, st := range sts {
 		pid, uptime, drift := "-", "-", "-"
 		if st.PID != 0 {
@@ -105,7 +106,8 @@ func writeStatusTable(opts *StatusOptions, sts []supervisor.ProcessStatus) error
 		if st.LogWarning != "" {
 			logFile += " (!)" // the reason is printed below the table
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, describeState(st), pid, uptime, st.Restarts, st.Descendants, drift, logFile)
+		cpu, rss := units.CPUTime(st.CPUSeconds), units.Bytes(st.RSSBytes)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, describeState(st), pid, uptime, cpu, rss, st.Restarts, st.Descendants, drift, logFile)
 	}
 	err := tw.Flush()
 	for _, st := range sts {

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package supervisor
+
+import "github.com/devkit-go/devkit/supervisor/internal/proc"
+
+// cgroupUsage: there are no cgroups off Linux.
+func cgroupUsage(string) (usage, bool) { return usage{}, false }
+
+// treeUsage is not measured off Linux yet: the fields stay empty.
+func treeUsage([]proc.Info) usage { return usage{} }
