@@ -41,6 +41,41 @@ var platforms = [][2]string{
 // only condition is to pass on the notice, which this file does.
 var allowed = []string{"Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "MIT"}
 
+// declared are modules that state their licence elsewhere than in a licence
+// file (a README section), each checked by a person at that exact version: a
+// new version must be checked again. The text passed on is the licence's
+// standard text with the holder the module names.
+var declared = map[string]struct {
+	spdx, holder, statement, template string
+}{
+	// bubbletea's input reader; README.md: "## License / MIT", by mattn.
+	"github.com/mattn/go-localereader@v0.0.1": {"MIT", "Yasuhiro Matsumoto", "README.md: License: MIT", mitTemplate},
+}
+
+// mitTemplate is the MIT licence with %s for the copyright holder.
+const mitTemplate = `MIT License
+
+Copyright (c) %s
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+`
+
 // minCoverage is the share of a licence file, in per cent, that must be known
 // licence text (pkg.go.dev's threshold): below it the file says more than a
 // licence we recognise, and a person must read it.
@@ -194,7 +229,18 @@ func Check(m Module, allow []string) (Notice, error) {
 		n.Licences = append(n.Licences, ids...)
 	}
 	if len(n.Licences) == 0 {
-		return n, fmt.Errorf("%s@%s: no licence file in %s", m.Path, m.Version, m.Dir)
+		d, ok := declared[m.Path+"@"+m.Version]
+		if !ok {
+			return n, fmt.Errorf("%s@%s: no licence file in %s", m.Path, m.Version, m.Dir)
+		}
+		// The module states its licence without shipping its text: pass on
+		// the standard text with the holder, and say where the statement is.
+		text := fmt.Sprintf(d.template, d.holder)
+		if _, err := Identify([]byte(text), allow); err != nil {
+			return n, fmt.Errorf("%s@%s: declared licence: %w", m.Path, m.Version, err)
+		}
+		n.Files = append(n.Files, File{Name: "(no licence file; " + d.statement + ")", Text: text})
+		n.Licences = append(n.Licences, d.spdx)
 	}
 	slices.Sort(n.Licences)
 	n.Licences = slices.Compact(n.Licences)

@@ -164,3 +164,17 @@ func TestCheck_NoticeIsPassedOnWithTheLicence(t *testing.T) {
 		}
 	}
 }
+
+func TestCheck_ADeclaredLicenceWithoutAFileIsPassedOnOnlyAtTheCheckedVersion(t *testing.T) {
+	dir := t.TempDir() // a module directory with no licence file
+	n, err := Check(Module{Path: "github.com/mattn/go-localereader", Version: "v0.0.1", Dir: dir}, allowed)
+	if err != nil {
+		t.Fatalf("the checked version: %v", err)
+	}
+	if !slices.Equal(n.Licences, []string{"MIT"}) || len(n.Files) != 1 || !strings.Contains(n.Files[0].Text, "Yasuhiro Matsumoto") {
+		t.Fatalf("notice = %+v", n)
+	}
+	if _, err := Check(Module{Path: "github.com/mattn/go-localereader", Version: "v0.0.2", Dir: dir}, allowed); err == nil {
+		t.Fatal("another version without a licence file was accepted unchecked")
+	}
+}
