@@ -149,6 +149,7 @@ func commandTable() []command {
 		{name: "flushdb", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "Deletes every key; refused unless serve runs with --allow-flush.", run: cmdFlush},
 		{name: "flushall", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "As FLUSHDB (one database).", run: cmdFlush},
 		{name: "command", arity: -1, flags: flagTx, op: metrics.OpOther, group: "server", summary: "COMMAND [COUNT|LIST|INFO|DOCS] from this table.", run: cmdCommand},
+		{name: "function", arity: -2, flags: flagTx, op: metrics.OpOther, group: "scripting", summary: "FUNCTION FLUSH and LIST: there are no functions (no FUNCTION LOAD).", run: cmdFunction},
 		{name: "config", arity: -2, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "CONFIG GET (read-only view of the flags), CONFIG RESETSTAT.", run: cmdConfig},
 	}
 }

@@ -279,3 +279,14 @@ func TestRedisDiff_StringAndKeyspaceCommands(t *testing.T) {
 		t.Errorf("COPY ... DB 1 = %s", got)
 	}
 }
+
+// Redis's test suite runs FUNCTION FLUSH before every unit in external-server
+// mode; with no functions loaded, FLUSH and LIST answer as Redis does.
+func TestRedisDiff_FunctionFlushAndListWithNoFunctions(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(
+		cmd("function", "flush"), cmd("function", "flush", "async"), cmd("function", "FLUSH", "SYNC"),
+		cmd("function", "flush", "foo"), cmd("function", "flush", "a", "b"),
+		cmd("function", "list"), cmd("function", "list", "libraryname", "x"), cmd("function", "foo"), cmd("function"),
+	)
+}
