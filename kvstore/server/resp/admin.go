@@ -106,6 +106,13 @@ func cmdConfig(c *call) {
 		}
 		w.bulkStrings(out...)
 	case "RESETSTAT":
+		for i := range c.s.cmds.rows {
+			st := c.s.cmds.rows[i].stats
+			st.calls.Store(0)
+			st.usec.Store(0)
+			st.rejected.Store(0)
+			st.failed.Store(0)
+		}
 		w.ok()
 	case "SET":
 		if len(c.args) < 4 || len(c.args)%2 != 0 {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/devkit-go/devkit/kvstore/server/metrics"
 )
@@ -65,6 +67,24 @@ type command struct {
 	op                      metrics.Op
 	group, summary          string
 	run                     func(c *call)
+	stats                   *cmdStats // INFO commandstats (set by newCommandSet)
+}
+
+// cmdStats are one command's INFO commandstats counters, as Redis keeps
+// them: calls run, their time, calls refused before running (arity,
+// NOAUTH) and calls that answered an error.
+type cmdStats struct{ calls, usec, rejected, failed atomic.Int64 }
+
+// runCounted runs c's command and counts it in INFO commandstats.
+func runCounted(c *call) {
+	errs, t0 := c.w.errs, time.Now()
+	c.cmd.run(c)
+	st := c.cmd.stats
+	st.calls.Add(1)
+	st.usec.Add(time.Since(t0).Microseconds())
+	if c.w.errs > errs {
+		st.failed.Add(1)
+	}
 }
 
 // commandTable lists every command served, in the order COMMAND reports them.
@@ -164,6 +184,7 @@ func newCommandSet() *commandSet {
 	cs := &commandSet{rows: commandTable()}
 	cs.byName = make(map[string]*command, len(cs.rows))
 	for i := range cs.rows {
+		cs.rows[i].stats = new(cmdStats)
 		cs.byName[strings.ToUpper(cs.rows[i].name)] = &cs.rows[i]
 	}
 	return cs

@@ -11,7 +11,10 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -289,4 +292,52 @@ func TestRedisDiff_FunctionFlushAndListWithNoFunctions(t *testing.T) {
 		cmd("function", "flush", "foo"), cmd("function", "flush", "a", "b"),
 		cmd("function", "list"), cmd("function", "list", "libraryname", "x"), cmd("function", "foo"), cmd("function"),
 	)
+}
+
+// INFO commandstats counts calls, refusals before running (arity) and error
+// replies per command as Redis does; the default INFO leaves it out, and
+// the cpu section is there.
+func TestRedisDiff_InfoCommandstatsAndCPU(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	usec := regexp.MustCompile(`usec=\d+,usec_per_call=[\d.]+`)
+	stats := func(c *redis.Client) string {
+		info := reply(c, "info", "commandstats")
+		var lines []string
+		for _, l := range strings.Split(info, "\r\n") {
+			for _, name := range []string{"set", "get", "incr", "mget"} {
+				if strings.HasPrefix(l, "cmdstat_"+name+":") {
+					lines = append(lines, usec.ReplaceAllString(l, "usec=*"))
+				}
+			}
+		}
+		slices.Sort(lines) // Redis lists them in its dict's order
+		return strings.Join(lines, "\n")
+	}
+	for _, c := range []*redis.Client{p.redis, p.ours} {
+		for _, args := range [][]any{{"config", "resetstat"}, {"set", "a", "b"}, {"set", "n", "1"}, {"get", "a"},
+			{"get"}, {"incr", "a"}, {"incr", "n"}, {"incr", "n"}} {
+			reply(c, args...)
+		}
+	}
+	if want, got := stats(p.redis), stats(p.ours); want != got || got == "" {
+		t.Errorf("INFO commandstats:\n redis: %s\n ours:  %s", want, got)
+	}
+	if info := reply(p.ours, "info"); strings.Contains(info, "cmdstat_") || !strings.Contains(info, "used_cpu_user:") {
+		t.Errorf("default INFO: commandstats in it, or no used_cpu_user:\n%s", info)
+	}
+	if info := reply(p.ours, "info", "cpu"); !strings.Contains(info, "used_cpu_sys:") || strings.Contains(info, "used_memory") {
+		t.Errorf("INFO cpu:\n%s", info)
+	}
+	for _, field := range []string{"role:master", "connected_slaves:0", "master_repl_offset:0", "second_repl_offset:-1", "repl_backlog_active:0"} {
+		if info := reply(p.redis, "info", "replication"); !strings.Contains(info, field) {
+			t.Fatalf("redis-server's INFO replication has no %q", field)
+		}
+		if info := reply(p.ours, "info", "replication"); !strings.Contains(info, field) {
+			t.Errorf("INFO replication has no %q:\n%s", field, info)
+		}
+	}
+	reply(p.ours, "config", "resetstat")
+	if got := reply(p.ours, "info", "commandstats"); strings.Contains(got, "cmdstat_set") {
+		t.Errorf("after CONFIG RESETSTAT:\n%s", got)
+	}
 }
