@@ -170,6 +170,7 @@ func commandTable() []command {
 		{name: "flushall", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "As FLUSHDB (one database).", run: cmdFlush},
 		{name: "command", arity: -1, flags: flagTx, op: metrics.OpOther, group: "server", summary: "COMMAND [COUNT|LIST|INFO|DOCS] from this table.", run: cmdCommand},
 		{name: "function", arity: -2, flags: flagTx, op: metrics.OpOther, group: "scripting", summary: "FUNCTION FLUSH and LIST: there are no functions (no FUNCTION LOAD).", run: cmdFunction},
+		{name: "object", arity: -2, flags: flagReadonly | flagTx, firstKey: 2, lastKey: 2, step: 1, op: metrics.OpGet, group: "generic", summary: "OBJECT ENCODING/REFCOUNT/FREQ/IDLETIME of a string, as far as meaningful.", run: cmdObject},
 		{name: "config", arity: -2, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "CONFIG GET (read-only view of the flags), CONFIG RESETSTAT.", run: cmdConfig},
 	}
 }

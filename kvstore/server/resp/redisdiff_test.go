@@ -341,3 +341,22 @@ func TestRedisDiff_InfoCommandstatsAndCPU(t *testing.T) {
 		t.Errorf("after CONFIG RESETSTAT:\n%s", got)
 	}
 }
+
+// OBJECT's answers for strings set by SET (the engine keeps no encoding,
+// access time or frequency: IDLETIME, 0 here, is left out).
+func TestRedisDiff_ObjectOfStrings(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(
+		cmd("set", "i", "1234"), cmd("set", "s", "hello"), cmd("set", "big", strings.Repeat("a", 45)),
+		cmd("set", "e44", strings.Repeat("a", 44)), cmd("set", "neg", "-5"), cmd("set", "z", "007"),
+		cmd("set", "huge", "12345678901234567890"), cmd("set", "n10000", "10000"), cmd("set", "m1", "-1"),
+	)
+	for _, k := range []string{"i", "s", "big", "e44", "neg", "z", "huge", "n10000", "m1", "nokey"} {
+		p.same(cmd("object", "encoding", k), cmd("object", "refcount", k))
+	}
+	p.same(cmd("object", "freq", "i"), cmd("object", "freq", "nokey"), cmd("object", "idletime", "nokey"),
+		cmd("object", "foo", "i"), cmd("object"), cmd("object", "encoding"), cmd("object", "encoding", "a", "b"))
+	if got := reply(p.ours, "object", "idletime", "i"); got != "0" {
+		t.Errorf("OBJECT IDLETIME = %s, want 0", got)
+	}
+}
