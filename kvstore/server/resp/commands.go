@@ -217,6 +217,38 @@ func (cmd *command) arityOK(n int) bool {
 	return n >= -cmd.arity
 }
 
+// commandGetKeys answers COMMAND GETKEYS cmd arg... from the table's key
+// positions, with Redis 7's errors.
+func commandGetKeys(c *call) {
+	w := c.w
+	if len(c.args) < 4 {
+		wrongArgs(w, "command|getkeys")
+		return
+	}
+	sub := c.args[2:]
+	cmd := c.s.cmds.lookup(sub[0])
+	switch {
+	case cmd == nil:
+		w.error("ERR Invalid command specified")
+		return
+	case !cmd.arityOK(len(sub)):
+		w.error("ERR Invalid number of arguments specified for command")
+		return
+	case cmd.firstKey == 0:
+		w.error("ERR The command has no key arguments")
+		return
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(sub)
+	}
+	var keys []string
+	for i := cmd.firstKey; i <= last && i < len(sub); i += cmd.step {
+		keys = append(keys, string(sub[i]))
+	}
+	w.bulkStrings(keys...)
+}
+
 // flagList is the row's flags by their Redis names.
 func (cmd *command) flagList() []string {
 	var out []string
@@ -335,6 +367,8 @@ func cmdCommand(c *call) {
 		}
 	case "HELP":
 		w.bulkStrings(commandHelp...)
+	case "GETKEYS":
+		commandGetKeys(c)
 	default:
 		unknownSubcommand(w, c.args[1], "COMMAND")
 	}

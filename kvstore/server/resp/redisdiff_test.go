@@ -360,3 +360,18 @@ func TestRedisDiff_ObjectOfStrings(t *testing.T) {
 		t.Errorf("OBJECT IDLETIME = %s, want 0", got)
 	}
 }
+
+// COMMAND GETKEYS finds the keys of a command line from the table, with
+// Redis 7's errors.
+func TestRedisDiff_CommandGetKeys(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(
+		cmd("command", "getkeys", "set", "a", "b"), cmd("command", "getkeys", "mset", "a", "1", "b", "2"),
+		cmd("command", "getkeys", "mget", "a", "b", "c"), cmd("command", "getkeys", "del", "a", "b"),
+		cmd("command", "getkeys", "copy", "a", "b"), cmd("command", "getkeys", "object", "encoding", "k"),
+		cmd("command", "getkeys", "expire", "a", "b", "c", "d"), cmd("command", "getkeys", "rename", "a", "b"),
+		cmd("command", "getkeys", "ping", "x"), cmd("command", "getkeys", "echo", "x"),
+		cmd("command", "getkeys", "get", "a", "b"), cmd("command", "getkeys", "set", "a"),
+		cmd("command", "getkeys", "nosuch", "a"), cmd("command", "getkeys", "get"), cmd("command", "getkeys"),
+	)
+}
