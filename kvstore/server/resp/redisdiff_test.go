@@ -8,6 +8,7 @@ package resp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -62,7 +63,7 @@ func startRedis(t testing.TB, extra ...string) string {
 // reply is a command's answer as text: its value, or its error.
 func reply(c *redis.Client, args ...any) string {
 	v, err := c.Do(context.Background(), args...).Result()
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return "error: " + err.Error()
 	}
 	return fmt.Sprintf("%v", v)
@@ -218,7 +219,7 @@ func (p *pair) sameOn(cmds ...[]any) {
 
 func connReply(ctx context.Context, c *redis.Conn, args ...any) string {
 	v, err := c.Do(ctx, args...).Result()
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return "error: " + err.Error()
 	}
 	return fmt.Sprintf("%v", v)
