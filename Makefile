@@ -19,7 +19,7 @@ EACH      = $(call EACH_OF,$(MODULES),$(1))
 # make bench also runs the side-by-side comparison module (redis_rate, ulule/limiter), kept out of ratelimit's deps.
 BENCH_MODULES := $(MODULES) ratelimit/benchcmp
 
-.PHONY: test-tags help build test test-race test-crash test-sup-soak bench fuzz lint fmt cover notices demo demo-redis clean docs cross
+.PHONY: test-tags test-redis-suite help build test test-race test-crash test-sup-soak bench fuzz lint fmt cover notices demo demo-redis clean docs cross
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -40,6 +40,10 @@ test-crash: ## the long kill -9 loop of the KV engine (CRASH_ROUNDS, default 300
 
 test-sup-soak: ## the supervisor suite 10 times in a row under -race (SOAK_COUNT, default 10)
 	cd supervisor && GOWORK=off $(GO) test -race -count=$${SOAK_COUNT:-10} -timeout 60m ./...
+
+test-redis-suite: build ## Redis's own TCL tests against devkit kv (REDIS_SRC=<redis source tree>; SERVER=redis to compare; UNITS=...)
+	@test -n "$(REDIS_SRC)" || { echo "set REDIS_SRC to a Redis source tree of the installed redis-server's version (docs/kvstore-server.md)"; exit 2; }
+	REDIS_SRC="$(REDIS_SRC)" DEVKIT=$(BIN) tools/redis-suite.sh $(UNITS)
 
 bench: ## run the benchmarks and rewrite docs/benchmarks.md
 	@mkdir -p bin

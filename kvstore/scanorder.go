@@ -22,23 +22,40 @@ import (
 // scanHash is a key's place in the scan order.
 func scanHash(key []byte) uint64 { return xxhash.Sum64(key) }
 
-// scanItem is one key of the scan order: its hash and its record.
-type scanItem struct {
-	h uint64
-	r ref // 0 (no record) sorts before every key of its hash: a seek probe
+// scanItem is one key of the scan order in 8 bytes, so the order costs
+// about 12 bytes a key rather than a second copy of the hash: the top 16
+// bits of the key's hash above its record's 48-bit reference (a probe when
+// the reference is 0, sorting before every key of its top bits). Items of
+// equal top bits are ordered by the whole hash, read again from the key,
+// then by the key, so the order is exactly the (hash, key) order that
+// cursors name.
+type scanItem uint64
+
+const scanTopShift = refBits // 64-refBits top bits of the hash
+
+func newScanItem(h uint64, r ref) scanItem {
+	return scanItem(h>>scanTopShift<<scanTopShift | uint64(r))
 }
+
+func (it scanItem) ref() ref { return ref(it & refMask) }
 
 func (m *memtable) newScanTree() *btree.BTreeG[scanItem] {
 	return btree.NewG(32, func(a, b scanItem) bool {
+		if ta, tb := a>>scanTopShift, b>>scanTopShift; ta != tb {
+			return ta < tb
+		}
+		ra, rb := a.ref(), b.ref()
 		switch {
-		case a.h != b.h:
-			return a.h < b.h
-		case a.r == 0:
-			return b.r != 0
-		case b.r == 0:
+		case ra == 0:
+			return rb != 0
+		case rb == 0:
 			return false
 		}
-		return bytes.Compare(m.arena.key(a.r), m.arena.key(b.r)) < 0
+		ka, kb := m.arena.key(ra), m.arena.key(rb)
+		if ha, hb := scanHash(ka), scanHash(kb); ha != hb {
+			return ha < hb
+		}
+		return bytes.Compare(ka, kb) < 0
 	})
 }
 
@@ -49,9 +66,9 @@ func (m *memtable) applyToScanTree(t *btree.BTreeG[scanItem], op *treeOp) {
 	case op.flush:
 		t.Clear(false)
 	case op.put != 0:
-		t.ReplaceOrInsert(scanItem{h: scanHash(m.arena.key(op.put)), r: op.put})
+		t.ReplaceOrInsert(newScanItem(scanHash(m.arena.key(op.put)), op.put))
 	case op.old != 0:
-		t.Delete(scanItem{h: scanHash(m.arena.key(op.old)), r: op.old})
+		t.Delete(newScanItem(scanHash(m.arena.key(op.old)), op.old))
 	}
 }
 
@@ -65,14 +82,20 @@ func (m *memtable) scanFrom(cursor uint64, limit int, now int64) (keys [][]byte,
 	defer m.treeMu.RUnlock()
 	examined := 0
 	var last uint64
-	m.scanTree.AscendGreaterOrEqual(scanItem{h: cursor}, func(it scanItem) bool {
-		if examined >= limit && it.h != last {
-			next = it.h
+	// The probe finds the first key of the cursor's top bits; keys of those
+	// bits below the cursor are stepped over.
+	m.scanTree.AscendGreaterOrEqual(newScanItem(cursor, 0), func(it scanItem) bool {
+		k, _, exp, _ := m.arena.record(it.ref())
+		h := scanHash(k)
+		if h < cursor {
+			return true
+		}
+		if examined >= limit && h != last {
+			next = h
 			return false
 		}
 		examined++
-		last = it.h
-		k, _, exp, _ := m.arena.record(it.r)
+		last = h
 		if exp == 0 || exp > now {
 			keys = append(keys, bytes.Clone(k))
 		}

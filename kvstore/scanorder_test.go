@@ -3,6 +3,7 @@ package kvstore
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -91,5 +92,72 @@ func TestScanCursor_OrderIsTheSameAfterRestartFromLogOrSnapshot(t *testing.T) {
 				t.Fatalf("after FLUSHALL the scan returned %d keys", len(got))
 			}
 		})
+	}
+}
+
+// The scan order is a second index of every key, so it must stay small: a
+// key costs it at most 12 bytes of heap (a 16-byte item and its share of
+// the B-tree cost about 17 to 25).
+func TestScanOrder_CostsAtMost12BytesAKey(t *testing.T) {
+	const keys = 200_000
+	m := newMemtable()
+	refs := make([]ref, keys)
+	for i := range refs {
+		refs[i] = m.arena.alloc(fmt.Appendf(nil, "key:%012d", i), []byte("v"), 0, uint64(i+1))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	st := m.newScanTree()
+	for _, r := range refs {
+		m.applyToScanTree(st, &treeOp{put: r})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if st.Len() != keys {
+		t.Fatalf("the scan order holds %d keys, want %d", st.Len(), keys)
+	}
+	perKey := float64(after.HeapAlloc-before.HeapAlloc) / keys
+	t.Logf("the scan order costs %.1f bytes a key", perKey)
+	if perKey > 12 {
+		t.Fatalf("the scan order costs %.1f bytes a key, want at most 12", perKey)
+	}
+	runtime.KeepAlive(st)
+}
+
+// A cursor may fall anywhere, also between keys that share the top bits of
+// their hashes: a scan from it returns exactly the keys whose hash is not
+// below it, in hash order.
+func TestScanOrder_ResumesExactlyAtAnyCursor(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{Sync: SyncNone, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 3000
+	for i := range n {
+		if err := db.Set(fmt.Appendf(nil, "k%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cursor := range []uint64{1, scanHash([]byte("k17")), scanHash([]byte("k17")) + 1, scanHash([]byte("k2999")) - 1, 1 << 63} {
+		keys, next, err := db.ScanCursor(cursor, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		for i := range n {
+			if scanHash(fmt.Appendf(nil, "k%d", i)) >= cursor {
+				want++
+			}
+		}
+		if len(keys) != want || next != 0 {
+			t.Fatalf("from cursor %#x: %d keys (next %#x), want %d and the end", cursor, len(keys), next, want)
+		}
+		for i, k := range keys {
+			if h := scanHash(k); h < cursor || i > 0 && h < scanHash(keys[i-1]) {
+				t.Fatalf("from cursor %#x: key %q (hash %#x) out of order", cursor, k, h)
+			}
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/devkit-go/devkit/kvstore/server/metrics"
 )
@@ -65,6 +67,24 @@ type command struct {
 	op                      metrics.Op
 	group, summary          string
 	run                     func(c *call)
+	stats                   *cmdStats // INFO commandstats (set by newCommandSet)
+}
+
+// cmdStats are one command's INFO commandstats counters, as Redis keeps
+// them: calls run, their time, calls refused before running (arity,
+// NOAUTH) and calls that answered an error.
+type cmdStats struct{ calls, usec, rejected, failed atomic.Int64 }
+
+// runCounted runs c's command and counts it in INFO commandstats.
+func runCounted(c *call) {
+	errs, t0 := c.w.errs, time.Now()
+	c.cmd.run(c)
+	st := c.cmd.stats
+	st.calls.Add(1)
+	st.usec.Add(time.Since(t0).Microseconds())
+	if c.w.errs > errs {
+		st.failed.Add(1)
+	}
 }
 
 // commandTable lists every command served, in the order COMMAND reports them.
@@ -149,6 +169,8 @@ func commandTable() []command {
 		{name: "flushdb", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "Deletes every key; refused unless serve runs with --allow-flush.", run: cmdFlush},
 		{name: "flushall", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "As FLUSHDB (one database).", run: cmdFlush},
 		{name: "command", arity: -1, flags: flagTx, op: metrics.OpOther, group: "server", summary: "COMMAND [COUNT|LIST|INFO|DOCS] from this table.", run: cmdCommand},
+		{name: "function", arity: -2, flags: flagTx, op: metrics.OpOther, group: "scripting", summary: "FUNCTION FLUSH and LIST: there are no functions (no FUNCTION LOAD).", run: cmdFunction},
+		{name: "object", arity: -2, flags: flagReadonly | flagTx, firstKey: 2, lastKey: 2, step: 1, op: metrics.OpGet, group: "generic", summary: "OBJECT ENCODING/REFCOUNT/FREQ/IDLETIME of a string, as far as meaningful.", run: cmdObject},
 		{name: "config", arity: -2, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "CONFIG GET (read-only view of the flags), CONFIG RESETSTAT.", run: cmdConfig},
 	}
 }
@@ -163,6 +185,7 @@ func newCommandSet() *commandSet {
 	cs := &commandSet{rows: commandTable()}
 	cs.byName = make(map[string]*command, len(cs.rows))
 	for i := range cs.rows {
+		cs.rows[i].stats = new(cmdStats)
 		cs.byName[strings.ToUpper(cs.rows[i].name)] = &cs.rows[i]
 	}
 	return cs
@@ -192,6 +215,38 @@ func (cmd *command) arityOK(n int) bool {
 		return n == cmd.arity
 	}
 	return n >= -cmd.arity
+}
+
+// commandGetKeys answers COMMAND GETKEYS cmd arg... from the table's key
+// positions, with Redis 7's errors.
+func commandGetKeys(c *call) {
+	w := c.w
+	if len(c.args) < 4 {
+		wrongArgs(w, "command|getkeys")
+		return
+	}
+	sub := c.args[2:]
+	cmd := c.s.cmds.lookup(sub[0])
+	switch {
+	case cmd == nil:
+		w.error("ERR Invalid command specified")
+		return
+	case !cmd.arityOK(len(sub)):
+		w.error("ERR Invalid number of arguments specified for command")
+		return
+	case cmd.firstKey == 0:
+		w.error("ERR The command has no key arguments")
+		return
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(sub)
+	}
+	var keys []string
+	for i := cmd.firstKey; i <= last && i < len(sub); i += cmd.step {
+		keys = append(keys, string(sub[i]))
+	}
+	w.bulkStrings(keys...)
 }
 
 // flagList is the row's flags by their Redis names.
@@ -312,6 +367,8 @@ func cmdCommand(c *call) {
 		}
 	case "HELP":
 		w.bulkStrings(commandHelp...)
+	case "GETKEYS":
+		commandGetKeys(c)
 	default:
 		unknownSubcommand(w, c.args[1], "COMMAND")
 	}

@@ -228,6 +228,7 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	op = cmd.op
 	cl.lastCmd.Store(cmd)
 	if !cmd.arityOK(len(args)) {
+		cmd.stats.rejected.Add(1)
 		wrongArgs(&cl.out, cmd.name)
 		cl.multiDirty = cl.multi
 		return
@@ -236,6 +237,7 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 		return // a write failed: nothing more runs on this connection
 	}
 	if !cl.authed && cmd.flags&flagNoAuth == 0 {
+		cmd.stats.rejected.Add(1)
 		cl.out.error("NOAUTH Authentication required.")
 		cl.multiDirty = cl.multi
 		return
@@ -259,7 +261,7 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	}
 	c := &cl.call
 	*c = call{s: s, cl: cl, cmd: cmd, args: args, w: &cl.out}
-	cmd.run(c)
+	runCounted(c)
 	*c = call{}
 }
 
@@ -374,7 +376,7 @@ func cmdExec(c *call) {
 			}
 			for _, q := range seg {
 				sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
-				q.cmd.run(&sub)
+				runCounted(&sub)
 			}
 			return nil
 		})
@@ -413,7 +415,7 @@ func cmdExec(c *call) {
 		}
 		q := queued[i]
 		sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies}
-		q.cmd.run(&sub)
+		runCounted(&sub)
 		i++
 	}
 	c.w.array(len(queued))

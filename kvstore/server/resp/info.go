@@ -29,6 +29,16 @@ func (s *Server) info(sections [][]byte) string {
 		}
 		return false
 	}
+	// commandstats is in all and everything, or named, never in the default.
+	named := func(name string) bool {
+		for _, sec := range sections {
+			switch strings.ToLower(string(sec)) {
+			case name, "all", "everything":
+				return true
+			}
+		}
+		return false
+	}
 	st := s.store.Stats()
 	var b strings.Builder
 	line := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
@@ -114,6 +124,38 @@ func (s *Server) info(sections [][]byte) string {
 		section("Replication")
 		line("role", "master")
 		line("connected_slaves", 0)
+		// No replication stream: its offset stays 0, as on a Redis master
+		// without replicas.
+		line("master_repl_offset", 0)
+		line("second_repl_offset", -1)
+		line("repl_backlog_active", 0)
+	}
+	if want("cpu") {
+		section("CPU")
+		// The process's times (Go has no main thread to tell apart).
+		if self, children, ok := cpuTimes(); ok {
+			line("used_cpu_sys", fmt.Sprintf("%.6f", self[1].Seconds()))
+			line("used_cpu_user", fmt.Sprintf("%.6f", self[0].Seconds()))
+			line("used_cpu_sys_children", fmt.Sprintf("%.6f", children[1].Seconds()))
+			line("used_cpu_user_children", fmt.Sprintf("%.6f", children[0].Seconds()))
+		}
+	}
+	if named("commandstats") {
+		section("Commandstats")
+		for i := range s.cmds.rows {
+			cmd := &s.cmds.rows[i]
+			calls, usec := cmd.stats.calls.Load(), cmd.stats.usec.Load()
+			rejected, failed := cmd.stats.rejected.Load(), cmd.stats.failed.Load()
+			if calls == 0 && rejected == 0 {
+				continue
+			}
+			perCall := 0.0
+			if calls > 0 {
+				perCall = float64(usec) / float64(calls)
+			}
+			fmt.Fprintf(&b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+				cmd.name, calls, usec, perCall, rejected, failed)
+		}
 	}
 	if want("keyspace") {
 		section("Keyspace")

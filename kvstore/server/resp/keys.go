@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -327,5 +328,59 @@ func cmdScan(c *call) {
 	w.array(n)
 	for _, k := range keys[:n] {
 		w.bulk(k)
+	}
+}
+
+// cmdObject answers OBJECT ENCODING, REFCOUNT, FREQ and IDLETIME for a
+// string as far as they mean anything here. The engine keeps bytes only,
+// so ENCODING is read from the value by Redis's rule for a string it sets
+// (int for a canonical 64-bit integer, embstr up to 44 bytes, raw beyond);
+// Redis also says raw for a short string changed in place by APPEND,
+// SETRANGE or SETBIT. No access times or frequencies are kept: IDLETIME is
+// 0, and FREQ is Redis's error for a policy other than LFU (there is no
+// eviction).
+func cmdObject(c *call) {
+	w := c.w
+	sub := strings.ToUpper(string(c.args[1]))
+	switch sub {
+	case "ENCODING", "REFCOUNT", "FREQ", "IDLETIME":
+	default:
+		unknownSubcommand(w, c.args[1], "OBJECT")
+		return
+	}
+	if len(c.args) != 3 {
+		wrongArgs(w, "object|"+strings.ToLower(sub))
+		return
+	}
+	v, err := c.get(c.args[2])
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound):
+		w.null()
+		return
+	case err != nil:
+		c.fail(err)
+		return
+	}
+	n, isInt := parseStrictInt(v)
+	switch sub {
+	case "ENCODING":
+		switch {
+		case isInt:
+			w.bulkString("int")
+		case len(v) <= 44:
+			w.bulkString("embstr")
+		default:
+			w.bulkString("raw")
+		}
+	case "REFCOUNT":
+		if isInt && n >= 0 && n < 10000 {
+			w.integer(math.MaxInt32) // Redis's shared integers
+		} else {
+			w.integer(1)
+		}
+	case "FREQ":
+		w.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	case "IDLETIME":
+		w.integer(0)
 	}
 }

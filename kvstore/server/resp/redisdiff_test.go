@@ -8,10 +8,14 @@ package resp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,7 +63,7 @@ func startRedis(t testing.TB, extra ...string) string {
 // reply is a command's answer as text: its value, or its error.
 func reply(c *redis.Client, args ...any) string {
 	v, err := c.Do(context.Background(), args...).Result()
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return "error: " + err.Error()
 	}
 	return fmt.Sprintf("%v", v)
@@ -215,7 +219,7 @@ func (p *pair) sameOn(cmds ...[]any) {
 
 func connReply(ctx context.Context, c *redis.Conn, args ...any) string {
 	v, err := c.Do(ctx, args...).Result()
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return "error: " + err.Error()
 	}
 	return fmt.Sprintf("%v", v)
@@ -278,4 +282,97 @@ func TestRedisDiff_StringAndKeyspaceCommands(t *testing.T) {
 	if got := reply(p.ours, "copy", "t", "x", "db", "1"); got != "error: ERR DB index is out of range" {
 		t.Errorf("COPY ... DB 1 = %s", got)
 	}
+}
+
+// Redis's test suite runs FUNCTION FLUSH before every unit in external-server
+// mode; with no functions loaded, FLUSH and LIST answer as Redis does.
+func TestRedisDiff_FunctionFlushAndListWithNoFunctions(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(
+		cmd("function", "flush"), cmd("function", "flush", "async"), cmd("function", "FLUSH", "SYNC"),
+		cmd("function", "flush", "foo"), cmd("function", "flush", "a", "b"),
+		cmd("function", "list"), cmd("function", "list", "libraryname", "x"), cmd("function", "foo"), cmd("function"),
+	)
+}
+
+// INFO commandstats counts calls, refusals before running (arity) and error
+// replies per command as Redis does; the default INFO leaves it out, and
+// the cpu section is there.
+func TestRedisDiff_InfoCommandstatsAndCPU(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	usec := regexp.MustCompile(`usec=\d+,usec_per_call=[\d.]+`)
+	stats := func(c *redis.Client) string {
+		info := reply(c, "info", "commandstats")
+		var lines []string
+		for _, l := range strings.Split(info, "\r\n") {
+			for _, name := range []string{"set", "get", "incr", "mget"} {
+				if strings.HasPrefix(l, "cmdstat_"+name+":") {
+					lines = append(lines, usec.ReplaceAllString(l, "usec=*"))
+				}
+			}
+		}
+		slices.Sort(lines) // Redis lists them in its dict's order
+		return strings.Join(lines, "\n")
+	}
+	for _, c := range []*redis.Client{p.redis, p.ours} {
+		for _, args := range [][]any{{"config", "resetstat"}, {"set", "a", "b"}, {"set", "n", "1"}, {"get", "a"},
+			{"get"}, {"incr", "a"}, {"incr", "n"}, {"incr", "n"}} {
+			reply(c, args...)
+		}
+	}
+	if want, got := stats(p.redis), stats(p.ours); want != got || got == "" {
+		t.Errorf("INFO commandstats:\n redis: %s\n ours:  %s", want, got)
+	}
+	if info := reply(p.ours, "info"); strings.Contains(info, "cmdstat_") || !strings.Contains(info, "used_cpu_user:") {
+		t.Errorf("default INFO: commandstats in it, or no used_cpu_user:\n%s", info)
+	}
+	if info := reply(p.ours, "info", "cpu"); !strings.Contains(info, "used_cpu_sys:") || strings.Contains(info, "used_memory") {
+		t.Errorf("INFO cpu:\n%s", info)
+	}
+	for _, field := range []string{"role:master", "connected_slaves:0", "master_repl_offset:0", "second_repl_offset:-1", "repl_backlog_active:0"} {
+		if info := reply(p.redis, "info", "replication"); !strings.Contains(info, field) {
+			t.Fatalf("redis-server's INFO replication has no %q", field)
+		}
+		if info := reply(p.ours, "info", "replication"); !strings.Contains(info, field) {
+			t.Errorf("INFO replication has no %q:\n%s", field, info)
+		}
+	}
+	reply(p.ours, "config", "resetstat")
+	if got := reply(p.ours, "info", "commandstats"); strings.Contains(got, "cmdstat_set") {
+		t.Errorf("after CONFIG RESETSTAT:\n%s", got)
+	}
+}
+
+// OBJECT's answers for strings set by SET (the engine keeps no encoding,
+// access time or frequency: IDLETIME, 0 here, is left out).
+func TestRedisDiff_ObjectOfStrings(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(
+		cmd("set", "i", "1234"), cmd("set", "s", "hello"), cmd("set", "big", strings.Repeat("a", 45)),
+		cmd("set", "e44", strings.Repeat("a", 44)), cmd("set", "neg", "-5"), cmd("set", "z", "007"),
+		cmd("set", "huge", "12345678901234567890"), cmd("set", "n10000", "10000"), cmd("set", "m1", "-1"),
+	)
+	for _, k := range []string{"i", "s", "big", "e44", "neg", "z", "huge", "n10000", "m1", "nokey"} {
+		p.same(cmd("object", "encoding", k), cmd("object", "refcount", k))
+	}
+	p.same(cmd("object", "freq", "i"), cmd("object", "freq", "nokey"), cmd("object", "idletime", "nokey"),
+		cmd("object", "foo", "i"), cmd("object"), cmd("object", "encoding"), cmd("object", "encoding", "a", "b"))
+	if got := reply(p.ours, "object", "idletime", "i"); got != "0" {
+		t.Errorf("OBJECT IDLETIME = %s, want 0", got)
+	}
+}
+
+// COMMAND GETKEYS finds the keys of a command line from the table, with
+// Redis 7's errors.
+func TestRedisDiff_CommandGetKeys(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(
+		cmd("command", "getkeys", "set", "a", "b"), cmd("command", "getkeys", "mset", "a", "1", "b", "2"),
+		cmd("command", "getkeys", "mget", "a", "b", "c"), cmd("command", "getkeys", "del", "a", "b"),
+		cmd("command", "getkeys", "copy", "a", "b"), cmd("command", "getkeys", "object", "encoding", "k"),
+		cmd("command", "getkeys", "expire", "a", "b", "c", "d"), cmd("command", "getkeys", "rename", "a", "b"),
+		cmd("command", "getkeys", "ping", "x"), cmd("command", "getkeys", "echo", "x"),
+		cmd("command", "getkeys", "get", "a", "b"), cmd("command", "getkeys", "set", "a"),
+		cmd("command", "getkeys", "nosuch", "a"), cmd("command", "getkeys", "get"), cmd("command", "getkeys"),
+	)
 }
