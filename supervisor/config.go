@@ -77,10 +77,30 @@ type Process struct {
 	// Disabled declares the process without starting it with the others:
 	// start --all and reload leave it out; start NAME starts it.
 	Disabled bool `json:"disabled,omitempty"`
+	// Shutdown, when set, is how stop asks the process to end before any
+	// signal: its command runs first, then its signal follows.
+	Shutdown *Shutdown `json:"shutdown,omitempty"`
 
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError
 }
+
+// Shutdown is a graceful stop: stop runs Command (through the shell, with
+// the process's environment and directory, and DEVKIT_SUP_PID set to its
+// PID) for at most Timeout, waits what is left of Timeout for the process
+// to end, and only then sends Signal and escalates as usual.
+type Shutdown struct {
+	Command string        `json:"command"`
+	Signal  string        `json:"signal"`  // default: the process's stop_signal
+	Timeout time.Duration `json:"timeout"` // default: DefaultShutdownTimeout
+}
+
+// DefaultShutdownTimeout bounds a shutdown command and the wait after it.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// ShutdownPIDEnv names the variable that gives a shutdown command the PID
+// of the process it is to stop.
+const ShutdownPIDEnv = "DEVKIT_SUP_PID"
 
 // DependencyCondition is when a dependent may start (docker compose's
 // depends_on conditions).

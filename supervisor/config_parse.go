@@ -171,6 +171,8 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.RestartWithDependencies, err = p.boolean(v, f)
 		case "disabled":
 			proc.Disabled, err = p.boolean(v, f)
+		case "shutdown":
+			proc.Shutdown, err = p.shutdown(v, f)
 		default:
 			err = p.errorf(k, f, "unknown field")
 		}
@@ -198,6 +200,9 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		case proc.Ready.LogPattern != "":
 			return nil, p.errorf(healthNode, field+".health", "a log ready probe cannot be re-run; add a liveness probe (tcp, http or exec)")
 		}
+	}
+	if proc.Shutdown != nil && proc.Shutdown.Signal == "" {
+		proc.Shutdown.Signal = proc.StopSignal
 	}
 	if proc.Cwd == "" {
 		// Relative commands and paths mean the same wherever the CLI runs.
@@ -371,6 +376,31 @@ func (p *parser) ready(node *yaml.Node, field string) (*ReadyProbe, error) {
 		r.Interval = DefaultReadyPoll
 	}
 	return r, nil
+}
+
+func (p *parser) shutdown(node *yaml.Node, field string) (*Shutdown, error) {
+	sd := &Shutdown{Timeout: DefaultShutdownTimeout}
+	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
+		f := field + "." + key
+		var err error
+		switch key {
+		case "command":
+			sd.Command, err = p.shell(v, f, p.vars)
+		case "signal":
+			sd.Signal, err = p.signal(v, f)
+		case "timeout":
+			if sd.Timeout, err = p.duration(v, f); err == nil && sd.Timeout <= 0 {
+				err = p.errorf(v, f, "must be positive")
+			}
+		default:
+			err = p.errorf(k, f, "unknown field (want command, signal, timeout)")
+		}
+		return err
+	})
+	if err == nil && sd.Command == "" && sd.Signal == "" {
+		err = p.errorf(node, field, "want a command, a signal or both")
+	}
+	return sd, err
 }
 
 func (p *parser) health(node *yaml.Node, field string) (*HealthCheck, error) {
