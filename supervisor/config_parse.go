@@ -33,10 +33,14 @@ type parser struct {
 	depNodes map[string]*yaml.Node
 }
 
-// ParseConfig parses YAML data read from path. lookup resolves ${VAR}
+// ParseConfig parses YAML data read from path, or a Procfile (see
+// IsProcfile). lookup resolves ${VAR}
 // (os.LookupEnv in LoadConfig). Unknown keys, bad values, unknown
 // dependencies and cycles are *ConfigError values.
 func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	if IsProcfile(path, data) {
+		return parseProcfile(path, data, lookup)
+	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
