@@ -80,6 +80,9 @@ type Process struct {
 	// Shutdown, when set, is how stop asks the process to end before any
 	// signal: its command runs first, then its signal follows.
 	Shutdown *Shutdown `json:"shutdown,omitempty"`
+	// RunAs is the account the process runs as (user:, root only); nil:
+	// devkit's own.
+	RunAs *RunAs `json:"run_as,omitempty"`
 
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError

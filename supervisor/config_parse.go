@@ -175,6 +175,14 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.RestartWithDependencies, err = p.boolean(v, f)
 		case "disabled":
 			proc.Disabled, err = p.boolean(v, f)
+		case "user":
+			var name string
+			if name, err = p.str(v, f); err == nil {
+				var rerr error
+				if proc.RunAs, rerr = resolveUser(name); rerr != nil {
+					err = p.errorf(v, f, "%v", rerr)
+				}
+			}
 		case "shutdown":
 			proc.Shutdown, err = p.shutdown(v, f)
 		default:

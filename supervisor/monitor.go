@@ -265,6 +265,9 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 		cmd.Dir, cmd.Env = m.spec.Cwd, env
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = attr
+		if r := m.spec.RunAs; r != nil {
+			cmd.SysProcAttr = proc.WithCredential(attr, r.UID, r.GID, r.Groups)
+		}
 		return cmd
 	}
 	attr := proc.DetachedAttr()
