@@ -36,6 +36,9 @@ type Config struct {
 	// Order lists every name so that each comes after its dependencies;
 	// ties are broken by name, so the order is stable.
 	Order []string
+	// ReplicaSets holds the spec of each process declared with replicas:
+	// N, by its name; Processes holds its replicas NAME.1 … NAME.N.
+	ReplicaSets map[string]*Process
 }
 
 // Process is the resolved spec of one supervised process: environment
@@ -83,6 +86,9 @@ type Process struct {
 	// RunAs is the account the process runs as (user:, root only); nil:
 	// devkit's own.
 	RunAs *RunAs `json:"run_as,omitempty"`
+	// Replicas is N of replicas: N in a replica set's spec (0 in each
+	// replica's).
+	Replicas int `json:"replicas,omitempty"`
 
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError

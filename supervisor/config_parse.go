@@ -86,6 +86,28 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	if err != nil {
 		return nil, err
 	}
+	if cfg.ReplicaSets, err = expandReplicas(cfg.Processes); err != nil {
+		return nil, p.errorf(procs, "processes", "%v", err)
+	}
+	for set, t := range cfg.ReplicaSets {
+		for i := 1; i <= t.Replicas; i++ {
+			depLines[ReplicaName(set, i)] = depLines[set]
+		}
+		for key, n := range p.depNodes {
+			if proc, dep, _ := strings.Cut(key, "/"); proc == set {
+				for i := 1; i <= t.Replicas; i++ {
+					p.depNodes[ReplicaName(set, i)+"/"+dep] = n
+				}
+			}
+		}
+	}
+	for key, n := range p.depNodes {
+		if proc, dep, _ := strings.Cut(key, "/"); cfg.ReplicaSets[dep] != nil {
+			for i := 1; i <= cfg.ReplicaSets[dep].Replicas; i++ {
+				p.depNodes[proc+"/"+ReplicaName(dep, i)] = n
+			}
+		}
+	}
 	order, err := dependencyOrder(cfg.Processes)
 	if err != nil {
 		var de *dependencyError
@@ -182,6 +204,10 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 				if proc.RunAs, rerr = resolveUser(name); rerr != nil {
 					err = p.errorf(v, f, "%v", rerr)
 				}
+			}
+		case "replicas":
+			if proc.Replicas, err = p.nonNegativeInt(v, f); err == nil && proc.Replicas < 1 {
+				err = p.errorf(v, f, "must be at least 1 (disabled: true declares a process not started)")
 			}
 		case "shutdown":
 			proc.Shutdown, err = p.shutdown(v, f)

@@ -79,6 +79,7 @@ type SurvivorInfo struct {
 // the run: every process that can be stopped is, each failure is reported
 // in its result, and the returned error joins them all.
 func (s *Supervisor) Stop(ctx context.Context, names []string, opts StopOptions) ([]StopResult, error) {
+	names = s.expand(names)
 	if err := validNames(names); err != nil {
 		return nil, err
 	}

@@ -55,6 +55,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		NewCmdStatus(f, nil),
 		NewCmdRestart(f, nil),
 		NewCmdReload(f, nil),
+		NewCmdScale(f, nil),
 		NewCmdLogs(f, nil),
 		newExportCmd(f),
 		NewCmdMonitor(f, nil),

@@ -639,3 +639,41 @@ func TestSup_ProcfileIsAConfig(t *testing.T) {
 	run(0, "stop", "--all")
 	run(3, "status")
 }
+
+func TestSup_ReplicasAndScale(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  web:
+    command: sh
+    args: ["-c", "echo \"web $DEVKIT_SUP_REPLICA on $PORT\"; exec sleep 300"]
+    env: {PORT: "9000"}
+    replicas: 2
+`)
+	out, _ := e.must(0, "start", "--all")
+	if !strings.Contains(out, "web.1: started") || !strings.Contains(out, "web.2: started") {
+		t.Fatalf("start --all:\n%s", out)
+	}
+	out, _ = e.must(0, "scale", "web", "3")
+	if !strings.Contains(out, "web.3: started") || strings.Contains(out, "web.1") {
+		t.Fatalf("scale web 3:\n%s", out)
+	}
+	var got string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got, _ = e.must(0, "logs", "web.3"); strings.Contains(got, "web 3 on 9002") {
+			break
+		}
+	}
+	if !strings.Contains(got, "web 3 on 9002") {
+		t.Fatalf("logs web.3 = %q", got)
+	}
+	if rep := e.statusJSON("web"); len(rep.Processes) != 3 {
+		t.Fatalf("status web: %+v", rep.Processes)
+	}
+	out, _ = e.must(0, "scale", "web", "1")
+	if !strings.Contains(out, "web.3: stopped") || !strings.Contains(out, "web.2: stopped") {
+		t.Fatalf("scale web 1:\n%s", out)
+	}
+	e.must(2, "scale", "web", "many")
+	e.must(3, "scale", "nosuch", "2")
+	e.must(0, "stop", "--all")
+}
