@@ -89,6 +89,9 @@ type Process struct {
 	// Replicas is N of replicas: N in a replica set's spec (0 in each
 	// replica's).
 	Replicas int `json:"replicas,omitempty"`
+	// Watch lists files and directories (absolute) whose changes restart
+	// the process, after WatchDebounce without further change.
+	Watch []string `json:"watch,omitempty"`
 
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError

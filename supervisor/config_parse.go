@@ -205,6 +205,22 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 					err = p.errorf(v, f, "%v", rerr)
 				}
 			}
+		case "watch":
+			var paths []string
+			if paths, err = p.strList(v, f); err == nil {
+				for i, item := range paths {
+					if item == "" {
+						return p.errorf(deref(v).Content[i], fmt.Sprintf("%s[%d]", f, i), "empty path")
+					}
+					if !filepath.IsAbs(item) {
+						item = filepath.Join(p.dir, item)
+					}
+					if _, serr := os.Stat(item); serr != nil {
+						return p.errorf(deref(v).Content[i], fmt.Sprintf("%s[%d]", f, i), "%v", serr)
+					}
+					proc.Watch = append(proc.Watch, item)
+				}
+			}
 		case "replicas":
 			if proc.Replicas, err = p.nonNegativeInt(v, f); err == nil && proc.Replicas < 1 {
 				err = p.errorf(v, f, "must be at least 1 (disabled: true declares a process not started)")
