@@ -47,12 +47,12 @@ func resolveUser(name string) (*RunAs, error) {
 		if uint32(euid) == uint32(uid) {
 			return nil, nil // already that user: nothing to switch
 		}
-		return nil, fmt.Errorf("devkit runs as UID %d, not root: only root can run a process as %s; run devkit as root or remove user:", euid, name)
+		return nil, fmt.Errorf("devkit runs as UID %d, not root: only root can run a process as %s; run devkit as root or remove the user field", euid, name)
 	}
 	r := &RunAs{User: u.Username, UID: uint32(uid), GID: uint32(gid)}
 	ids, err := u.GroupIds()
 	if err != nil {
-		return nil, fmt.Errorf("groups of %q: %v", name, err)
+		return nil, fmt.Errorf("groups of %q: %w", name, err)
 	}
 	for _, g := range ids {
 		n, err := strconv.ParseUint(g, 10, 32)
