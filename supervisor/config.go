@@ -36,6 +36,9 @@ type Config struct {
 	// Order lists every name so that each comes after its dependencies;
 	// ties are broken by name, so the order is stable.
 	Order []string
+	// ReplicaSets holds the spec of each process declared with replicas:
+	// N, by its name; Processes holds its replicas NAME.1 … NAME.N.
+	ReplicaSets map[string]*Process
 }
 
 // Process is the resolved spec of one supervised process: environment
@@ -77,10 +80,39 @@ type Process struct {
 	// Disabled declares the process without starting it with the others:
 	// start --all and reload leave it out; start NAME starts it.
 	Disabled bool `json:"disabled,omitempty"`
+	// Shutdown, when set, is how stop asks the process to end before any
+	// signal: its command runs first, then its signal follows.
+	Shutdown *Shutdown `json:"shutdown,omitempty"`
+	// RunAs is the account the process runs as (user:, root only); nil:
+	// devkit's own.
+	RunAs *RunAs `json:"run_as,omitempty"`
+	// Replicas is N of replicas: N in a replica set's spec (0 in each
+	// replica's).
+	Replicas int `json:"replicas,omitempty"`
+	// Watch lists files and directories (absolute) whose changes restart
+	// the process, after WatchDebounce without further change.
+	Watch []string `json:"watch,omitempty"`
 
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError
 }
+
+// Shutdown is a graceful stop: stop runs Command (through the shell, with
+// the process's environment and directory, and DEVKIT_SUP_PID set to its
+// PID) for at most Timeout, waits what is left of Timeout for the process
+// to end, and only then sends Signal and escalates as usual.
+type Shutdown struct {
+	Command string        `json:"command"`
+	Signal  string        `json:"signal"`  // default: the process's stop_signal
+	Timeout time.Duration `json:"timeout"` // default: DefaultShutdownTimeout
+}
+
+// DefaultShutdownTimeout bounds a shutdown command and the wait after it.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// ShutdownPIDEnv names the variable that gives a shutdown command the PID
+// of the process it is to stop.
+const ShutdownPIDEnv = "DEVKIT_SUP_PID"
 
 // DependencyCondition is when a dependent may start (docker compose's
 // depends_on conditions).

@@ -33,10 +33,14 @@ type parser struct {
 	depNodes map[string]*yaml.Node
 }
 
-// ParseConfig parses YAML data read from path. lookup resolves ${VAR}
+// ParseConfig parses YAML data read from path, or a Procfile (see
+// IsProcfile). lookup resolves ${VAR}
 // (os.LookupEnv in LoadConfig). Unknown keys, bad values, unknown
 // dependencies and cycles are *ConfigError values.
 func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	if IsProcfile(path, data) {
+		return parseProcfile(path, data, lookup)
+	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
@@ -81,6 +85,28 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.ReplicaSets, err = expandReplicas(cfg.Processes); err != nil {
+		return nil, p.errorf(procs, "processes", "%v", err)
+	}
+	for set, t := range cfg.ReplicaSets {
+		for i := 1; i <= t.Replicas; i++ {
+			depLines[ReplicaName(set, i)] = depLines[set]
+		}
+		for key, n := range p.depNodes {
+			if proc, dep, _ := strings.Cut(key, "/"); proc == set {
+				for i := 1; i <= t.Replicas; i++ {
+					p.depNodes[ReplicaName(set, i)+"/"+dep] = n
+				}
+			}
+		}
+	}
+	for key, n := range p.depNodes {
+		if proc, dep, _ := strings.Cut(key, "/"); cfg.ReplicaSets[dep] != nil {
+			for i := 1; i <= cfg.ReplicaSets[dep].Replicas; i++ {
+				p.depNodes[proc+"/"+ReplicaName(dep, i)] = n
+			}
+		}
 	}
 	order, err := dependencyOrder(cfg.Processes)
 	if err != nil {
@@ -171,6 +197,36 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			proc.RestartWithDependencies, err = p.boolean(v, f)
 		case "disabled":
 			proc.Disabled, err = p.boolean(v, f)
+		case "user":
+			var name string
+			if name, err = p.str(v, f); err == nil {
+				var rerr error
+				if proc.RunAs, rerr = resolveUser(name); rerr != nil {
+					err = p.errorf(v, f, "%v", rerr)
+				}
+			}
+		case "watch":
+			var paths []string
+			if paths, err = p.strList(v, f); err == nil {
+				for i, item := range paths {
+					if item == "" {
+						return p.errorf(deref(v).Content[i], fmt.Sprintf("%s[%d]", f, i), "empty path")
+					}
+					if !filepath.IsAbs(item) {
+						item = filepath.Join(p.dir, item)
+					}
+					if _, serr := os.Stat(item); serr != nil {
+						return p.errorf(deref(v).Content[i], fmt.Sprintf("%s[%d]", f, i), "%v", serr)
+					}
+					proc.Watch = append(proc.Watch, item)
+				}
+			}
+		case "replicas":
+			if proc.Replicas, err = p.nonNegativeInt(v, f); err == nil && proc.Replicas < 1 {
+				err = p.errorf(v, f, "must be at least 1 (disabled: true declares a process not started)")
+			}
+		case "shutdown":
+			proc.Shutdown, err = p.shutdown(v, f)
 		default:
 			err = p.errorf(k, f, "unknown field")
 		}
@@ -198,6 +254,9 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 		case proc.Ready.LogPattern != "":
 			return nil, p.errorf(healthNode, field+".health", "a log ready probe cannot be re-run; add a liveness probe (tcp, http or exec)")
 		}
+	}
+	if proc.Shutdown != nil && proc.Shutdown.Signal == "" {
+		proc.Shutdown.Signal = proc.StopSignal
 	}
 	if proc.Cwd == "" {
 		// Relative commands and paths mean the same wherever the CLI runs.
@@ -371,6 +430,31 @@ func (p *parser) ready(node *yaml.Node, field string) (*ReadyProbe, error) {
 		r.Interval = DefaultReadyPoll
 	}
 	return r, nil
+}
+
+func (p *parser) shutdown(node *yaml.Node, field string) (*Shutdown, error) {
+	sd := &Shutdown{Timeout: DefaultShutdownTimeout}
+	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
+		f := field + "." + key
+		var err error
+		switch key {
+		case "command":
+			sd.Command, err = p.shell(v, f, p.vars)
+		case "signal":
+			sd.Signal, err = p.signal(v, f)
+		case "timeout":
+			if sd.Timeout, err = p.duration(v, f); err == nil && sd.Timeout <= 0 {
+				err = p.errorf(v, f, "must be positive")
+			}
+		default:
+			err = p.errorf(k, f, "unknown field (want command, signal, timeout)")
+		}
+		return err
+	})
+	if err == nil && sd.Command == "" && sd.Signal == "" {
+		err = p.errorf(node, field, "want a command, a signal or both")
+	}
+	return sd, err
 }
 
 func (p *parser) health(node *yaml.Node, field string) (*HealthCheck, error) {

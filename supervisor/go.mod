@@ -5,6 +5,7 @@ go 1.26.0
 toolchain go1.27.3
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/hashicorp/hcl/v2 v2.24.0
 	golang.org/x/sys v0.50.0
 	gopkg.in/yaml.v3 v3.0.1

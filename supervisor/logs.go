@@ -103,6 +103,7 @@ func (s *Supervisor) FollowLog(ctx context.Context, name string, n int, filt Log
 // docker compose logs does). A process with no log yet is waited for when
 // following and skipped otherwise.
 func (s *Supervisor) MergedLogs(ctx context.Context, names []string, n int, follow bool, filt LogFilter, w io.Writer) error {
+	names = s.expand(names)
 	if err := validNames(names); err != nil {
 		return err
 	}

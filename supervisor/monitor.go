@@ -174,6 +174,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		}
 		var code, signum int
 		var sig string
+		changed := false // the watch ended it: files changed
 		if err != nil {
 			m.logger.Error("restart failed", "err", err)
 			code = 127
@@ -182,8 +183,10 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 				m.signalStop(id)
 			}
 			stopHealth := m.watchHealth(id)
+			stopWatch := m.watchFiles(id)
 			st := <-exited
 			stopHealth()
+			changed = stopWatch()
 			code = st.Code
 			if st.Signal != 0 {
 				sig, signum = proc.SignalName(st.Signal), int(st.Signal)
@@ -195,13 +198,20 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		}
 		wants := pol.Mode == RestartAlways || (pol.Mode == RestartOnFailure && code != 0)
 		restart := !stopped && wants && (pol.MaxRestarts == 0 || consecutive < pol.MaxRestarts)
+		if changed && !stopped {
+			// A restart for changed files is asked for, whatever the policy,
+			// and is no failure: no backoff, no count towards max_restarts.
+			wants, restart, consecutive = true, true, 0
+		}
 		exit := &state.ExitRecord{
 			Name: m.spec.Name, PID: id.PID, Code: code, Signal: sig, At: time.Now().UTC(),
 			Stopped: stopped, Restarts: restarts, GaveUp: !stopped && wants && !restart,
 		}
 		var delay time.Duration
-		if restart {
+		if restart && !changed {
 			delay = pol.Delay(consecutive + 1)
+		}
+		if restart {
 			at := exit.At.Add(delay)
 			exit.RestartAt = &at
 		}
@@ -265,6 +275,9 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 		cmd.Dir, cmd.Env = m.spec.Cwd, env
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = attr
+		if r := m.spec.RunAs; r != nil {
+			cmd.SysProcAttr = proc.WithCredential(attr, r.UID, r.GID, r.Groups)
+		}
 		return cmd
 	}
 	attr := proc.DetachedAttr()

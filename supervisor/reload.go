@@ -153,6 +153,7 @@ func (s *Supervisor) apply(ctx context.Context, step ReloadStep) error {
 // see New) is restarted from the spec its record keeps, as it was
 // started; its dependencies are not started.
 func (s *Supervisor) Restart(ctx context.Context, names []string, opts StopOptions) ([]StartResult, error) {
+	names = s.expand(names)
 	var configured []string
 	recorded := map[string]*Process{}
 	for _, n := range names {

@@ -87,6 +87,9 @@ func (s *Supervisor) notConfigured(name string) error {
 // starts: the results hold every success, in start order, and the error
 // joins the failures (each a *StartError), real failures first.
 func (s *Supervisor) Start(ctx context.Context, names []string) ([]StartResult, error) {
+	if s.cfg != nil {
+		names = s.cfg.members(names, nil) // the YAML's count: scale starts more
+	}
 	if err := s.startable(names); err != nil {
 		return nil, err
 	}

@@ -97,6 +97,7 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ProcessStatu
 
 // status reports on names; clean says whether stale records are removed.
 func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]ProcessStatus, error) {
+	names = s.expand(names)
 	if len(names) == 0 {
 		all, err := s.Names()
 		if err != nil {

@@ -9,8 +9,11 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +64,9 @@ type StopResult struct {
 	// Unrecorded says what the stop did but could not write down (a
 	// read-only or full home): signalling needs no file, records do.
 	Unrecorded []string `json:"unrecorded,omitempty"`
+	// Shutdown says why the shutdown command failed (the signals then
+	// followed as usual).
+	Shutdown string `json:"shutdown_error,omitempty"`
 }
 
 // SurvivorInfo names a process of a tree: its PID and command.
@@ -73,6 +79,7 @@ type SurvivorInfo struct {
 // the run: every process that can be stopped is, each failure is reported
 // in its result, and the returned error joins them all.
 func (s *Supervisor) Stop(ctx context.Context, names []string, opts StopOptions) ([]StopResult, error) {
+	names = s.expand(names)
 	if err := validNames(names); err != nil {
 		return nil, err
 	}
@@ -159,7 +166,7 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 	leader, openErr := proc.Open(rec.Process)
 	switch {
 	case openErr == nil:
-		defer func() { _ = leader.Close() }() // releasing a handle: nothing to act on
+		defer func(h *proc.Handle) { _ = h.Close() }(leader) // releasing a handle: nothing to act on
 	case errors.Is(openErr, proc.ErrIdentityMismatch), errors.Is(openErr, proc.ErrNotFound):
 		leader = nil
 	default:
@@ -211,6 +218,29 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 		}
 	}
 
+	if spec := recordSpec(rec); spec != nil && spec.Shutdown != nil && leader != nil {
+		sd := spec.Shutdown
+		if n, err := proc.SignalNumber(sd.Signal); err == nil {
+			sig = n
+		}
+		if sd.Command != "" {
+			if gone, err := s.runShutdown(ctx, rec, spec, leader); err != nil {
+				res.Shutdown = err.Error()
+				s.logger.Warn("shutdown command", "name", rec.Name, "err", err)
+			} else if gone {
+				// The leader ended; what is left of its tree is ended by
+				// signals below, as for a leader that exited by itself.
+				leader = nil
+				if tr, err = new(scan).treeOf(rec); err != nil {
+					return res, err
+				}
+				if len(tr.members) == 0 {
+					return s.finishStop(ctx, rec, res, tr.monitorAlive)
+				}
+			}
+		}
+	}
+
 	deadline, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	left := s.signalTree(rec, leader, tr.members, sig)
@@ -244,6 +274,42 @@ func (s *Supervisor) stopLocked(ctx context.Context, rec *state.ProcessRecord, o
 		}
 	}
 	return s.finishStop(ctx, rec, res, tr.monitorAlive)
+}
+
+// recordSpec returns the spec rec was started with, nil when the record
+// keeps none (or one that cannot be read).
+func recordSpec(rec *state.ProcessRecord) *Process {
+	if len(rec.Spec) == 0 {
+		return nil
+	}
+	var spec Process
+	if err := json.Unmarshal(rec.Spec, &spec); err != nil || spec.Name != rec.Name {
+		return nil
+	}
+	return &spec
+}
+
+// runShutdown runs the shutdown command of spec, then waits for the
+// leader to end, both within the shutdown timeout. It reports whether the
+// leader ended; a command that fails (or outlives the timeout) is an error,
+// and the signals follow.
+func (s *Supervisor) runShutdown(ctx context.Context, rec *state.ProcessRecord, spec *Process, leader *proc.Handle) (bool, error) {
+	sd := spec.Shutdown
+	ctx, cancel := context.WithTimeout(ctx, sd.Timeout)
+	defer cancel()
+	shell, args := proc.ShellCommand(sd.Command)
+	cmd := exec.CommandContext(ctx, shell, args...)
+	cmd.Dir = spec.Cwd
+	cmd.Env = append(spec.Environ(), ShutdownPIDEnv+"="+strconv.Itoa(rec.Process.PID))
+	cmd.WaitDelay = time.Second // a grandchild holding the output open cannot hold stop
+	out, runErr := cmd.CombinedOutput()
+	if runErr != nil {
+		runErr = fmt.Errorf("%s: shutdown command %q: %w: %s", rec.Name, sd.Command, runErr, strings.TrimSpace(string(out)))
+	}
+	if err := leader.Wait(ctx); err != nil {
+		return false, runErr
+	}
+	return true, runErr
 }
 
 // runs reports whether id still names a live process.

@@ -22,3 +22,11 @@ func IntoCgroupAttr(fd int) *syscall.SysProcAttr {
 
 // ShellCommand returns the system shell invocation that runs a command line.
 func ShellCommand(line string) (name string, args []string) { return "sh", []string{"-c", line} }
+
+// WithCredential makes attr start the process as uid and gid with the
+// supplementary groups given (setgroups, setgid, setuid, in that order, by
+// the runtime between fork and exec); the caller must be root.
+func WithCredential(attr *syscall.SysProcAttr, uid, gid uint32, groups []uint32) *syscall.SysProcAttr {
+	attr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}
+	return attr
+}

@@ -21,3 +21,9 @@ func IntoCgroupAttr(fd int) *syscall.SysProcAttr { return DetachedAttr() }
 
 // ShellCommand returns the system shell invocation that runs a command line.
 func ShellCommand(line string) (name string, args []string) { return "cmd", []string{"/C", line} }
+
+// WithCredential returns attr unchanged: Windows has no setuid (user: is
+// refused there when the config is read).
+func WithCredential(attr *syscall.SysProcAttr, uid, gid uint32, groups []uint32) *syscall.SysProcAttr {
+	return attr
+}

@@ -52,6 +52,13 @@ func TestArgv_Options(t *testing.T) {
 			Want: RestartOptions{ProjectOptions: def, Names: []string{"api", "w"}, Force: true, Timeout: 5 * time.Second, JSON: true}},
 		{Name: "restart needs a name", Parse: cmdtest.Parse(newSupNoun, NewCmdRestart, "restart"), Code: 2, Stderr: "requires at least 1 arg"},
 
+		{Name: "scale defaults", Parse: cmdtest.Parse(newSupNoun, NewCmdScale, "scale", "web", "3"),
+			Want: ScaleOptions{ProjectOptions: def, Name: "web", Replicas: 3}},
+		{Name: "scale --force --timeout 2s --json", Parse: cmdtest.Parse(newSupNoun, NewCmdScale, "scale", "web", "0", "--force", "--timeout", "2s", "--json"),
+			Want: ScaleOptions{ProjectOptions: def, Name: "web", Force: true, Timeout: 2 * time.Second, JSON: true}},
+		{Name: "scale a negative count", Parse: cmdtest.Parse(newSupNoun, NewCmdScale, "scale", "web", "-1"), Code: 2},
+		{Name: "scale needs NAME and N", Parse: cmdtest.Parse(newSupNoun, NewCmdScale, "scale", "web"), Code: 2},
+
 		{Name: "reload defaults", Parse: cmdtest.Parse(newSupNoun, NewCmdReload, "reload"), Want: ReloadOptions{ProjectOptions: def}},
 		{Name: "reload --dry-run --json", Parse: cmdtest.Parse(newSupNoun, NewCmdReload, "reload", "--dry-run", "--json"),
 			Want: ReloadOptions{ProjectOptions: def, DryRun: true, JSON: true}},

@@ -39,8 +39,10 @@ func NewCmdStop(f *cmdutil.Factory, runF func(context.Context, *StopOptions) err
   devkit sup stop api --timeout 3s
   devkit sup stop api --force     # kill what ignores the stop signal, and session survivors`,
 		Short: "Stop processes, dependents first",
-		Long: `Stop the named processes, or all of them, in reverse depends_on order. The
-stop signal goes to the whole process group and to every descendant that
+		Long: `Stop the named processes, or all of them, in reverse depends_on order. A
+process with a shutdown: command first gets that command (DEVKIT_SUP_PID is
+its PID) and shutdown.timeout to end; then the stop signal (shutdown.signal,
+else stop_signal) goes to the whole process group and to every descendant that
 left it (daemons that double-forked or called setsid are tracked). After the
 timeout (stop_timeout, or --timeout) anything still running makes stop fail
 with outcome "timeout" and exit 1 — the process stays supervised, a later

@@ -55,6 +55,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		NewCmdStatus(f, nil),
 		NewCmdRestart(f, nil),
 		NewCmdReload(f, nil),
+		NewCmdScale(f, nil),
 		NewCmdLogs(f, nil),
 		newExportCmd(f),
 		NewCmdMonitor(f, nil),
@@ -77,7 +78,7 @@ from the file's absolute path (shown by status), so two projects under one
 home never see each other; --project NAME or $DEVKIT_SUP_PROJECT names the
 namespace instead. --all and reload act on the current project only.`,
 	}
-	cmd.PersistentFlags().StringP("config", "c", "", "config file (default $"+configEnv+" or ./"+defaultConfig+")")
+	cmd.PersistentFlags().StringP("config", "c", "", "config file: YAML, or a Procfile (default $"+configEnv+" or ./"+defaultConfig+")")
 	cmd.PersistentFlags().String("project", "", "project namespace (default $"+projectEnv+", else derived from the config file's path)")
 	return cmd
 }

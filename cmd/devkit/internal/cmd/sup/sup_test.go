@@ -595,3 +595,85 @@ processes:
 		t.Fatalf("enabled depending on disabled: %s", errOut)
 	}
 }
+
+// A foreman user's Procfile starts as it is, with foreman's PORT numbering
+// and the .env beside it.
+func TestSup_ProcfileIsAConfig(t *testing.T) {
+	e := newEnv(t, twoProcs)
+	t.Setenv("PORT", "") // foreman would take it as the base port
+	procfile := filepath.Join(e.dir, "Procfile")
+	files := map[string]string{
+		procfile:                     "# foreman stack\n\nweb: echo \"web port=$PORT ps=$PS greeting=$GREETING\"; exec sleep 300\nworker: echo \"worker port=$PORT\"; exec sleep 300\n",
+		filepath.Join(e.dir, ".env"): "GREETING=hi\n",
+	}
+	for path, text := range files {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(want int, args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+		if code := runCLI(ios, append([]string{"sup", "-c", procfile}, args...)); code != want {
+			t.Fatalf("sup %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+	t.Cleanup(func() { run(0, "stop", "--all", "--force", "--timeout", "200ms") })
+	if out := run(0, "start", "--all"); !strings.Contains(out, "web: started") || !strings.Contains(out, "worker: started") {
+		t.Fatalf("start --all -c Procfile:\n%s", out)
+	}
+	for name, want := range map[string]string{"web": "web port=5000 ps=web.1 greeting=hi", "worker": "worker port=5100"} {
+		var got string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got = run(0, "logs", name, "-n", "5"); strings.Contains(got, want) {
+				break
+			}
+		}
+		if !strings.Contains(got, want) {
+			t.Fatalf("logs %s = %q, want %q", name, got, want)
+		}
+	}
+	run(0, "status")
+	run(0, "stop", "--all")
+	run(3, "status")
+}
+
+func TestSup_ReplicasAndScale(t *testing.T) {
+	e := newEnv(t, `
+processes:
+  web:
+    command: sh
+    args: ["-c", "echo \"web $DEVKIT_SUP_REPLICA on $PORT\"; exec sleep 300"]
+    env: {PORT: "9000"}
+    replicas: 2
+`)
+	out, _ := e.must(0, "start", "--all")
+	if !strings.Contains(out, "web.1: started") || !strings.Contains(out, "web.2: started") {
+		t.Fatalf("start --all:\n%s", out)
+	}
+	out, _ = e.must(0, "scale", "web", "3")
+	if !strings.Contains(out, "web.3: started") || strings.Contains(out, "web.1") {
+		t.Fatalf("scale web 3:\n%s", out)
+	}
+	var got string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got, _ = e.must(0, "logs", "web.3"); strings.Contains(got, "web 3 on 9002") {
+			break
+		}
+	}
+	if !strings.Contains(got, "web 3 on 9002") {
+		t.Fatalf("logs web.3 = %q", got)
+	}
+	if rep := e.statusJSON("web"); len(rep.Processes) != 3 {
+		t.Fatalf("status web: %+v", rep.Processes)
+	}
+	out, _ = e.must(0, "scale", "web", "1")
+	if !strings.Contains(out, "web.3: stopped") || !strings.Contains(out, "web.2: stopped") {
+		t.Fatalf("scale web 1:\n%s", out)
+	}
+	e.must(2, "scale", "web", "many")
+	e.must(3, "scale", "nosuch", "2")
+	e.must(0, "stop", "--all")
+}
