@@ -57,6 +57,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		NewCmdReload(f, nil),
 		NewCmdLogs(f, nil),
 		newExportCmd(f),
+		NewCmdImport(f, nil),
 		NewCmdMonitor(f, nil),
 	)
 	return cmd
