@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -49,7 +50,7 @@ func TestStartedNotBefore_ComparesStartTimesAsNumbers(t *testing.T) {
 
 func TestVerify_NoPIDIsNotFound(t *testing.T) {
 	for _, pid := range []int{0, -1} {
-		if _, err := Verify(Identity{PID: pid, StartTime: "1"}); err != ErrNotFound {
+		if _, err := Verify(Identity{PID: pid, StartTime: "1"}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Verify(pid %d) = %v, want ErrNotFound (never a lookup of pid %d)", pid, err, pid)
 		}
 	}
