@@ -4,7 +4,8 @@
 # Every step checks what it shows; the script exits non-zero as soon as one does not behave.
 #
 # Usage: examples/demo.sh [--redis] [BIN]
-#   BIN       the devkit binary `make build` made (default bin/devkit)
+#   BIN       the devkit binary `make demo` made (default bin/devkit); the demo's HTTP client,
+#             examples/stack/hit, is the hit beside it, built in the same go build (or $HIT)
 #   --redis   `make demo-redis`: a supervised redis-server and two gateways sharing it
 #             (examples/stack/ops-redis.yaml); needs redis-server on $PATH
 # Environment:
@@ -21,7 +22,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-bin/devkit}
 [[ $bin == /* ]] || bin=$root/$bin
 cd "$root"
-[[ -x $bin ]] || { echo "demo: $bin is missing; run 'make build' (or 'make demo')" >&2; exit 1; }
+[[ -x $bin ]] || { echo "demo: $bin is missing; run 'make demo'" >&2; exit 1; }
+# hit is a curl that checks the answers (examples/stack/hit). make demo builds it with devkit, in
+# one go build with the same flags: the demo itself builds nothing.
+hit=${HIT:-$(dirname "$bin")/hit}
+[[ $hit == /* ]] || hit=$root/$hit
+[[ -x $hit ]] || { echo "demo: $hit (the demo's HTTP client) is missing; run 'make demo'" >&2; exit 1; }
+# The commands are shown as the reader would type them from the repository root.
+shown() { if [[ $1 == "$root"/* ]]; then printf '%s' "${1#"$root"/}"; else printf '%s' "$1"; fi; }
+bin_shown=$(shown "$bin") hit_shown=$(shown "$hit")
 if ((redis_mode)) && ! command -v redis-server >/dev/null 2>&1; then
 	echo "demo: redis-server is not installed (apt-get install redis-server, brew install redis)" >&2
 	exit 1
@@ -36,11 +45,15 @@ say() { printf '%s\n' "$*"; }
 fail() { printf 'demo: FAILED: %s\n' "$*" >&2; exit 1; }
 # devkit runs the binary; show prints a command as a reader would type it, then runs it.
 devkit() { "$bin" "$@"; }
-# quote prints args as a shell would need them typed; the demo's HTTP client is shown as hit.
+# quote prints args as a shell would need them typed, the binaries by their path from the repository root.
 quote() {
-	local out=() a
+	local out=() a first=1
 	for a in "$@"; do
-		[[ $a == "$hit" ]] && a=hit
+		if ((first)); then
+			[[ $a == devkit ]] && a=$bin_shown
+			[[ $a == "$hit" ]] && a=$hit_shown
+			first=0
+		fi
 		if [[ $a =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then out+=("$a"); else out+=("'$a'"); fi
 	done
 	printf '%s' "${out[*]}"
@@ -101,8 +114,6 @@ if ((redis_mode)); then
 fi
 cp examples/policies/saas.yaml "$home/policy.yaml"
 export GATEWAY_POLICY=$home/policy.yaml
-hit=$home/bin/hit
-(cd examples && go build -o "$hit" ./stack/hit) # the demo's HTTP client: a curl that checks the answers (examples/stack/hit)
 gw=http://127.0.0.1:$GATEWAY_PORT
 admin=http://127.0.0.1:$GATEWAY_ADMIN_PORT
 free=(-H "X-Workspace-ID: acme" -H "X-Workspace-Plan: free" -H "X-User-ID: ada")
@@ -124,6 +135,16 @@ if ((redis_mode)); then
 else
 	if [[ -n ${REDIS_URL:-} ]]; then say "limits:   in Redis at $REDIS_URL"; else say "limits:   in the gateway's memory (set REDIS_URL, or run make demo-redis, for Redis)"; fi
 fi
+# The environment ops.yaml reads: with it, every command below reruns as printed (KEEP=1 keeps the home).
+rerun_env=(DEVKIT DEVKIT_HOME KV_DATA KV_PORT GATEWAY_PORT GATEWAY_ADMIN_PORT RATELIMIT_PREFIX DEVKIT_SUP_CONFIG GATEWAY_POLICY)
+if ((redis_mode)); then rerun_env+=(REDIS_PORT REDIS_DIR GATEWAY2_PORT GATEWAY2_ADMIN_PORT); elif [[ -n ${REDIS_URL:-} ]]; then rerun_env+=(REDIS_URL); fi
+rerun_exports() {
+	local v out=()
+	for v in "${rerun_env[@]}"; do out+=("$v=$(quote "${!v}")"); done
+	printf 'cd %s && export %s' "$(quote "$root")" "${out[*]}"
+}
+say "To rerun a command below yourself (from another shell, or after KEEP=1 make demo):"
+say "  $(rerun_exports)"
 
 section "1. Start the stack: kv first, then the gateway in front of it, each waited for until ready"
 expect_rc 0 devkit sup start --all
@@ -179,7 +200,7 @@ show devkit ratelimit lint --policy "$home/policy-v2.yaml" >/dev/null
 say "The gateway is pointed at the new policy (GATEWAY_POLICY in ops.yaml); reload compares with what runs:"
 export GATEWAY_POLICY=$home/policy-v2.yaml
 plan=$(devkit sup reload --dry-run)
-printf '$ devkit sup reload --dry-run\n%s\n' "$plan"
+printf '$ %s sup reload --dry-run\n%s\n' "$bin_shown" "$plan"
 grep -Eq '^gateway +restart' <<<"$plan" || fail "reload --dry-run does not plan a gateway restart"
 grep -Eq '^kv +none' <<<"$plan" || fail "reload --dry-run plans to touch kv"
 expect_rc 0 devkit sup reload
@@ -221,7 +242,7 @@ section "The gateway's /metrics (admin address), top lines"
 denied=5
 if ((redis_mode)); then denied=10; fi # step 7 denied 5 more
 metrics=$("$hit" -grep "ratelimit_allowed_total,ratelimit_denied_total" -expect 200 "$admin/metrics")
-printf '$ hit -grep ratelimit_allowed_total,ratelimit_denied_total %s\n%s\n' "$admin/metrics" "$metrics"
+printf '$ %s -grep ratelimit_allowed_total,ratelimit_denied_total %s\n%s\n' "$hit_shown" "$admin/metrics" "$metrics"
 grep -qx " *ratelimit_denied_total{rule=\"api\"} $denied" <<<"$metrics" || fail "the gateway did not count $denied denials of rule api since its restart"
 
 section "Stop everything"
@@ -239,6 +260,12 @@ say "No process of the stack is left (PIDs $(echo $pids)), and none of its ports
 
 section "Done in $((SECONDS - started))s"
 say "Every step above checked what it printed; the demo exits non-zero if one did not."
-say "To watch the stack live, start it again and open a view (q quits top; dash prints its address):"
-say "  devkit sup -c examples/stack/ops.yaml start --all"
-say "  devkit top -c examples/stack/ops.yaml     # or: devkit dash -c examples/stack/ops.yaml"
+if [[ ${KEEP:-} == 1 ]]; then
+	say "The home is kept: to start the stack again and rerun any command above, in a shell:"
+	say "  $(rerun_exports) && $bin_shown sup start --all"
+	say "Then watch it live (q quits top; dash prints its address):"
+	say "  $bin_shown top     # or: $bin_shown dash"
+else
+	say "To rerun the commands yourself, or to watch the stack live with devkit top or devkit dash:"
+	say "KEEP=1 make demo keeps the home and prints how."
+fi

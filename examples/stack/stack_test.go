@@ -621,6 +621,19 @@ func needRedis(t *testing.T) {
 	}
 }
 
+// buildHit builds the demo's HTTP client, which make demo builds beside
+// bin/devkit: demo.sh itself builds nothing.
+func buildHit(t *testing.T) string {
+	t.Helper()
+	hit := filepath.Join(t.TempDir(), "hit")
+	cmd := exec.Command("go", "build", "-o", hit, ".")
+	cmd.Dir = "hit"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./stack/hit: %v\n%s", err, out)
+	}
+	return hit
+}
+
 // testDemoScript runs examples/demo.sh (what `make demo` runs, `make
 // demo-redis` with redis) against bin and checks that it passes every step
 // and leaves nothing behind: no process, no demo home.
@@ -645,7 +658,7 @@ func testDemoScript(t *testing.T, bin string, redis bool) {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "TMPDIR="+tmp)
+	cmd.Env = append(env, "TMPDIR="+tmp, "HIT="+buildHit(t))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo.sh: %v\n%s", err, out)

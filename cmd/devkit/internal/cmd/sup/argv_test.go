@@ -86,6 +86,13 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "export nomad --out --job", Parse: cmdtest.Parse(newSupNoun, NewCmdExportNomad, "nomad", "--out", "j.hcl", "--job", "shop"),
 			Want: ExportNomadOptions{ProjectOptions: def, OutFile: "j.hcl", Job: "shop"}},
 
+		{Name: "import supervisord -o", Parse: cmdtest.Parse(newSupNoun, NewCmdImport, "import", "supervisord", "s.conf", "-o", "ops.yaml"),
+			Want: ImportOptions{Format: "supervisord", File: "s.conf", OutFile: "ops.yaml"}},
+		{Name: "import process-compose to stdout", Parse: cmdtest.Parse(newSupNoun, NewCmdImport, "import", "process-compose", "pc.yaml"),
+			Want: ImportOptions{Format: "process-compose", File: "pc.yaml"}},
+		{Name: "import unknown format", Parse: cmdtest.Parse(newSupNoun, NewCmdImport, "import", "procfile", "Procfile"), Code: 2, Stderr: `unknown format "procfile"`},
+		{Name: "import needs a file", Parse: cmdtest.Parse(newSupNoun, NewCmdImport, "import", "supervisord"), Code: 2},
+
 		{Name: "monitor", Parse: cmdtest.Parse(newSupNoun, NewCmdMonitor, monitorVerb), Want: MonitorOptions{}},
 		{Name: "monitor takes no args", Parse: cmdtest.Parse(newSupNoun, NewCmdMonitor, monitorVerb, "x"), Code: 2},
 	})

@@ -58,6 +58,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		NewCmdScale(f, nil),
 		NewCmdLogs(f, nil),
 		newExportCmd(f),
+		NewCmdImport(f, nil),
 		NewCmdMonitor(f, nil),
 	)
 	return cmd
