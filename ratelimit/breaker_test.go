@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,9 +18,9 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
-// Three limiters (three proxies) at their defaults share one Redis; 100
+// Three limiters (three proxies) with a 50 ms budget share one Redis; 100
 // clients each hammer one identity. Redis stalls once for 120 ms (DEBUG
-// SLEEP): the checks in flight then run out of their 50 ms budget and are
+// SLEEP): the checks in flight then run out of their budget and are
 // decided by the failure policy (fail-open) — those, and only those. Before
 // the per-node breaker, that one slow answer set a global 500 ms back-off on
 // every proxy and let tens of thousands of requests through a limit of 1000.
@@ -38,7 +40,7 @@ func TestUnderLoad_OneSlowAnswerDecidesOnlyItsOwnChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { client.Close() })
-		limiters = append(limiters, ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{}))
+		limiters = append(limiters, ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{Budget: 50 * time.Millisecond}))
 	}
 	var admitted, failOpen, circuit, total atomic.Int64
 	deadline := time.Now().Add(runFor)
@@ -353,4 +355,54 @@ func TestReset_UnblocksEveryProxyWithinASecond(t *testing.T) {
 			t.Fatalf("proxy %d still denies a second after the reset: %+v", i, r)
 		}
 	}
+}
+
+// Every failure-policy decision is counted, and logged at most once a
+// second with the number decided since the previous line: a store outage
+// under load must neither go unseen nor flood the log.
+func TestFailurePolicy_DecisionsAreCountedAndLoggedOnceASecond(t *testing.T) {
+	store := &flakyStore{}
+	store.mode.Store(1)
+	var buf syncBuffer
+	l := ratelimit.New(store, ratelimit.Options{Backoff: -1, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	check := func(fail ratelimit.FailurePolicy) {
+		if _, err := l.Check(context.Background(), ratelimit.Request{Key: "k", Rule: "login", Fail: fail,
+			Limits: []ratelimit.Limit{ratelimit.PerSecond(1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		check(ratelimit.FailOpen)
+	}
+	check(ratelimit.FailClosed)
+	if lines := buf.lines(); len(lines) != 1 || !strings.Contains(lines[0], `"admitted":1,"refused":0,"rule":"login"`) {
+		t.Fatalf("after 101 failure decisions in well under a second, log lines %q, want one saying admitted 1", lines)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	check(ratelimit.FailOpen)
+	if lines := buf.lines(); len(lines) != 2 || !strings.Contains(lines[1], `"admitted":100,"refused":1`) {
+		t.Fatalf("a second later, log lines %q, want a second one with admitted 100, refused 1", lines)
+	}
+	c := l.Stats().Snapshot()
+	if len(c) != 1 || c[0].FailOpen != 101 || c[0].FailClosed != 1 || c[0].StoreErrors != 102 {
+		t.Fatalf("counters %+v, want 101 fail-open, 1 fail-closed, 102 store errors", c)
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
 }

@@ -32,7 +32,7 @@
 //
 // # Failure policy
 //
-// A decision never takes longer than Options.Budget (50 ms by default, or
+// A decision never takes longer than Options.Budget (250 ms by default, or
 // Request.Budget): a check that errs or runs out of time is decided by the
 // failure policy — FailOpen lets the request through, FailClosed refuses it
 // — per limiter or per Request, for that check only. A circuit breaker per
@@ -42,7 +42,7 @@
 // master only for the identities it holds; an open breaker lets one probe
 // through after Options.Backoff. Result.Source says who decided; store
 // errors, breaker decisions and callers that went away are counted apart in
-// Stats.
+// Stats, and failure-policy decisions are logged at most once a second.
 //
 // The Redis store batches concurrent checks by default (redisstore.Options
 // Pipeline): below DefaultPipeline batches in flight a check is sent at once,

@@ -166,7 +166,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.reading.Store(false)
 	switch {
-	case err == io.EOF: //nolint:errorlint // io.EOF is returned as is by contract
+	case err == io.EOF:
 		b.ended = true
 		_ = b.rc.SetReadDeadline(time.Time{})
 	case err != nil:

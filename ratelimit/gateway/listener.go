@@ -49,9 +49,10 @@ func (c *lingerConn) Close() error {
 			return
 		}
 		go func() {
-			c.TCPConn.SetReadDeadline(time.Now().Add(lingerTime))
-			io.CopyN(io.Discard, c.TCPConn, lingerBytes)
-			c.TCPConn.Close()
+			// Best effort: the lingering drain only spares the client a reset.
+			_ = c.TCPConn.SetReadDeadline(time.Now().Add(lingerTime))
+			_, _ = io.CopyN(io.Discard, c.TCPConn, lingerBytes)
+			_ = c.TCPConn.Close()
 		}()
 	})
 	return err

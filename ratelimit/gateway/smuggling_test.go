@@ -390,15 +390,6 @@ func TestSmuggling_HalfCloseAfterRequestsClosesAtOnce(t *testing.T) {
 	})
 }
 
-func eventually(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
-}
-
 func countersOf(l *ratelimit.Limiter, rule string) ratelimit.RuleCounters {
 	for _, c := range l.Stats().Snapshot() {
 		if c.Rule == rule {

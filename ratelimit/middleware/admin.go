@@ -39,6 +39,7 @@ type AdminOptions struct {
 //
 //	GET  /metrics           counters per rule and limit, Prometheus text format
 //	GET  /health            store ping, latency and circuit breakers (503 when unreachable)
+//	GET  /stats             decisions per rule as JSON, those of the failure policy included (fail_open, fail_closed)
 //	GET  /top?n=10          identities with the most hits
 //	GET  /info?key=K        stored state of one identity
 //	POST /reset?key=K       delete one identity's state, on every proxy sharing the store
@@ -69,6 +70,13 @@ func NewAdmin(l *ratelimit.Limiter, opts AdminOptions) http.Handler {
 			h.Error, status = err.Error(), http.StatusServiceUnavailable
 		}
 		adminJSON(w, status, h)
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
+		stats := l.Stats().Snapshot()
+		if stats == nil {
+			stats = []ratelimit.RuleCounters{}
+		}
+		adminJSON(w, http.StatusOK, stats)
 	})
 	mux.HandleFunc("GET /top", func(w http.ResponseWriter, r *http.Request) {
 		n := 10

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -519,32 +518,86 @@ func TestProxy_AdminLoopbackAndTokenFromEnv(t *testing.T) {
 	}
 }
 
-// The issue's scenario end to end: three `devkit ratelimit proxy` instances
-// at their defaults share one real Redis; 100 clients each send POST
-// /auth/login (one identity: every client is 127.0.0.1) for 1.5 s; Redis
-// stalls once for 120 ms. A store-decided answer carries X-RateLimit-Limit;
-// a fail-open one carries none. The store admits at most the limit, and
-// fail-open covers only the checks that ran out of their budget during the
-// stall (a check that timed out may still have been counted by Redis, so
-// the store's own admissions can fall short of the limit by those) — before
-// the per-node breaker, the stall opened a 500 ms gate for
-// every client of every proxy (813 777 admitted of 1000 in the library
-// version of this test).
-func TestProxy_ThreeProxiesHundredClientsOneIdentityStalledRedis(t *testing.T) {
+// Exact at the defaults, and bounded when not: three `devkit ratelimit
+// proxy` instances at their defaults share one real Redis, and 100 clients on
+// each send POST /auth/login (one identity) for 1.5 s. The store admits at
+// most the limit; every admission beyond it is a failure-policy decision that
+// the proxies counted and expose (GET /stats, ratelimit_fail_open_total); and
+// when the failure policy decided nothing, exactly the limit is admitted. With
+// the former 50 ms default budget, checks slower than it under the burst were
+// admitted by fail-open (501–526 of 500 on an idle machine); the default
+// budget is now chosen above the burst's measured latency
+// (redisstore's TestBurst_CheckLatencyOfThreeGatewaysOnOneIdentity).
+func TestProxy_ThreeProxiesHundredClientsOneIdentityAdmitExactlyTheLimit(t *testing.T) {
 	srv := redistest.StartRedis(t)
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer upstream.Close()
-	policyPath := filepath.Join(t.TempDir(), "policy.yaml")
+	proxies, admins := threeProxies(t, srv.URL())
 	const limit = 500
-	writePolicyTB(t, policyPath, strconv.Itoa(limit))
-	var proxies []string
+	c := burst(t, proxies, 1500*time.Millisecond)
+	assertFailureBound(t, c, limit, admins)
+}
+
+// threeProxies starts three proxies at their defaults on one Redis, with
+// the login rule's limit of 500, and returns their client and admin addresses.
+func threeProxies(t *testing.T, redisURL string) (proxies, admins []string) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(upstream.Close)
+	policyPath := filepath.Join(t.TempDir(), "policy.yaml")
+	writePolicyTB(t, policyPath, "500")
 	for i := 0; i < 3; i++ {
-		l, _ := startProxy(t, &ProxyOptions{Store: &StoreOptions{RedisURL: srv.URL()}, Listen: "127.0.0.1:0",
+		l, a := startProxy(t, &ProxyOptions{Store: &StoreOptions{RedisURL: redisURL}, Listen: "127.0.0.1:0", Admin: "127.0.0.1:0",
 			Upstream: upstream.URL, Policy: policyPath, WatchInterval: time.Hour, Reload: make(chan struct{})})
-		proxies = append(proxies, l)
+		proxies, admins = append(proxies, l), append(admins, a)
 	}
+	return proxies, admins
+}
+
+// assertFailureBound holds a burst to the documented bound: the store admits
+// at most the limit, admissions beyond it are exactly the failure policy's
+// as the proxies count them, and with none of those exactly the limit.
+func assertFailureBound(t *testing.T, c burstCounts, limit int64, admins []string) {
+	t.Helper()
+	var counted int64
+	for _, a := range admins {
+		resp, err := http.Get("http://" + a + "/stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stats []struct {
+			Rule     string `json:"rule"`
+			FailOpen int64  `json:"fail_open"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&stats)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET /stats: %d %v", resp.StatusCode, err)
+		}
+		for _, s := range stats {
+			counted += s.FailOpen
+		}
+	}
+	t.Logf("%d requests: %d admitted by the store, %d by the failure policy (%d counted by the proxies), %d denied",
+		c.total, c.fromStore, c.failOpen, counted, c.denied)
+	switch {
+	case c.fromStore > limit:
+		t.Fatalf("the store admitted %d, over the limit of %d", c.fromStore, limit)
+	case c.failOpen != counted:
+		t.Fatalf("%d admitted by the failure policy, but the proxies counted %d", c.failOpen, counted)
+	case c.failOpen == 0 && c.total >= limit && c.fromStore != limit:
+		t.Fatalf("no failure-policy decision, yet %d admitted of a limit of %d", c.fromStore, limit)
+	}
+}
+
+// burstCounts are the answers of a burst: admitted by the store (they carry
+// X-RateLimit-Limit), admitted by the failure policy (they carry none), and
+// denied.
+type burstCounts struct{ total, fromStore, failOpen, denied int64 }
+
+// burst sends POST /auth/login from 100 clients per proxy for d; during, if
+// set, runs once 300 ms in.
+func burst(t *testing.T, proxies []string, d time.Duration, during ...func()) burstCounts {
+	t.Helper()
 	var fromStore, failOpen, denied, total atomic.Int64
-	deadline := time.Now().Add(1500 * time.Millisecond)
+	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for _, p := range proxies {
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100}}
@@ -574,18 +627,31 @@ func TestProxy_ThreeProxiesHundredClientsOneIdentityStalledRedis(t *testing.T) {
 			}()
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
-	if err := srv.Client(t).Do(context.Background(), "DEBUG", "SLEEP", "0.12").Err(); err != nil {
-		t.Fatalf("DEBUG SLEEP: %v", err)
+	for _, f := range during {
+		time.Sleep(300 * time.Millisecond)
+		f()
 	}
 	wg.Wait()
-	maxTimedOut := max(3*100*3, total.Load()/8) // as in the library test: a loaded machine adds timeouts
-	// A check that timed out may still have been counted by Redis (it ran
-	// after the stall): the store admits at most the limit, and at least the
-	// limit less those.
-	if fromStore.Load() > limit || fromStore.Load() < limit-failOpen.Load() || failOpen.Load() > maxTimedOut {
-		t.Fatalf("%d requests: %d admitted by the store (limit %d), %d by fail-open (at most %d), %d denied",
-			total.Load(), fromStore.Load(), limit, failOpen.Load(), maxTimedOut, denied.Load())
-	}
-	t.Logf("%d requests: %d admitted by the store, %d by fail-open during the stall, %d denied", total.Load(), fromStore.Load(), failOpen.Load(), denied.Load())
+	return burstCounts{total.Load(), fromStore.Load(), failOpen.Load(), denied.Load()}
+}
+
+// Three `devkit ratelimit proxy` instances at their defaults share one real
+// Redis; 100 clients each send POST /auth/login (one identity: every client
+// is 127.0.0.1) for 1.5 s; Redis stalls once for 300 ms, longer than the
+// budget. A store-decided answer carries X-RateLimit-Limit; a fail-open one
+// carries none. The burst holds the documented bound (assertFailureBound):
+// the store admits at most the limit and every other admission is a counted
+// failure-policy decision. Before the per-node breaker, the stall opened a
+// 500 ms gate for every client of every proxy (813 777 admitted of 1000 in
+// the library version of this test); this test used to bound the fail-open
+// admissions by a guess at a loaded machine's timeouts, and flaked under load.
+func TestProxy_ThreeProxiesHundredClientsOneIdentityStalledRedis(t *testing.T) {
+	srv := redistest.StartRedis(t)
+	proxies, admins := threeProxies(t, srv.URL())
+	c := burst(t, proxies, 1500*time.Millisecond, func() {
+		if err := srv.Client(t).Do(context.Background(), "DEBUG", "SLEEP", "0.3").Err(); err != nil {
+			t.Errorf("DEBUG SLEEP: %v", err)
+		}
+	})
+	assertFailureBound(t, c, 500, admins)
 }
