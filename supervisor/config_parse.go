@@ -574,9 +574,11 @@ func (p *parser) shell(node *yaml.Node, field string, vars map[string]string) (s
 
 // wrapf is errorf for an error that callers may test with errors.Is.
 func (p *parser) wrapf(node *yaml.Node, field string, err error) error {
-	e := p.errorf(node, field, "%v", err).(*ConfigError)
-	e.Err = err
-	return e
+	line := 0
+	if node != nil {
+		line = node.Line
+	}
+	return &ConfigError{File: p.file, Line: line, Field: field, Msg: err.Error(), Err: err}
 }
 
 func (p *parser) str(node *yaml.Node, field string) (string, error) { return p.scalar(node, field) }

@@ -206,7 +206,7 @@ func (s *Supervisor) recordedSpec(name string) (*Process, error) {
 	}
 	var spec Process
 	if err := json.Unmarshal(rec.Spec, &spec); err != nil || spec.Name != name || spec.Command == "" {
-		return nil, fmt.Errorf("%w: the spec in the record of %s cannot be used: %v", ErrCorrupt, name, err)
+		return nil, fmt.Errorf("%w: the spec in the record of %s cannot be used: %w", ErrCorrupt, name, err)
 	}
 	return &spec, nil
 }

@@ -1,9 +1,12 @@
 package state
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -36,6 +39,7 @@ func TestProcessRecord_RoundTripsEveryField(t *testing.T) {
 		Token:       "tok",
 		Project:     "stack-1",
 		Cgroup:      "/sys/fs/cgroup/x/devkit-sup-web.1-7",
+		Spec:        json.RawMessage(`{"command":"sleep","args":["60"]}`),
 	}
 	w := want
 	if err := l.WriteRecord(&w); err != nil {
@@ -57,7 +61,12 @@ func TestProcessRecord_RoundTripsEveryField(t *testing.T) {
 		t.Errorf("started_at %v, want %v", got.StartedAt, want.StartedAt)
 	}
 	got.StartedAt, want.StartedAt = time.Time{}, time.Time{}
-	if *got != want {
+	var spec bytes.Buffer // the record is written indented
+	if err := json.Compact(&spec, got.Spec); err != nil {
+		t.Fatalf("spec: %v", err)
+	}
+	got.Spec = spec.Bytes()
+	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("record read back\n got %+v\nwant %+v", *got, want)
 	}
 }
