@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
 
 // damagedStore builds a closed store with three snapshots' worth of keys
@@ -33,7 +35,9 @@ func damagedStore(t *testing.T, damage string) string {
 	case "newest snapshot":
 		flipBit(t, snaps[len(snaps)-1], 40)
 	case "mid-log record":
-		flipBit(t, segs[len(segs)-3].Path, 60)
+		// A segment the snapshot cut short may hold one record only: damage
+		// the first of the last three but one that reaches past the offset.
+		flipBit(t, midLogSegment(t, segs, 60), 60)
 	case "segment header":
 		flipBit(t, segs[len(segs)-3].Path, 3)
 	case "missing segment":
@@ -51,6 +55,19 @@ func damagedStore(t *testing.T, damage string) string {
 		t.Fatalf("unknown damage %q", damage)
 	}
 	return dir
+}
+
+// midLogSegment is the path of the first of segs' last three segments, the
+// live one left out, that is longer than off bytes.
+func midLogSegment(t *testing.T, segs []wal.SegmentInfo, off int) string {
+	t.Helper()
+	for _, s := range segs[max(0, len(segs)-3) : len(segs)-1] {
+		if fi, err := os.Stat(s.Path); err == nil && fi.Size() > int64(off) {
+			return s.Path
+		}
+	}
+	t.Fatalf("no segment of the log's tail is longer than %d bytes", off)
+	return ""
 }
 
 // damaged reports whether Verify calls the directory damaged.
