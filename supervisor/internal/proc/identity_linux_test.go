@@ -146,8 +146,14 @@ func TestHasEnv_MatchesTheWholeVariable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if !HasEnv(cmd.Process.Pid, "DEVKIT_SUP_TOKEN=abc123") {
-		t.Error("HasEnv misses the token the process was started with")
+	// Until the exec has set up the new environment, /proc shows the fork's
+	// (this test's) or none at all: wait for it, for 10 s at most.
+	found := false
+	for deadline := time.Now().Add(10 * time.Second); !found && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		found = HasEnv(cmd.Process.Pid, "DEVKIT_SUP_TOKEN=abc123")
+	}
+	if !found {
+		t.Fatal("HasEnv misses the token the process was started with")
 	}
 	for _, kv := range []string{"DEVKIT_SUP_TOKEN=abc", "DEVKIT_SUP_TOKEN=abc1234", "TOKEN=abc123"} {
 		if HasEnv(cmd.Process.Pid, kv) {
