@@ -20,6 +20,9 @@ var metricServers = []string{
 	"kvstore/server/httpapi",
 	"ratelimit/middleware", // the admin API's /metrics and its Collector
 	"ratelimit/gateway",
+	// Not a server: the live views read the servers' /metrics with
+	// prometheus/common's parser, which is a client's use of the format.
+	"cmd/devkit/internal/live",
 }
 
 var (

@@ -36,7 +36,12 @@ type Error struct {
 	Line  int    // 1-based; 0 when unknown
 	Field string // dotted path such as processes.kv.stop_timeout or rules[0].limits[1].window
 	Msg   string
+	// Err, when set, is the cause Msg describes, for errors.Is.
+	Err error
 }
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error renders file:line: field: message (line and field left out when unknown).
 func (e *Error) Error() string {
