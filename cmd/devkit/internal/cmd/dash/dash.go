@@ -78,12 +78,7 @@ it was (server-sent events with Last-Event-ID).`,
 				return err
 			}
 			opts.Open = func() (*supervisor.Supervisor, error) { return sup.OpenProject(f, cmd, false) }
-			if opts.KVToken == "" {
-				opts.KVToken = f.Getenv("DEVKIT_KV_TOKEN")
-			}
-			if opts.GatewayToken == "" {
-				opts.GatewayToken = f.Getenv("DEVKIT_ADMIN_TOKEN")
-			}
+			top.TokensFromEnv(f, &opts.KVToken, &opts.GatewayToken)
 			if runF == nil {
 				runF = run
 			}

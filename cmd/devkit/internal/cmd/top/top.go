@@ -63,12 +63,7 @@ readings --interval apart, so that rates are filled in) and exits.`,
 			}
 			opts.Open = func() (*supervisor.Supervisor, error) { return sup.OpenProject(f, cmd, false) }
 			opts.NoColor = f.Getenv("NO_COLOR") != ""
-			if opts.KVToken == "" {
-				opts.KVToken = f.Getenv("DEVKIT_KV_TOKEN")
-			}
-			if opts.GatewayToken == "" {
-				opts.GatewayToken = f.Getenv("DEVKIT_ADMIN_TOKEN")
-			}
+			TokensFromEnv(f, &opts.KVToken, &opts.GatewayToken)
 			if runF == nil {
 				runF = run
 			}
@@ -80,6 +75,17 @@ readings --interval apart, so that rates are filled in) and exits.`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "with --once: print the snapshot as JSON (schema "+live.Schema+")")
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "turn the actions (restart, stop, start, reload) off")
 	return cmd
+}
+
+// TokensFromEnv fills the KV and gateway tokens that no flag gave from
+// $DEVKIT_KV_TOKEN and $DEVKIT_ADMIN_TOKEN, for top and dash alike.
+func TokensFromEnv(f *cmdutil.Factory, kvToken, gatewayToken *string) {
+	if *kvToken == "" {
+		*kvToken = f.Getenv("DEVKIT_KV_TOKEN")
+	}
+	if *gatewayToken == "" {
+		*gatewayToken = f.Getenv("DEVKIT_ADMIN_TOKEN")
+	}
 }
 
 // AddSourceFlags registers the flags top and dash share: the project's
