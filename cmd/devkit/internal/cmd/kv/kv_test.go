@@ -31,12 +31,21 @@ func startServer(t *testing.T) (string, *kvstore.DB) {
 // startServerWith is startServer with engine options (Sync is always none).
 func startServerWith(t *testing.T, o kvstore.Options) (string, *kvstore.DB) {
 	t.Helper()
+	srv, db := startListeners(t, o, server.Config{TCPAddr: "127.0.0.1:0"})
+	return srv.Addrs().TCP, db
+}
+
+// startListeners serves a fresh engine (Sync none) on the listeners cfg
+// names until the test ends.
+func startListeners(t *testing.T, o kvstore.Options, cfg server.Config) (*server.Server, *kvstore.DB) {
+	t.Helper()
 	o.Sync, o.Logger = kvstore.SyncNone, quietLogger()
 	db, err := kvstore.Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(db, server.Config{TCPAddr: "127.0.0.1:0", Logger: quietLogger()})
+	cfg.Logger = quietLogger()
+	srv := server.New(db, cfg)
 	if err := srv.Listen(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +57,7 @@ func startServerWith(t *testing.T, o kvstore.Options) (string, *kvstore.DB) {
 		<-done
 		db.Close()
 	})
-	return srv.Addrs().TCP, db
+	return srv, db
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -358,22 +367,7 @@ func TestBench_JSONDurationsInSeconds(t *testing.T) {
 // names the listener it reached and the flag and address to use instead,
 // not "invalid character 'H' looking for beginning of value".
 func TestClientCommands_WrongListenerSaysWhichPortAndFlag(t *testing.T) {
-	db, err := kvstore.Open(t.TempDir(), kvstore.Options{Sync: kvstore.SyncNone, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(db, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", Logger: quietLogger()})
-	if err := srv.Listen(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		db.Close()
-	})
+	srv, _ := startListeners(t, kvstore.Options{}, server.Config{HTTPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0"})
 	addrs := srv.Addrs()
 	for _, tc := range []struct{ addr, protocol, flag string }{
 		{addrs.HTTP, "HTTP", "--http"},
