@@ -7,7 +7,7 @@ GOTOOLCHAIN ?= go1.27.3
 export GOTOOLCHAIN
 SHELL    := bash
 .SHELLFLAGS := -o pipefail -c
-MODULES  := kvstore ratelimit supervisor cmd/devkit examples tools
+MODULES  := internal kvstore ratelimit supervisor cmd/devkit examples tools
 BIN      := bin/devkit
 TIMEOUT  ?= 15m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -29,8 +29,8 @@ build: ## build bin/devkit
 
 test: ## run every module's tests (what CI runs)
 	$(call EACH,$(GO) test -timeout $(TIMEOUT) ./...)
-	@# The copies, house and notices checks read files outside their module, which go test's cache does not watch.
-	cd tools && GOWORK=off $(GO) test -count=1 ./copies/ ./house/ ./notices/
+	@# The house and notices checks read files outside their module, which go test's cache does not watch.
+	cd tools && GOWORK=off $(GO) test -count=1 ./house/ ./notices/
 
 test-race: ## run every module's tests with the race detector
 	$(call EACH,$(GO) test -race -timeout $(TIMEOUT) ./...)
@@ -59,7 +59,7 @@ fuzz: ## run every Fuzz* target of every module briefly (FUZZTIME, default 15s e
 		done; \
 	done; echo "fuzz: $$found targets"; [ $$found -gt 0 ]
 
-CROSS_VET := kvstore ratelimit supervisor cmd/devkit
+CROSS_VET := internal kvstore ratelimit supervisor cmd/devkit
 
 # golangci-lint, pinned; .ci/run installs this version with go install.
 GOLANGCI_VERSION := v2.15.0
@@ -77,7 +77,7 @@ lint: ## go vet every module (and for windows and darwin), gofmt, and golangci-l
 	else $(call EACH_OF,$(LINT_MODULES),$(GOLANGCI) run --config $(CURDIR)/.golangci.yml ./...); fi
 
 # Modules whose whole suite CI also runs on Windows (.github/workflows/ci.yml, job windows).
-WINDOWS_TEST_MODULES := kvstore supervisor
+WINDOWS_TEST_MODULES := internal kvstore supervisor
 UNIX_ONLY := "sh"|/bin/sh|command: sh|/proc/|redis-server|redis-cli|redis-benchmark|python3|syscall\.Kill|Setsid|Setpgid|WaitStatus|os\.Symlink|/dev/null
 
 test-tags: ## check that no test file built for windows runs sh, /proc, signals or the Redis tools (those carry //go:build unix)

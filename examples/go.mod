@@ -13,6 +13,7 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/devkit-go/devkit/internal v0.0.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/kr/text v0.2.0 // indirect
@@ -30,6 +31,7 @@ require (
 )
 
 replace (
+	github.com/devkit-go/devkit/internal => ../internal
 	github.com/devkit-go/devkit/kvstore => ../kvstore
 	github.com/devkit-go/devkit/ratelimit => ../ratelimit
 	github.com/devkit-go/devkit/supervisor => ../supervisor

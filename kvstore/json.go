@@ -9,7 +9,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/devkit-go/devkit/kvstore/internal/jsonschema"
+	"github.com/devkit-go/devkit/internal/jsonschema"
 )
 
 // MarshalJSON implements json.Marshaler: see the schema rule above.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devkit-go/devkit/kvstore/internal/jsonschema"
+	"github.com/devkit-go/devkit/internal/jsonschema"
 )
 
 // TestJSON_ReportsGiveDurationsInSeconds: the engine's reports, which the

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/devkit-go/devkit/ratelimit/internal/jsonschema"
+	"github.com/devkit-go/devkit/internal/jsonschema"
 )
 
 // Each type's JSON is a wire struct, written once and used both ways: a

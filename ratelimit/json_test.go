@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devkit-go/devkit/internal/jsonschema"
 	"github.com/devkit-go/devkit/ratelimit"
-	"github.com/devkit-go/devkit/ratelimit/internal/jsonschema"
 	"github.com/devkit-go/devkit/ratelimit/internal/storetest"
 	"github.com/devkit-go/devkit/ratelimit/memory"
 )

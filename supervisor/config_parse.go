@@ -15,8 +15,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/devkit-go/devkit/supervisor/internal/units"
-	"github.com/devkit-go/devkit/supervisor/internal/yamlerr"
+	"github.com/devkit-go/devkit/internal/duration"
+	"github.com/devkit-go/devkit/internal/yamlerr"
 )
 
 // parser walks the YAML node tree so that every error can name the file,
@@ -659,14 +659,14 @@ func (p *parser) logFile(node *yaml.Node, field, path string) error {
 	return nil
 }
 
-// duration reads devkit's one duration grammar (units.ParseDuration): Go
+// duration reads devkit's one duration grammar (duration.Parse of the shared internal module): Go
 // durations ("500ms", "10s") or a plain number of seconds ("5", "1.5").
 func (p *parser) duration(node *yaml.Node, field string) (time.Duration, error) {
 	s, err := p.scalar(node, field)
 	if err != nil {
 		return 0, err
 	}
-	d, err := units.ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil {
 		return 0, p.errorf(node, field, "%q is not a duration", s)
 	}

@@ -167,7 +167,7 @@ func TestDigest_SurvivesJSONRoundTrip(t *testing.T) {
 }
 
 // TestParseConfig_DurationsShareTheFlagGrammar: a YAML duration reads as a
-// --timeout flag does (units.ParseDuration): `stop_timeout: 1.5` is 1.5 s.
+// --timeout flag does (duration.Parse): `stop_timeout: 1.5` is 1.5 s.
 func TestParseConfig_DurationsShareTheFlagGrammar(t *testing.T) {
 	cfg, err := parse(t, "processes:\n  kv:\n    command: kv\n    stop_timeout: 1.5\n", nil)
 	if err != nil {

@@ -38,6 +38,7 @@ require (
 	github.com/clipperhouse/displaywidth v0.9.0 // indirect
 	github.com/clipperhouse/stringish v0.1.1 // indirect
 	github.com/clipperhouse/uax29/v2 v2.5.0 // indirect
+	github.com/devkit-go/devkit/internal v0.0.0
 	github.com/erikgeiser/coninput v0.0.0-20211004153227-1c3628e74d0f // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
@@ -63,6 +64,7 @@ require (
 )
 
 replace (
+	github.com/devkit-go/devkit/internal => ../../internal
 	github.com/devkit-go/devkit/kvstore => ../../kvstore
 	github.com/devkit-go/devkit/ratelimit => ../../ratelimit
 	github.com/devkit-go/devkit/supervisor => ../../supervisor

@@ -13,9 +13,13 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/devkit-go/devkit/internal v0.0.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
 
-replace github.com/devkit-go/devkit/ratelimit => ../
+replace (
+	github.com/devkit-go/devkit/internal => ../../internal
+	github.com/devkit-go/devkit/ratelimit => ../
+)

@@ -1,62 +1,23 @@
 package gateway_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/devkit-go/devkit/internal/testcert"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
 )
-
-// selfSigned writes a certificate for 127.0.0.1 and its key to dir and
-// returns their paths and a pool that trusts the certificate.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gateway test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	cert, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
-}
 
 // With a certificate and a key, the client listener serves TLS and
 // HTTP/2 (ALPN); the upstream is told the scheme the client verifiably
 // used — https in X-Forwarded-Proto and Forwarded's proto= — and never
 // the one a client claims. Limits hold over HTTP/2 as over HTTP/1.1.
 func TestGateway_TLSWithHTTP2AndTheVerifiedScheme(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	certFile, keyFile, pool := testcert.SelfSigned(t, t.TempDir())
 	up := &recorder{}
 	upstream := httptest.NewServer(up)
 	t.Cleanup(upstream.Close)
@@ -106,7 +67,7 @@ func TestGateway_TLSWithHTTP2AndTheVerifiedScheme(t *testing.T) {
 // A certificate without its key (or the reverse), or files that do not
 // load, are refused at New.
 func TestGateway_TLSNeedsALoadableCertificateAndKey(t *testing.T) {
-	certFile, keyFile, _ := selfSigned(t, t.TempDir())
+	certFile, keyFile, _ := testcert.SelfSigned(t, t.TempDir())
 	for _, c := range []struct{ cert, key string }{{certFile, ""}, {"", keyFile}, {keyFile, certFile}, {certFile, "/nonexistent"}} {
 		_, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", Upstream: "http://127.0.0.1:1", Policy: mustPolicy(t, openTestPolicy),
 			Limiter: newMemoryLimiter(), TLSCertFile: c.cert, TLSKeyFile: c.key})

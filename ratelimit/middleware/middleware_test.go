@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/devkit-go/devkit/internal/jsonschema"
 	"github.com/devkit-go/devkit/ratelimit"
-	"github.com/devkit-go/devkit/ratelimit/internal/jsonschema"
 	"github.com/devkit-go/devkit/ratelimit/internal/storetest"
 	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/middleware"

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/devkit-go/devkit/ratelimit/internal/jsonschema"
+	"github.com/devkit-go/devkit/internal/jsonschema"
 )
 
 func TestProblemJSON_SameAsEncodingJSON(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/devkit-go/devkit/ratelimit/internal/units"
+	dur "github.com/devkit-go/devkit/internal/duration"
 )
 
 // The YAML shape of a policy file, filled by yamlerr.Decode: unknown keys
@@ -68,17 +68,17 @@ type fileLimit struct {
 	Block     duration `yaml:"block"`
 }
 
-// duration reads devkit's one duration grammar (units.ParseDuration): Go
+// duration reads devkit's one duration grammar (duration.Parse of the shared internal module): Go
 // syntax ("90s", "15m", "1h") or a plain number of seconds (900, 1.5).
 type duration time.Duration
 
 func (d *duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("want a duration (%s)", units.DurationHint)
+		return fmt.Errorf("want a duration (%s)", dur.Hint)
 	}
-	v, err := units.ParseDuration(n.Value)
+	v, err := dur.Parse(n.Value)
 	if err != nil {
-		return fmt.Errorf("%q is not a duration (%s)", n.Value, units.DurationHint)
+		return fmt.Errorf("%q is not a duration (%s)", n.Value, dur.Hint)
 	}
 	*d = duration(v)
 	return nil

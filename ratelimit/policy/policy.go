@@ -26,8 +26,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/devkit-go/devkit/internal/yamlerr"
 	"github.com/devkit-go/devkit/ratelimit"
-	"github.com/devkit-go/devkit/ratelimit/internal/yamlerr"
 )
 
 // Scope says whether a rule's limits depend on the tenant.
@@ -133,8 +133,8 @@ func Load(path string) (*Policy, error) {
 //	p.yaml:5: rules[0].limits[0].window: "ten" is not a duration
 //
 // YAML syntax and type errors carry the line of the mistake and its field
-// too. It is the same type as the supervisor's ConfigError (a deliberate
-// copy, see internal/yamlerr): File, Line (1-based, 0 when unknown), Field
+// too. It is the supervisor's ConfigError too: one type, from the shared
+// internal module's yamlerr, with File, Line (1-based, 0 when unknown), Field
 // and Msg.
 type Error = yamlerr.Error
 

@@ -1,5 +1,6 @@
 // Package house checks rules of the whole tree that no single module can:
-// here, that metrics follow one approach.
+// that metrics follow one approach, and how the modules depend on each other
+// (one shared internal module, no copies).
 package house
 
 import (

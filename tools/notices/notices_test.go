@@ -159,3 +159,30 @@ func TestCheck_ADeclaredLicenceWithoutAFileIsPassedOnOnlyAtTheCheckedVersion(t *
 		t.Fatal("another version without a licence file was accepted unchecked")
 	}
 }
+
+// TestLinkedModules_TheRepositorysOwnModulesAreLeftToLICENSE: the binary
+// links the shared internal module and the three libraries through replace
+// directives; they are this repository's (LICENSE covers them) and have no
+// notices of their own, while the third-party modules they need (the
+// internal module's golang.org/x/sys and gopkg.in/yaml.v3) are listed.
+func TestLinkedModules_TheRepositorysOwnModulesAreLeftToLICENSE(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads the module graph of cmd/devkit")
+	}
+	mods, err := LinkedModules(filepath.Join("..", "..", "cmd", "devkit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, m := range mods {
+		if strings.HasPrefix(m.Path, "github.com/devkit-go/devkit") {
+			t.Errorf("%s %s is listed as a third-party module", m.Path, m.Version)
+		}
+		paths = append(paths, m.Path)
+	}
+	for _, want := range []string{"golang.org/x/sys", "gopkg.in/yaml.v3"} {
+		if !slices.Contains(paths, want) {
+			t.Errorf("%s, which the shared internal module needs, is not listed: %v", want, paths)
+		}
+	}
+}

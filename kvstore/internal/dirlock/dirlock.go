@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/devkit-go/devkit/internal/filelock"
 )
 
 // ErrLocked is returned when another process (or another open handle in
@@ -28,31 +28,26 @@ func Acquire(dir string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := lockError(path, tryLock(f)); err != nil {
+	if err := lockError(path, filelock.TryLock(f)); err != nil {
 		f.Close()
 		return nil, err
 	}
-	// Record who holds it, for the error message of the next would-be owner.
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+	filelock.WriteHolder(f) // for the error message of the next would-be owner
 	return &Lock{f: f}, nil
 }
 
-// lockError turns tryLock's answer into Acquire's error: ErrLocked, with
+// lockError turns filelock.TryLock's answer into Acquire's error: ErrLocked, with
 // the holder, only for contention.
 func lockError(path string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case !errors.Is(err, errWouldBlock):
+	case !errors.Is(err, filelock.ErrWouldBlock):
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
 	holder := "unknown PID"
-	if b, rerr := os.ReadFile(path); rerr == nil {
-		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
-			holder = "PID " + strconv.Itoa(pid)
-		}
+	if pid := filelock.Holder(path); pid != 0 {
+		holder = fmt.Sprintf("PID %d", pid)
 	}
 	return fmt.Errorf("%w: %s is held by %s", ErrLocked, path, holder)
 }
@@ -62,7 +57,7 @@ func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	err := unlockFile(l.f)
+	err := filelock.Unlock(l.f)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/devkit-go/devkit/internal/filelock"
 )
 
 func TestAcquire_ContentionIsErrLockedNamingTheHolder(t *testing.T) {
@@ -31,7 +33,7 @@ func TestAcquire_AFailureThatIsNotContentionIsReportedAsItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	err = lockError(path, tryLock(f))
+	err = lockError(path, filelock.TryLock(f))
 	if err == nil || errors.Is(err, ErrLocked) {
 		t.Fatalf("lock on a closed handle = %v, want its own error, not ErrLocked", err)
 	}

@@ -1,12 +1,6 @@
 // Package epollwait is how an event loop waits on its epoll descriptor.
 package epollwait
 
-// This file is a deliberate copy: the gateway's client loops (ratelimit)
-// and the RESP server's loops (kvstore) wait the same way, while the
-// modules never import each other. Its copies
-// (ratelimit/internal/epollwait, kvstore/internal/epollwait) are kept
-// identical below the package clause by tools/copies.
-
 import (
 	"errors"
 	"fmt"

@@ -1,9 +1,5 @@
 package epollwait
 
-// This file is a deliberate copy, as epollwait_linux.go is: its copies
-// (ratelimit/internal/epollwait, kvstore/internal/epollwait) are kept
-// identical below the package clause by tools/copies.
-
 import (
 	"testing"
 	"time"

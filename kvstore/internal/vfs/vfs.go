@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/devkit-go/devkit/internal/dirsync"
 )
 
 // File is an open log segment or snapshot file.
@@ -63,4 +65,4 @@ func (OS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(pat
 func (OS) ReadDir(name string) ([]os.DirEntry, error) { return os.ReadDir(name) }
 
 // SyncDir fsyncs the directory itself so that entries in it survive a crash.
-func (OS) SyncDir(path string) error { return syncDir(filepath.Clean(path)) }
+func (OS) SyncDir(path string) error { return dirsync.Sync(filepath.Clean(path)) }

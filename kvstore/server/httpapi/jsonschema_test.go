@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devkit-go/devkit/kvstore/internal/jsonschema"
+	"github.com/devkit-go/devkit/internal/jsonschema"
 	"github.com/devkit-go/devkit/kvstore/server/httpapi"
 	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
 )

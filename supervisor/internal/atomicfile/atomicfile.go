@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/devkit-go/devkit/internal/dirsync"
 )
 
 // Write replaces path with data atomically.
@@ -36,7 +38,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("rename %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := dirsync.Sync(dir); err != nil {
 		return fmt.Errorf("sync the directory of %s: %w", path, err)
 	}
 	return nil

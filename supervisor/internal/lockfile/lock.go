@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/devkit-go/devkit/internal/filelock"
 )
 
 // retryInterval is how often a waiting Acquire tries again.
@@ -32,17 +32,17 @@ func Acquire(ctx context.Context, path string, onWait func(holder int)) (*Lock, 
 	t := time.NewTicker(retryInterval)
 	defer t.Stop()
 	for {
-		err := tryLock(f)
+		err := filelock.TryLock(f)
 		if err == nil {
-			writeHolder(f)
+			filelock.WriteHolder(f)
 			return &Lock{f: f}, nil
 		}
-		if !errors.Is(err, errWouldBlock) {
+		if !errors.Is(err, filelock.ErrWouldBlock) {
 			_ = f.Close() // the lock error is the one to report
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		if onWait != nil {
-			onWait(Holder(path))
+			onWait(filelock.Holder(path))
 			onWait = nil
 		}
 		select {
@@ -60,14 +60,14 @@ func TryAcquire(path string) (l *Lock, ok bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := tryLock(f); err != nil {
+	if err := filelock.TryLock(f); err != nil {
 		_ = f.Close() // the lock error is the one to report
-		if errors.Is(err, errWouldBlock) {
+		if errors.Is(err, filelock.ErrWouldBlock) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("lock %s: %w", path, err)
 	}
-	writeHolder(f)
+	filelock.WriteHolder(f)
 	return &Lock{f: f}, true, nil
 }
 
@@ -83,29 +83,6 @@ func open(path string) (*os.File, error) {
 		return ro, nil
 	}
 	return nil, err
-}
-
-// writeHolder records our PID in the lock file. It is informational only
-// (the lock is the kernel's), so a failure to write it is ignored: the
-// waiter then reports an unknown holder.
-func writeHolder(f *os.File) {
-	if f.Truncate(0) == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0) // informational: see above
-	}
-}
-
-// Holder returns the PID written by the current (or last) holder of the
-// lock at path, or 0 when none can be read.
-func Holder(path string) int {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return 0
-	}
-	return pid
 }
 
 // Release gives the lock up.

@@ -4,10 +4,13 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/devkit-go/devkit/internal/duration"
 )
 
 // DurationFlag is the one duration flag of every devkit command: it takes
-// the same grammar as the YAML fields (ParseDuration), so --timeout 1.5 and
+// the same grammar as the YAML fields (duration.Parse of the shared internal
+// module), so --timeout 1.5 and
 // stop_timeout: 1.5 mean the same.
 type DurationFlag struct{ D *time.Duration }
 
@@ -26,9 +29,9 @@ func (f DurationFlag) String() string {
 	return f.D.String()
 }
 
-// Set parses s with ParseDuration.
+// Set parses s with duration.Parse.
 func (f DurationFlag) Set(s string) error {
-	d, err := ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/devkit-go/devkit/cmd/devkit/internal/jsonschema"
+	"github.com/devkit-go/devkit/internal/jsonschema"
 )
 
 // CheckJSONOutput fails t when a command run with --json printed JSON that

@@ -2,12 +2,8 @@
 // reporting their mistakes.
 package yamlerr
 
-// This file is a deliberate copy: every YAML file of devkit (supervisor
-// configs, rate-limit policies) reports its mistakes as one error type,
-// file:line: field.path: message, while the modules never import each other.
-// Its copies (supervisor/internal/yamlerr, ratelimit/internal/yamlerr) are
-// identical below the package clause, and tools/copies fails when they drift:
-// change all of them together.
+// One rule serves every YAML file of devkit (supervisor configs, rate-limit
+// policies): its mistakes are one error type, file:line: field.path: message.
 //
 // Invariants: a file is parsed once (Parse); every error this file returns is
 // an *Error (or Errors of them) carrying the file, the 1-based line of the

@@ -2,11 +2,8 @@
 // durations (Seconds) and checks names (Check).
 package jsonschema
 
-// This file is a deliberate copy: one rule for the JSON of every --json
-// output and admin endpoint, while the modules never import each other. Its
-// copies (ratelimit/internal/jsonschema, kvstore/internal/jsonschema,
-// cmd/devkit/internal/jsonschema) are identical below the package clause,
-// and tools/copies fails when they drift: change all of them together.
+// One rule serves the JSON of every --json output and admin endpoint of
+// devkit's modules and binary.
 //
 // The rule: names are snake_case; a duration is a number of seconds in a
 // field whose name ends in _seconds, never an integer of nanoseconds,

@@ -1,10 +1,8 @@
-package cmdutil
-
-// This file is a deliberate copy: the same grammar for durations serves every
-// YAML field and every flag of devkit, while the modules never import each
-// other. Its copies (supervisor/internal/units, ratelimit/internal/units,
-// cmd/devkit/internal/cmdutil) are identical below the package clause, and
-// tools/copies fails when they drift: change all of them together.
+// Package duration holds devkit's one grammar for durations: the same
+// grammar serves every YAML field (supervisor configs, rate-limit policies)
+// and every duration flag of the binary, so `stop_timeout: 1.5` and
+// `--timeout 1.5` mean the same.
+package duration
 
 import (
 	"fmt"
@@ -14,23 +12,23 @@ import (
 	"time"
 )
 
-// DurationHint is what an error about a duration tells the user to write.
-const DurationHint = "use a Go duration such as 500ms, 10s or 1h30m, or a number of seconds such as 5 or 1.5"
+// Hint is what an error about a duration tells the user to write.
+const Hint = "use a Go duration such as 500ms, 10s or 1h30m, or a number of seconds such as 5 or 1.5"
 
-// ParseDuration reads a duration in devkit's one grammar: a Go duration
+// Parse reads a duration in devkit's one grammar: a Go duration
 // ("500ms", "10s", "1h30m") or a plain non-negative number of seconds ("90",
 // "1.5"). Negative, NaN, infinite and out-of-range values are refused.
-func ParseDuration(s string) (time.Duration, error) {
+func Parse(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if secs, err := strconv.ParseFloat(s, 64); err == nil && isPlainNumber(s) {
 		if secs < 0 || math.IsNaN(secs) || secs*float64(time.Second) > math.MaxInt64 {
-			return 0, fmt.Errorf("%q is not a duration: %s", s, DurationHint)
+			return 0, fmt.Errorf("%q is not a duration: %s", s, Hint)
 		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q is not a duration: %s", s, DurationHint)
+		return 0, fmt.Errorf("%q is not a duration: %s", s, Hint)
 	}
 	return d, nil
 }
