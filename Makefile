@@ -29,8 +29,8 @@ build: ## build bin/devkit
 
 test: ## run every module's tests (what CI runs)
 	$(call EACH,$(GO) test -timeout $(TIMEOUT) ./...)
-	@# The house and notices checks read files outside their module, which go test's cache does not watch.
-	cd tools && GOWORK=off $(GO) test -count=1 ./house/ ./notices/
+	@# The house, notices and benchdoc checks read files outside their module, which go test's cache does not watch.
+	cd tools && GOWORK=off $(GO) test -count=1 ./house/ ./notices/ ./benchdoc/
 
 test-race: ## run every module's tests with the race detector
 	$(call EACH,$(GO) test -race -timeout $(TIMEOUT) ./...)
@@ -45,10 +45,10 @@ test-redis-suite: build ## Redis's own TCL tests against devkit kv (REDIS_SRC=<r
 	@test -n "$(REDIS_SRC)" || { echo "set REDIS_SRC to a Redis source tree of the installed redis-server's version (docs/kvstore-server.md)"; exit 2; }
 	REDIS_SRC="$(REDIS_SRC)" DEVKIT=$(BIN) tools/redis-suite.sh $(UNITS)
 
-bench: ## run the benchmarks and rewrite docs/benchmarks.md
+bench: ## run the benchmarks and rewrite docs/benchmarks.md and its data, docs/benchmarks-raw.txt
 	@mkdir -p bin
 	$(call EACH_OF,$(BENCH_MODULES),$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./... ) | tee bin/bench.txt
-	$(GO) run ./tools/benchdoc -in bin/bench.txt -out docs/benchmarks.md
+	$(GO) run ./tools/benchdoc -in bin/bench.txt -out docs/benchmarks.md -raw docs/benchmarks-raw.txt
 
 fuzz: ## run every Fuzz* target of every module briefly (FUZZTIME, default 15s each)
 	@set -e; found=0; for m in $(MODULES); do \

@@ -1,9 +1,13 @@
-// Command benchdoc turns `go test -bench` output into docs/benchmarks.md:
-// one table per package, and the kvstore targets as ratios against the
-// fsync baseline measured in the same run.
+// Command benchdoc turns `go test -bench` output into the benchmark page and
+// its raw data: docs/benchmarks.md holds one readable table per module
+// (workload, devkit, peer, ratio, the command that reproduces it, the
+// machine), and docs/benchmarks-raw.txt every figure of every benchmark in
+// Go's benchmark format (benchstat reads it), from which the page can be
+// rendered again without running anything.
 //
-//	go test -run '^$' -bench . -benchmem ./... | tee bench.txt
-//	go run ./tools/benchdoc -in bench.txt -out docs/benchmarks.md
+//	go test -run '^$' -bench . -benchmem ./... | tee bin/bench.txt          (make bench, in each module)
+//	go run ./tools/benchdoc -in bin/bench.txt -out docs/benchmarks.md -raw docs/benchmarks-raw.txt
+//	go run ./tools/benchdoc -in docs/benchmarks-raw.txt -out docs/benchmarks.md   (the page again, from the data)
 package main
 
 import (
@@ -19,8 +23,9 @@ import (
 )
 
 func main() {
-	in := flag.String("in", "", "go test -bench output (default stdin)")
-	out := flag.String("out", "", "markdown file to write (default stdout)")
+	in := flag.String("in", "", "go test -bench output, or a raw file this command wrote (default stdin)")
+	out := flag.String("out", "", "markdown page to write (default stdout)")
+	raw := flag.String("raw", "", "raw data file to write beside the page (every benchmark's figures)")
 	flag.Parse()
 	r := io.Reader(os.Stdin)
 	if *in != "" {
@@ -35,18 +40,31 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	w := io.Writer(os.Stdout)
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
+	run.fillFromHost(time.Now())
+	if *raw != "" {
+		if err := writeFile(*raw, func(w io.Writer) error { return WriteRaw(w, run) }); err != nil {
 			fatal(err)
 		}
-		defer f.Close()
-		w = f
 	}
-	if err := Render(w, run, time.Now()); err != nil {
+	if err := writeFile(*out, func(w io.Writer) error { return Render(w, run) }); err != nil {
 		fatal(err)
 	}
+}
+
+// writeFile calls write with the file at path, or with stdout for "".
+func writeFile(path string, write func(io.Writer) error) error {
+	if path == "" {
+		return write(os.Stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func fatal(err error) {
@@ -57,7 +75,8 @@ func fatal(err error) {
 // Result is one benchmark line.
 type Result struct {
 	Pkg     string
-	Name    string // without the -GOMAXPROCS suffix
+	Name    string // with the Benchmark prefix, without the -GOMAXPROCS suffix
+	Procs   int    // the -GOMAXPROCS suffix; 0 when the line had none
 	Iters   int64
 	Metrics []Metric
 }
@@ -78,24 +97,31 @@ func (r Result) Get(unit string) (float64, bool) {
 	return 0, false
 }
 
-// Run is a whole `go test -bench` output.
+// Run is a whole `go test -bench` output, or a raw file WriteRaw wrote,
+// with the machine it ran on.
 type Run struct {
-	CPU     string
-	Results []Result
+	GOOS, GOARCH string
+	CPU          string
+	Cores        int    // "cores:" of a raw file; else the host's, when the run is read fresh
+	GoVersion    string // "go:" of a raw file; else the host's
+	Date         string // "date:" of a raw file (2006-01-02); else today
+	Results      []Result
 }
 
-// Find returns the result named name in package pkg (a suffix of the
-// import path).
+// Find returns the result named name (with its Benchmark prefix) in the
+// package whose import path ends in /pkg.
 func (r Run) Find(pkg, name string) (Result, bool) {
 	for _, res := range r.Results {
-		if strings.HasSuffix(res.Pkg, pkg) && res.Name == name {
+		if (res.Pkg == pkg || strings.HasSuffix(res.Pkg, "/"+pkg)) && res.Name == name {
 			return res, true
 		}
 	}
 	return Result{}, false
 }
 
-// Parse reads benchmark lines and the pkg:/cpu: headers before them.
+// Parse reads benchmark lines and the configuration lines (pkg:, cpu:,
+// goos:, goarch:, and the cores:, go:, date: of a raw file) before them.
+// Other lines (test logs, PASS, ok, # comments) are passed over.
 func Parse(r io.Reader) (Run, error) {
 	var run Run
 	pkg := ""
@@ -103,19 +129,49 @@ func Parse(r io.Reader) (Run, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		key, value, isConfig := strings.Cut(line, ": ")
 		switch {
-		case strings.HasPrefix(line, "pkg: "):
-			pkg = strings.TrimPrefix(line, "pkg: ")
-		case strings.HasPrefix(line, "cpu: "):
-			run.CPU = strings.TrimPrefix(line, "cpu: ")
+		case strings.HasPrefix(line, "#"):
 		case strings.HasPrefix(line, "Benchmark"):
-			res, ok := parseLine(pkg, line)
-			if ok {
+			if res, ok := parseLine(pkg, line); ok {
 				run.Results = append(run.Results, res)
 			}
+		case !isConfig:
+		case key == "pkg":
+			pkg = value
+		case key == "cpu":
+			run.CPU = value
+		case key == "goos":
+			run.GOOS = value
+		case key == "goarch":
+			run.GOARCH = value
+		case key == "cores":
+			run.Cores, _ = strconv.Atoi(value)
+		case key == "go":
+			run.GoVersion = value
+		case key == "date":
+			run.Date = value
 		}
 	}
 	return run, sc.Err()
+}
+
+// fillFromHost completes what a fresh `go test` output does not say: the
+// cores, the Go version and the date are this host's, as `make bench` runs
+// benchdoc right after the benchmarks.
+func (r *Run) fillFromHost(now time.Time) {
+	if r.Cores == 0 {
+		r.Cores = runtime.NumCPU()
+	}
+	if r.GoVersion == "" {
+		r.GoVersion = runtime.Version()
+	}
+	if r.Date == "" {
+		r.Date = now.UTC().Format("2006-01-02")
+	}
+	if r.GOOS == "" {
+		r.GOOS, r.GOARCH = runtime.GOOS, runtime.GOARCH
+	}
 }
 
 func parseLine(pkg, line string) (Result, bool) {
@@ -127,13 +183,12 @@ func parseLine(pkg, line string) (Result, bool) {
 	if err != nil {
 		return Result{}, false
 	}
-	name := f[0]
-	if i := strings.LastIndex(name, "-"); i > 0 {
-		if _, err := strconv.Atoi(name[i+1:]); err == nil {
-			name = name[:i]
+	res := Result{Pkg: pkg, Name: f[0], Iters: iters}
+	if i := strings.LastIndex(res.Name, "-"); i > 0 {
+		if procs, err := strconv.Atoi(res.Name[i+1:]); err == nil {
+			res.Name, res.Procs = res.Name[:i], procs
 		}
 	}
-	res := Result{Pkg: pkg, Name: name, Iters: iters}
 	for i := 2; i+1 < len(f); i += 2 {
 		v, err := strconv.ParseFloat(f[i], 64)
 		if err != nil {
@@ -144,156 +199,33 @@ func parseLine(pkg, line string) (Result, bool) {
 	return res, true
 }
 
-// Render writes the markdown document.
-func Render(w io.Writer, run Run, now time.Time) error {
+// WriteRaw writes every result in Go's benchmark format, the machine first
+// as configuration lines, so that Parse reads it back whole and benchstat
+// can compare two runs.
+func WriteRaw(w io.Writer, run Run) error {
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "# Benchmarks\n\n")
-	fmt.Fprintf(b, "Generated by `make bench` on %s — do not edit by hand.\n\n", now.UTC().Format("2006-01-02"))
-	fmt.Fprintf(b, "- Machine: %s, %d cores, %s/%s, %s\n", orUnknown(run.CPU), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	fmt.Fprintf(b, "- Command: `go test -run '^$' -bench . -benchmem ./...` in each module, then `go run ./tools/benchdoc`\n")
-	fmt.Fprintf(b, "- Figures are from one run on a shared machine; compare ratios within this page, not across machines.\n\n")
-	renderKVTargets(b, run)
-	pkgs := []string{}
-	seen := map[string]bool{}
-	for _, r := range run.Results {
-		if !seen[r.Pkg] {
-			seen[r.Pkg] = true
-			pkgs = append(pkgs, r.Pkg)
+	b.WriteString("# devkit benchmark figures, written by `make bench` (tools/benchdoc); docs/benchmarks.md is rendered from them.\n")
+	for _, kv := range [][2]string{{"goos", run.GOOS}, {"goarch", run.GOARCH}, {"cpu", run.CPU}, {"cores", strconv.Itoa(run.Cores)}, {"go", run.GoVersion}, {"date", run.Date}} {
+		if kv[1] != "" && kv[1] != "0" {
+			fmt.Fprintf(b, "%s: %s\n", kv[0], kv[1])
 		}
 	}
-	for _, pkg := range pkgs {
-		fmt.Fprintf(b, "## %s\n\n", pkg)
-		units := unitsOf(run, pkg)
-		fmt.Fprintf(b, "| benchmark | %s |\n|---|%s\n", strings.Join(units, " | "), strings.Repeat("---:|", len(units)))
-		for _, r := range run.Results {
-			if r.Pkg != pkg {
-				continue
-			}
-			cells := make([]string, len(units))
-			for i, u := range units {
-				if v, ok := r.Get(u); ok {
-					cells[i] = formatValue(v)
-				}
-			}
-			fmt.Fprintf(b, "| %s | %s |\n", strings.TrimPrefix(r.Name, "Benchmark"), strings.Join(cells, " | "))
+	pkg := ""
+	for _, r := range run.Results {
+		if r.Pkg != pkg {
+			pkg = r.Pkg
+			fmt.Fprintf(b, "pkg: %s\n", pkg)
+		}
+		name := r.Name
+		if r.Procs > 0 {
+			name += "-" + strconv.Itoa(r.Procs)
+		}
+		fmt.Fprintf(b, "%s\t%d", name, r.Iters)
+		for _, m := range r.Metrics {
+			fmt.Fprintf(b, "\t%s %s", strconv.FormatFloat(m.Value, 'f', -1, 64), m.Unit)
 		}
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func unitsOf(run Run, pkg string) []string {
-	var units []string
-	seen := map[string]bool{}
-	for _, r := range run.Results {
-		if r.Pkg != pkg {
-			continue
-		}
-		for _, m := range r.Metrics {
-			if !seen[m.Unit] {
-				seen[m.Unit] = true
-				units = append(units, m.Unit)
-			}
-		}
-	}
-	return units
-}
-
-// renderKVTargets checks the engine's goals, each as a ratio against a
-// baseline from the same run.
-func renderKVTargets(b *strings.Builder, run Run) {
-	base, ok := run.Find("kvstore", "BenchmarkFsyncBaseline")
-	if !ok {
-		return
-	}
-	fsyncNs, _ := base.Get("ns/op")
-	fmt.Fprintf(b, "## kvstore targets\n\n")
-	fmt.Fprintf(b, "One 100-byte append + fdatasync on this disk (BenchmarkFsyncBaseline): **%.0f µs**, so at most %.0f durable appends/s for one writer.\n\n",
-		fsyncNs/1e3, 1e9/fsyncNs)
-	fmt.Fprintf(b, "| goal | measured | target | met |\n|---|---:|---:|:---:|\n")
-	row := func(goal, measured, target string, met bool) {
-		mark := "no"
-		if met {
-			mark = "yes"
-		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", goal, measured, target, mark)
-	}
-	ops := func(name string) (float64, bool) {
-		r, ok := run.Find("kvstore", name)
-		if !ok {
-			return 0, false
-		}
-		return r.Get("ops/s")
-	}
-	if one, ok := ops("BenchmarkSetAlwaysConcurrent/writers=1"); ok {
-		ratio := one / (1e9 / fsyncNs)
-		row("`always`, 1 writer, vs 1/fsync latency", fmt.Sprintf("%.0f ops/s = %.2f×", one, ratio), "≥ 0.8×", ratio >= 0.8)
-		if many, ok := ops("BenchmarkSetAlwaysConcurrent/writers=64"); ok {
-			r := many / one
-			row("`always`, 64 writers, vs 1 writer", fmt.Sprintf("%.0f ops/s = %.1f×", many, r), "≥ 15×", r >= 15)
-		}
-	}
-	// Get returns a copy (the memtable reuses its slots); GetAppend reads
-	// into the caller's buffer. Both are held to the same target.
-	for _, g := range []struct{ bench, goal string }{
-		{"BenchmarkGet", "Get latency and allocations"},
-		{"BenchmarkGetAppend", "GetAppend (into the caller's buffer) latency and allocations"},
-	} {
-		r, ok := run.Find("kvstore", g.bench)
-		if !ok {
-			continue
-		}
-		ns, _ := r.Get("ns/op")
-		allocs, _ := r.Get("allocs/op")
-		measured := fmt.Sprintf("%.0f ns, %.0f allocs", ns, allocs)
-		if base, ok := run.Find("kvstore", "BenchmarkGetBaseline"); ok {
-			if bns, ok := base.Get("ns/op"); ok && bns > 0 {
-				measured += fmt.Sprintf(" = %.2f× a bare map lookup under a RWMutex (%.0f ns)", ns/bns, bns)
-			}
-		}
-		row(g.goal, measured, "≤ 100 ns, 0 allocs", ns <= 100 && allocs == 0)
-	}
-	if g, ok := run.Find("kvstore", "BenchmarkGetWhileWriting"); ok {
-		p99, _ := g.Get("read-p99-ns")
-		row("Get p99 while 64 writers run under `always`", fmt.Sprintf("%.0f ns", p99), "reads never wait for fsync", p99 < fsyncNs)
-	}
-	if r, ok := run.Find("kvstore", "BenchmarkReplay1M"); ok {
-		ns, _ := r.Get("ns/op")
-		row("replay of 1M records", fmt.Sprintf("%.2f s", ns/1e9), "≤ 1 s", ns <= 1e9)
-	}
-	raw, hasRaw := ops("BenchmarkWriteBaseline")
-	for _, name := range []string{"BenchmarkSet/none", "BenchmarkSetNoneConcurrent/writers=64"} {
-		if v, ok := ops(name); ok {
-			measured := fmt.Sprintf("%.0f ops/s", v)
-			if hasRaw {
-				measured += fmt.Sprintf(" = %.2f× a bare write(2)", v/raw)
-			}
-			row("`none` Set ("+strings.TrimPrefix(name, "Benchmark")+")", measured, "≥ 500k ops/s", v >= 500_000)
-		}
-	}
-	if r, ok := run.Find("kvstore", "BenchmarkSnapshotWhileWriting"); ok {
-		p99, _ := r.Get("write-p99-ns")
-		ns, _ := r.Get("ns/op")
-		row("snapshot of 1M keys while 8 writers run", fmt.Sprintf("%.2f s; writers' p99 %.1f ms", ns/1e9, p99/1e6), "writers keep going", true)
-	}
-	b.WriteString("\n")
-}
-
-func formatValue(v float64) string {
-	switch {
-	case v == float64(int64(v)):
-		return strconv.FormatInt(int64(v), 10)
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	default:
-		return fmt.Sprintf("%.2f", v)
-	}
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown CPU"
-	}
-	return s
 }
