@@ -123,6 +123,10 @@ type EntryJSON struct {
 	Value      string `json:"value,omitempty"`
 	ValueB64   []byte `json:"value_b64,omitempty"`
 	ExpireAtMs int64  `json:"expire_at_ms,omitempty"`
+	// Type is the kind of a collection ("hash", "list", "set", "zset");
+	// absent for a string. A collection's value_b64 is its packed encoding
+	// (kvstore.Decode reads it).
+	Type string `json:"type,omitempty"`
 }
 
 func entryJSON(e kvstore.Entry) EntryJSON {
@@ -132,7 +136,10 @@ func entryJSON(e kvstore.Entry) EntryJSON {
 	} else {
 		j.KeyB64 = e.Key
 	}
-	if isText(e.Value) {
+	if e.Kind != kvstore.KindString {
+		j.Type = e.Kind.String()
+	}
+	if e.Kind == kvstore.KindString && isText(e.Value) {
 		j.Value = string(e.Value)
 	} else {
 		j.ValueB64 = e.Value
