@@ -63,15 +63,8 @@ func collectionCommands() []command {
 		r  = flagReadonly | flagTx
 		rf = r | flagFast
 	)
-	row := func(name string, arity int, flags cmdFlags, first, last, step int, group, summary string, run func(*call)) command {
-		op := metrics.OpGet
-		if flags&flagWrite != 0 {
-			op = metrics.OpSet
-		}
-		return command{name: name, arity: arity, flags: flags, firstKey: first, lastKey: last, step: step, op: op,
-			group: group, summary: summary, run: run}
-	}
-	return []command{
+	row := collectionRow
+	return append([]command{
 		row("hset", -4, wf, 1, 1, 1, "hash", "Sets fields of a hash; returns how many are new.", cmdHSet),
 		row("hmset", -4, wf, 1, 1, 1, "hash", "Sets fields of a hash (OK).", cmdHSet),
 		row("hsetnx", 4, wf, 1, 1, 1, "hash", "Sets a field only when it does not exist.", cmdHSetNX),
@@ -124,7 +117,17 @@ func collectionCommands() []command {
 		row("sintercard", -3, r, 0, 0, 0, "set", "Size of an intersection; LIMIT.", cmdSInterCard),
 		row("smove", 4, wf, 1, 2, 1, "set", "Moves a member to another set.", cmdSMove),
 		row("sscan", -3, r, 1, 1, 1, "set", "Iterates over members (one page: cursor 0).", cmdSScan),
+	}, zsetCommands()...)
+}
+
+// collectionRow is one row of a collection command.
+func collectionRow(name string, arity int, flags cmdFlags, first, last, step int, group, summary string, run func(*call)) command {
+	op := metrics.OpGet
+	if flags&flagWrite != 0 {
+		op = metrics.OpSet
 	}
+	return command{name: name, arity: arity, flags: flags, firstKey: first, lastKey: last, step: step, op: op,
+		group: group, summary: summary, run: run}
 }
 
 // intArg parses an integer argument as Redis does, or answers its error.
@@ -169,6 +172,8 @@ func appendDouble(b []byte, f float64) []byte {
 		return append(b, "inf"...)
 	case math.IsInf(f, -1):
 		return append(b, "-inf"...)
+	case f == 0:
+		return append(b, '0') // -0 too, as a listpack stores it
 	}
 	return strconv.AppendFloat(b, f, 'g', 17, 64)
 }

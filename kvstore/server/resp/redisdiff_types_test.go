@@ -95,3 +95,45 @@ func TestRedisDiff_Sets(t *testing.T) {
 		cmd("sadd", "ints", "1", "2", "-3"), cmd("object", "encoding", "ints"), cmd("spop", "t", "0"), cmd("srem", "t", "b", "c", "d", "e"), cmd("exists", "t"),
 	)
 }
+
+func TestRedisDiff_SortedSets(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(
+		cmd("zadd", "z", "1", "a", "2", "b", "3", "c"), cmd("zadd", "z", "1.5", "a", "10", "d"), cmd("zadd", "z", "ch", "1", "a", "10", "d"),
+		cmd("zadd", "z", "nx", "100", "a"), cmd("zadd", "z", "xx", "100", "zz"), cmd("zadd", "z", "xx", "nx", "1", "a"),
+		cmd("zadd", "z", "gt", "nx", "1", "a"), cmd("zadd", "z", "incr", "1", "a", "2", "b"), cmd("zadd", "z", "1"),
+		cmd("zadd", "z", "x", "a"), cmd("zadd", "z", "nan", "a"), cmd("zadd", "z", "incr", "0.1", "a"),
+		cmd("zadd", "z", "gt", "ch", "0", "a", "50", "b"), cmd("zadd", "z", "lt", "ch", "0", "a", "60", "b"),
+		cmd("zadd", "z", "xx", "incr", "1", "nope"), cmd("zadd", "z", "gt", "incr", "-1", "a"),
+		cmd("zadd", "inf", "inf", "x"), cmd("zadd", "inf", "incr", "-inf", "x"), cmd("zscore", "inf", "x"),
+		cmd("zscore", "z", "a"), cmd("zscore", "z", "nope"), cmd("zscore", "nokey", "a"), cmd("zmscore", "z", "a", "nope", "c"),
+		cmd("zincrby", "z", "2.5", "c"), cmd("zincrby", "z", "x", "c"), cmd("zcard", "z"), cmd("zcard", "nokey"),
+		cmd("zrange", "z", "0", "-1"), cmd("zrange", "z", "0", "-1", "withscores"), cmd("zrange", "z", "1", "2", "rev", "withscores"),
+		cmd("zrange", "z", "(1", "10", "byscore", "withscores"), cmd("zrange", "z", "+inf", "-inf", "byscore", "rev"),
+		cmd("zrange", "z", "-inf", "+inf", "byscore", "limit", "1", "2"), cmd("zrange", "z", "0", "-1", "limit", "1", "2"),
+		cmd("zrange", "z", "-", "+", "bylex", "withscores"), cmd("zrange", "z", "x", "y", "byscore"), cmd("zrange", "z", "x", "y", "bylex"),
+		cmd("zrange", "z", "0", "1", "foo"), cmd("zrangebyscore", "z", "-inf", "(10", "withscores", "limit", "0", "1"),
+		cmd("zrevrangebyscore", "z", "10", "-inf"), cmd("zrevrange", "z", "0", "0", "withscores"),
+		cmd("zcount", "z", "-inf", "+inf"), cmd("zcount", "z", "(1.6", "3"), cmd("zcount", "z", "a", "3"),
+		cmd("zrank", "z", "c"), cmd("zrevrank", "z", "c"), cmd("zrank", "z", "nope"), cmd("zrank", "nokey", "a"),
+		cmd("zadd", "lex", "0", "a", "0", "b", "0", "c", "0", "d", "0", "e"), cmd("zrangebylex", "lex", "[b", "(d"),
+		cmd("zrevrangebylex", "lex", "+", "[c"), cmd("zrangebylex", "lex", "-", "+", "limit", "1", "2"), cmd("zlexcount", "lex", "(a", "[c"),
+		cmd("zrangebylex", "lex", "b", "c"), cmd("zrangebylex", "lex", "+", "-"), cmd("zremrangebylex", "lex", "[b", "[c"), cmd("zrange", "lex", "0", "-1"),
+		cmd("zrangestore", "dst", "z", "0", "1"), cmd("zrange", "dst", "0", "-1", "withscores"), cmd("zrangestore", "dst", "nokey", "0", "1"), cmd("exists", "dst"),
+		cmd("zremrangebyrank", "z", "0", "0"), cmd("zremrangebyscore", "z", "(2", "+inf"), cmd("zrange", "z", "0", "-1", "withscores"),
+		cmd("zadd", "p", "1", "a", "2", "b", "3", "c", "4", "d"), cmd("zpopmin", "p"), cmd("zpopmax", "p", "2"), cmd("zpopmin", "p", "0"),
+		cmd("zpopmin", "p", "-1"), cmd("zpopmin", "nokey"), cmd("zpopmax", "p", "5"), cmd("exists", "p"),
+		cmd("zadd", "p", "1", "a", "2", "b"), cmd("zmpop", "2", "nokey", "p", "max", "count", "5"), cmd("zmpop", "1", "p", "min"), cmd("zmpop", "1", "p", "foo"),
+		cmd("zadd", "u1", "1", "a", "2", "b"), cmd("zadd", "u2", "10", "b", "20", "c"), cmd("sadd", "s1", "a", "c", "x"),
+		cmd("zunion", "2", "u1", "u2", "withscores"), cmd("zunion", "2", "u1", "u2", "weights", "2", "3", "aggregate", "max", "withscores"),
+		cmd("zinter", "2", "u1", "u2", "withscores"), cmd("zinter", "3", "u1", "u2", "s1"), cmd("zdiff", "2", "u1", "u2", "withscores"),
+		cmd("zunionstore", "out", "3", "u1", "u2", "s1", "aggregate", "min"), cmd("zrange", "out", "0", "-1", "withscores"),
+		cmd("zinterstore", "out", "2", "u1", "u2", "weights", "1", "x"), cmd("zdiffstore", "out", "1", "u1"), cmd("zrange", "out", "0", "-1"),
+		cmd("zintercard", "2", "u1", "u2"), cmd("zintercard", "2", "u1", "u2", "limit", "0"), cmd("zintercard", "0", "u1"),
+		cmd("zunion", "0", "u1"), cmd("zunion", "3", "u1"), cmd("zunionstore", "out", "0", "u1"), cmd("zdiff", "2", "u1", "u2", "weights", "1", "2"),
+		cmd("zrandmember", "nokey"), cmd("zrandmember", "nokey", "5"), cmd("zrandmember", "u1", "0"), cmd("zscan", "u1", "0"),
+		cmd("set", "str", "x"), cmd("zadd", "str", "1", "a"), cmd("zscore", "str", "a"), cmd("zrange", "str", "0", "1"), cmd("zunion", "2", "u1", "str"),
+		cmd("type", "u1"), cmd("object", "encoding", "u1"), cmd("zrem", "u1", "a", "b", "c"), cmd("exists", "u1"),
+		cmd("zadd", "f", "1.1", "a", "0.1", "b", "-0", "c", "1e20", "d", "123456789012345678", "e"), cmd("zrange", "f", "0", "-1", "withscores"),
+	)
+}
