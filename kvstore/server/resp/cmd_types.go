@@ -117,7 +117,7 @@ func collectionCommands() []command {
 		row("sintercard", -3, r, 0, 0, 0, "set", "Size of an intersection; LIMIT.", cmdSInterCard),
 		row("smove", 4, wf, 1, 2, 1, "set", "Moves a member to another set.", cmdSMove),
 		row("sscan", -3, r, 1, 1, 1, "set", "Iterates over members (one page: cursor 0).", cmdSScan),
-	}, zsetCommands()...)
+	}, append(zsetCommands(), blockingCommands()...)...)
 }
 
 // collectionRow is one row of a collection command.

@@ -176,6 +176,9 @@ func zaddRun(c *call, key []byte, rest [][]byte, scores []float64, f zaddFlags) 
 		}
 		return nil
 	})
+	if err == nil && added > 0 {
+		c.s.wakeList(key)
+	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -573,6 +576,9 @@ func cmdZRange(c *call) {
 		}
 		return storeZSet(tx, c.args[1], out)
 	})
+	if err == nil && store && len(out) > 0 {
+		c.s.wakeList(c.args[1])
+	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -844,6 +850,9 @@ func cmdZSetOp(c *call) {
 		}
 		return nil
 	})
+	if err == nil && store && len(out) > 0 {
+		c.s.wakeList(c.args[1])
+	}
 	switch {
 	case err != nil:
 		c.fail(err)

@@ -102,6 +102,9 @@ func cmdRename(c *call) {
 		moved = true
 		return renameInTx(tx, from, to, v)
 	})
+	if err == nil && moved {
+		c.s.wakeList(to) // a list or sorted set may have arrived
+	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -161,6 +164,9 @@ func cmdCopy(c *call) {
 	if err != nil {
 		c.fail(err)
 		return
+	}
+	if copied {
+		c.s.wakeList(to)
 	}
 	c.w.integer(boolInt64(copied))
 }
