@@ -245,19 +245,11 @@ func (c *call) kindIs(key []byte, t string) bool {
 	return err == nil && k.String() == t
 }
 
-// objectOfCollection answers OBJECT for a collection: the encodings Redis
-// 7.0 reports for a small one (the packed encodings are always used here).
+// objectOfCollection answers OBJECT for a collection (encodings.go).
 func objectOfCollection(c *call, sub string, kind kvstore.Kind) {
 	switch sub {
 	case "ENCODING":
-		switch kind {
-		case kvstore.KindList:
-			c.w.bulkString("quicklist")
-		case kvstore.KindSet:
-			c.w.bulkString(setEncoding(c))
-		default:
-			c.w.bulkString("listpack")
-		}
+		c.w.bulkString(objectEncoding(c, c.args[2], kind))
 	case "REFCOUNT":
 		c.w.integer(1)
 	case "FREQ":
@@ -265,22 +257,4 @@ func objectOfCollection(c *call, sub string, kind kvstore.Kind) {
 	case "IDLETIME":
 		c.w.integer(0)
 	}
-}
-
-// setEncoding is Redis 7.0's encoding of a set: intset when every member
-// is an integer (and there are at most 512), else hashtable.
-func setEncoding(c *call) string {
-	var all [][]byte
-	if err := c.update(func(tx txn) (err error) { all, err = tx.SMembers(c.args[2]); return err }); err != nil {
-		return "hashtable"
-	}
-	if len(all) > 512 {
-		return "hashtable"
-	}
-	for _, m := range all {
-		if _, ok := parseStrictInt(m); !ok {
-			return "hashtable"
-		}
-	}
-	return "intset"
 }

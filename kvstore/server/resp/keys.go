@@ -2,13 +2,13 @@ package resp
 
 import (
 	"crypto/rand"
-	"time"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/devkit-go/devkit/kvstore"
 )

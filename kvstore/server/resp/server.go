@@ -168,7 +168,8 @@ type Server struct {
 
 	loops *eventLoops // nil: a goroutine per connection
 
-	blocks blockRegistry // clients in a blocking pop (cmd_block.go)
+	blocks    blockRegistry    // clients in a blocking pop (cmd_block.go)
+	encodings encodingSettings // CONFIG SET hash-max-listpack-entries... (encodings.go)
 
 	saving atomic.Bool    // a SAVE or BGSAVE runs
 	bg     sync.WaitGroup // BGSAVE goroutines
