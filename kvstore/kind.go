@@ -69,3 +69,33 @@ func (tx *Tx) Kind(key []byte) Kind {
 	}
 	return v.kind
 }
+
+// ParseKind is the kind named as String names it ("hash", ...); ok false
+// for another name.
+func ParseKind(name string) (k Kind, ok bool) {
+	for _, k := range []Kind{KindString, KindHash, KindList, KindSet, KindZSet} {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return KindNone, false
+}
+
+// Unpacked is a collection's contents, from its packed encoding (an
+// Entry's Value, a Value's Packed).
+type Unpacked struct {
+	// Items: a hash's fields and values (field, value, ...), a list's
+	// elements head first, a set's members.
+	Items [][]byte
+	// Members: a sorted set's members, lowest score first.
+	Members []ZMember
+}
+
+// Unpack decodes a collection of kind from its packed encoding.
+func Unpack(kind Kind, packed []byte) (Unpacked, error) {
+	c, err := decodeColl(kind, packed)
+	if err != nil {
+		return Unpacked{}, err
+	}
+	return Unpacked{Items: c.elems, Members: c.zs}, nil
+}

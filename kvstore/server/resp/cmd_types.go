@@ -117,6 +117,7 @@ func collectionCommands() []command {
 		row("sintercard", -3, r, 0, 0, 0, "set", "Size of an intersection; LIMIT.", cmdSInterCard),
 		row("smove", 4, wf, 1, 2, 1, "set", "Moves a member to another set.", cmdSMove),
 		row("sscan", -3, r, 1, 1, 1, "set", "Iterates over members (one page: cursor 0).", cmdSScan),
+		row("memory", -2, flagReadonly|flagTx, 2, 2, 1, "server", "MEMORY USAGE key: the bytes its record takes.", cmdMemory),
 	}, append(zsetCommands(), blockingCommands()...)...)
 }
 
@@ -258,3 +259,38 @@ func objectOfCollection(c *call, sub string, kind kvstore.Kind) {
 		c.w.integer(0)
 	}
 }
+
+// cmdMemory answers MEMORY USAGE key [SAMPLES n]: the bytes the key's
+// record takes in the memtable (key, packed value and the record's header),
+// nil for a missing key.
+func cmdMemory(c *call) {
+	if !strings.EqualFold(string(c.args[1]), "USAGE") {
+		unknownSubcommand(c.w, c.args[1], "MEMORY")
+		return
+	}
+	if len(c.args) != 3 && (len(c.args) != 5 || !strings.EqualFold(string(c.args[3]), "SAMPLES")) {
+		c.fail(errSyntax)
+		return
+	}
+	var n int
+	found := false
+	err := c.update(func(tx txn) error {
+		v, err := tx.Dump(c.args[2])
+		if errors.Is(err, kvstore.ErrNotFound) {
+			return nil
+		}
+		found, n = err == nil, len(c.args[2])+len(v.Packed)+recordOverhead
+		return err
+	})
+	switch {
+	case err != nil:
+		c.fail(err)
+	case !found:
+		c.w.null()
+	default:
+		c.w.integer(int64(n))
+	}
+}
+
+// recordOverhead is a memtable record's header and its index slots.
+const recordOverhead = 24 + 8 + 8

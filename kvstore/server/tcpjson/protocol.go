@@ -125,7 +125,7 @@ type EntryJSON struct {
 	ExpireAtMs int64  `json:"expire_at_ms,omitempty"`
 	// Type is the kind of a collection ("hash", "list", "set", "zset");
 	// absent for a string. A collection's value_b64 is its packed encoding
-	// (kvstore.Decode reads it).
+	// (kvstore.Unpack reads it).
 	Type string `json:"type,omitempty"`
 }
 
@@ -156,6 +156,9 @@ func entryJSON(e kvstore.Entry) EntryJSON {
 // Entry returns the engine entry the JSON carries.
 func (j EntryJSON) Entry() kvstore.Entry {
 	e := kvstore.Entry{Key: pick(j.Key, j.KeyB64), Value: pick(j.Value, j.ValueB64)}
+	if k, ok := kvstore.ParseKind(j.Type); ok {
+		e.Kind = k
+	}
 	if j.ExpireAtMs > 0 {
 		e.ExpiresAt = time.UnixMilli(j.ExpireAtMs)
 	}
