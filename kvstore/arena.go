@@ -20,7 +20,9 @@ import (
 // that was taken while it was live: frees during a hold wait in deferred
 // until the last hold is released. Only the leader (or the loader) writes.
 //
-// Record layout: seq u64, expireAt i64, klen u32, vlen u32, key, value.
+// Record layout: seq u64, expireAt i64, kind<<24|klen u32, vlen u32, key,
+// value. The kind (kind.go) takes the top byte of the key length: keys are
+// at most MaxKeySizeLimit (64 KiB) long.
 
 type ref uint64
 
@@ -77,20 +79,23 @@ func newArena() *arena {
 func recordSize(key, value []byte) int { return recordHead + len(key) + len(value) }
 
 // alloc stores a record and returns its reference. Leader only.
-func (a *arena) alloc(key, value []byte, expireAt int64, seq uint64) ref {
+func (a *arena) alloc(key, value []byte, kind Kind, expireAt int64, seq uint64) ref {
 	n := recordSize(key, value)
 	a.mu.Lock()
 	r := a.slot(n)
 	a.mu.Unlock()
-	putRecord(a.bytes(r, n), key, value, expireAt, seq)
+	putRecord(a.bytes(r, n), key, value, kind, expireAt, seq)
 	return r
 }
 
+// klenMask takes the key length out of the field that holds the kind too.
+const klenMask = 1<<24 - 1
+
 // putRecord encodes a record into b, which holds recordSize(key, value) bytes.
-func putRecord(b, key, value []byte, expireAt int64, seq uint64) {
+func putRecord(b, key, value []byte, kind Kind, expireAt int64, seq uint64) {
 	binary.LittleEndian.PutUint64(b[0:], seq)
 	binary.LittleEndian.PutUint64(b[8:], uint64(expireAt))
-	binary.LittleEndian.PutUint32(b[16:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(b[16:], uint32(len(key))|uint32(kind)<<24)
 	binary.LittleEndian.PutUint32(b[20:], uint32(len(value)))
 	copy(b[recordHead:], key)
 	copy(b[recordHead+len(key):], value)
@@ -168,7 +173,7 @@ func (a *arena) record(r ref) (key, value []byte, expireAt int64, seq uint64) {
 	b := a.at(r)
 	seq = binary.LittleEndian.Uint64(b[0:])
 	expireAt = int64(binary.LittleEndian.Uint64(b[8:]))
-	klen := int(binary.LittleEndian.Uint32(b[16:]))
+	klen := int(binary.LittleEndian.Uint32(b[16:]) & klenMask)
 	vlen := int(binary.LittleEndian.Uint32(b[20:]))
 	end := recordHead + klen + vlen
 	return b[recordHead : recordHead+klen : recordHead+klen], b[recordHead+klen : end : end], expireAt, seq
@@ -176,9 +181,12 @@ func (a *arena) record(r ref) (key, value []byte, expireAt int64, seq uint64) {
 
 func (a *arena) key(r ref) []byte {
 	b := a.at(r)
-	end := recordHead + int(binary.LittleEndian.Uint32(b[16:]))
+	end := recordHead + int(binary.LittleEndian.Uint32(b[16:])&klenMask)
 	return b[recordHead:end:end]
 }
+
+// kind is the kind of value the record at r holds.
+func (a *arena) kind(r ref) Kind { return Kind(binary.LittleEndian.Uint32(a.at(r)[16:]) >> 24) }
 
 // held reports whether a frozen view or a load holds the arena.
 func (a *arena) held() bool {
@@ -191,14 +199,14 @@ func (a *arena) held() bool {
 // new record falls in the same size class, and reports whether it did;
 // oldValueLen is set to the length of the value it replaced. Leader only,
 // under the locks that keep readers off the slot.
-func (a *arena) rewrite(r ref, key, value []byte, expireAt int64, seq uint64, oldValueLen *int) bool {
+func (a *arena) rewrite(r ref, key, value []byte, kind Kind, expireAt int64, seq uint64, oldValueLen *int) bool {
 	k, v, _, _ := a.record(r)
 	*oldValueLen = len(v)
 	oldSize, newSize := recordSize(k, v), recordSize(key, value)
 	if oldSize > maxClassLen || newSize > maxClassLen || classOf(oldSize) != classOf(newSize) {
 		return false
 	}
-	putRecord(a.bytes(r, newSize), key, value, expireAt, seq)
+	putRecord(a.bytes(r, newSize), key, value, kind, expireAt, seq)
 	return true
 }
 

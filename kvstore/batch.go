@@ -121,7 +121,7 @@ func (db *DB) Apply(b *Batch, o WriteOptions) (wait func() error, err error) {
 		return noWait, err
 	}
 	g, err := db.pipe.enqueue(func(g *group, seq uint64) error {
-		g.addBatch(seq, b.ops)
+		g.addBatch(seq, b.ops, nil)
 		return nil
 	})
 	if err != nil {

@@ -78,8 +78,8 @@ func (db *DB) freezeForCheckpoint(ctx context.Context) (frozen, func(), error) {
 // writeFrozen streams view to w in the snapshot format.
 func writeFrozen(ctx context.Context, w io.Writer, view frozen) (int64, error) {
 	pull, stop := iter.Pull(func(yield func(snapshot.Entry) bool) {
-		view.each(func(key string, value []byte, expireAt int64) bool {
-			return yield(snapshot.Entry{Key: key, Value: value, ExpireAt: expireAt})
+		view.each(func(key string, value []byte, kind Kind, expireAt int64) bool {
+			return yield(snapshot.Entry{Key: key, Value: value, ExpireAt: expireAt, Kind: uint8(kind)})
 		})
 	})
 	defer stop()
@@ -107,7 +107,7 @@ func RestoreCheckpoint(r io.Reader, dir string) (SnapshotInfo, error) {
 	final, n, err := installTemp(fs, dir, tmp, f, func(f vfs.File) (int64, error) { return io.Copy(f, r) },
 		func() (string, error) {
 			var cerr error
-			if h, cerr = readSnapshot(fs, tmp, func([]byte, []byte, int64) {}); cerr != nil {
+			if h, cerr = readSnapshot(fs, tmp, func([]byte, []byte, int64, Kind) {}); cerr != nil {
 				return "", fmt.Errorf("%w: %w", ErrCorrupt, cerr)
 			}
 			return filepath.Join(dir, snapshotName(h.Seq)), nil

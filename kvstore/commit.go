@@ -115,6 +115,7 @@ const maxExtraGroups = 2
 // pendingWrite is an enqueued, not yet applied write of a key; flushed:
 // a pending flush hides the key (del is set, seq is the flush's).
 type pendingWrite struct {
+	kind     Kind
 	value    []byte
 	expireAt int64
 	seq      uint64
@@ -199,8 +200,12 @@ func (p *commitPipeline) pendingWrite(key []byte) (pendingWrite, bool) {
 		g.catchUp()
 		if i, ok := g.index[string(key)]; ok {
 			mu, r := &g.muts[i], g.refs[i]
-			w := pendingWrite{seq: mu.seq, del: mu.del, expireAt: mu.expireAt}
-			if !mu.del {
+			w := pendingWrite{kind: mu.kind, seq: mu.seq, del: mu.del, expireAt: mu.expireAt}
+			switch {
+			case mu.del:
+			case r.valLen < 0:
+				w.value = mu.value // a collection's whole value, the mutation's own
+			default:
 				w.value = g.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
 			}
 			return w, true

@@ -242,7 +242,7 @@ func (db *DB) removeCovered() (int, error) {
 	fallback := -1
 	var damaged []snapshotFile
 	for i := len(snaps) - 2; i >= 0; i-- {
-		h, err := readSnapshot(fs, snaps[i].path, func([]byte, []byte, int64) {})
+		h, err := readSnapshot(fs, snaps[i].path, func([]byte, []byte, int64, Kind) {})
 		if err == nil && h.Seq == snaps[i].seq {
 			fallback = i
 			break

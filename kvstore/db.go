@@ -134,8 +134,11 @@ func (db *DB) lookupAppend(dst, key []byte) (entry, error) {
 		ok = false
 	}
 	s.countRead(ok)
-	if !ok {
+	switch {
+	case !ok:
 		return entry{}, ErrNotFound
+	case e.kind != KindString:
+		return entry{}, ErrWrongType
 	}
 	return e, nil
 }
@@ -150,9 +153,9 @@ func (db *DB) Version(key []byte) uint64 {
 	return (&Tx{db: db, p: p, now: db.opts.now().UnixNano()}).Version(key)
 }
 
-// Has reports whether key exists.
+// Has reports whether key exists, whatever the kind of its value.
 func (db *DB) Has(key []byte) (bool, error) {
-	_, err := db.Get(key)
+	_, _, err := db.Expiry(key)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
@@ -291,6 +294,9 @@ func (db *DB) checkSizes(key, value []byte) error {
 type Entry struct {
 	Key   []byte
 	Value []byte
+	// Kind is the kind of value: KindString, or a collection whose Value is
+	// its packed encoding (read it with the Decode functions of kind.go).
+	Kind Kind
 	// ExpiresAt is when the key expires; zero when it has no TTL.
 	ExpiresAt time.Time
 }

@@ -67,7 +67,7 @@ func (e logEnv) apply(g *group) {
 			continue
 		}
 		mu.key = g.buf[r.keyOff : r.keyOff+r.keyLen]
-		if !mu.del {
+		if !mu.del && r.valLen >= 0 {
 			mu.value = g.buf[r.valOff : r.valOff+r.valLen]
 		}
 	}
@@ -105,11 +105,18 @@ func (g *group) addFlush(seq uint64) {
 }
 
 // addBatch encodes a batch as one record: after a crash all of it is there
-// or none of it.
-func (g *group) addBatch(seq uint64, ops []wal.Op) {
+// or none of it. writes (nil for a Batch) say what the memtable gets of a
+// collection's op: its whole value, held by the mutation itself (valLen -1).
+func (g *group) addBatch(seq uint64, ops []wal.Op, writes []txWrite) {
 	g.buf = wal.AppendBatchRecord(g.buf, seq, ops, func(i, keyOff, keyLen, valOff, valLen int) {
 		op := &ops[i]
-		g.ref(mutation{del: op.Type == wal.TypeDelete, expireAt: op.ExpireAt, seq: seq}, keyOff, keyLen, valOff, valLen)
+		mu := mutation{del: op.Type == wal.TypeDelete, expireAt: op.ExpireAt, seq: seq}
+		if writes != nil && writes[i].set {
+			w := writes[i]
+			mu.kind, mu.value, mu.expireAt = w.kind, w.value, w.expireAt
+			valOff, valLen = 0, -1
+		}
+		g.ref(mu, keyOff, keyLen, valOff, valLen)
 	})
 }
 

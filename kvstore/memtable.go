@@ -48,6 +48,7 @@ type shard struct {
 
 // entry is a key's state as a reader copies it out.
 type entry struct {
+	kind     Kind
 	value    []byte
 	expireAt int64  // unix nanoseconds; 0: no TTL
 	seq      uint64 // sequence number of the write that made it: the key's version
@@ -204,8 +205,9 @@ func (m *memtable) getIn(dst, key []byte) (entry, bool, *shard) {
 		s.mu.RUnlock()
 		return entry{}, false, s
 	}
-	_, v, exp, seq := m.arena.record(ref(s.slots[i] & refMask))
-	e := entry{value: append(dst, v...), expireAt: exp, seq: seq}
+	r := ref(s.slots[i] & refMask)
+	_, v, exp, seq := m.arena.record(r)
+	e := entry{kind: m.arena.kind(r), value: append(dst, v...), expireAt: exp, seq: seq}
 	s.mu.RUnlock()
 	return e, true, s
 }
@@ -222,9 +224,11 @@ func (m *memtable) metaIn(key []byte) (entry, bool, *shard) {
 		s.mu.RUnlock()
 		return entry{}, false, s
 	}
-	_, _, exp, seq := m.arena.record(ref(s.slots[i] & refMask))
+	r := ref(s.slots[i] & refMask)
+	_, _, exp, seq := m.arena.record(r)
+	kind := m.arena.kind(r)
 	s.mu.RUnlock()
-	return entry{expireAt: exp, seq: seq}, true, s
+	return entry{kind: kind, expireAt: exp, seq: seq}, true, s
 }
 
 // meta is key's entry without its value (see metaIn).
@@ -304,6 +308,7 @@ func (m *memtable) noteDeleted(h, seq uint64) {
 type mutation struct {
 	key      []byte
 	value    []byte
+	kind     Kind
 	expireAt int64
 	seq      uint64
 	del      bool
@@ -376,22 +381,22 @@ func (m *memtable) applyToMap(mu *mutation, isNew, inPlace bool) treeOp {
 	case mu.del:
 		op.old = m.remove(s, h, mu.key)
 	case isNew:
-		op.put = m.arena.alloc(mu.key, mu.value, mu.expireAt, mu.seq)
+		op.put = m.arena.alloc(mu.key, mu.value, mu.kind, mu.expireAt, mu.seq)
 		m.insertNew(s, h, op.put)
 	default:
 		if i := m.find(s, h, mu.key); i >= 0 {
 			op.old = ref(s.slots[i] & refMask)
-			if inPlace && m.arena.rewrite(op.old, mu.key, mu.value, mu.expireAt, mu.seq, &oldValueLen) {
+			if inPlace && m.arena.rewrite(op.old, mu.key, mu.value, mu.kind, mu.expireAt, mu.seq, &oldValueLen) {
 				op.old = 0 // same slot: nothing for the tree, nothing to free
 				m.updateTTL(s, mu)
 				s.mu.Unlock()
 				m.account(mu, oldValueLen, true)
 				return op
 			}
-			op.put = m.arena.alloc(mu.key, mu.value, mu.expireAt, mu.seq)
+			op.put = m.arena.alloc(mu.key, mu.value, mu.kind, mu.expireAt, mu.seq)
 			s.slots[i] = tagOf(h)<<refBits | uint64(op.put)
 		} else {
-			op.put = m.arena.alloc(mu.key, mu.value, mu.expireAt, mu.seq)
+			op.put = m.arena.alloc(mu.key, mu.value, mu.kind, mu.expireAt, mu.seq)
 			m.insertNew(s, h, op.put)
 		}
 	}
@@ -674,7 +679,7 @@ func (m *memtable) scan(prefix, after []byte, limit int, now int64) ([]Entry, bo
 			more = true
 			return false
 		}
-		e := Entry{Key: bytes.Clone(k), Value: append([]byte{}, v...)}
+		e := Entry{Key: bytes.Clone(k), Value: append([]byte{}, v...), Kind: m.arena.kind(r)}
 		if exp != 0 {
 			e.ExpiresAt = time.Unix(0, exp)
 		}
@@ -686,9 +691,9 @@ func (m *memtable) scan(prefix, after []byte, limit int, now int64) ([]Entry, bo
 
 // each calls fn for every record of a frozen view in key order; key and
 // value alias the arena and are valid until the view is released.
-func (f frozen) each(fn func(key string, value []byte, expireAt int64) bool) {
+func (f frozen) each(fn func(key string, value []byte, kind Kind, expireAt int64) bool) {
 	f.tree.Ascend(func(r ref) bool {
 		k, v, exp, _ := f.arena.record(r)
-		return fn(unsafe.String(unsafe.SliceData(k), len(k)), v, exp)
+		return fn(unsafe.String(unsafe.SliceData(k), len(k)), v, f.arena.kind(r), exp)
 	})
 }

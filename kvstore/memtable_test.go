@@ -110,7 +110,7 @@ func testMemtableAgainstModel(t *testing.T, holdViews bool) {
 	// their records were overwritten and freed since.
 	for i, v := range views {
 		got := map[string]modelEntry{}
-		v.view.each(func(k string, val []byte, exp int64) bool {
+		v.view.each(func(k string, val []byte, _ Kind, exp int64) bool {
 			got[k] = modelEntry{value: bytes.Clone(val), expireAt: exp}
 			return true
 		})

@@ -353,7 +353,11 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 			case wal.TypeBatch:
 				// DecodeRecord has checked the batch; an error here is a bug.
 				var loadErr error
-				if err := wal.ForEachOp(rec.Batch, func(op wal.Op) { rp.loadOp(op, rec.Seq) }); err != nil {
+				if err := wal.ForEachOp(rec.Batch, func(op wal.Op) {
+					if err := rp.loadOp(op, rec.Seq); err != nil && loadErr == nil {
+						loadErr = err
+					}
+				}); err != nil {
 					loadErr = err
 				}
 				if loadErr != nil {
@@ -362,7 +366,9 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 			case wal.TypeFlush:
 				rp.load.add(mutation{flush: true, seq: rec.Seq})
 			default:
-				rp.loadOp(wal.Op{Type: rec.Type, Key: rec.Key, Value: rec.Value, ExpireAt: rec.ExpireAt}, rec.Seq)
+				if err := rp.loadOp(wal.Op{Type: rec.Type, Key: rec.Key, Value: rec.Value, ExpireAt: rec.ExpireAt}, rec.Seq); err != nil {
+					return false, false, &CorruptionError{File: seg.Path, Offset: int64(off), Err: err}
+				}
 			}
 			rp.next++
 			rp.applied++
@@ -375,13 +381,47 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 	return false, false, nil
 }
 
-// loadOp loads one set or delete; a set already expired loads as a delete.
-func (rp *replay) loadOp(op wal.Op, seq uint64) {
-	if op.Type == wal.TypeDelete || (op.ExpireAt != 0 && op.ExpireAt <= rp.rc.now) {
+// loadOp loads one op; a set already expired loads as a delete. A
+// collection's delta or expiry applies to the value the key has now (see
+// collection.go).
+func (rp *replay) loadOp(op wal.Op, seq uint64) error {
+	kind, value, expireAt := KindString, op.Value, op.ExpireAt
+	switch op.Type {
+	case wal.TypeDelete:
 		rp.load.add(mutation{key: op.Key, del: true, seq: seq})
-	} else {
-		rp.load.add(mutation{key: op.Key, value: op.Value, expireAt: op.ExpireAt, seq: seq})
+		return nil
+	case wal.TypeTyped:
+		if len(value) == 0 || Kind(value[0]) > maxKind {
+			return fmt.Errorf("%w: a typed value of no known kind", wal.ErrBadRecord)
+		}
+		kind, value = Kind(value[0]), value[1:]
+	case wal.TypeDelta, wal.TypeExpire:
+		e, ok := rp.load.m.get(nil, op.Key)
+		if op.Type == wal.TypeExpire {
+			if !ok {
+				return nil // expired since
+			}
+			kind, value = e.kind, e.value
+			break
+		}
+		packed, at, del, skip, err := replayDelta(op.Value, ok, e.kind, e.value, e.expireAt)
+		switch {
+		case err != nil:
+			return err
+		case skip:
+			return nil
+		case del:
+			rp.load.add(mutation{key: op.Key, del: true, seq: seq})
+			return nil
+		}
+		kind, value, expireAt = Kind(op.Value[0]), packed, at
 	}
+	if expireAt != 0 && expireAt <= rp.rc.now {
+		rp.load.add(mutation{key: op.Key, del: true, seq: seq})
+		return nil
+	}
+	rp.load.add(mutation{key: op.Key, value: value, kind: kind, expireAt: expireAt, seq: seq})
+	return nil
 }
 
 // damaged handles damage that is not a torn tail: an error naming the file
@@ -440,13 +480,13 @@ func (rc *recovery) loadSnapshot(segs []wal.SegmentInfo) (*loader, uint64, error
 	for i := len(snaps) - 1; i >= 0; i-- {
 		mem := newMemtable()
 		ld := mem.startLoad(hint)
-		h, err := readSnapshot(rc.fs, snaps[i].path, func(key, value []byte, expireAt int64) {
+		h, err := readSnapshot(rc.fs, snaps[i].path, func(key, value []byte, expireAt int64, kind Kind) {
 			if expireAt != 0 && expireAt <= rc.now {
 				return // expired: not loaded at all
 			}
 			// The snapshot is read first, into an empty memtable, and its
 			// keys are unique (snapshot.Read checks their order).
-			ld.addNew(mutation{key: key, value: value, expireAt: expireAt, seq: snaps[i].seq}, true)
+			ld.addNew(mutation{key: key, value: value, kind: kind, expireAt: expireAt, seq: snaps[i].seq}, true)
 		})
 		rc.progress.report(snaps[i].size)
 		if err == nil && h.Seq != snaps[i].seq {
@@ -507,7 +547,7 @@ func (p *recoveryProgress) report(n int64) {
 }
 
 // readSnapshot reads and checks a whole snapshot, calling fn for each entry.
-func readSnapshot(fs vfs.FS, path string, fn func(key, value []byte, expireAt int64)) (snapshot.Header, error) {
+func readSnapshot(fs vfs.FS, path string, fn func(key, value []byte, expireAt int64, kind Kind)) (snapshot.Header, error) {
 	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return snapshot.Header{}, err
@@ -518,8 +558,11 @@ func readSnapshot(fs vfs.FS, path string, fn func(key, value []byte, expireAt in
 		return snapshot.Header{}, err
 	}
 	lim := snapshot.Limits{MaxKey: MaxKeySizeLimit, MaxValue: MaxValueSizeLimit}
-	return snapshot.Read(f, fi.Size(), lim, func(key, value []byte, expireAt int64) error {
-		fn(key, value, expireAt)
+	return snapshot.Read(f, fi.Size(), lim, func(key, value []byte, expireAt int64, kind uint8) error {
+		if Kind(kind) > maxKind {
+			return fmt.Errorf("%w: a value of unknown kind %d", snapshot.ErrCorrupt, kind)
+		}
+		fn(key, value, expireAt, Kind(kind))
 		return nil
 	})
 }

@@ -27,8 +27,11 @@ type Tx struct {
 	seq uint64 // the sequence number the transaction's record gets
 	now int64
 
-	ops  []wal.Op
-	own  map[string]int // key -> index in ops of the transaction's last write of it
+	ops []wal.Op
+	// writes[i] is what the memtable gets of ops[i] when that is not the
+	// op itself (a collection's delta: the whole new value).
+	writes []txWrite
+	own    map[string]int // key -> index in ops of the transaction's last write of it
 	sets int
 	dels int
 }
@@ -67,7 +70,7 @@ func (db *DB) UpdateWith(o WriteOptions, fn func(tx *Tx) error) (wait func() err
 		if n, limit := wal.BatchPayloadSize(tx.ops), wal.MaxPayload(MaxKeySizeLimit, MaxValueSizeLimit); n > limit {
 			return fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrBatchTooLarge, n, limit)
 		}
-		g.addBatch(seq, tx.ops)
+		g.addBatch(seq, tx.ops, tx.writes)
 		sets, dels = tx.sets, tx.dels
 		return nil
 	})
@@ -88,8 +91,19 @@ func (db *DB) UpdateWith(o WriteOptions, fn func(tx *Tx) error) (wait func() err
 	return noWait, db.pipe.wait(g)
 }
 
+// txWrite is what the memtable gets of an op of a collection (set): the
+// kind, the whole packed value and the expiry, where the op logs a delta
+// or an expiry alone.
+type txWrite struct {
+	kind     Kind
+	value    []byte
+	expireAt int64
+	set      bool
+}
+
 // view is a key's state as the transaction sees it.
 type view struct {
+	kind     Kind
 	value    []byte
 	expireAt int64
 	seq      uint64
@@ -103,25 +117,31 @@ func (v view) live(now int64) bool { return v.ok && (v.expireAt == 0 || v.expire
 // buffer: valid only while fn runs (no group finishes meanwhile).
 func (tx *Tx) lookup(key []byte) view {
 	if i, ok := tx.own[string(key)]; ok {
+		if w := tx.writes[i]; w.set {
+			return view{kind: w.kind, value: w.value, expireAt: w.expireAt, seq: tx.seq, ok: true}
+		}
 		op := tx.ops[i]
 		return view{value: op.Value, expireAt: op.ExpireAt, seq: tx.seq, ok: op.Type != wal.TypeDelete}
 	}
 	if w, ok := tx.p.pendingWrite(key); ok {
-		return view{value: w.value, expireAt: w.expireAt, seq: w.seq, ok: !w.del}
+		return view{kind: w.kind, value: w.value, expireAt: w.expireAt, seq: w.seq, ok: !w.del}
 	}
 	e, ok := tx.db.mem.get(nil, key)
 	if !ok {
 		return view{seq: tx.db.mem.version(key)}
 	}
-	return view{value: e.value, expireAt: e.expireAt, seq: e.seq, ok: true}
+	return view{kind: e.kind, value: e.value, expireAt: e.expireAt, seq: e.seq, ok: true}
 }
 
 // Get returns a copy of key's value as of the transaction, or ErrNotFound
-// when it is missing or expired.
+// when it is missing or expired, or ErrWrongType when it holds a collection.
 func (tx *Tx) Get(key []byte) ([]byte, error) {
 	v := tx.lookup(key)
-	if !v.live(tx.now) {
+	switch {
+	case !v.live(tx.now):
 		return nil, ErrNotFound
+	case v.kind != KindString:
+		return nil, ErrWrongType
 	}
 	return append([]byte{}, v.value...), nil
 }
@@ -199,10 +219,21 @@ func (tx *Tx) Expire(key []byte, at time.Time) (existed bool, err error) {
 	if !v.live(tx.now) {
 		return false, nil
 	}
-	if n := unixNanos(at); n <= tx.now {
+	n := unixNanos(at)
+	switch {
+	case n <= tx.now:
 		return true, tx.put(wal.TypeDelete, key, nil, 0)
+	case v.kind != KindString:
+		return true, tx.setExpiry(key, v, n)
 	}
-	return true, tx.put(wal.TypeSetTTL, key, v.value, unixNanos(at))
+	return true, tx.put(wal.TypeSetTTL, key, v.value, n)
+}
+
+// setExpiry logs a collection's new expiry alone (0: none); the memtable
+// gets the whole value with it.
+func (tx *Tx) setExpiry(key []byte, v view, expireAt int64) error {
+	return tx.putWrite(wal.Op{Type: wal.TypeExpire, Key: key, ExpireAt: expireAt},
+		txWrite{kind: v.kind, value: clone(v.value), expireAt: expireAt, set: true})
 }
 
 // Persist removes key's TTL and reports whether it had one.
@@ -210,6 +241,9 @@ func (tx *Tx) Persist(key []byte) (hadTTL bool, err error) {
 	v := tx.lookup(key)
 	if !v.live(tx.now) || v.expireAt == 0 {
 		return false, nil
+	}
+	if v.kind != KindString {
+		return true, tx.setExpiry(key, v, 0)
 	}
 	return true, tx.put(wal.TypeSet, key, v.value, 0)
 }
@@ -221,15 +255,37 @@ func (tx *Tx) put(typ wal.RecordType, key, value []byte, expireAt int64) error {
 	if err := tx.db.checkSizes(key, value); err != nil {
 		return err
 	}
+	tx.add(wal.Op{Type: typ, Key: clone(key), Value: clone(value), ExpireAt: expireAt}, txWrite{})
+	return nil
+}
+
+// putWrite adds an op of a collection (a delta, a typed value or an
+// expiry) and what the memtable gets of it. The op's bytes are copied; the
+// write's value must be the transaction's own.
+func (tx *Tx) putWrite(op wal.Op, w txWrite) error {
+	switch {
+	case len(op.Key) == 0:
+		return ErrEmptyKey
+	case len(op.Key) > tx.db.opts.MaxKeySize:
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrKeyTooLarge, len(op.Key), tx.db.opts.MaxKeySize)
+	case len(op.Value) > MaxValueSizeLimit || len(w.value) > MaxValueSizeLimit:
+		return fmt.Errorf("%w: a collection of %d bytes, the limit is %d", ErrValueTooLarge, max(len(op.Value), len(w.value)), MaxValueSizeLimit)
+	}
+	op.Key, op.Value = clone(op.Key), clone(op.Value)
+	tx.add(op, w)
+	return nil
+}
+
+func (tx *Tx) add(op wal.Op, w txWrite) {
 	if tx.own == nil {
 		tx.own = make(map[string]int)
 	}
-	tx.ops = append(tx.ops, wal.Op{Type: typ, Key: clone(key), Value: clone(value), ExpireAt: expireAt})
-	tx.own[string(key)] = len(tx.ops) - 1
-	if typ == wal.TypeDelete {
+	tx.ops = append(tx.ops, op)
+	tx.writes = append(tx.writes, w)
+	tx.own[string(op.Key)] = len(tx.ops) - 1
+	if op.Type == wal.TypeDelete {
 		tx.dels++
 	} else {
 		tx.sets++
 	}
-	return nil
 }

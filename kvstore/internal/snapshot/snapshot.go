@@ -7,10 +7,12 @@
 // against its bound and the bytes left in the file.
 //
 // Layout (little endian): magic "DKVSNAP\n", version u32, seq u64, count u64,
-// then count entries, then a crc32c u32 over every byte before it. A version 2
-// entry is uvarint(len key) uvarint(len value) uvarint(expireAt) key value,
-// expireAt in unix nanoseconds, 0 for none; a version 1 entry (written before
-// TTLs) lacks expireAt and is still read.
+// then count entries, then a crc32c u32 over every byte before it. A version 3
+// entry is uvarint(len key) uvarint(len value) uvarint(expireAt) kind u8 key
+// value, expireAt in unix nanoseconds, 0 for none, kind the value's kind (0 a
+// string, else a collection whose value is its packed encoding). Versions 2
+// (written before collections: no kind, every value a string) and 1 (before
+// TTLs: no expireAt either) are still read.
 package snapshot
 
 import (
@@ -27,8 +29,9 @@ import (
 
 const (
 	magic      = "DKVSNAP\n"
-	version    = 2
-	versionV1  = 1 // no expiry field
+	version    = 3
+	versionV2  = 2 // no kind field
+	versionV1  = 1 // no expiry field either
 	headerSize = 8 + 4 + 8 + 8
 	// cancelEvery is how many entries Write writes between context checks.
 	cancelEvery = 4096
@@ -45,11 +48,13 @@ type Header struct {
 	Count uint64 // number of entries
 }
 
-// Entry is one key, its value and its expiry (unix nanoseconds, 0: none).
+// Entry is one key, its value, its expiry (unix nanoseconds, 0: none) and
+// the kind of its value (0: a string).
 type Entry struct {
 	Key      string
 	Value    []byte
 	ExpireAt int64
+	Kind     uint8
 }
 
 // Write streams a snapshot to w. next yields entries in key order and
@@ -67,7 +72,7 @@ func Write(ctx context.Context, w io.Writer, h Header, next func() (Entry, bool)
 		return written, err
 	}
 	var n uint64
-	var lens [3 * binary.MaxVarintLen64]byte
+	var lens [3*binary.MaxVarintLen64 + 1]byte
 	for {
 		e, ok := next()
 		if !ok {
@@ -81,6 +86,8 @@ func Write(ctx context.Context, w io.Writer, h Header, next func() (Entry, bool)
 		l := binary.PutUvarint(lens[:], uint64(len(e.Key)))
 		l += binary.PutUvarint(lens[l:], uint64(len(e.Value)))
 		l += binary.PutUvarint(lens[l:], uint64(e.ExpireAt))
+		lens[l] = e.Kind
+		l++
 		bw.Write(lens[:l])
 		bw.WriteString(e.Key)
 		if _, err := bw.Write(e.Value); err != nil {
@@ -114,7 +121,7 @@ type Limits struct {
 // key fn sees is new. Key and value passed to fn are only valid during the call. The
 // caller must discard what fn built if Read returns an error: the checksum
 // is only known at the end.
-func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expireAt int64) error) (Header, error) {
+func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expireAt int64, kind uint8) error) (Header, error) {
 	if size < headerSize+4 {
 		return Header{}, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
 	}
@@ -132,8 +139,8 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expire
 		return Header{}, fmt.Errorf("%w: not a devkit snapshot", ErrCorrupt)
 	}
 	v := binary.LittleEndian.Uint32(hdr[8:])
-	if v != version && v != versionV1 {
-		return Header{}, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrCorrupt, v, versionV1, version)
+	if v != version && v != versionV2 && v != versionV1 {
+		return Header{}, fmt.Errorf("%w: version %d, this build reads versions %d to %d", ErrCorrupt, v, versionV1, version)
 	}
 	h := Header{Seq: binary.LittleEndian.Uint64(hdr[12:]), Count: binary.LittleEndian.Uint64(hdr[20:])}
 	// Every entry takes at least two bytes: a count above that is a lie.
@@ -157,6 +164,12 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expire
 			}
 			if expireAt > 1<<63-1 {
 				return h, fmt.Errorf("%w: entry %d: expiry %d out of range", ErrCorrupt, i, expireAt)
+			}
+		}
+		var kind byte
+		if v >= 3 {
+			if kind, err = br.ReadByte(); err != nil {
+				return h, fmt.Errorf("%w: entry %d: kind: %w", ErrCorrupt, i, err)
 			}
 		}
 		if left := remaining(); klen > uint64(lim.MaxKey) || vlen > uint64(lim.MaxValue) || klen+vlen > uint64(left) {
@@ -184,7 +197,7 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expire
 			return h, fmt.Errorf("%w: entry %d is not after the one before it", ErrCorrupt, i)
 		}
 		prev = append(prev[:0], kv[:klen]...)
-		if err := fn(kv[:klen:klen], kv[klen:], int64(expireAt)); err != nil {
+		if err := fn(kv[:klen:klen], kv[klen:], int64(expireAt), kind); err != nil {
 			return h, err
 		}
 		if need <= br.Size() {

@@ -35,7 +35,7 @@ func TestSnapshot_RoundTripAndEveryBitFlipIsDetected(t *testing.T) {
 	}
 	b := encode(t, 42, entries)
 	var got []Entry
-	h, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, exp int64) error {
+	h, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, exp int64, _ uint8) error {
 		got = append(got, Entry{Key: string(k), Value: bytes.Clone(v), ExpireAt: exp})
 		return nil
 	})
@@ -50,7 +50,7 @@ func TestSnapshot_RoundTripAndEveryBitFlipIsDetected(t *testing.T) {
 	for off := range b {
 		bad := bytes.Clone(b)
 		bad[off] ^= 1
-		if _, err := Read(bytes.NewReader(bad), int64(len(bad)), lim, func(k, v []byte, _ int64) error { return nil }); !errors.Is(err, ErrCorrupt) {
+		if _, err := Read(bytes.NewReader(bad), int64(len(bad)), lim, func(k, v []byte, _ int64, _ uint8) error { return nil }); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("bit flip at %d not detected: %v", off, err)
 		}
 	}
@@ -79,7 +79,7 @@ var versionOne = func() []byte {
 
 func TestSnapshot_VersionOneFilesStillRead(t *testing.T) {
 	var got []string
-	h, err := Read(bytes.NewReader(versionOne), int64(len(versionOne)), lim, func(k, v []byte, exp int64) error {
+	h, err := Read(bytes.NewReader(versionOne), int64(len(versionOne)), lim, func(k, v []byte, exp int64, _ uint8) error {
 		got = append(got, fmt.Sprintf("%s=%s/%d", k, v, exp))
 		return nil
 	})
@@ -96,7 +96,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add(versionOne)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var total int
-		_, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, _ int64) error {
+		_, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, _ int64, _ uint8) error {
 			total += len(k) + len(v)
 			return nil
 		})
@@ -115,8 +115,41 @@ func TestSnapshot_KeysOutOfOrderAreCorruptEvenWithAGoodChecksum(t *testing.T) {
 		{{Key: "a"}, {Key: "a"}},
 	} {
 		b := encode(t, 1, entries)
-		if _, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, _ int64) error { return nil }); !errors.Is(err, ErrCorrupt) {
+		if _, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, _ int64, _ uint8) error { return nil }); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("keys %q, %q: err = %v, want ErrCorrupt", entries[0].Key, entries[1].Key, err)
 		}
+	}
+}
+
+// versionTwo is a snapshot as the build before collections wrote it: seq 9,
+// entry a=1 expiring at 5, no kind field.
+var versionTwo = func() []byte {
+	b := []byte("DKVSNAP\n")
+	b = binary.LittleEndian.AppendUint32(b, 2)
+	b = binary.LittleEndian.AppendUint64(b, 9)
+	b = binary.LittleEndian.AppendUint64(b, 1)
+	b = append(b, 1, 1, 5, 'a', '1')
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}()
+
+func TestSnapshot_VersionTwoFilesStillReadAsStrings(t *testing.T) {
+	var got []string
+	h, err := Read(bytes.NewReader(versionTwo), int64(len(versionTwo)), lim, func(k, v []byte, exp int64, kind uint8) error {
+		got = append(got, fmt.Sprintf("%s=%s/%d/%d", k, v, exp, kind))
+		return nil
+	})
+	if err != nil || h.Seq != 9 || fmt.Sprint(got) != "[a=1/5/0]" {
+		t.Fatalf("read v2: %+v %v %v", h, got, err)
+	}
+}
+
+func TestSnapshot_KindsRoundTrip(t *testing.T) {
+	b := encode(t, 3, []Entry{{Key: "h", Value: []byte{1, 1, 'f', 1, 'v'}, Kind: 1}, {Key: "s", Value: []byte("x")}})
+	var got []string
+	if _, err := Read(bytes.NewReader(b), int64(len(b)), lim, func(k, v []byte, _ int64, kind uint8) error {
+		got = append(got, fmt.Sprintf("%s/%d/%d", k, kind, len(v)))
+		return nil
+	}); err != nil || fmt.Sprint(got) != "[h/1/5 s/0/1]" {
+		t.Fatalf("got %v, %v", got, err)
 	}
 }

@@ -15,8 +15,14 @@
 //	             set with TTL: uvarint(len(key)) key expireAt(u64 unix nanos) value
 //	             flush: empty
 //	             batch: uvarint(count), then count × op, where op is
-//	               set, delete: type u8, uvarint(len key), key, uvarint(len value), value
-//	               set with TTL: type u8, uvarint(len key), key, expireAt u64, uvarint(len value), value
+//	               set, delete, delta: type u8, uvarint(len key), key, uvarint(len value), value
+//	               set with TTL, typed, expire: type u8, uvarint(len key), key, expireAt u64, uvarint(len value), value
+//
+// The ops of types 6..8 carry collections (kvstore's kind.go) and appear in
+// batch records only: a typed op sets a whole value of any kind (its value
+// is the kind byte, then the packed value), a delta op changes part of a
+// collection (its value is the change: the engine's delta encoding), an
+// expire op changes a key's expiry alone (no value; expireAt 0: none).
 //
 // The end of a segment's records: the end of the file, or zero bytes up to
 // it (the zero tail of a preallocated segment, see Writer). No record is all
@@ -26,8 +32,9 @@
 // never damage; anything else there that does not decode is a torn or
 // damaged record, as before preallocation.
 //
-// Types 4 and 5 (and TTL ops in batches) were added after the first format;
-// logs written before them hold only types 1..3 and decode unchanged.
+// Types 4 and 5 (and TTL ops in batches) were added after the first format,
+// and batch op types 6..8 after them; logs written before hold only the
+// older types and decode unchanged.
 package wal
 
 import (
@@ -55,7 +62,21 @@ const (
 	TypeSetTTL RecordType = 4
 	// TypeFlush removes every key.
 	TypeFlush RecordType = 5
+	// TypeTyped (batch op) sets a whole value of any kind, with an expiry.
+	TypeTyped RecordType = 6
+	// TypeDelta (batch op) changes part of a collection.
+	TypeDelta RecordType = 7
+	// TypeExpire (batch op) sets a key's expiry and nothing else.
+	TypeExpire RecordType = 8
 )
+
+// HasExpiry reports whether an op of type t carries the expiry field.
+func HasExpiry(t RecordType) bool { return t == TypeSetTTL || t == TypeTyped || t == TypeExpire }
+
+// validOp reports whether t is a type a batch op may have.
+func validOp(t RecordType) bool {
+	return t == TypeSet || t == TypeDelete || t == TypeSetTTL || t == TypeTyped || t == TypeDelta || t == TypeExpire
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -189,7 +210,7 @@ func BatchPayloadSize(ops []Op) int {
 	n := uvarintLen(uint64(len(ops)))
 	for _, op := range ops {
 		n += 1 + uvarintLen(uint64(len(op.Key))) + len(op.Key) + uvarintLen(uint64(len(op.Value))) + len(op.Value)
-		if op.Type == TypeSetTTL {
+		if HasExpiry(op.Type) {
 			n += ttlSize
 		}
 	}
@@ -213,7 +234,7 @@ func AppendBatchRecord(dst []byte, seq uint64, ops []Op, at func(i, keyOff, keyL
 		dst = binary.AppendUvarint(dst, uint64(len(op.Key)))
 		keyOff := len(dst)
 		dst = append(dst, op.Key...)
-		if op.Type == TypeSetTTL {
+		if HasExpiry(op.Type) {
 			dst = binary.LittleEndian.AppendUint64(dst, uint64(op.ExpireAt))
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(op.Value)))
@@ -238,7 +259,7 @@ func ForEachOp(payload []byte, fn func(Op)) error {
 			return fmt.Errorf("%w: batch op %d truncated", ErrBadRecord, i)
 		}
 		op := Op{Type: RecordType(p[0])}
-		if op.Type != TypeSet && op.Type != TypeDelete && op.Type != TypeSetTTL {
+		if !validOp(op.Type) {
 			return fmt.Errorf("%w: batch op %d has type %d", ErrBadRecord, i, op.Type)
 		}
 		p = p[1:]
@@ -246,14 +267,15 @@ func ForEachOp(payload []byte, fn func(Op)) error {
 		if op.Key, p, ok = lengthPrefixed(p); !ok || len(op.Key) == 0 {
 			return fmt.Errorf("%w: batch op %d key does not fit", ErrBadRecord, i)
 		}
-		if op.Type == TypeSetTTL {
+		if HasExpiry(op.Type) {
 			if len(p) < ttlSize {
 				return fmt.Errorf("%w: batch op %d expiry does not fit", ErrBadRecord, i)
 			}
 			op.ExpireAt = int64(binary.LittleEndian.Uint64(p))
 			p = p[ttlSize:]
 		}
-		if op.Value, p, ok = lengthPrefixed(p); !ok || (op.Type == TypeDelete && len(op.Value) != 0) {
+		if op.Value, p, ok = lengthPrefixed(p); !ok || ((op.Type == TypeDelete || op.Type == TypeExpire) && len(op.Value) != 0) ||
+			((op.Type == TypeTyped || op.Type == TypeDelta) && len(op.Value) == 0) {
 			return fmt.Errorf("%w: batch op %d value does not fit", ErrBadRecord, i)
 		}
 		fn(op)

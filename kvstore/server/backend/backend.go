@@ -19,6 +19,8 @@ type Store interface {
 	// GetAppend appends key's value to dst (no allocation when dst has room).
 	GetAppend(dst, key []byte) ([]byte, error)
 	Has(key []byte) (bool, error)
+	// Kind is the kind of value key holds (KindNone when it is missing).
+	Kind(key []byte) (kvstore.Kind, error)
 	Set(key, value []byte) error
 	Delete(key []byte) error
 	// Write applies a batch atomically: after a crash all of it or none.
@@ -59,6 +61,7 @@ var _ Store = (*kvstore.DB)(nil)
 // bodies and in RESP error replies.
 const (
 	CodeNotFound      = "not_found"
+	CodeWrongType     = "wrong_type"
 	CodeEmptyKey      = "empty_key"
 	CodeKeyTooLarge   = "key_too_large"
 	CodeValueTooLarge = "value_too_large"
@@ -73,6 +76,8 @@ func Code(err error) string {
 	switch {
 	case errors.Is(err, kvstore.ErrNotFound):
 		return CodeNotFound
+	case errors.Is(err, kvstore.ErrWrongType):
+		return CodeWrongType
 	case errors.Is(err, kvstore.ErrEmptyKey):
 		return CodeEmptyKey
 	case errors.Is(err, kvstore.ErrKeyTooLarge):
@@ -92,7 +97,7 @@ func Code(err error) string {
 // value) rather than the server's.
 func IsClientError(err error) bool {
 	switch Code(err) {
-	case CodeEmptyKey, CodeKeyTooLarge, CodeValueTooLarge, CodeBadRequest:
+	case CodeEmptyKey, CodeKeyTooLarge, CodeValueTooLarge, CodeBadRequest, CodeWrongType:
 		return true
 	}
 	return false

@@ -143,6 +143,8 @@ func writeEngineError(w http.ResponseWriter, err error) {
 	switch code {
 	case backend.CodeNotFound:
 		status = http.StatusNotFound
+	case backend.CodeWrongType:
+		status = http.StatusConflict // the key holds a collection: RESP reads it
 	case backend.CodeEmptyKey, backend.CodeKeyTooLarge:
 		status = http.StatusBadRequest
 	case backend.CodeValueTooLarge:

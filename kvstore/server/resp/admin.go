@@ -119,6 +119,9 @@ func cmdConfig(c *call) {
 			wrongArgs(w, "config|set")
 			return
 		}
+		if c.s.configSet(c, c.args[2:], c.s.configParams()) {
+			return
+		}
 		known := false
 		for _, kv := range c.s.configParams() {
 			known = known || strings.EqualFold(kv[0], string(c.args[2]))
@@ -138,7 +141,7 @@ func cmdConfig(c *call) {
 // configParams are the read-only settings CONFIG GET reports, in Redis's names.
 func (s *Server) configParams() [][2]string {
 	fsync := map[string]string{"always": "always", "periodic": "everysec", "none": "no"}[s.store.Stats().SyncPolicy]
-	return [][2]string{
+	return append([][2]string{
 		{"appendonly", "yes"},
 		{"appendfsync", fsync},
 		{"save", ""},
@@ -148,5 +151,5 @@ func (s *Server) configParams() [][2]string {
 		{"proto-max-bulk-len", strconv.Itoa(s.opts.MaxBulkBytes)},
 		{"maxmemory", "0"},
 		{"maxmemory-policy", "noeviction"},
-	}
+	}, s.encodings.params()...)
 }

@@ -182,7 +182,7 @@ type commandSet struct {
 }
 
 func newCommandSet() *commandSet {
-	cs := &commandSet{rows: commandTable()}
+	cs := &commandSet{rows: append(commandTable(), collectionCommands()...)}
 	cs.byName = make(map[string]*command, len(cs.rows))
 	for i := range cs.rows {
 		cs.rows[i].stats = new(cmdStats)

@@ -209,6 +209,7 @@ func (ls *eventLoops) adopt(c *connserver.Conn) bool {
 	c.Conn.Close()
 	ec := &elConn{l: l, fd: fd, cc: c, cl: cl, readable: true}
 	ec.p.cr = ls.s.newCommandReader(nil)
+	cl.resume = func() { l.post(func() { l.resumed = append(l.resumed, ec) }) } // a blocked command fired (cmd_block.go)
 	c.MarkIdle(time.Now())
 	c.Detach(connserver.Hooks{
 		Close: func() { l.post(func() { l.kills = append(l.kills, ec) }) },
@@ -571,6 +572,12 @@ func (l *loop) service(c *elConn) {
 			}
 			continue
 		}
+		if c.cl.blocked != nil {
+			if !l.serviceBlocked(c) {
+				return
+			}
+			continue
+		}
 		if c.closing || c.cc.Draining() {
 			// No command starts; the replies of those run go out first.
 			if len(c.cl.out.buf) > 0 || c.cl.batchOpen || len(c.cl.pending) > 0 {
@@ -593,6 +600,33 @@ func (l *loop) service(c *elConn) {
 		}
 		l.read(c)
 	}
+}
+
+// serviceBlocked runs a blocked command again once it fired (woken or
+// timed out) and reports whether it answered; meanwhile the connection is
+// read only to see it close (what it sends waits), so a client that leaves
+// stops waiting (and takes nothing).
+func (l *loop) serviceBlocked(c *elConn) bool {
+	cl := c.cl
+	if c.closing || c.cc.Draining() {
+		l.s.unblock(cl)
+		return true
+	}
+	if cl.blocked.fired.Load() {
+		l.s.execute(cl, cl.blocked.args, l.now)
+		if cl.blocked == nil {
+			l.endBurst(c)
+			return true
+		}
+	}
+	if c.readable {
+		l.read(c)
+	}
+	if c.eof {
+		l.s.unblock(cl)
+		l.close(c)
+	}
+	return false
 }
 
 // hold arms the timer that serves a held connection again when its hold
@@ -647,7 +681,7 @@ func (l *loop) read(c *elConn) {
 func (l *loop) runCommands(c *elConn) bool {
 	cl := c.cl
 	ran := false
-	for c.rpos < len(c.in) && !cl.quit && len(cl.out.buf) < flushAt && cl.holdUntil.IsZero() {
+	for c.rpos < len(c.in) && !cl.quit && len(cl.out.buf) < flushAt && cl.holdUntil.IsZero() && cl.blocked == nil {
 		c.p.cr.preAuth = !cl.authed
 		n, args, err := c.p.parse(c.in[c.rpos:])
 		if err != nil {
@@ -758,7 +792,7 @@ func (l *loop) checkTimeouts(now time.Time) {
 	nanos := now.UnixNano()
 	for _, c := range l.conns {
 		switch {
-		case c.parked:
+		case c.parked, c.cl.blocked != nil: // a blocked client waits as long as it asked
 		case c.wblocked != 0:
 			if o.WriteTimeout > 0 && nanos-c.wblocked > int64(o.WriteTimeout) {
 				c.cl.log.Debug("write timed out; closing the connection")

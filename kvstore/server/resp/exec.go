@@ -47,6 +47,7 @@ type txn interface {
 	Delete(key []byte) (existed bool, err error)
 	Expire(key []byte, at time.Time) (existed bool, err error)
 	Persist(key []byte) (hadTTL bool, err error)
+	collTxn // hashes, lists, sets, sorted sets (cmd_types.go)
 }
 
 var _ txn = (*kvstore.Tx)(nil)
@@ -468,6 +469,10 @@ type clientState struct {
 
 // engineError writes an engine error in Redis's style.
 func engineError(w *replyWriter, err error) {
+	if errors.Is(err, kvstore.ErrWrongType) {
+		w.error(kvstore.ErrWrongType.Error()) // Redis's own text
+		return
+	}
 	switch backend.Code(err) {
 	case backend.CodeReadOnly:
 		// Redis answers writes it cannot persist with MISCONF.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/devkit-go/devkit/kvstore"
 )
@@ -39,7 +40,7 @@ func cmdDel(c *call) {
 func cmdExists(c *call) {
 	var n int64
 	for _, key := range c.args[1:] {
-		_, err := c.get(key)
+		_, _, err := c.expiry(key)
 		switch {
 		case err == nil:
 			n++
@@ -51,16 +52,29 @@ func cmdExists(c *call) {
 	c.w.integer(n)
 }
 
-func cmdType(c *call) {
-	_, err := c.get(c.args[1])
-	switch {
-	case err == nil:
-		c.w.simple("string")
-	case errors.Is(err, kvstore.ErrNotFound):
-		c.w.simple("none")
-	default:
-		c.fail(err)
+// expiry reads a key of any kind: ErrNotFound when it is missing.
+func (c *call) expiry(key []byte) (time.Time, bool, error) {
+	if c.tx != nil {
+		return c.tx.Expiry(key)
 	}
+	return c.s.store.Expiry(key)
+}
+
+// kind is the kind of value key holds (KindNone: missing).
+func (c *call) kind(key []byte) (kvstore.Kind, error) {
+	if c.tx != nil {
+		return c.tx.Kind(key), nil
+	}
+	return c.s.store.Kind(key)
+}
+
+func cmdType(c *call) {
+	k, err := c.kind(c.args[1])
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.simple(k.String())
 }
 
 // cmdRename moves a value (and its expiry) to another key in one update:
@@ -72,7 +86,7 @@ func cmdRename(c *call) {
 	moved := false
 	err := c.update(func(tx txn) error {
 		moved = false
-		v, err := tx.Get(from)
+		v, err := tx.Dump(from)
 		if errors.Is(err, kvstore.ErrNotFound) {
 			return errNoSuchKey
 		}
@@ -82,14 +96,15 @@ func cmdRename(c *call) {
 		if string(from) == string(to) {
 			return nil
 		}
-		if nx {
-			if _, err := tx.Get(to); !errors.Is(err, kvstore.ErrNotFound) {
-				return err // nil: it exists, nothing moves
-			}
+		if nx && tx.Kind(to) != kvstore.KindNone {
+			return nil // it exists, nothing moves
 		}
 		moved = true
 		return renameInTx(tx, from, to, v)
 	})
+	if err == nil && moved {
+		c.s.wakeList(to) // a list or sorted set may have arrived
+	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -133,25 +148,25 @@ func cmdCopy(c *call) {
 	copied := false
 	err := c.update(func(tx txn) error {
 		copied = false
-		v, err := tx.Get(from)
+		v, err := tx.Dump(from)
 		if errors.Is(err, kvstore.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if !replace {
-			if _, err := tx.Get(to); !errors.Is(err, kvstore.ErrNotFound) {
-				return err
-			}
+		if !replace && tx.Kind(to) != kvstore.KindNone {
+			return nil
 		}
-		at, _ := tx.ExpiresAt(from)
 		copied = true
-		return tx.SetWithTTL(to, v, at)
+		return tx.Restore(to, v)
 	})
 	if err != nil {
 		c.fail(err)
 		return
+	}
+	if copied {
+		c.s.wakeList(to)
 	}
 	c.w.integer(boolInt64(copied))
 }
@@ -190,10 +205,10 @@ func cmdRandomKey(c *call) {
 // maxRandomKeyTries bounds the expired keys RANDOMKEY steps over.
 const maxRandomKeyTries = 100
 
-// renameInTx writes v under to, with from's expiry, and deletes from.
-func renameInTx(tx txn, from, to, v []byte) error {
-	at, _ := tx.ExpiresAt(from)
-	if err := tx.SetWithTTL(to, v, at); err != nil {
+// renameInTx writes v (from's value, with its expiry) under to and
+// deletes from.
+func renameInTx(tx txn, from, to []byte, v kvstore.Value) error {
+	if err := tx.Restore(to, v); err != nil {
 		return err
 	}
 	_, err := tx.Delete(from)
@@ -211,8 +226,7 @@ func cmdKeys(c *call) {
 	pat := c.args[1]
 	prefix, exact := literalPrefix(pat)
 	if exact {
-		_, err := c.s.store.Get(prefix)
-		if err == nil {
+		if ok, _ := c.s.store.Has(prefix); ok {
 			c.w.array(1)
 			c.w.bulk(prefix)
 		} else {
@@ -297,17 +311,14 @@ func cmdScan(c *call) {
 			count = int(min(n, int64(c.s.opts.MaxScanCount)))
 		case "TYPE":
 			onlyType = strings.ToLower(string(args[i+1]))
+			if !knownType(onlyType) {
+				w.error("ERR unknown type name '" + string(args[i+1]) + "'")
+				return
+			}
 		default:
 			c.fail(errSyntax)
 			return
 		}
-	}
-	if onlyType != "" && onlyType != "string" {
-		// Every key holds a string: another type matches nothing.
-		w.array(2)
-		w.bulkString("0")
-		w.array(0)
-		return
 	}
 	// The cursor is a place in the engine's scan order (a key's hash), so
 	// it needs no table and stays valid across connections and restarts.
@@ -318,7 +329,7 @@ func cmdScan(c *call) {
 	}
 	n := 0
 	for _, k := range keys {
-		if pattern == nil || globMatch(pattern, k) {
+		if (pattern == nil || globMatch(pattern, k)) && (onlyType == "" || c.kindIs(k, onlyType)) {
 			keys[n] = k
 			n++
 		}
@@ -350,6 +361,18 @@ func cmdObject(c *call) {
 	}
 	if len(c.args) != 3 {
 		wrongArgs(w, "object|"+strings.ToLower(sub))
+		return
+	}
+	kind, err := c.kind(c.args[2])
+	switch {
+	case err != nil:
+		c.fail(err)
+		return
+	case kind == kvstore.KindNone:
+		w.null()
+		return
+	case kind != kvstore.KindString:
+		objectOfCollection(c, sub, kind)
 		return
 	}
 	v, err := c.get(c.args[2])

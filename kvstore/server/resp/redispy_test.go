@@ -74,3 +74,37 @@ func TestRedisPy_TransactionsTTLsAndCounters(t *testing.T) {
 		}
 	}
 }
+
+func TestRedisPy_CollectionsAndABlockingPop(t *testing.T) {
+	requireRedisPy(t)
+	host, port, _ := net.SplitHostPort(start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, systemPython, "testdata/redispy_types.py", host, port).Output()
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("redis-py script: %v\n%s", err, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("script output %q: %v", out, err)
+	}
+	want := map[string]any{
+		"hset": 2.0, "hincrby": 6.0, "hgetall": map[string]any{"user": "ann", "visits": "6"}, "hdel": 1.0,
+		"type_hash": "hash", "wrongtype": "WRONGTYPE Operation against a key holding the wrong kind of value",
+		"list_tx":    []any{3.0, "j1", []any{"j2", "j3"}},
+		"lpop_count": []any{"j2", "j3"}, "lpop_missing": nil,
+		"sadd": 2.0, "smembers": []any{"go", "redis"}, "sinter": []any{}, "spop": 2.0, "tags_exists": 0.0,
+		"zadd": 3.0, "zincrby": 17.5, "zrevrange": []any{[]any{"bob", 20.0}, []any{"ann", 17.5}},
+		"zrangebyscore": []any{"cid"}, "zrank": 2.0, "zpopmin": []any{[]any{"cid", 15.0}},
+		"blpop": []any{"queue", "payload"}, "blpop_timeout": nil, "bzpopmin_timeout": nil,
+	}
+	for k, w := range want {
+		if !reflect.DeepEqual(got[k], w) {
+			t.Errorf("%s = %#v, want %#v", k, got[k], w)
+		}
+	}
+}

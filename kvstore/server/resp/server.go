@@ -168,6 +168,9 @@ type Server struct {
 
 	loops *eventLoops // nil: a goroutine per connection
 
+	blocks    blockRegistry    // clients in a blocking pop (cmd_block.go)
+	encodings encodingSettings // CONFIG SET hash-max-listpack-entries... (encodings.go)
+
 	saving atomic.Bool    // a SAVE or BGSAVE runs
 	bg     sync.WaitGroup // BGSAVE goroutines
 
@@ -251,6 +254,14 @@ type client struct {
 
 	pending []pendingWrite // logged, not yet awaited
 
+	// blocked is the connection's blocking pop while it waits (cmd_block.go);
+	// resume hands an event loop's connection back to its loop when the
+	// pop fires (nil: a goroutine connection, which waits in the command);
+	// flushOut writes a goroutine connection's replies before it waits.
+	blocked  *blockedCall
+	resume   func()
+	flushOut func() bool
+
 	// A run of plain SETs of one burst is collected in batch and handed to
 	// the engine as one record before anything else runs (see openSet).
 	batch      kvstore.Batch
@@ -318,6 +329,7 @@ func (s *Server) newClient(c *connserver.Conn) *client {
 
 // dropClient forgets a closed connection's state.
 func (s *Server) dropClient(cl *client) {
+	s.unblock(cl)
 	s.unregister(cl)
 	s.open.Add(-1)
 }
@@ -363,6 +375,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		}
 		return true
 	}
+	cl.flushOut = flush
 	for {
 		if !c.AwaitRequest() {
 			flush()

@@ -177,7 +177,7 @@ func cmdExpire(c *call) {
 	var set bool
 	err := c.update(func(tx txn) error {
 		set = false
-		if _, err := tx.Get(key); err != nil {
+		if _, _, err := tx.Expiry(key); err != nil { // any kind of value
 			if errors.Is(err, kvstore.ErrNotFound) {
 				return nil
 			}

@@ -123,6 +123,10 @@ type EntryJSON struct {
 	Value      string `json:"value,omitempty"`
 	ValueB64   []byte `json:"value_b64,omitempty"`
 	ExpireAtMs int64  `json:"expire_at_ms,omitempty"`
+	// Type is the kind of a collection ("hash", "list", "set", "zset");
+	// absent for a string. A collection's value_b64 is its packed encoding
+	// (kvstore.Unpack reads it).
+	Type string `json:"type,omitempty"`
 }
 
 func entryJSON(e kvstore.Entry) EntryJSON {
@@ -132,7 +136,10 @@ func entryJSON(e kvstore.Entry) EntryJSON {
 	} else {
 		j.KeyB64 = e.Key
 	}
-	if isText(e.Value) {
+	if e.Kind != kvstore.KindString {
+		j.Type = e.Kind.String()
+	}
+	if e.Kind == kvstore.KindString && isText(e.Value) {
 		j.Value = string(e.Value)
 	} else {
 		j.ValueB64 = e.Value
@@ -149,6 +156,9 @@ func entryJSON(e kvstore.Entry) EntryJSON {
 // Entry returns the engine entry the JSON carries.
 func (j EntryJSON) Entry() kvstore.Entry {
 	e := kvstore.Entry{Key: pick(j.Key, j.KeyB64), Value: pick(j.Value, j.ValueB64)}
+	if k, ok := kvstore.ParseKind(j.Type); ok {
+		e.Kind = k
+	}
 	if j.ExpireAtMs > 0 {
 		e.ExpiresAt = time.UnixMilli(j.ExpireAtMs)
 	}

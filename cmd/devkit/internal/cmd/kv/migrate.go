@@ -247,25 +247,68 @@ func splitBytes(entries []kvstore.Entry) [][]kvstore.Entry {
 	return out
 }
 
-// writeGroup sends one pipeline of SETs and checks every reply.
+// writeGroup sends one pipeline of SETs (a collection: DEL, then HSET,
+// RPUSH, SADD or ZADD of its contents, then PEXPIREAT) and checks every reply.
 func writeGroup(ctx context.Context, dst redis.UniversalClient, group []kvstore.Entry) error {
+	var keys [][]byte // the key of each command queued
 	cmds, err := dst.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, e := range group {
-			if e.ExpiresAt.IsZero() {
+			n := p.Len()
+			if e.Kind != kvstore.KindString {
+				if err := queueCollection(ctx, p, e); err != nil {
+					return err
+				}
+			} else if e.ExpiresAt.IsZero() {
 				p.Set(ctx, string(e.Key), e.Value, 0)
 			} else {
 				p.SetArgs(ctx, string(e.Key), e.Value, redis.SetArgs{ExpireAt: e.ExpiresAt})
+			}
+			for range p.Len() - n {
+				keys = append(keys, e.Key)
 			}
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		for i, c := range cmds {
-			if c.Err() != nil {
-				return fmt.Errorf("SET %q: %w", group[i].Key, c.Err())
+			if c.Err() != nil && i < len(keys) {
+				return fmt.Errorf("%s %q: %w", c.Name(), keys[i], c.Err())
 			}
 		}
 		return err
+	}
+	return nil
+}
+
+// queueCollection queues the commands that copy a collection: DEL, its
+// contents in one command, its expiry.
+func queueCollection(ctx context.Context, p redis.Pipeliner, e kvstore.Entry) error {
+	u, err := kvstore.Unpack(e.Kind, e.Value)
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", e.Kind, e.Key, err)
+	}
+	key := string(e.Key)
+	p.Del(ctx, key)
+	args := make([]any, len(u.Items))
+	for i, it := range u.Items {
+		args[i] = it
+	}
+	switch e.Kind {
+	case kvstore.KindHash:
+		p.HSet(ctx, key, args...)
+	case kvstore.KindList:
+		p.RPush(ctx, key, args...)
+	case kvstore.KindSet:
+		p.SAdd(ctx, key, args...)
+	case kvstore.KindZSet:
+		zs := make([]redis.Z, len(u.Members))
+		for i, m := range u.Members {
+			zs[i] = redis.Z{Score: m.Score, Member: m.Member}
+		}
+		p.ZAdd(ctx, key, zs...)
+	}
+	if !e.ExpiresAt.IsZero() {
+		p.PExpireAt(ctx, key, e.ExpiresAt)
 	}
 	return nil
 }

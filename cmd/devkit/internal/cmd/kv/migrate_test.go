@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
@@ -39,6 +40,14 @@ func TestMigrate_ToRedisSingleSentinelAndCluster(t *testing.T) {
 			}
 			binKey, binVal := "bin:\xff\x00", "\x00\xfe\r\n"
 			db.Set([]byte(binKey), []byte(binVal))
+			// One collection of each kind, a hash with a TTL.
+			db.HSet([]byte("h"), []byte("f1"), []byte("v1"), []byte("f2"), []byte("v2"))
+			db.RPush([]byte("l"), []byte("a"), []byte("b"), []byte("c"))
+			db.SAdd([]byte("s"), []byte("x"), []byte("y"))
+			db.ZAdd([]byte("z"), kvstore.ZMember{Member: []byte("m1"), Score: 1.5}, kvstore.ZMember{Member: []byte("m2"), Score: -2})
+			db.HSet([]byte("hashttl"), []byte("f"), []byte("v"))
+			db.Update(func(tx *kvstore.Tx) error { _, err := tx.Expire([]byte("hashttl"), time.Now().Add(time.Hour)); return err })
+			const collections = 5
 			db.SetWithTTL([]byte("gone"), []byte("x"), time.Now().Add(30*time.Millisecond))
 			time.Sleep(60 * time.Millisecond)
 
@@ -50,7 +59,7 @@ func TestMigrate_ToRedisSingleSentinelAndCluster(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("migrate --json = %q: %v", out, err)
 			}
-			if want := int64(plain + withTTL + 1); res.Keys != want || res.WithTTL != withTTL || res.Bytes == 0 || res.DurationSeconds <= 0 {
+			if want := int64(plain + withTTL + 1 + collections); res.Keys != want || res.WithTTL != withTTL+1 || res.Bytes == 0 || res.DurationSeconds <= 0 {
 				t.Fatalf("summary %+v, want %d keys, %d with TTL", res, want, withTTL)
 			}
 			rc := tc.client()
@@ -65,6 +74,21 @@ func TestMigrate_ToRedisSingleSentinelAndCluster(t *testing.T) {
 			}
 			if v, err := rc.Get(ctx, binKey).Result(); err != nil || v != binVal {
 				t.Fatalf("binary key at the target = %q, %v", v, err)
+			}
+			if v, err := rc.HGetAll(ctx, "h").Result(); err != nil || fmt.Sprint(v) != "map[f1:v1 f2:v2]" {
+				t.Fatalf("hash at the target = %v, %v", v, err)
+			}
+			if v, err := rc.LRange(ctx, "l", 0, -1).Result(); err != nil || fmt.Sprint(v) != "[a b c]" {
+				t.Fatalf("list at the target = %v, %v", v, err)
+			}
+			if v, err := rc.SMembers(ctx, "s").Result(); err != nil || len(v) != 2 {
+				t.Fatalf("set at the target = %v, %v", v, err)
+			}
+			if v, err := rc.ZRangeWithScores(ctx, "z", 0, -1).Result(); err != nil || fmt.Sprint(v) != "[{-2 m2} {1.5 m1}]" {
+				t.Fatalf("sorted set at the target = %v, %v", v, err)
+			}
+			if ttl, err := rc.TTL(ctx, "hashttl").Result(); err != nil || ttl < 59*time.Minute {
+				t.Fatalf("hash TTL at the target = %v, %v", ttl, err)
 			}
 			if n, _ := rc.Exists(ctx, "gone").Result(); n != 0 {
 				t.Fatal("an expired key was copied")

@@ -1,0 +1,618 @@
+package kvstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore/internal/wal"
+)
+
+// Collections: hashes, lists, sets and sorted sets.
+//
+// Invariant: a collection is one record of the memtable holding its packed
+// encoding (one allocation-free slot per key, as Redis's listpack), and
+// every change to it is logged as a delta — the fields or elements it
+// adds, removes or replaces, never the whole collection — that the live
+// transaction and the log replay apply with the same code (coll's
+// primitives), so a replayed collection is the one that was acknowledged.
+//
+// Packed encodings (uvarint lengths):
+//
+//	hash:  count, count × (field, value)      in insertion order
+//	list:  count, count × element             head first
+//	set:   count, count × member              in insertion order
+//	zset:  count, count × (score f64 bits u64 LE, member), by score then member
+//
+// A delta is kind u8, flags u8 (deltaFresh: start from an empty collection
+// without expiry, whatever the key held), then ops, each an opcode u8 and
+// its arguments. Without deltaFresh a delta applies to the key's collection
+// of that kind; at replay a missing one means the key expired since, and
+// the delta is dropped with it.
+
+const deltaFresh = 1
+
+// Delta opcodes.
+const (
+	opHSet    = 1 // field, value
+	opHDel    = 2 // field
+	opLInsert = 3 // uvarint index, uvarint n, n × element
+	opLDelete = 4 // uvarint index, uvarint n
+	opLSet    = 5 // uvarint index, element
+	opSAdd    = 6 // member
+	opSRem    = 7 // member
+	opZAdd    = 8 // score u64, member
+	opZRem    = 9 // member
+)
+
+// errBadPacked is a packed collection or delta that does not decode: the
+// log or a snapshot passed its checksum yet holds one, a bug.
+var errBadPacked = errors.New("kvstore: malformed collection encoding")
+
+// ZMember is a member of a sorted set and its score.
+type ZMember struct {
+	Member []byte
+	Score  float64
+}
+
+// coll is a collection being read or changed. Its elements alias the bytes
+// it was decoded from (or the arguments of the primitives that added
+// them) until encode copies them.
+type coll struct {
+	kind  Kind
+	elems [][]byte  // hash: field, value, field, value...; list, set: elements
+	zs    []ZMember // zset, sorted
+	// index maps a hash field or set member to its position, for large
+	// collections only (see indexAt).
+	index map[string]int
+
+	// The transaction's bookkeeping (nil log: a replay, nothing recorded).
+	log      []byte
+	key      []byte
+	fresh    bool
+	expireAt int64
+}
+
+// indexAt is the size from which a hash or set keeps a map of its members
+// while it is changed, so that a command touching many of them stays linear.
+const indexAt = 64
+
+func newColl(kind Kind) *coll { return &coll{kind: kind} }
+
+// decodeColl decodes a packed collection of kind.
+func decodeColl(kind Kind, b []byte) (*coll, error) {
+	c := newColl(kind)
+	n, m := binary.Uvarint(b)
+	if m <= 0 || n > uint64(len(b)) {
+		return nil, errBadPacked
+	}
+	b = b[m:]
+	switch kind {
+	case KindZSet:
+		c.zs = make([]ZMember, 0, n)
+		for range n {
+			if len(b) < 8 {
+				return nil, errBadPacked
+			}
+			score := math.Float64frombits(binary.LittleEndian.Uint64(b))
+			var mem []byte
+			var ok bool
+			if mem, b, ok = lengthPrefixedField(b[8:]); !ok {
+				return nil, errBadPacked
+			}
+			c.zs = append(c.zs, ZMember{Member: mem, Score: score})
+		}
+	case KindHash, KindList, KindSet:
+		per := uint64(1)
+		if kind == KindHash {
+			per = 2
+		}
+		c.elems = make([][]byte, 0, n*per)
+		for range n * per {
+			var e []byte
+			var ok bool
+			if e, b, ok = lengthPrefixedField(b); !ok {
+				return nil, errBadPacked
+			}
+			c.elems = append(c.elems, e)
+		}
+	default:
+		return nil, errBadPacked
+	}
+	if len(b) != 0 {
+		return nil, errBadPacked
+	}
+	return c, nil
+}
+
+func lengthPrefixedField(p []byte) (field, rest []byte, ok bool) {
+	l, n := binary.Uvarint(p)
+	if n <= 0 || l > uint64(len(p)-n) {
+		return nil, nil, false
+	}
+	end := n + int(l)
+	return p[n:end:end], p[end:], true
+}
+
+// size is the number of fields, elements or members.
+func (c *coll) size() int {
+	switch c.kind {
+	case KindHash:
+		return len(c.elems) / 2
+	case KindZSet:
+		return len(c.zs)
+	}
+	return len(c.elems)
+}
+
+// encode packs the collection into a new slice.
+func (c *coll) encode() []byte {
+	n := binary.MaxVarintLen64
+	for _, e := range c.elems {
+		n += binary.MaxVarintLen64 + len(e)
+	}
+	for _, z := range c.zs {
+		n += 8 + binary.MaxVarintLen64 + len(z.Member)
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(c.size()))
+	if c.kind == KindZSet {
+		for _, z := range c.zs {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(z.Score))
+			b = appendField(b, z.Member)
+		}
+		return slices.Clip(b)
+	}
+	for _, e := range c.elems {
+		b = appendField(b, e)
+	}
+	return slices.Clip(b)
+}
+
+func appendField(b, f []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(f)))
+	return append(b, f...)
+}
+
+// record appends one op to the delta, when recording.
+func (c *coll) record(op byte, args ...[]byte) {
+	if c.log == nil {
+		return
+	}
+	c.log = append(c.log, op)
+	for _, a := range args {
+		c.log = appendField(c.log, a)
+	}
+}
+
+func (c *coll) recordInt(op byte, ints ...int) {
+	if c.log == nil {
+		return
+	}
+	c.log = append(c.log, op)
+	for _, i := range ints {
+		c.log = binary.AppendUvarint(c.log, uint64(i))
+	}
+}
+
+// find is the position of a hash field (its pair's first slot) or a set
+// member, or -1.
+func (c *coll) find(x []byte) int {
+	step := 1
+	if c.kind == KindHash {
+		step = 2
+	}
+	if c.index == nil && len(c.elems)/step >= indexAt {
+		c.index = make(map[string]int, len(c.elems)/step)
+		for i := 0; i < len(c.elems); i += step {
+			c.index[string(c.elems[i])] = i
+		}
+	}
+	if c.index != nil {
+		if i, ok := c.index[string(x)]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := 0; i < len(c.elems); i += step {
+		if bytes.Equal(c.elems[i], x) {
+			return i
+		}
+	}
+	return -1
+}
+
+// removeAt drops the step slots at i (a hash pair or a set member). A
+// collection of up to packedOrderMax entries keeps its order (as Redis's
+// listpack does); a larger one moves its last entry into the hole (as a
+// hash table has no order). The rule depends on the size alone, so the
+// replay makes the same choice.
+func (c *coll) removeAt(i, step int) {
+	if len(c.elems)/step <= packedOrderMax {
+		c.elems = slices.Delete(c.elems, i, i+step)
+		c.index = nil // positions moved; find rebuilds it
+		return
+	}
+	last := len(c.elems) - step
+	if c.index != nil {
+		delete(c.index, string(c.elems[i]))
+		if i != last {
+			c.index[string(c.elems[last])] = i
+		}
+	}
+	copy(c.elems[i:i+step], c.elems[last:])
+	clear(c.elems[last:])
+	c.elems = c.elems[:last]
+}
+
+// packedOrderMax is Redis's default hash-max-listpack-entries.
+const packedOrderMax = 128
+
+// hset sets a hash field; added reports a new field.
+func (c *coll) hset(f, v []byte) (added bool) {
+	c.record(opHSet, f, v)
+	if i := c.find(f); i >= 0 {
+		c.elems[i+1] = v
+		return false
+	}
+	if c.index != nil {
+		c.index[string(f)] = len(c.elems)
+	}
+	c.elems = append(c.elems, f, v)
+	return true
+}
+
+// hdel removes a hash field; it reports whether it existed.
+func (c *coll) hdel(f []byte) bool {
+	i := c.find(f)
+	if i < 0 {
+		return false
+	}
+	c.record(opHDel, f)
+	c.removeAt(i, 2)
+	return true
+}
+
+// sadd adds a set member; it reports whether it is new.
+func (c *coll) sadd(m []byte) bool {
+	if c.find(m) >= 0 {
+		return false
+	}
+	c.record(opSAdd, m)
+	if c.index != nil {
+		c.index[string(m)] = len(c.elems)
+	}
+	c.elems = append(c.elems, m)
+	return true
+}
+
+// srem removes a set member; it reports whether it existed.
+func (c *coll) srem(m []byte) bool {
+	i := c.find(m)
+	if i < 0 {
+		return false
+	}
+	c.record(opSRem, m)
+	c.removeAt(i, 1)
+	return true
+}
+
+// linsert inserts vals before position i (0..len).
+func (c *coll) linsert(i int, vals ...[]byte) {
+	if len(vals) == 0 {
+		return
+	}
+	if c.log != nil {
+		c.log = append(c.log, opLInsert)
+		c.log = binary.AppendUvarint(c.log, uint64(i))
+		c.log = binary.AppendUvarint(c.log, uint64(len(vals)))
+		for _, v := range vals {
+			c.log = appendField(c.log, v)
+		}
+	}
+	c.elems = slices.Insert(c.elems, i, vals...)
+}
+
+// ldelete removes n elements from position i.
+func (c *coll) ldelete(i, n int) {
+	if n <= 0 {
+		return
+	}
+	c.recordInt(opLDelete, i, n)
+	c.elems = slices.Delete(c.elems, i, i+n)
+}
+
+// lset replaces the element at i.
+func (c *coll) lset(i int, v []byte) {
+	if c.log != nil {
+		c.log = append(c.log, opLSet)
+		c.log = binary.AppendUvarint(c.log, uint64(i))
+		c.log = appendField(c.log, v)
+	}
+	c.elems[i] = v
+}
+
+func zless(a, b ZMember) int {
+	switch {
+	case a.Score < b.Score:
+		return -1
+	case a.Score > b.Score:
+		return 1
+	}
+	return bytes.Compare(a.Member, b.Member)
+}
+
+// zfind is the position of a sorted-set member, or -1.
+func (c *coll) zfind(m []byte) int {
+	if c.index == nil && len(c.zs) >= indexAt {
+		c.index = make(map[string]int, len(c.zs))
+		for i, z := range c.zs {
+			c.index[string(z.Member)] = i
+		}
+	}
+	if c.index != nil {
+		// Positions move on every insert: the index only says whether
+		// the member is there; the position is found by its score.
+		if _, ok := c.index[string(m)]; !ok {
+			return -1
+		}
+	}
+	for i, z := range c.zs {
+		if bytes.Equal(z.Member, m) {
+			return i
+		}
+	}
+	return -1
+}
+
+// zadd sets a member's score (adding it when new); added reports a new one.
+func (c *coll) zadd(m []byte, score float64) (added bool) {
+	if c.log != nil {
+		c.log = append(c.log, opZAdd)
+		c.log = binary.LittleEndian.AppendUint64(c.log, math.Float64bits(score))
+		c.log = appendField(c.log, m)
+	}
+	i := c.zfind(m)
+	if i >= 0 {
+		m = c.zs[i].Member
+		c.zs = slices.Delete(c.zs, i, i+1)
+	} else if c.index != nil {
+		c.index[string(m)] = 0
+	}
+	z := ZMember{Member: m, Score: score}
+	at, _ := slices.BinarySearchFunc(c.zs, z, zless)
+	c.zs = slices.Insert(c.zs, at, z)
+	return i < 0
+}
+
+// zrem removes a member; it reports whether it existed.
+func (c *coll) zrem(m []byte) bool {
+	i := c.zfind(m)
+	if i < 0 {
+		return false
+	}
+	c.record(opZRem, m)
+	if c.index != nil {
+		delete(c.index, string(m))
+	}
+	c.zs = slices.Delete(c.zs, i, i+1)
+	return true
+}
+
+// applyDelta applies the ops of a delta (after its kind and flags) to c.
+func (c *coll) applyDelta(ops []byte) error {
+	field := func() []byte {
+		f, rest, ok := lengthPrefixedField(ops)
+		if !ok {
+			panic(errBadPacked)
+		}
+		ops = rest
+		return f
+	}
+	uint := func() int {
+		v, n := binary.Uvarint(ops)
+		if n <= 0 || v > math.MaxInt32 {
+			panic(errBadPacked)
+		}
+		ops = ops[n:]
+		return int(v)
+	}
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%w: %v", errBadPacked, p)
+			}
+		}()
+		for len(ops) > 0 {
+			op := ops[0]
+			ops = ops[1:]
+			switch {
+			case op == opHSet && c.kind == KindHash:
+				f := field()
+				c.hset(f, field())
+			case op == opHDel && c.kind == KindHash:
+				c.hdel(field())
+			case op == opSAdd && c.kind == KindSet:
+				c.sadd(field())
+			case op == opSRem && c.kind == KindSet:
+				c.srem(field())
+			case op == opLInsert && c.kind == KindList:
+				i, n := uint(), uint()
+				if i > len(c.elems) || n > len(ops) {
+					panic("insert out of range")
+				}
+				vals := make([][]byte, n)
+				for j := range vals {
+					vals[j] = field()
+				}
+				c.linsert(i, vals...)
+			case op == opLDelete && c.kind == KindList:
+				i, n := uint(), uint()
+				if i+n > len(c.elems) {
+					panic("delete out of range")
+				}
+				c.ldelete(i, n)
+			case op == opLSet && c.kind == KindList:
+				i := uint()
+				if i >= len(c.elems) {
+					panic("set out of range")
+				}
+				c.lset(i, field())
+			case op == opZAdd && c.kind == KindZSet:
+				if len(ops) < 8 {
+					panic("score truncated")
+				}
+				score := math.Float64frombits(binary.LittleEndian.Uint64(ops))
+				ops = ops[8:]
+				c.zadd(field(), score)
+			case op == opZRem && c.kind == KindZSet:
+				c.zrem(field())
+			default:
+				panic(fmt.Sprintf("op %d on a %s", op, c.kind))
+			}
+		}
+	}()
+	return err
+}
+
+// replayDelta is what a delta makes of the key's current state (ok: it
+// exists, of kind baseKind, packed in base): the new packed value and its
+// expiry; del: the collection became empty and the key goes; skip: the
+// delta applies to nothing (the key expired since), the key stays as is.
+func replayDelta(delta []byte, ok bool, baseKind Kind, base []byte, baseExpire int64) (packed []byte, expireAt int64, del, skip bool, err error) {
+	if len(delta) < 2 {
+		return nil, 0, false, false, errBadPacked
+	}
+	kind, flags := Kind(delta[0]), delta[1]
+	var c *coll
+	switch {
+	case flags&deltaFresh != 0:
+		c = newColl(kind)
+	case !ok || baseKind != kind:
+		return nil, 0, false, true, nil
+	default:
+		if c, err = decodeColl(kind, base); err != nil {
+			return nil, 0, false, false, err
+		}
+		expireAt = baseExpire
+	}
+	if err := c.applyDelta(delta[2:]); err != nil {
+		return nil, 0, false, false, err
+	}
+	if c.size() == 0 {
+		return nil, 0, true, false, nil
+	}
+	return c.encode(), expireAt, false, false, nil
+}
+
+// ErrOutOfRange is an index past the end of a list (LSET).
+var ErrOutOfRange = errors.New("kvstore: index out of range")
+
+// edit opens key's collection of kind for change, recording a delta. A
+// missing (or expired) key gives a new, empty collection when create, nil
+// otherwise.
+func (tx *Tx) edit(key []byte, kind Kind, create bool) (*coll, error) {
+	v := tx.lookup(key)
+	if v.live(tx.now) {
+		if v.kind != kind {
+			return nil, ErrWrongType
+		}
+		c, err := decodeColl(kind, v.value)
+		if err != nil {
+			return nil, err
+		}
+		c.key, c.expireAt = key, v.expireAt
+		c.log = append(make([]byte, 0, 64), byte(kind), 0)
+		return c, nil
+	}
+	if !create {
+		return nil, nil
+	}
+	c := newColl(kind)
+	c.key, c.fresh = key, true
+	c.log = append(make([]byte, 0, 64), byte(kind), deltaFresh)
+	return c, nil
+}
+
+// read is key's collection of kind as of the transaction, nil when the
+// key is missing; nothing it does is recorded.
+func (tx *Tx) read(key []byte, kind Kind) (*coll, error) {
+	v := tx.lookup(key)
+	if !v.live(tx.now) {
+		return nil, nil
+	}
+	if v.kind != kind {
+		return nil, ErrWrongType
+	}
+	return decodeColl(kind, v.value)
+}
+
+// save logs what edit's collection recorded: its delta, or the key's
+// delete when it became empty.
+func (tx *Tx) save(c *coll) error {
+	if c == nil || len(c.log) <= 2 {
+		return nil
+	}
+	if c.size() == 0 {
+		if c.fresh {
+			return nil // made and emptied here: nothing to log
+		}
+		return tx.put(wal.TypeDelete, c.key, nil, 0)
+	}
+	return tx.putWrite(wal.Op{Type: wal.TypeDelta, Key: c.key, Value: c.log},
+		txWrite{kind: c.kind, value: c.encode(), expireAt: c.expireAt, set: true})
+}
+
+// Value is a key's whole value of any kind, as Dump reads it and Restore
+// writes it: Packed is a collection's packed encoding (a string's bytes).
+type Value struct {
+	Kind     Kind
+	Packed   []byte
+	ExpireAt time.Time // zero: no expiry
+}
+
+// Dump returns key's whole value (a copy), ErrNotFound when it is missing:
+// what RENAME and COPY move.
+func (tx *Tx) Dump(key []byte) (Value, error) {
+	v := tx.lookup(key)
+	if !v.live(tx.now) {
+		return Value{}, ErrNotFound
+	}
+	out := Value{Kind: v.kind, Packed: clone(v.value)}
+	if v.expireAt != 0 {
+		out.ExpireAt = time.Unix(0, v.expireAt)
+	}
+	return out, nil
+}
+
+// Restore sets key to a value Dump returned, replacing what it holds.
+func (tx *Tx) Restore(key []byte, v Value) error {
+	if v.Kind == KindString {
+		return tx.SetWithTTL(key, v.Packed, v.ExpireAt)
+	}
+	if v.Kind > maxKind {
+		return fmt.Errorf("kvstore: restore: unknown kind %d", v.Kind)
+	}
+	if _, err := decodeColl(v.Kind, v.Packed); err != nil {
+		return err
+	}
+	at := unixNanos(v.ExpireAt)
+	value := append([]byte{byte(v.Kind)}, v.Packed...)
+	return tx.putWrite(wal.Op{Type: wal.TypeTyped, Key: key, Value: value, ExpireAt: at},
+		txWrite{kind: v.Kind, value: clone(v.Packed), expireAt: at, set: true})
+}
+
+// cloneAll copies each slice (results leave the transaction, whose bytes
+// may be reused after it).
+func cloneAll(in [][]byte) [][]byte {
+	out := make([][]byte, len(in))
+	for i, b := range in {
+		out[i] = clone(b)
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package kvstore
+
+import (
+	"bytes"
+	"iter"
+)
+
+// Lists: elements in order under one key (Redis's LPUSH family), indexes
+// as Redis reads them (negative ones count from the tail).
+
+// LPush inserts values at the head, one after another (the last ends up
+// first, as Redis's LPUSH), creating the list; it returns the new length.
+func (tx *Tx) LPush(key []byte, values ...[]byte) (int, error) {
+	c, err := tx.edit(key, KindList, true)
+	if err != nil {
+		return 0, err
+	}
+	rev := make([][]byte, len(values))
+	for i, v := range values {
+		rev[len(values)-1-i] = v
+	}
+	c.linsert(0, rev...)
+	return c.size(), tx.save(c)
+}
+
+// RPush appends values at the tail, creating the list; it returns the new length.
+func (tx *Tx) RPush(key []byte, values ...[]byte) (int, error) {
+	c, err := tx.edit(key, KindList, true)
+	if err != nil {
+		return 0, err
+	}
+	c.linsert(len(c.elems), values...)
+	return c.size(), tx.save(c)
+}
+
+// LPop removes and returns up to count elements from the head (nil for a
+// missing key); the list goes with its last element.
+func (tx *Tx) LPop(key []byte, count int) ([][]byte, error) { return tx.pop(key, count, true) }
+
+// RPop is LPop from the tail: the last element first.
+func (tx *Tx) RPop(key []byte, count int) ([][]byte, error) { return tx.pop(key, count, false) }
+
+func (tx *Tx) pop(key []byte, count int, head bool) ([][]byte, error) {
+	c, err := tx.edit(key, KindList, false)
+	if err != nil || c == nil || count <= 0 {
+		return nil, err
+	}
+	n := min(count, len(c.elems))
+	var out [][]byte
+	if head {
+		out = cloneAll(c.elems[:n])
+		c.ldelete(0, n)
+	} else {
+		out = make([][]byte, n)
+		for i := range n {
+			out[i] = clone(c.elems[len(c.elems)-1-i])
+		}
+		c.ldelete(len(c.elems)-n, n)
+	}
+	return out, tx.save(c)
+}
+
+// LLen is the length of the list (0 for a missing key).
+func (tx *Tx) LLen(key []byte) (int, error) {
+	c, err := tx.read(key, KindList)
+	if err != nil || c == nil {
+		return 0, err
+	}
+	return c.size(), nil
+}
+
+// listRange is start..stop (inclusive, Redis's indexes) clipped to a list
+// of n elements, as a half-open range; empty when lo >= hi.
+func listRange(start, stop, n int) (lo, hi int) {
+	if start < 0 {
+		start = max(n+start, 0)
+	}
+	if stop < 0 {
+		stop = n + stop
+	}
+	stop = min(stop, n-1)
+	if start > stop || start >= n {
+		return 0, 0
+	}
+	return start, stop + 1
+}
+
+// LRange returns the elements from start to stop, inclusive, as copies.
+func (tx *Tx) LRange(key []byte, start, stop int) ([][]byte, error) {
+	c, err := tx.read(key, KindList)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	lo, hi := listRange(start, stop, len(c.elems))
+	return cloneAll(c.elems[lo:hi]), nil
+}
+
+// LIndex returns the element at index, ErrNotFound past either end.
+func (tx *Tx) LIndex(key []byte, index int) ([]byte, error) {
+	c, err := tx.read(key, KindList)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		if index < 0 {
+			index += len(c.elems)
+		}
+		if index >= 0 && index < len(c.elems) {
+			return clone(c.elems[index]), nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// LSet replaces the element at index: ErrNotFound for a missing key,
+// ErrOutOfRange past either end.
+func (tx *Tx) LSet(key []byte, index int, value []byte) error {
+	c, err := tx.edit(key, KindList, false)
+	switch {
+	case err != nil:
+		return err
+	case c == nil:
+		return ErrNotFound
+	}
+	if index < 0 {
+		index += len(c.elems)
+	}
+	if index < 0 || index >= len(c.elems) {
+		return ErrOutOfRange
+	}
+	c.lset(index, value)
+	return tx.save(c)
+}
+
+// LInsert inserts value before (or after) the first element equal to
+// pivot; it returns the new length, -1 when pivot is not there, 0 for a
+// missing key.
+func (tx *Tx) LInsert(key []byte, before bool, pivot, value []byte) (int, error) {
+	c, err := tx.edit(key, KindList, false)
+	if err != nil || c == nil {
+		return 0, err
+	}
+	for i, e := range c.elems {
+		if bytes.Equal(e, pivot) {
+			if !before {
+				i++
+			}
+			c.linsert(i, value)
+			return c.size(), tx.save(c)
+		}
+	}
+	return -1, nil
+}
+
+// LRem removes elements equal to value: the first count from the head
+// (count > 0), from the tail (count < 0), or all (0). It returns how many.
+func (tx *Tx) LRem(key []byte, count int, value []byte) (int, error) {
+	c, err := tx.edit(key, KindList, false)
+	if err != nil || c == nil {
+		return 0, err
+	}
+	removed := 0
+	if count >= 0 {
+		for i := 0; i < len(c.elems) && (count == 0 || removed < count); {
+			if bytes.Equal(c.elems[i], value) {
+				c.ldelete(i, 1)
+				removed++
+				continue
+			}
+			i++
+		}
+	} else {
+		for i := len(c.elems) - 1; i >= 0 && removed < -count; i-- {
+			if bytes.Equal(c.elems[i], value) {
+				c.ldelete(i, 1)
+				removed++
+			}
+		}
+	}
+	return removed, tx.save(c)
+}
+
+// LTrim keeps the elements from start to stop, inclusive, and removes the rest.
+func (tx *Tx) LTrim(key []byte, start, stop int) error {
+	c, err := tx.edit(key, KindList, false)
+	if err != nil || c == nil {
+		return err
+	}
+	lo, hi := listRange(start, stop, len(c.elems))
+	c.ldelete(hi, len(c.elems)-hi)
+	c.ldelete(0, lo)
+	return tx.save(c)
+}
+
+// LAll ranges over the elements of the list at key as it is now, head first.
+func (tx *Tx) LAll(key []byte) (iter.Seq2[int, []byte], error) {
+	all, err := tx.LRange(key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(int, []byte) bool) {
+		for i, e := range all {
+			if !yield(i, e) {
+				return
+			}
+		}
+	}, nil
+}
+
+// LPush is Tx.LPush in a transaction of its own.
+func (db *DB) LPush(key []byte, values ...[]byte) (n int, err error) {
+	err = db.Update(func(tx *Tx) error { n, err = tx.LPush(key, values...); return err })
+	return n, err
+}
+
+// RPush is Tx.RPush in a transaction of its own.
+func (db *DB) RPush(key []byte, values ...[]byte) (n int, err error) {
+	err = db.Update(func(tx *Tx) error { n, err = tx.RPush(key, values...); return err })
+	return n, err
+}
+
+// LPop is Tx.LPop in a transaction of its own.
+func (db *DB) LPop(key []byte, count int) (out [][]byte, err error) {
+	err = db.Update(func(tx *Tx) error { out, err = tx.LPop(key, count); return err })
+	return out, err
+}
+
+// RPop is Tx.RPop in a transaction of its own.
+func (db *DB) RPop(key []byte, count int) (out [][]byte, err error) {
+	err = db.Update(func(tx *Tx) error { out, err = tx.RPop(key, count); return err })
+	return out, err
+}
+
+// LRange is Tx.LRange in a transaction of its own.
+func (db *DB) LRange(key []byte, start, stop int) (out [][]byte, err error) {
+	err = db.Update(func(tx *Tx) error { out, err = tx.LRange(key, start, stop); return err })
+	return out, err
+}

@@ -1,0 +1,200 @@
+package resp_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
+	"github.com/devkit-go/devkit/kvstore/server/resp"
+)
+
+// bothPaths runs a test against a server on event loops and one with a
+// goroutine per connection.
+func bothPaths(t *testing.T, run func(t *testing.T, addr string)) {
+	for _, goroutines := range []bool{false, true} {
+		name := "eventloop"
+		if goroutines {
+			name = "goroutine"
+		}
+		t.Run(name, func(t *testing.T) {
+			run(t, servertest.Serve(t, resp.NewServer(servertest.OpenDB(t),
+				resp.Options{GoroutinePerConn: goroutines, Logger: servertest.Logger(t)})))
+		})
+	}
+}
+
+// waitBlocked waits until n clients are blocked (CLIENT LIST shows their
+// last command).
+func waitBlocked(t *testing.T, c *redis.Client, n int, cmd string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		list, err := c.ClientList(context.Background()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if countSubstr(list, "cmd="+cmd+" ") == n {
+			return
+		}
+	}
+	t.Fatalf("%d clients did not block in %s", n, cmd)
+}
+
+func countSubstr(s, sub string) int {
+	n := 0
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			n++
+		}
+	}
+	return n
+}
+
+func TestBlockingPops_WakeClientsInTheOrderTheyBlocked(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin := goRedis(t, addr)
+		type result struct {
+			i   int
+			got []string
+			err error
+		}
+		results := make(chan result, 3)
+		for i := range 3 {
+			c := goRedis(t, addr)
+			go func() {
+				got, err := c.BLPop(ctx, 0, "q").Result()
+				results <- result{i, got, err}
+			}()
+			waitBlocked(t, admin, i+1, "blpop")
+		}
+		if err := admin.RPush(ctx, "q", "a", "b", "c").Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := map[int]string{0: "a", 1: "b", 2: "c"}
+		for range 3 {
+			r := <-results
+			if r.err != nil || len(r.got) != 2 || r.got[0] != "q" || r.got[1] != want[r.i] {
+				t.Errorf("client %d got %v, %v; want [q %s]", r.i, r.got, r.err, want[r.i])
+			}
+		}
+		if n, _ := admin.Exists(ctx, "q").Result(); n != 0 {
+			t.Fatalf("the list is still there")
+		}
+	})
+}
+
+func TestBlockingPops_TimeOutAndNeverBlockInsideMulti(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		c := goRedis(t, addr)
+		start := time.Now()
+		if _, err := c.Do(ctx, "blpop", "empty", "0.15").Result(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("BLPOP on an empty list = %v, want nil", err)
+		}
+		if d := time.Since(start); d < 140*time.Millisecond || d > 3*time.Second {
+			t.Fatalf("BLPOP 0.15 took %v", d)
+		}
+		cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.BLPop(ctx, 0, "empty")
+			p.BZPopMin(ctx, 0, "emptyz")
+			p.RPush(ctx, "full", "x")
+			p.BRPopLPush(ctx, "full", "dst", 0)
+			return nil
+		})
+		if !errors.Is(err, redis.Nil) || len(cmds) != 4 || cmds[3].(*redis.StringCmd).Val() != "x" {
+			t.Fatalf("MULTI with blocking pops: %v %v", cmds, err)
+		}
+		if _, err := c.Do(ctx, "blpop", "k", "-1").Result(); err == nil || err.Error() != "ERR timeout is negative" {
+			t.Fatalf("negative timeout: %v", err)
+		}
+		if _, err := c.Do(ctx, "blpop", "k", "x").Result(); err == nil || err.Error() != "ERR timeout is not a float or out of range" {
+			t.Fatalf("bad timeout: %v", err)
+		}
+		c.Set(ctx, "str", "x", 0)
+		if _, err := c.BLPop(ctx, 0, "str").Result(); err == nil || err.Error() != "WRONGTYPE Operation against a key holding the wrong kind of value" {
+			t.Fatalf("BLPOP on a string: %v", err)
+		}
+	})
+}
+
+// A client that disconnects while blocked takes nothing: the element
+// pushed next goes to the client still waiting.
+func TestBlockingPops_AClientThatLeftTakesNothing(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin := goRedis(t, addr)
+		gone, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(gone, "*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n")
+		waitBlocked(t, admin, 1, "blpop")
+		gone.Close()
+		time.Sleep(300 * time.Millisecond) // the server notices (a goroutine connection: at its next look)
+		stays := goRedis(t, addr)
+		got := make(chan []string, 1)
+		go func() {
+			v, _ := stays.BLPop(ctx, 5*time.Second, "q").Result()
+			got <- v
+		}()
+		waitBlocked(t, admin, 1, "blpop")
+		admin.RPush(ctx, "q", "job")
+		if v := <-got; len(v) != 2 || v[1] != "job" {
+			t.Fatalf("the waiting client got %v", v)
+		}
+	})
+}
+
+func TestBlockingPops_BLMoveBLMPopAndBZPop(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin, c := goRedis(t, addr), goRedis(t, addr)
+		moved := make(chan string, 1)
+		go func() { v, _ := c.BLMove(ctx, "src", "dst", "LEFT", "RIGHT", 5*time.Second).Result(); moved <- v }()
+		waitBlocked(t, admin, 1, "blmove")
+		admin.RPush(ctx, "src", "1", "2")
+		if v := <-moved; v != "1" {
+			t.Fatalf("BLMOVE = %q", v)
+		}
+		if got, _ := admin.LRange(ctx, "dst", 0, -1).Result(); fmt.Sprint(got) != "[1]" {
+			t.Fatalf("dst = %v", got)
+		}
+		zs := make(chan *redis.ZWithKey, 1)
+		go func() { v, _ := c.BZPopMax(ctx, 5*time.Second, "z1", "z2").Result(); zs <- v }()
+		waitBlocked(t, admin, 1, "bzpopmax")
+		admin.ZAdd(ctx, "z2", redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2, Member: "b"})
+		if v := <-zs; v == nil || v.Key != "z2" || v.Member != "b" || v.Score != 2 {
+			t.Fatalf("BZPOPMAX = %+v", v)
+		}
+		key, vals, err := c.BLMPop(ctx, time.Second, "left", 2, "nokey", "src").Result()
+		if err != nil || key != "src" || fmt.Sprint(vals) != "[2]" {
+			t.Fatalf("BLMPOP = %s %v %v", key, vals, err)
+		}
+	})
+}
+
+// Commands pipelined after a blocking pop wait for it.
+func TestBlockingPops_LaterCommandsOfTheConnectionWait(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$3\r\n0.2\r\n*1\r\n$4\r\nPING\r\n")
+		r := bufio.NewReader(conn)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		first, _ := r.ReadString('\n')
+		second, _ := r.ReadString('\n')
+		if first != "*-1\r\n" || second != "+PONG\r\n" {
+			t.Fatalf("replies %q %q", first, second)
+		}
+	})
+}

@@ -1,0 +1,377 @@
+package resp
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/devkit-go/devkit/kvstore"
+)
+
+// Set commands (SADD family); see cmd_types.go.
+
+func cmdSAdd(c *call) {
+	var n int
+	err := c.update(func(tx txn) (err error) {
+		n, err = tx.SAdd(c.args[1], c.args[2:]...)
+		return err
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(int64(n))
+}
+
+func cmdSRem(c *call) {
+	var n int
+	err := c.update(func(tx txn) (err error) {
+		n, err = tx.SRem(c.args[1], c.args[2:]...)
+		return err
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(int64(n))
+}
+
+func cmdSIsMember(c *call) {
+	var ok bool
+	err := c.update(func(tx txn) (err error) {
+		ok, err = tx.SIsMember(c.args[1], c.args[2])
+		return err
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(boolInt64(ok))
+}
+
+func cmdSMIsMember(c *call) {
+	res := make([]bool, len(c.args)-2)
+	err := c.update(func(tx txn) error {
+		for i, m := range c.args[2:] {
+			var err error
+			if res[i], err = tx.SIsMember(c.args[1], m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.array(len(res))
+	for _, ok := range res {
+		c.w.integer(boolInt64(ok))
+	}
+}
+
+func cmdSMembers(c *call) {
+	var all [][]byte
+	err := c.update(func(tx txn) (err error) {
+		all, err = tx.SMembers(c.args[1])
+		return err
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.bulks(all)
+}
+
+func cmdSCard(c *call) {
+	var n int
+	err := c.update(func(tx txn) (err error) {
+		n, err = tx.SCard(c.args[1])
+		return err
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(int64(n))
+}
+
+// setCount parses SPOP's and SRANDMEMBER's optional count.
+func (c *call) setCount(spop bool) (count int64, has, ok bool) {
+	switch {
+	case len(c.args) == 2:
+		return 1, false, true
+	case len(c.args) > 3:
+		c.fail(errSyntax)
+		return 0, false, false
+	}
+	if spop {
+		count, ok = c.rangeArg(c.args[2], 0, "")
+		return count, true, ok
+	}
+	count, ok = c.randCountArg(c.args[2])
+	return count, true, ok
+}
+
+func cmdSPop(c *call) {
+	count, has, ok := c.setCount(true)
+	if !ok {
+		return
+	}
+	var out [][]byte
+	exists := false
+	err := c.update(func(tx txn) error {
+		all, err := tx.SMembers(c.args[1])
+		if err != nil {
+			return err
+		}
+		exists = all != nil
+		out = nil
+		for _, p := range randomPicks(len(all), count) {
+			out = append(out, all[p])
+		}
+		_, err = tx.SRem(c.args[1], out...)
+		return err
+	})
+	switch {
+	case err != nil:
+		c.fail(err)
+	case has && !exists:
+		c.w.array(0)
+	case has:
+		c.w.bulks(out)
+	default:
+		c.w.bulkOrNull(firstOrNil(out))
+	}
+}
+
+func firstOrNil(items [][]byte) ([]byte, bool) {
+	if len(items) == 0 {
+		return nil, false
+	}
+	return items[0], true
+}
+
+func cmdSRandMember(c *call) {
+	count, has, ok := c.setCount(false)
+	if !ok {
+		return
+	}
+	var all [][]byte
+	err := c.update(func(tx txn) (err error) {
+		all, err = tx.SMembers(c.args[1])
+		return err
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if !has {
+		if len(all) == 0 {
+			c.w.null()
+		} else {
+			c.w.bulk(all[rand.IntN(len(all))])
+		}
+		return
+	}
+	if len(all) == 0 {
+		c.w.array(0)
+		return
+	}
+	picks := randomPicks(len(all), count)
+	c.w.array(len(picks))
+	for _, p := range picks {
+		c.w.bulk(all[p])
+	}
+}
+
+// setsOf reads the sets at keys (nil for a missing one).
+func setsOf(tx txn, keys [][]byte) ([][][]byte, error) {
+	out := make([][][]byte, len(keys))
+	for i, k := range keys {
+		var err error
+		if out[i], err = tx.SMembers(k); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// combineSets is the intersection, union or difference of sets, in the
+// order of the first set's members (then of the others', for a union).
+func combineSets(op string, sets [][][]byte) [][]byte {
+	seen := map[string]bool{}
+	var out [][]byte
+	switch op {
+	case "union":
+		for _, s := range sets {
+			for _, m := range s {
+				if !seen[string(m)] {
+					seen[string(m)] = true
+					out = append(out, m)
+				}
+			}
+		}
+	case "inter":
+		for _, m := range sets[0] {
+			in := true
+			for _, s := range sets[1:] {
+				if !containsBytes(s, m) {
+					in = false
+					break
+				}
+			}
+			if in {
+				out = append(out, m)
+			}
+		}
+	case "diff":
+		for _, m := range sets[0] {
+			in := false
+			for _, s := range sets[1:] {
+				if containsBytes(s, m) {
+					in = true
+					break
+				}
+			}
+			if !in {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func containsBytes(s [][]byte, m []byte) bool {
+	for _, x := range s {
+		if bytes.Equal(x, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// cmdSetOp answers SINTER, SUNION, SDIFF and their STORE forms.
+func cmdSetOp(c *call) {
+	name := c.cmd.name
+	store := strings.HasSuffix(name, "store")
+	op := strings.TrimSuffix(strings.TrimPrefix(name, "s"), "store")
+	keys := c.args[1:]
+	var dst []byte
+	if store {
+		dst, keys = c.args[1], c.args[2:]
+	}
+	var out [][]byte
+	err := c.update(func(tx txn) error {
+		sets, err := setsOf(tx, keys)
+		if err != nil {
+			return err
+		}
+		out = combineSets(op, indexSets(sets))
+		if !store {
+			return nil
+		}
+		if _, err := tx.Delete(dst); err != nil {
+			return err
+		}
+		if len(out) > 0 {
+			_, err = tx.SAdd(dst, out...)
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		c.fail(err)
+	case store:
+		c.w.integer(int64(len(out)))
+	default:
+		c.w.bulks(out)
+	}
+}
+
+// indexSets is sets unchanged; a hook for large sets (kept linear: the
+// packed sets are small).
+func indexSets(sets [][][]byte) [][][]byte { return sets }
+
+func cmdSInterCard(c *call) {
+	numkeys, ok := c.rangeArg(c.args[1], 1, "numkeys should be greater than 0")
+	if !ok {
+		return
+	}
+	if numkeys > int64(len(c.args)-2) {
+		c.w.error("ERR Number of keys can't be greater than number of args")
+		return
+	}
+	keys := c.args[2 : 2+numkeys]
+	var limit int64
+	for j := 2 + int(numkeys); j < len(c.args); j++ {
+		if strings.EqualFold(string(c.args[j]), "LIMIT") && j+1 < len(c.args) {
+			j++
+			if limit, ok = c.rangeArg(c.args[j], 0, "LIMIT can't be negative"); !ok {
+				return
+			}
+			continue
+		}
+		c.fail(errSyntax)
+		return
+	}
+	var n int64
+	err := c.update(func(tx txn) error {
+		sets, err := setsOf(tx, keys)
+		if err != nil {
+			return err
+		}
+		n = int64(len(combineSets("inter", sets)))
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		return nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(n)
+}
+
+func cmdSMove(c *call) {
+	src, dst, m := c.args[1], c.args[2], c.args[3]
+	moved := false
+	err := c.update(func(tx txn) error {
+		moved = false
+		for _, k := range [][]byte{src, dst} {
+			if kind := tx.Kind(k); kind != kvstore.KindNone && kind != kvstore.KindSet {
+				return kvstore.ErrWrongType
+			}
+		}
+		n, err := tx.SRem(src, m)
+		if err != nil || n == 0 {
+			return err
+		}
+		moved = true
+		_, err = tx.SAdd(dst, m)
+		return err
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(boolInt64(moved))
+}
+
+func cmdSScan(c *call) {
+	pattern, ok := c.scanArgs(c.args[2:])
+	if !ok {
+		return
+	}
+	var all [][]byte
+	err := c.update(func(tx txn) (err error) {
+		all, err = tx.SMembers(c.args[1])
+		return err
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.scanReply(all, 1, pattern)
+}

@@ -1,0 +1,135 @@
+package kvstore
+
+import (
+	"errors"
+	"iter"
+	"math"
+)
+
+// Sorted sets: unique members ordered by score, then by member bytes
+// (Redis's ZADD family).
+
+// ErrNaNScore is a score that is not a number (an increment of an
+// infinity by its opposite).
+var ErrNaNScore = errors.New("kvstore: a score must not be NaN")
+
+// ZAdd sets members' scores, creating the sorted set; it returns how many
+// members were new.
+func (tx *Tx) ZAdd(key []byte, members ...ZMember) (int, error) {
+	for _, m := range members {
+		if math.IsNaN(m.Score) {
+			return 0, ErrNaNScore
+		}
+	}
+	c, err := tx.edit(key, KindZSet, true)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range members {
+		if c.zadd(m.Member, m.Score) {
+			n++
+		}
+	}
+	return n, tx.save(c)
+}
+
+// ZScore returns a member's score; ok is false when it (or the key) is missing.
+func (tx *Tx) ZScore(key, member []byte) (score float64, ok bool, err error) {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return 0, false, err
+	}
+	if i := c.zfind(member); i >= 0 {
+		return c.zs[i].Score, true, nil
+	}
+	return 0, false, nil
+}
+
+// ZIncrBy adds delta to a member's score (from 0 when new) and returns the
+// new score.
+func (tx *Tx) ZIncrBy(key, member []byte, delta float64) (float64, error) {
+	old, _, err := tx.ZScore(key, member)
+	if err != nil {
+		return 0, err
+	}
+	score := old + delta
+	if math.IsNaN(score) {
+		return 0, ErrNaNScore
+	}
+	_, err = tx.ZAdd(key, ZMember{Member: member, Score: score})
+	return score, err
+}
+
+// ZRem removes members and returns how many were there.
+func (tx *Tx) ZRem(key []byte, members ...[]byte) (int, error) {
+	c, err := tx.edit(key, KindZSet, false)
+	if err != nil || c == nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range members {
+		if c.zrem(m) {
+			n++
+		}
+	}
+	return n, tx.save(c)
+}
+
+// ZCard is the number of members (0 for a missing key).
+func (tx *Tx) ZCard(key []byte) (int, error) {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return 0, err
+	}
+	return c.size(), nil
+}
+
+// ZRange returns the members ranked start to stop, inclusive (Redis's
+// indexes: negative ones count from the highest), lowest score first, as copies.
+func (tx *Tx) ZRange(key []byte, start, stop int) ([]ZMember, error) {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	lo, hi := listRange(start, stop, len(c.zs))
+	out := make([]ZMember, 0, hi-lo)
+	for _, z := range c.zs[lo:hi] {
+		out = append(out, ZMember{Member: clone(z.Member), Score: z.Score})
+	}
+	return out, nil
+}
+
+// ZAll ranges over the members of the sorted set at key as it is now,
+// lowest score first.
+func (tx *Tx) ZAll(key []byte) (iter.Seq[ZMember], error) {
+	all, err := tx.ZRange(key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(ZMember) bool) {
+		for _, z := range all {
+			if !yield(z) {
+				return
+			}
+		}
+	}, nil
+}
+
+// ZAdd is Tx.ZAdd in a transaction of its own.
+func (db *DB) ZAdd(key []byte, members ...ZMember) (n int, err error) {
+	err = db.Update(func(tx *Tx) error { n, err = tx.ZAdd(key, members...); return err })
+	return n, err
+}
+
+// ZRange is Tx.ZRange in a transaction of its own.
+func (db *DB) ZRange(key []byte, start, stop int) (out []ZMember, err error) {
+	err = db.Update(func(tx *Tx) error { out, err = tx.ZRange(key, start, stop); return err })
+	return out, err
+}
+
+// ZScore is Tx.ZScore in a transaction of its own.
+func (db *DB) ZScore(key, member []byte) (score float64, ok bool, err error) {
+	err = db.Update(func(tx *Tx) error { score, ok, err = tx.ZScore(key, member); return err })
+	return score, ok, err
+}
