@@ -198,3 +198,32 @@ func TestBlockingPops_LaterCommandsOfTheConnectionWait(t *testing.T) {
 		}
 	})
 }
+
+// A woken client that finds a key of another kind waits on (Redis's
+// "LPUSH + DEL + SET should not awake blocked client").
+func TestBlockingPops_AKeyTurnedStringDoesNotEndTheWait(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin, c := goRedis(t, addr), goRedis(t, addr)
+		got := make(chan string, 1)
+		go func() {
+			v, err := c.BLPop(ctx, 5*time.Second, "list").Result()
+			got <- fmt.Sprint(v, err)
+		}()
+		waitBlocked(t, admin, 1, "blpop")
+		_, err := admin.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.LPush(ctx, "list", "a")
+			p.Del(ctx, "list")
+			p.Set(ctx, "list", "foo", 0)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin.Del(ctx, "list")
+		admin.LPush(ctx, "list", "b")
+		if v := <-got; v != "[list b] <nil>" {
+			t.Fatalf("BLPOP = %s", v)
+		}
+	})
+}

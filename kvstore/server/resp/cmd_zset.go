@@ -714,6 +714,9 @@ func zmpopIn(tx txn, m mpopArgs) ([]byte, []kvstore.ZMember, error) {
 			continue
 		case kvstore.KindZSet:
 		default:
+			if m.skipWrong {
+				continue
+			}
 			return nil, nil, kvstore.ErrWrongType
 		}
 		out, err := zpopIn(tx, k, m.count, !m.left)
