@@ -233,3 +233,24 @@ func TestBlockingPops_AKeyTurnedStringDoesNotEndTheWait(t *testing.T) {
 		}
 	})
 }
+
+// A woken BRPOPLPUSH whose destination holds another kind answers
+// WRONGTYPE and leaves the element (Redis's "BRPOPLPUSH with wrong
+// destination type").
+func TestBlockingPops_AWokenMoveToAKeyOfAnotherKindIsWrongType(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin, c := goRedis(t, addr), goRedis(t, addr)
+		admin.Set(ctx, "target", "nolist", 0)
+		got := make(chan error, 1)
+		go func() { got <- c.BRPopLPush(ctx, "blist", "target", 5*time.Second).Err() }()
+		waitBlocked(t, admin, 1, "brpoplpush")
+		admin.RPush(ctx, "blist", "foo")
+		if err := <-got; err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			t.Fatalf("BRPOPLPUSH = %v, want WRONGTYPE", err)
+		}
+		if v, _ := admin.LRange(ctx, "blist", 0, -1).Result(); fmt.Sprint(v) != "[foo]" {
+			t.Fatalf("blist = %v", v)
+		}
+	})
+}

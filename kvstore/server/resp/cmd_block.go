@@ -13,7 +13,6 @@ package resp
 // it. Inside MULTI/EXEC a blocking pop never blocks: it answers at once.
 
 import (
-	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -331,12 +330,13 @@ func cmdBLMove(c *call) {
 		var v []byte
 		var moved bool
 		err := c.update(func(tx txn) (err error) {
+			if woken && tx.Kind(src) != kvstore.KindList {
+				return nil // a source of another kind: it waits on (a destination of another kind is an error, as in Redis)
+			}
 			v, moved, err = lmoveIn(tx, src, dst, fromLeft, toLeft)
 			return err
 		})
 		switch {
-		case woken && errors.Is(err, kvstore.ErrWrongType):
-			return false // a key of another kind: it waits on
 		case err != nil:
 			c.fail(err)
 		case !moved:
