@@ -131,11 +131,11 @@ func TestCollections_StringsAndCollectionsShareOneUpdate(t *testing.T) {
 		}
 		// The transaction reads its own writes.
 		if v, err := tx.HGet(b("user"), b("name")); err != nil || string(v) != "ann" {
-			return fmt.Errorf("HGet in the same tx = %q, %v", v, err)
+			return fmt.Errorf("HGet in the same tx = %q, %w", v, err)
 		}
 		out, err := tx.LPop(b("queue"), 1)
 		if err != nil || len(out) != 1 || string(out[0]) != "job1" {
-			return fmt.Errorf("LPop in the same tx = %q, %v", out, err)
+			return fmt.Errorf("LPop in the same tx = %q, %w", out, err)
 		}
 		return nil
 	})

@@ -32,8 +32,8 @@ type Tx struct {
 	// op itself (a collection's delta: the whole new value).
 	writes []txWrite
 	own    map[string]int // key -> index in ops of the transaction's last write of it
-	sets int
-	dels int
+	sets   int
+	dels   int
 }
 
 // Update runs fn atomically with respect to every other write (Set, Delete,

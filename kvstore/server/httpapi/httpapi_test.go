@@ -329,3 +329,15 @@ func TestHealth_ReadOnlyEngineIs503WithTheReason(t *testing.T) {
 		t.Fatalf("PUT on a read-only engine: %d %s", resp.StatusCode, body)
 	}
 }
+
+func TestGet_AKeyHoldingACollectionIsAConflict(t *testing.T) {
+	db := servertest.OpenDB(t)
+	if _, err := db.HSet([]byte("h"), []byte("f"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	_, url := serve(t, db, httpapi.Options{})
+	resp, body := do(t, http.MethodGet, url+"/keys/h", nil)
+	if resp.StatusCode != http.StatusConflict || errorCode(t, resp, body) != "wrong_type" {
+		t.Fatalf("GET of a hash = %d %s", resp.StatusCode, body)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,8 +31,9 @@ func bothPaths(t *testing.T, run func(t *testing.T, addr string)) {
 	}
 }
 
-// waitBlocked waits until n clients are blocked (CLIENT LIST shows their
-// last command).
+// waitBlocked waits until n clients are blocked in cmd (CLIENT LIST shows
+// their last command; INFO clients counts them, as Redis's test suite
+// waits for them).
 func waitBlocked(t *testing.T, c *redis.Client, n int, cmd string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
@@ -39,7 +41,11 @@ func waitBlocked(t *testing.T, c *redis.Client, n int, cmd string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if countSubstr(list, "cmd="+cmd+" ") == n {
+		info, err := c.Info(context.Background(), "clients").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if countSubstr(list, "cmd="+cmd+" ") == n && strings.Contains(info, fmt.Sprintf("blocked_clients:%d\r\n", n)) {
 			return
 		}
 	}
@@ -195,6 +201,56 @@ func TestBlockingPops_LaterCommandsOfTheConnectionWait(t *testing.T) {
 		second, _ := r.ReadString('\n')
 		if first != "*-1\r\n" || second != "+PONG\r\n" {
 			t.Fatalf("replies %q %q", first, second)
+		}
+	})
+}
+
+// A woken client that finds a key of another kind waits on (Redis's
+// "LPUSH + DEL + SET should not awake blocked client").
+func TestBlockingPops_AKeyTurnedStringDoesNotEndTheWait(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin, c := goRedis(t, addr), goRedis(t, addr)
+		got := make(chan string, 1)
+		go func() {
+			v, err := c.BLPop(ctx, 5*time.Second, "list").Result()
+			got <- fmt.Sprint(v, err)
+		}()
+		waitBlocked(t, admin, 1, "blpop")
+		_, err := admin.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.LPush(ctx, "list", "a")
+			p.Del(ctx, "list")
+			p.Set(ctx, "list", "foo", 0)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin.Del(ctx, "list")
+		admin.LPush(ctx, "list", "b")
+		if v := <-got; v != "[list b] <nil>" {
+			t.Fatalf("BLPOP = %s", v)
+		}
+	})
+}
+
+// A woken BRPOPLPUSH whose destination holds another kind answers
+// WRONGTYPE and leaves the element (Redis's "BRPOPLPUSH with wrong
+// destination type").
+func TestBlockingPops_AWokenMoveToAKeyOfAnotherKindIsWrongType(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin, c := goRedis(t, addr), goRedis(t, addr)
+		admin.Set(ctx, "target", "nolist", 0)
+		got := make(chan error, 1)
+		go func() { got <- c.BRPopLPush(ctx, "blist", "target", 5*time.Second).Err() }()
+		waitBlocked(t, admin, 1, "brpoplpush")
+		admin.RPush(ctx, "blist", "foo")
+		if err := <-got; err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			t.Fatalf("BRPOPLPUSH = %v, want WRONGTYPE", err)
+		}
+		if v, _ := admin.LRange(ctx, "blist", 0, -1).Result(); fmt.Sprint(v) != "[foo]" {
+			t.Fatalf("blist = %v", v)
 		}
 	})
 }

@@ -148,14 +148,16 @@ func (c *call) parseTimeout(b []byte) (time.Duration, bool) {
 }
 
 // blockOn runs a blocking command: try is one non-blocking attempt, which
-// reports whether it answered (a value or an error); timedOut answers the
-// timeout (inMulti: at once, inside a transaction).
-func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func() bool, timedOut func(inMulti bool)) {
+// reports whether it answered (a value or an error; woken: a retry, where a
+// key of another kind is passed over, as Redis serves a blocked client only
+// from a key of its kind); timedOut answers the timeout (inMulti: at once,
+// inside a transaction).
+func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool) bool, timedOut func(inMulti bool)) {
 	s, cl := c.s, c.cl
 	if bc := cl.blocked; bc != nil { // woken or timed out: the event loop runs it again
 		bc.fired.Store(false)
 		s.blocks.rearm(bc.w)
-		if try() {
+		if try(true) {
 			s.unblock(cl)
 			return
 		}
@@ -166,7 +168,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func() bool, ti
 		return
 	}
 	if c.tx != nil {
-		if !try() {
+		if !try(false) {
 			timedOut(true)
 		}
 		return
@@ -199,7 +201,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func() bool, ti
 	}
 	s.blocks.add(bc.w)
 	cl.blocked = bc
-	if try() {
+	if try(false) {
 		s.unblock(cl)
 		return
 	}
@@ -222,7 +224,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func() bool, ti
 
 // waitBlocked blocks a goroutine connection until its command answers,
 // times out or the server drains.
-func (c *call) waitBlocked(bc *blockedCall, try func() bool, timedOut func(bool)) {
+func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(bool)) {
 	var expire <-chan time.Time
 	if !bc.deadline.IsZero() {
 		t := time.NewTimer(time.Until(bc.deadline))
@@ -240,13 +242,13 @@ func (c *call) waitBlocked(bc *blockedCall, try func() bool, timedOut func(bool)
 				return
 			}
 			c.s.blocks.rearm(bc.w)
-			if try() {
+			if try(true) {
 				c.s.unblock(c.cl)
 				return
 			}
 		case <-expire:
 			c.s.blocks.rearm(bc.w)
-			answered := try()
+			answered := try(true)
 			c.s.unblock(c.cl)
 			if !answered {
 				timedOut(false)
@@ -281,14 +283,14 @@ func cmdBPop(c *call) {
 		return
 	}
 	left := c.cmd.name == "blpop"
-	c.blockOn(keys, timeout, func() bool {
+	c.blockOn(keys, timeout, func(woken bool) bool {
 		var key []byte
 		var out [][]byte
 		err := c.update(func(tx txn) (err error) {
-			if err := listKinds(tx, keys, kvstore.KindList); err != nil {
+			if err := listKinds(tx, keys, kvstore.KindList); err != nil && !woken {
 				return err
 			}
-			key, out, err = lmpopIn(tx, mpopArgs{keys: keys, left: left, count: 1})
+			key, out, err = lmpopIn(tx, mpopArgs{keys: keys, left: left, count: 1, skipWrong: woken})
 			return err
 		})
 		switch {
@@ -324,10 +326,13 @@ func cmdBLMove(c *call) {
 		return
 	}
 	src, dst := c.args[1], c.args[2]
-	c.blockOn([][]byte{src}, timeout, func() bool {
+	c.blockOn([][]byte{src}, timeout, func(woken bool) bool {
 		var v []byte
 		var moved bool
 		err := c.update(func(tx txn) (err error) {
+			if woken && tx.Kind(src) != kvstore.KindList {
+				return nil // a source of another kind: it waits on (a destination of another kind is an error, as in Redis)
+			}
 			v, moved, err = lmoveIn(tx, src, dst, fromLeft, toLeft)
 			return err
 		})
@@ -361,11 +366,11 @@ func cmdBLMPop(c *call) {
 	if !ok {
 		return
 	}
-	c.blockOn(m.keys, timeout, func() bool {
+	c.blockOn(m.keys, timeout, func(woken bool) bool {
 		var key []byte
 		var out [][]byte
 		err := c.update(func(tx txn) (err error) {
-			key, out, err = lmpopIn(tx, m)
+			key, out, err = lmpopIn(tx, mpopArgs{keys: m.keys, left: m.left, count: m.count, skipWrong: woken})
 			return err
 		})
 		switch {
@@ -389,14 +394,14 @@ func cmdBZPop(c *call) {
 		return
 	}
 	highest := c.cmd.name == "bzpopmax"
-	c.blockOn(keys, timeout, func() bool {
+	c.blockOn(keys, timeout, func(woken bool) bool {
 		var key []byte
 		var out []kvstore.ZMember
 		err := c.update(func(tx txn) (err error) {
-			if err := listKinds(tx, keys, kvstore.KindZSet); err != nil {
+			if err := listKinds(tx, keys, kvstore.KindZSet); err != nil && !woken {
 				return err
 			}
-			key, out, err = zmpopIn(tx, mpopArgs{keys: keys, left: !highest, count: 1})
+			key, out, err = zmpopIn(tx, mpopArgs{keys: keys, left: !highest, count: 1, skipWrong: woken})
 			return err
 		})
 		switch {
@@ -425,11 +430,11 @@ func cmdBZMPop(c *call) {
 	if !ok {
 		return
 	}
-	c.blockOn(m.keys, timeout, func() bool {
+	c.blockOn(m.keys, timeout, func(woken bool) bool {
 		var key []byte
 		var out []kvstore.ZMember
 		err := c.update(func(tx txn) (err error) {
-			key, out, err = zmpopIn(tx, m)
+			key, out, err = zmpopIn(tx, mpopArgs{keys: m.keys, left: m.left, count: m.count, skipWrong: woken})
 			return err
 		})
 		switch {

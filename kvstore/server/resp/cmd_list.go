@@ -391,6 +391,9 @@ type mpopArgs struct {
 	keys  [][]byte
 	left  bool
 	count int64
+	// skipWrong passes over a key of another kind (a woken blocking pop)
+	// instead of answering WRONGTYPE.
+	skipWrong bool
 }
 
 // parseMPop parses numkeys key... LEFT|RIGHT [COUNT n] from args.
@@ -436,6 +439,9 @@ func lmpopIn(tx txn, m mpopArgs) (key []byte, out [][]byte, err error) {
 			continue
 		case kvstore.KindList:
 		default:
+			if m.skipWrong {
+				continue
+			}
 			return nil, nil, kvstore.ErrWrongType
 		}
 		if m.left {

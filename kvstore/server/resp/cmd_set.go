@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"strings"
 
@@ -202,8 +201,7 @@ func setsOf(tx txn, keys [][]byte) ([][][]byte, error) {
 func combineSets(op string, sets [][][]byte) [][]byte {
 	seen := map[string]bool{}
 	var out [][]byte
-	switch op {
-	case "union":
+	if op == "union" {
 		for _, s := range sets {
 			for _, m := range s {
 				if !seen[string(m)] {
@@ -212,43 +210,26 @@ func combineSets(op string, sets [][][]byte) [][]byte {
 				}
 			}
 		}
-	case "inter":
-		for _, m := range sets[0] {
-			in := true
-			for _, s := range sets[1:] {
-				if !containsBytes(s, m) {
-					in = false
-					break
-				}
-			}
-			if in {
-				out = append(out, m)
-			}
+		return out
+	}
+	others := make([]map[string]struct{}, len(sets)-1)
+	for i, s := range sets[1:] {
+		others[i] = make(map[string]struct{}, len(s))
+		for _, m := range s {
+			others[i][string(m)] = struct{}{}
 		}
-	case "diff":
-		for _, m := range sets[0] {
-			in := false
-			for _, s := range sets[1:] {
-				if containsBytes(s, m) {
-					in = true
-					break
-				}
-			}
-			if !in {
-				out = append(out, m)
-			}
+	}
+	for _, m := range sets[0] {
+		inAll, inAny := true, false
+		for _, o := range others {
+			_, in := o[string(m)]
+			inAll, inAny = inAll && in, inAny || in
+		}
+		if op == "inter" && inAll || op == "diff" && !inAny {
+			out = append(out, m)
 		}
 	}
 	return out
-}
-
-func containsBytes(s [][]byte, m []byte) bool {
-	for _, x := range s {
-		if bytes.Equal(x, m) {
-			return true
-		}
-	}
-	return false
 }
 
 // cmdSetOp answers SINTER, SUNION, SDIFF and their STORE forms.
@@ -267,7 +248,7 @@ func cmdSetOp(c *call) {
 		if err != nil {
 			return err
 		}
-		out = combineSets(op, indexSets(sets))
+		out = combineSets(op, sets)
 		if !store {
 			return nil
 		}
@@ -289,9 +270,6 @@ func cmdSetOp(c *call) {
 	}
 }
 
-// indexSets is sets unchanged; a hook for large sets (kept linear: the
-// packed sets are small).
-func indexSets(sets [][][]byte) [][][]byte { return sets }
 
 func cmdSInterCard(c *call) {
 	numkeys, ok := c.rangeArg(c.args[1], 1, "numkeys should be greater than 0")

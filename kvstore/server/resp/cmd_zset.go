@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -75,10 +76,7 @@ func parseScore(b []byte) (float64, bool) {
 	return f, true
 }
 
-func isRangeErr(err error) bool {
-	ne, ok := err.(*strconv.NumError)
-	return ok && ne.Err == strconv.ErrRange
-}
+func isRangeErr(err error) bool { return errors.Is(err, strconv.ErrRange) }
 
 func cmdZAdd(c *call) {
 	var nx, xx, gt, lt, ch, incr bool
@@ -716,6 +714,9 @@ func zmpopIn(tx txn, m mpopArgs) ([]byte, []kvstore.ZMember, error) {
 			continue
 		case kvstore.KindZSet:
 		default:
+			if m.skipWrong {
+				continue
+			}
 			return nil, nil, kvstore.ErrWrongType
 		}
 		out, err := zpopIn(tx, k, m.count, !m.left)

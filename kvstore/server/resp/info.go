@@ -66,6 +66,7 @@ func (s *Server) info(sections [][]byte) string {
 		section("Clients")
 		line("connected_clients", s.open.Load())
 		line("maxclients", s.opts.MaxConns)
+		line("blocked_clients", s.blocks.count.Load()) // in a blocking pop
 	}
 	if want("memory") {
 		var ms runtime.MemStats

@@ -46,7 +46,10 @@ func TestMigrate_ToRedisSingleSentinelAndCluster(t *testing.T) {
 			db.SAdd([]byte("s"), []byte("x"), []byte("y"))
 			db.ZAdd([]byte("z"), kvstore.ZMember{Member: []byte("m1"), Score: 1.5}, kvstore.ZMember{Member: []byte("m2"), Score: -2})
 			db.HSet([]byte("hashttl"), []byte("f"), []byte("v"))
-			db.Update(func(tx *kvstore.Tx) error { _, err := tx.Expire([]byte("hashttl"), time.Now().Add(time.Hour)); return err })
+			db.Update(func(tx *kvstore.Tx) error {
+				_, err := tx.Expire([]byte("hashttl"), time.Now().Add(time.Hour))
+				return err
+			})
 			const collections = 5
 			db.SetWithTTL([]byte("gone"), []byte("x"), time.Now().Add(30*time.Millisecond))
 			time.Sleep(60 * time.Millisecond)
