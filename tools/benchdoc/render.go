@@ -30,7 +30,6 @@ type workload struct {
 // module is one table of the page.
 type module struct {
 	name, dir string // the table's title and the module's directory (where the command runs)
-	note      string
 	rows      []workload
 }
 

@@ -129,8 +129,10 @@ type Sources struct {
 // Sampler takes snapshots and keeps the previous reading to turn counters
 // into rates. It is safe for one caller at a time.
 type Sampler struct {
-	src  Sources
-	prev *reading
+	src       Sources
+	prev      *reading
+	kvMetrics scraper // the KV server's /metrics
+	gwMetrics scraper // the gateway's /metrics
 	// noTopDenied is set once the gateway answered /top?by=denied with
 	// hits only: a gateway without the ranking, not asked again.
 	noTopDenied bool
@@ -149,7 +151,23 @@ func NewSampler(src Sources) *Sampler {
 	if src.Client == nil {
 		src.Client = &http.Client{Timeout: 2 * time.Second}
 	}
-	return &Sampler{src: src}
+	return &Sampler{
+		src: src,
+		kvMetrics: scraper{families: setOf(
+			"devkit_kv_keys", "devkit_kv_data_bytes", "devkit_kv_log_bytes", "devkit_kv_log_segments",
+			"devkit_kv_open_connections", "devkit_kv_read_only", "process_resident_memory_bytes",
+			"devkit_kv_requests_total", "devkit_kv_fsyncs_total", "devkit_kv_request_duration_seconds"),
+			ops: kvOps},
+		gwMetrics: scraper{families: setOf("ratelimit_allowed_total", "ratelimit_denied_total")},
+	}
+}
+
+func setOf(names ...string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
 }
 
 // Sample reads everything once. What cannot be read is reported in the
@@ -210,7 +228,7 @@ func kvOp(m *dto.Metric) bool { return kvOps[label(m, "op")] }
 
 func (s *Sampler) readKV(ctx context.Context) (families, *KV) {
 	kv := &KV{URL: s.src.KVURL}
-	f, err := scrape(ctx, s.src.Client, s.src.KVURL+"/metrics", s.src.KVToken)
+	f, err := s.kvMetrics.scrape(ctx, s.src.Client, s.src.KVURL+"/metrics", s.src.KVToken)
 	if err != nil {
 		kv.Error = err.Error()
 		return nil, kv
@@ -252,7 +270,7 @@ func kvRates(kv *KV, prev, cur families, dt float64) {
 
 func (s *Sampler) readGateway(ctx context.Context) (families, *Gateway) {
 	g := &Gateway{URL: s.src.GatewayURL, Rules: []Rule{}, Top: []Consumer{}}
-	f, err := scrape(ctx, s.src.Client, s.src.GatewayURL+"/metrics", s.src.GatewayToken)
+	f, err := s.gwMetrics.scrape(ctx, s.src.Client, s.src.GatewayURL+"/metrics", s.src.GatewayToken)
 	if err != nil {
 		g.Error = err.Error()
 		return nil, g
