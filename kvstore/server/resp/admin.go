@@ -79,7 +79,9 @@ func cmdFunction(c *call) {
 		w.ok()
 	case "LIST":
 		w.bulkStrings()
-	case "LOAD", "DELETE", "DUMP", "RESTORE", "STATS", "KILL":
+	case "KILL":
+		c.s.scripts.kill(c, false)
+	case "LOAD", "DELETE", "DUMP", "RESTORE", "STATS":
 		w.error(fmt.Sprintf("ERR FUNCTION %s is not supported: devkit kv has no functions", sub))
 	default:
 		unknownSubcommand(w, c.args[1], "FUNCTION")
