@@ -42,9 +42,13 @@ type scriptEngine struct {
 	mu    sync.Mutex
 	cache map[string]*evalScript // sha -> script (not persisted, as in Redis)
 
-	vmMu sync.Mutex // the VMs run one script at a time
-	vm   *luaVM     // EVAL's VM; replaced when a script taints it
-	rand rand48     // math.random's sequence (vmMu)
+	vmMu sync.Mutex   // the VMs run one script at a time
+	vm   *luaVM       // EVAL's VM; replaced when a script taints it
+	rand rand48       // math.random's sequence (vmMu)
+	fset *functionSet // the function libraries (vmMu)
+
+	libCount, funcCount atomic.Int64 // for FUNCTION STATS while a script runs
+	persistErr          error        // the functions file could not be read at start
 
 	running atomic.Pointer[scriptRun]
 
@@ -74,6 +78,7 @@ type scriptRun struct {
 	shutdown atomic.Bool
 	cancel   context.CancelFunc
 	cause    atomic.Value // string: why the script was stopped
+	command  [][]byte     // the EVAL or FCALL (FUNCTION STATS)
 }
 
 // scriptCtx is one run as the Lua side sees it (redis.call).
@@ -232,25 +237,21 @@ func cmdEval(c *call) {
 			return
 		}
 	}
-	e.vmMu.Lock()
-	defer e.vmMu.Unlock()
-	vm := e.evalVM()
-	fn, ok := vm.fns[script.sha]
-	if !ok {
-		fn = vm.L.NewFunctionFromProto(script.proto)
-		fn.Env = vm.globalsProxy
-		vm.fns[script.sha] = fn
-	}
-	e.run(c, vm, runSpec{eval: true, name: script.sha, source: "@user_script", readOnly: ro || script.noWrites,
-		prepare: func(L *lua.LState) []lua.LValue {
-			vm.globals.RawSetString("KEYS", luaStrings(L, keys))
-			vm.globals.RawSetString("ARGV", luaStrings(L, argv))
-			return nil
-		}, fn: fn})
-	if !vm.intact() {
-		vm.L.Close()
-		e.vm = nil
-	}
+	e.run(c, func(e *scriptEngine) (*luaVM, runSpec, string) {
+		vm := e.evalVM()
+		fn, ok := vm.fns[script.sha]
+		if !ok {
+			fn = vm.L.NewFunctionFromProto(script.proto)
+			fn.Env = vm.globalsProxy
+			vm.fns[script.sha] = fn
+		}
+		return vm, runSpec{eval: true, name: script.sha, source: "@user_script", readOnly: ro || script.noWrites,
+			prepare: func(L *lua.LState) []lua.LValue {
+				vm.globals.RawSetString("KEYS", luaStrings(L, keys))
+				vm.globals.RawSetString("ARGV", luaStrings(L, argv))
+				return nil
+			}, fn: fn}, ""
+	})
 }
 
 // scriptKeys splits EVAL's and FCALL's numkeys key... arg... with Redis's errors.
@@ -294,15 +295,24 @@ type runSpec struct {
 // (SHUTDOWN NOSAVE).
 var errScriptDropped = errors.New("the script was stopped by SHUTDOWN NOSAVE; its writes are dropped")
 
-// run runs spec on vm (vmMu held) inside the call's atomic update and
-// writes its reply.
-func (e *scriptEngine) run(c *call, vm *luaVM, spec runSpec) {
+// run runs a script inside the call's atomic update and writes its reply.
+// pick chooses the VM and the function once the update and vmMu are held
+// (lock order: the commit pipeline, then vmMu — EVAL inside EXEC holds the
+// pipeline already), or returns an error reply.
+func (e *scriptEngine) run(c *call, pick func(e *scriptEngine) (*luaVM, runSpec, string)) {
 	var reply replyWriter
 	err := c.update(func(tx txn) error {
-		reply.buf = reply.buf[:0]
+		reply.buf, reply.errs = reply.buf[:0], 0
+		e.vmMu.Lock()
+		defer e.vmMu.Unlock()
+		vm, spec, refused := pick(e)
+		if refused != "" {
+			reply.error(refused)
+			return nil
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		run := &scriptRun{start: time.Now(), eval: spec.eval, name: spec.name, cancel: cancel}
+		run := &scriptRun{start: time.Now(), eval: spec.eval, name: spec.name, cancel: cancel, command: c.args}
 		sc := &scriptCtx{e: e, c: c, tx: tx, run: run, readOnly: spec.readOnly, resp3: spec.resp3, fn: spec.name, source: spec.source}
 		e.running.Store(run)
 		defer e.running.Store(nil)
@@ -320,6 +330,10 @@ func (e *scriptEngine) run(c *call, vm *luaVM, spec runSpec) {
 			vm.call(ctx, sc, spec, &reply)
 		}()
 		e.await(c, run, done)
+		if spec.eval && !vm.intact() {
+			vm.L.Close()
+			e.vm = nil
+		}
 		if run.shutdown.Load() {
 			return errScriptDropped
 		}
@@ -535,6 +549,12 @@ func (vm *luaVM) redisLib(e *scriptEngine) *lua.LTable {
 				L.Error(luaErrorTable(L, "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."), 1)
 			}
 			return 0
+		},
+		"register_function": func(L *lua.LState) int {
+			if vm.onRegister == nil {
+				L.Error(luaErrorTable(L, "ERR redis.register_function can only be called on FUNCTION LOAD command"), 1)
+			}
+			return vm.onRegister(L)
 		},
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
 		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },

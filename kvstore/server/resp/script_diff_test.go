@@ -99,3 +99,49 @@ func TestRedisDiff_ScriptConversionsErrorsAndSandbox(t *testing.T) {
 		cmd("script", "nosuch"),
 	)
 }
+
+// Functions answer as Redis 7's: LOAD's errors, FCALL, FCALL_RO, LIST's
+// shape, DELETE, FLUSH.
+func TestRedisDiff_FunctionsLoadCallListDelete(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	lib := "#!lua name=mylib\n" +
+		"redis.register_function('incr2', function(keys, args) return redis.call('incrby', keys[1], 2) end)\n" +
+		"redis.register_function{function_name='peek', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='reads'}\n"
+	p.same(
+		cmd("function", "load", lib),
+		cmd("function", "load", lib),
+		cmd("fcall", "incr2", "1", "n"),
+		cmd("fcall", "incr2", "1", "n"),
+		cmd("fcall_ro", "peek", "1", "n"),
+		cmd("fcall_ro", "incr2", "1", "n"),
+		cmd("fcall", "nosuch", "0"),
+		cmd("fcall", "incr2", "2", "n"),
+		cmd("function", "load", "return 1"),
+		cmd("function", "load", "#!lua\nreturn 1"),
+		cmd("function", "load", "#!lua name=x foo=bar\nreturn 1"),
+		cmd("function", "load", "#!nosuch name=x\nreturn 1"),
+		cmd("function", "load", "#!lua name=x\nreturn 1"),
+		cmd("function", "load", "#!lua name=other\nredis.register_function('incr2', function() return 1 end)"),
+		cmd("function", "load", "#!lua name=bad\nredis.register_function('a b', function() return 1 end)"),
+		cmd("function", "load", "#!lua name=bad\nredis.call('ping')"),
+		cmd("function", "load", "#!lua name=bad\nreturn math.abs(1)"),
+		cmd("function", "load", "#!lua name=bad\nredis.register_function{function_name='f', callback=function() end, flags={'bogus'}}"),
+		cmd("function", "load", "replace", "#!lua name=mylib\nredis.register_function('incr3', function(keys) return redis.call('incrby', keys[1], 3) end)"),
+		cmd("fcall", "incr2", "1", "n"),
+		cmd("fcall", "incr3", "1", "n"),
+		// Redis lists a library's functions in its hash table's order: one
+		// function, so that the order is the same.
+		cmd("function", "list"),
+		cmd("function", "list", "withcode"),
+		cmd("function", "list", "libraryname", "my*"),
+		cmd("function", "list", "libraryname", "zz*"),
+		cmd("function", "delete", "nosuch"),
+		cmd("function", "delete", "mylib"),
+		cmd("fcall", "incr3", "1", "n"),
+		cmd("function", "kill"),
+		cmd("function", "restore", "garbage"),
+		cmd("function", "flush", "bogus"),
+		cmd("function", "flush"),
+		cmd("function", "list"),
+	)
+}

@@ -26,24 +26,18 @@ func openCJSON(L *lua.LState) *lua.LTable {
 	t := L.NewTable()
 	t.RawSetString("encode", L.NewFunction(cjsonEncode))
 	t.RawSetString("decode", L.NewFunction(cjsonDecode))
-	t.RawSetString("null", L.NewUserData())
+	null := L.NewUserData()
+	L.G.Registry.RawSetString("__cjson_null", null)
+	t.RawSetString("null", null)
 	for _, name := range []string{"encode_keep_buffer", "encode_max_depth", "decode_max_depth", "encode_number_precision", "encode_invalid_numbers", "decode_invalid_numbers", "encode_sparse_array"} {
 		t.RawSetString(name, L.NewFunction(func(L *lua.LState) int { return L.GetTop() }))
 	}
 	return t
 }
 
-func cjsonNull(L *lua.LState) lua.LValue {
-	if t, ok := L.G.Global.RawGetString("cjson").(*lua.LTable); ok {
-		if mt, ok := L.GetMetatable(t).(*lua.LTable); ok {
-			if real, ok := mt.RawGetString("__index").(*lua.LTable); ok {
-				return real.RawGetString("null")
-			}
-		}
-		return t.RawGetString("null")
-	}
-	return lua.LNil
-}
+// cjsonNull is cjson.null, kept in the registry (the cjson table is behind
+// a proxy).
+func cjsonNull(L *lua.LState) lua.LValue { return L.G.Registry.RawGetString("__cjson_null") }
 
 func cjsonEncode(L *lua.LState) int {
 	if L.GetTop() != 1 {

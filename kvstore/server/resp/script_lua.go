@@ -43,6 +43,9 @@ type luaVM struct {
 	cur     *scriptCtx // the call being run; nil between calls
 
 	globalsProxy *lua.LTable // what scripts see as _G
+	// onRegister is redis.register_function (the functions' VM only).
+	onRegister lua.LGFunction
+	redisTable *lua.LTable // the redis library behind its proxy
 }
 
 // readonlyErr is Redis 7's error for a write to a protected table.
@@ -123,6 +126,7 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 	g.RawSetString("bit", openBit(L))
 	g.RawSetString("struct", openStruct(L))
 
+	vm.redisTable = g.RawGetString("redis").(*lua.LTable)
 	// Every library table becomes an empty proxy over a hidden table.
 	for _, name := range []string{"string", "table", "math", "coroutine", "redis", "cjson", "bit", "struct"} {
 		g.RawSetString(name, vm.protect(g.RawGetString(name).(*lua.LTable)))

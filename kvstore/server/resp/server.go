@@ -124,8 +124,12 @@ type Options struct {
 	// OnShutdown, when set, is what SHUTDOWN calls to stop the server (the
 	// process's serve loop); SHUTDOWN is refused without it.
 	OnShutdown func(context.Context)
-	Logger     *slog.Logger
-	Metrics    *metrics.Metrics
+	// FunctionsFile is where FUNCTION LOAD, DELETE, FLUSH and RESTORE
+	// persist the function libraries (replaced atomically), read back by
+	// NewServer; empty: functions live in memory only.
+	FunctionsFile string
+	Logger        *slog.Logger
+	Metrics       *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -211,6 +215,11 @@ func NewServer(store backend.Store, opts Options) *Server {
 	s := &Server{store: store, opts: opts, auth: newAuthGuard(), cmds: newCommandSet(), limits: store.Limits(),
 		started: time.Now(), clients: map[int64]*client{}}
 	s.scripts = newScriptEngine(s)
+	if err := s.scripts.restoreFile(); err != nil {
+		// Refuse to change the libraries rather than overwrite the file.
+		opts.Logger.Error("cannot load the persisted functions; FUNCTION LOAD/DELETE/FLUSH/RESTORE are refused until it is fixed", "err", err)
+		s.scripts.persistErr = err
+	}
 	s.conns = connserver.New(connserver.Options{
 		MaxConns:         opts.MaxConns,
 		MaxConnsPerIP:    opts.MaxConnsPerIP,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -204,6 +205,8 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	// engine's recovery.
 	cfg := serverConfig(opts, log)
 	cfg.RESP.OnShutdown = func(context.Context) { shutdown() }
+	// Redis 7 functions survive restarts: a file beside the engine's log.
+	cfg.RESP.FunctionsFile = filepath.Join(opts.DataDir, resp.FunctionsFileName)
 	if opts.TLSCert != "" {
 		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
 		if err != nil {
