@@ -27,13 +27,15 @@ help: ## list the targets
 build: ## build bin/devkit
 	$(GO) build -trimpath -ldflags "-X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN) ./cmd/devkit
 
-test: ## run every module's tests (what CI runs)
-	$(call EACH,$(GO) test -timeout $(TIMEOUT) ./...)
+# ratelimit's Redis store suite also runs against a real `devkit kv serve` of bin/devkit (modules do not import
+# each other, so the binary is passed by path).
+test: build ## run every module's tests (what CI runs)
+	$(call EACH,DEVKIT_BIN=$(CURDIR)/$(BIN) $(GO) test -timeout $(TIMEOUT) ./...)
 	@# The house, notices and benchdoc checks read files outside their module, which go test's cache does not watch.
 	cd tools && GOWORK=off $(GO) test -count=1 ./house/ ./notices/ ./benchdoc/
 
-test-race: ## run every module's tests with the race detector
-	$(call EACH,$(GO) test -race -timeout $(TIMEOUT) ./...)
+test-race: build ## run every module's tests with the race detector
+	$(call EACH,DEVKIT_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout $(TIMEOUT) ./...)
 
 test-crash: ## the long kill -9 loop of the KV engine (CRASH_ROUNDS, default 300)
 	cd kvstore && GOWORK=off CRASH_ROUNDS=$${CRASH_ROUNDS:-300} $(GO) test -count=1 -timeout 60m -run 'TestCrash' -v . | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|rounds'

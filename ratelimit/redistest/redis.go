@@ -79,11 +79,124 @@ func portFree(p int) bool {
 	return true
 }
 
-// StartRedis starts a single redis-server and returns it once it answers.
+// StartRedis starts a single redis-server and returns it once it answers;
+// when AsDevkitKV is set, a devkit kv serve instead (see StartDevkitKV).
 func StartRedis(t testing.TB) *Server {
 	t.Helper()
+	if AsDevkitKV() {
+		return StartDevkitKV(t)
+	}
 	RequireBinaries(t, "redis-server")
 	return startServer(t, FreePort, t.TempDir())
+}
+
+// DevkitBinEnv names the devkit binary StartDevkitKV runs (make test builds
+// bin/devkit and sets it: the ratelimit module cannot import kvstore).
+const DevkitBinEnv = "DEVKIT_BIN"
+
+// AsDevkitEnv, set to 1, makes StartRedis start devkit kv serve: a test
+// suite written for redis-server then runs against devkit kv unchanged.
+const AsDevkitEnv = "REDISTEST_DEVKIT_KV"
+
+// AsDevkitKV reports whether StartRedis starts devkit kv serve. Tests of
+// what one devkit kv node does not have (a cluster, Sentinel, DEBUG) skip
+// themselves then.
+func AsDevkitKV() bool { return os.Getenv(AsDevkitEnv) == "1" }
+
+// SkipOnDevkitKV skips t when StartRedis starts devkit kv, saying why.
+func SkipOnDevkitKV(t testing.TB, why string) {
+	t.Helper()
+	if AsDevkitKV() {
+		t.Skip("devkit kv: " + why)
+	}
+}
+
+// DevkitBin returns the devkit binary of $DEVKIT_BIN, skipping (or, under
+// CI=true, failing) t when it is unset or missing.
+func DevkitBin(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv(DevkitBinEnv)
+	if bin == "" {
+		msg := "$" + DevkitBinEnv + " is not set: build devkit (make build) and set it to bin/devkit's path, or run make test"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + " (CI=true: the devkit kv tests must run)")
+		}
+		t.Skip(msg)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("$%s=%s: %v", DevkitBinEnv, bin, err)
+	}
+	return bin
+}
+
+// DevkitKVLacks starts bin's `devkit kv serve` for a moment and returns
+// the commands of names it does not serve (COMMAND INFO answers nil).
+func DevkitKVLacks(bin string, names ...string) ([]string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir, err := os.MkdirTemp("", "devkit-kv-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command(bin, "kv", "serve", "--data", dir, "--http", "", "--tcp", "", "--resp", addr, "--log-level", "error")
+	s := &Server{Addr: addr, cmd: cmd, log: filepath.Join(dir, "none"), done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	defer s.Stop()
+	if err := s.waitReady(10 * time.Second); err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	var missing []string
+	for _, name := range names {
+		v, err := c.Do(context.Background(), "COMMAND", "INFO", name).Slice()
+		if err != nil {
+			return nil, err
+		}
+		if len(v) == 0 || v[0] == nil {
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
+}
+
+// StartDevkitKV starts `devkit kv serve` with only its RESP listener on a
+// free port and a data directory in t.TempDir(), and returns it once it
+// answers PING; it is stopped at cleanup.
+func StartDevkitKV(t testing.TB) *Server {
+	t.Helper()
+	bin := DevkitBin(t)
+	dir := t.TempDir()
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port := FreePort(t)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		logFile := filepath.Join(dir, fmt.Sprintf("devkit-kv-%d.log", port))
+		f, err := os.Create(logFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "kv", "serve", "--data", filepath.Join(dir, "data"), "--http", "", "--tcp", "",
+			"--resp", addr, "--log-level", "warn", "--allow-flush")
+		cmd.Stdout, cmd.Stderr = f, f
+		s := start(t, cmd, addr, logFile)
+		f.Close()
+		if lastErr = s.waitReady(10 * time.Second); lastErr == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		s.Stop()
+	}
+	t.Fatalf("devkit kv serve did not start: %v", lastErr)
+	return nil
 }
 
 // startServer starts a redis-server in dir on a port from pick, with the
@@ -120,7 +233,7 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	for {
 		select {
 		case <-s.done:
-			return fmt.Errorf("redis-server on %s exited: %s", s.Addr, logTail(s.log))
+			return fmt.Errorf("server on %s exited: %s", s.Addr, logTail(s.log))
 		default:
 		}
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
@@ -193,6 +306,7 @@ type Cluster struct {
 // redis-cli --cluster create, and returns once cluster_state is ok on all.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	SkipOnDevkitKV(t, "one node, no cluster mode")
 	RequireBinaries(t, "redis-server", "redis-cli")
 	dir := t.TempDir()
 	c := &Cluster{}
@@ -289,6 +403,7 @@ func HangingServer(t testing.TB) string {
 // under the name "mymaster", and returns its address once it answers.
 func StartSentinel(t testing.TB, master *Server) string {
 	t.Helper()
+	SkipOnDevkitKV(t, "no Sentinel")
 	RequireBinaries(t, "redis-server")
 	dir := t.TempDir()
 	port := FreePort(t)

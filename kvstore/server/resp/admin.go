@@ -60,32 +60,6 @@ func cmdSave(c *call) {
 	c.w.ok()
 }
 
-// cmdFunction answers the FUNCTION subcommands that hold with no functions
-// loaded: FLUSH deletes none (OK, as Redis answers with none loaded) and
-// LIST finds none. Redis's test suite flushes functions before each unit.
-func cmdFunction(c *call) {
-	w := c.w
-	sub := strings.ToUpper(string(c.args[1]))
-	switch sub {
-	case "FLUSH":
-		switch {
-		case len(c.args) > 3:
-			w.error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try FUNCTION HELP.", printable(c.args[1])))
-			return
-		case len(c.args) == 3 && !strings.EqualFold(string(c.args[2]), "ASYNC") && !strings.EqualFold(string(c.args[2]), "SYNC"):
-			w.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-			return
-		}
-		w.ok()
-	case "LIST":
-		w.bulkStrings()
-	case "LOAD", "DELETE", "DUMP", "RESTORE", "STATS", "KILL":
-		w.error(fmt.Sprintf("ERR FUNCTION %s is not supported: devkit kv has no functions", sub))
-	default:
-		unknownSubcommand(w, c.args[1], "FUNCTION")
-	}
-}
-
 func cmdConfig(c *call) {
 	w := c.w
 	switch strings.ToUpper(string(c.args[1])) {

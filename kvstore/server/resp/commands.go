@@ -43,6 +43,8 @@ const (
 	flagDefers
 	// flagNoMulti: refused between MULTI and EXEC (Redis's no-multi: SAVE).
 	flagNoMulti
+	// flagNoScript: refused inside a script (Redis's noscript: EVAL, SCRIPT).
+	flagNoScript
 )
 
 // flagNames are the Redis names COMMAND INFO reports.
@@ -51,7 +53,7 @@ var flagNames = []struct {
 	name string
 }{
 	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagFast, "fast"}, {flagAdmin, "admin"},
-	{flagNoAuth, "no_auth"}, {flagNoMulti, "no_multi"},
+	{flagNoAuth, "no_auth"}, {flagNoMulti, "no_multi"}, {flagNoScript, "noscript"},
 }
 
 // command is one row of the table.
@@ -98,7 +100,7 @@ func commandTable() []command {
 		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
 		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
 		{name: "select", arity: 2, flags: flagFast | flagTx, op: metrics.OpOther, group: "connection", summary: "Selects database 0 (the only one).", run: cmdSelect},
-		{name: "client", arity: -2, flags: flagTx, op: metrics.OpOther, group: "connection", summary: "CLIENT LIST, INFO, ID, SETNAME, GETNAME, SETINFO.", run: cmdClient},
+		{name: "client", arity: -2, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "connection", summary: "CLIENT LIST, INFO, ID, SETNAME, GETNAME, SETINFO.", run: cmdClient},
 
 		// strings
 		{name: "get", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the value of a key.", run: cmdGet},
@@ -169,7 +171,15 @@ func commandTable() []command {
 		{name: "flushdb", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "Deletes every key; refused unless serve runs with --allow-flush.", run: cmdFlush},
 		{name: "flushall", arity: -1, flags: flagWrite | flagDefers | flagAdmin, op: metrics.OpDelete, group: "server", summary: "As FLUSHDB (one database).", run: cmdFlush},
 		{name: "command", arity: -1, flags: flagTx, op: metrics.OpOther, group: "server", summary: "COMMAND [COUNT|LIST|INFO|DOCS] from this table.", run: cmdCommand},
-		{name: "function", arity: -2, flags: flagTx, op: metrics.OpOther, group: "scripting", summary: "FUNCTION FLUSH and LIST: there are no functions (no FUNCTION LOAD).", run: cmdFunction},
+		{name: "function", arity: -2, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "scripting", summary: "FUNCTION LOAD, LIST, DELETE, FLUSH, DUMP, RESTORE, KILL, STATS: Redis 7 functions, persisted.", run: cmdFunction},
+		{name: "fcall", arity: -3, flags: flagTx | flagNoScript | flagDefers, op: metrics.OpOther, group: "scripting", summary: "Calls a function as one atomic engine batch.", run: cmdFCall},
+		{name: "fcall_ro", arity: -3, flags: flagTx | flagNoScript | flagReadonly, op: metrics.OpOther, group: "scripting", summary: "Calls a no-writes function.", run: cmdFCall},
+		{name: "eval", arity: -3, flags: flagTx | flagNoScript | flagDefers, op: metrics.OpOther, group: "scripting", summary: "Runs a Lua script as one atomic engine batch.", run: cmdEval},
+		{name: "evalsha", arity: -3, flags: flagTx | flagNoScript | flagDefers, op: metrics.OpOther, group: "scripting", summary: "Runs a cached Lua script by its SHA1.", run: cmdEval},
+		{name: "eval_ro", arity: -3, flags: flagTx | flagNoScript | flagReadonly, op: metrics.OpOther, group: "scripting", summary: "Runs a read-only Lua script.", run: cmdEval},
+		{name: "evalsha_ro", arity: -3, flags: flagTx | flagNoScript | flagReadonly, op: metrics.OpOther, group: "scripting", summary: "Runs a cached read-only Lua script by its SHA1.", run: cmdEval},
+		{name: "script", arity: -2, flags: flagNoScript, op: metrics.OpOther, group: "scripting", summary: "SCRIPT LOAD, EXISTS, FLUSH, KILL.", run: cmdScript},
+		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagNoMulti, op: metrics.OpOther, group: "server", summary: "Stops the server; NOSAVE also stops a busy script, dropping its writes.", run: cmdShutdown},
 		{name: "object", arity: -2, flags: flagReadonly | flagTx, firstKey: 2, lastKey: 2, step: 1, op: metrics.OpGet, group: "generic", summary: "OBJECT ENCODING/REFCOUNT/FREQ/IDLETIME of a string, as far as meaningful.", run: cmdObject},
 		{name: "config", arity: -2, flags: flagAdmin, op: metrics.OpOther, group: "server", summary: "CONFIG GET (read-only view of the flags), CONFIG RESETSTAT.", run: cmdConfig},
 	}

@@ -92,7 +92,9 @@ type loop struct {
 	idlePoll time.Duration
 	served   bool
 	parking  []*elConn // parked in this round, not yet awaited
-	spare    []*elConn
+	// busyServing: serveWhileBusy runs; busyWoken: it took the wake-up.
+	busyServing, busyWoken bool
+	spare                  []*elConn
 
 	// Gathering a group (SyncAlways only, see shouldSettle).
 	gather      bool          // the engine syncs each group: gathering pays
@@ -208,6 +210,7 @@ func (ls *eventLoops) adopt(c *connserver.Conn) bool {
 	cl := ls.s.newClient(c)
 	c.Conn.Close()
 	ec := &elConn{l: l, fd: fd, cc: c, cl: cl, readable: true}
+	cl.serveBusy = func() { l.serveWhileBusy(ec) }
 	ec.p.cr = ls.s.newCommandReader(nil)
 	cl.resume = func() { l.post(func() { l.resumed = append(l.resumed, ec) }) } // a blocked command fired (cmd_block.go)
 	c.MarkIdle(time.Now())
@@ -707,6 +710,7 @@ func (l *loop) runCommands(c *elConn) bool {
 		ran = true
 		if len(args) > 0 {
 			l.s.execute(cl, args, l.now)
+			l.afterBusy()
 		}
 		if c.cc.Draining() {
 			break

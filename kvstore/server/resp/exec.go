@@ -243,6 +243,12 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 		cl.multiDirty = cl.multi
 		return
 	}
+	if busy := s.busyReply(cmd, args); busy != "" {
+		cmd.stats.rejected.Add(1)
+		cl.out.error(busy)
+		cl.multiDirty = cl.multi
+		return
+	}
 	if cl.multi && cmd.flags&flagNoQueue == 0 {
 		s.queue(cl, cmd, args)
 		return

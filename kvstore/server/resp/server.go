@@ -113,8 +113,23 @@ type Options struct {
 	// DefaultIdlePoll when zero; negative: sleep at once (laptops, and
 	// machines where every CPU is wanted elsewhere).
 	IdlePoll time.Duration
-	Logger   *slog.Logger
-	Metrics  *metrics.Metrics
+	// BusyScriptTime is Redis's busy-reply-threshold (lua-time-limit): a
+	// script running longer makes other clients get BUSY, and SCRIPT KILL
+	// may stop it. DefaultBusyScriptTime when zero; negative: never busy.
+	BusyScriptTime time.Duration
+	// ScriptMaxMemory bounds what one script may allocate (bytes); a script
+	// past it is stopped with an error. DefaultScriptMaxMemory when zero;
+	// negative: no bound.
+	ScriptMaxMemory int64
+	// OnShutdown, when set, is what SHUTDOWN calls to stop the server (the
+	// process's serve loop); SHUTDOWN is refused without it.
+	OnShutdown func(context.Context)
+	// FunctionsFile is where FUNCTION LOAD, DELETE, FLUSH and RESTORE
+	// persist the function libraries (replaced atomically), read back by
+	// NewServer; empty: functions live in memory only.
+	FunctionsFile string
+	Logger        *slog.Logger
+	Metrics       *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -153,6 +168,18 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	switch {
+	case o.BusyScriptTime == 0:
+		o.BusyScriptTime = DefaultBusyScriptTime
+	case o.BusyScriptTime < 0:
+		o.BusyScriptTime = 0
+	}
+	switch {
+	case o.ScriptMaxMemory == 0:
+		o.ScriptMaxMemory = DefaultScriptMaxMemory
+	case o.ScriptMaxMemory < 0:
+		o.ScriptMaxMemory = 0
+	}
 	return o
 }
 
@@ -163,6 +190,7 @@ type Server struct {
 	conns   *connserver.Server
 	auth    *authGuard
 	cmds    *commandSet
+	scripts *scriptEngine
 	limits  kvstore.Limits
 	started time.Time
 
@@ -189,6 +217,12 @@ func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, auth: newAuthGuard(), cmds: newCommandSet(), limits: store.Limits(),
 		started: time.Now(), clients: map[int64]*client{}}
+	s.scripts = newScriptEngine(s)
+	if err := s.scripts.restoreFile(); err != nil {
+		// Refuse to change the libraries rather than overwrite the file.
+		opts.Logger.Error("cannot load the persisted functions; FUNCTION LOAD/DELETE/FLUSH/RESTORE are refused until it is fixed", "err", err)
+		s.scripts.persistErr = err
+	}
 	s.conns = connserver.New(connserver.Options{
 		MaxConns:         opts.MaxConns,
 		MaxConnsPerIP:    opts.MaxConnsPerIP,
@@ -218,6 +252,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting, answers the commands being served, closes every
 // connection, and waits for that until ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownScript(true) // a running script would hold its connection
 	err := s.conns.Shutdown(ctx)
 	if s.loops != nil {
 		s.loops.stop()
@@ -270,6 +305,10 @@ type client struct {
 	batchBytes int
 	msetBatch  kvstore.Batch // reused for MSET
 	scratch    []byte        // reused for GET's value
+
+	// serveBusy, when set, serves the other connections of the event loop
+	// that runs this connection's script once the script is busy.
+	serveBusy func()
 }
 
 // keepScratchBytes is the largest GET buffer a connection keeps.

@@ -26,7 +26,7 @@ func TestArgv_Options(t *testing.T) {
 		CompactionThreshold: kvstore.DefaultCompactionThreshold, HandshakeTimeout: 10 * time.Second,
 		IdleTimeout: 5 * time.Minute, ShutdownTimeout: server.DefaultShutdownTimeout, IdlePoll: resp.DefaultIdlePoll,
 		LogFormat: "text", LogLevel: "info", MaxArgs: resp.DefaultMaxArgs, MaxQueuedCommands: resp.DefaultMaxQueuedCommands,
-		MaxWatchedKeys: resp.DefaultMaxWatchedKeys}
+		MaxWatchedKeys: resp.DefaultMaxWatchedKeys, BusyScriptTime: resp.DefaultBusyScriptTime, ScriptMaxMemory: resp.DefaultScriptMaxMemory}
 	serveNoPoll := serve
 	serveLimits := serve
 	serveLimits.MaxArgs, serveLimits.MaxQueuedCommands, serveLimits.MaxWatchedKeys = 10, 20, 30

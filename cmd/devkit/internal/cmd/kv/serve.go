@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +50,10 @@ type ServeOptions struct {
 	MaxArgs           int
 	MaxQueuedCommands int
 	MaxWatchedKeys    int
+	// BusyScriptTime is Redis's busy-reply-threshold; ScriptMaxMemory
+	// bounds what one Lua script allocates.
+	BusyScriptTime  time.Duration
+	ScriptMaxMemory int64
 
 	LogFormat string
 	LogLevel  string
@@ -120,6 +125,8 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 	fs.IntVar(&opts.MaxArgs, "max-args", resp.DefaultMaxArgs, "most arguments of one RESP command (more: Redis's protocol error, and the connection is closed)")
 	fs.IntVar(&opts.MaxQueuedCommands, "max-queued-commands", resp.DefaultMaxQueuedCommands, "most commands one RESP MULTI may queue (more: an error, and EXEC aborts)")
 	fs.IntVar(&opts.MaxWatchedKeys, "max-watched-keys", resp.DefaultMaxWatchedKeys, "most keys one RESP connection may WATCH")
+	cmdutil.DurationVar(fs, &opts.BusyScriptTime, "busy-reply-threshold", resp.DefaultBusyScriptTime, "Redis's busy-reply-threshold (lua-time-limit): a Lua script running longer makes other RESP clients get BUSY and may be stopped with SCRIPT KILL or FUNCTION KILL; 0: never busy")
+	fs.Int64Var(&opts.ScriptMaxMemory, "script-max-memory", resp.DefaultScriptMaxMemory, "bytes one Lua script may allocate before it is stopped with an error; 0: no bound")
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.RequirePass, "requirepass", "", "password every listener asks for (env "+PasswordEnv+"; the variable keeps it out of ps)")
@@ -190,10 +197,16 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	// After the first signal, a second one kills the process at once
 	// instead of waiting for the drain.
 	context.AfterFunc(ctx, stop)
+	// SHUTDOWN over RESP stops the server as a signal does.
+	ctx, shutdown := context.WithCancel(ctx)
+	defer shutdown()
 
 	// Bind first: a port conflict is reported at once, not after the
 	// engine's recovery.
 	cfg := serverConfig(opts, log)
+	cfg.RESP.OnShutdown = func(context.Context) { shutdown() }
+	// Redis 7 functions survive restarts: a file beside the engine's log.
+	cfg.RESP.FunctionsFile = filepath.Join(opts.DataDir, resp.FunctionsFileName)
 	if opts.TLSCert != "" {
 		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
 		if err != nil {
@@ -278,6 +291,14 @@ func serverConfig(opts *ServeOptions, log *slog.Logger) server.Config {
 	cfg.RESP.MaxArgs = opts.MaxArgs
 	cfg.RESP.MaxQueuedCommands = opts.MaxQueuedCommands
 	cfg.RESP.MaxWatchedKeys = opts.MaxWatchedKeys
+	cfg.RESP.BusyScriptTime = opts.BusyScriptTime
+	if opts.BusyScriptTime == 0 {
+		cfg.RESP.BusyScriptTime = -1 // never: the option's zero is its default
+	}
+	cfg.RESP.ScriptMaxMemory = opts.ScriptMaxMemory
+	if opts.ScriptMaxMemory == 0 {
+		cfg.RESP.ScriptMaxMemory = -1
+	}
 	if opts.IdlePoll == 0 {
 		cfg.RESP.IdlePoll = -1 // never: the option's zero is its default
 	}

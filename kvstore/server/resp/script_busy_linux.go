@@ -1,0 +1,52 @@
+package resp
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/devkit-go/devkit/kvstore/internal/epollwait"
+)
+
+// serveWhileBusy serves the loop's other connections while self's script
+// runs past the busy time (called on the loop's goroutine, from the wait
+// for the script): their commands are answered BUSY, or run when Redis
+// lets them (SCRIPT KILL, SHUTDOWN NOSAVE), and none of them reaches the
+// engine, so no connection is parked. Readiness seen here is kept: self's
+// for after its script, the loop's wake-up posted again.
+func (l *loop) serveWhileBusy(self *elConn) {
+	if l.busyServing {
+		return
+	}
+	l.busyServing = true
+	defer func() { l.busyServing = false }()
+	var events [64]unix.EpollEvent
+	n, err := unix.EpollWait(l.epfd, events[:], 0)
+	if err != nil || n <= 0 {
+		return
+	}
+	for _, ev := range events[:n] {
+		fd := int(ev.Fd)
+		if fd == l.wakefd {
+			l.busyWoken = true
+			continue
+		}
+		c := l.conns[fd]
+		if c == nil {
+			continue
+		}
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.readable = true
+		}
+		if c == self {
+			continue
+		}
+		l.service(c)
+	}
+}
+
+// afterBusy posts the loop's wake-up again if serveWhileBusy took it.
+func (l *loop) afterBusy() {
+	if l.busyWoken {
+		l.busyWoken = false
+		epollwait.Wake(l.wakefd)
+	}
+}

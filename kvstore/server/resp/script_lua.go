@@ -1,0 +1,460 @@
+package resp
+
+// The Lua runtime of EVAL and FCALL: gopher-lua (Lua 5.1, the dialect Redis
+// embeds) set up as Redis sets up its interpreter.
+//
+// Invariants: a script sees only the sandbox — no os/io/loadfile/dofile/
+// require/print, globals it can read but never create (Redis 7's "Attempt
+// to modify a readonly table"), library tables it cannot change — and a VM
+// that a script managed to change anyway (rawset on a proxy) is closed, not
+// reused. A script reaches the keyspace only through redis.call/pcall,
+// which run the command table's handlers inside the script's transaction.
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// Bounds of one VM (a script that passes them gets an error, never a crash).
+const (
+	luaCallStackSize   = 200     // Lua call frames: deep recursion is "stack overflow"
+	luaRegistrySize    = 1 << 10 // the value stack's first size
+	luaRegistryMaxSize = 1 << 20 // the value stack's bound (a deep C-side recursion, huge unpack)
+	// luaMaxString bounds one string a library function builds (string.rep).
+	luaMaxString = 512 << 20
+)
+
+// luaVM is one prepared interpreter; a VM runs one script at a time.
+type luaVM struct {
+	L       *lua.LState
+	proxies []*lua.LTable // must stay empty: a write to one taints the VM
+	strMeta *lua.LTable   // the string metatable, whose __index must stay
+	strIdx  lua.LValue
+	globals *lua.LTable // the real globals behind the proxy
+	fns     map[string]*lua.LFunction
+	cur     *scriptCtx // the call being run; nil between calls
+
+	globalsProxy *lua.LTable // what scripts see as _G
+	// onRegister is redis.register_function (the functions' VM only).
+	onRegister lua.LGFunction
+	redisTable *lua.LTable // the redis library behind its proxy
+}
+
+// readonlyErr is Redis 7's error for a write to a protected table.
+const readonlyErr = "Attempt to modify a readonly table"
+
+// newLuaVM builds a VM with Redis's libraries and sandbox.
+func newLuaVM(eng *scriptEngine) *luaVM {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:        true,
+		CallStackSize:       luaCallStackSize,
+		RegistrySize:        luaRegistrySize,
+		RegistryMaxSize:     luaRegistryMaxSize,
+		RegistryGrowStep:    1 << 10,
+		MinimizeStackMemory: true,
+	})
+	vm := &luaVM{L: L, fns: map[string]*lua.LFunction{}}
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath}, {lua.CoroutineLibName, lua.OpenCoroutine}} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	g := L.G.Global
+	vm.globals = g
+	// Not in Redis's sandbox (Redis 7's deny list, and what gopher-lua adds).
+	for _, name := range []string{"dofile", "loadfile", "print", "require", "module", "_printregs", "channel", "package", "os", "io"} {
+		g.RawSetString(name, lua.LNil)
+	}
+	g.RawSetString("collectgarbage", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
+	// Lua 5.1 prints numbers with %.14g (gopher-lua with Go's shortest form).
+	base := g.RawGetString("tostring")
+	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
+		if n, ok := L.Get(1).(lua.LNumber); ok {
+			L.Push(lua.LString(formatLuaNumber(float64(n))))
+			return 1
+		}
+		L.Push(base)
+		L.Push(L.Get(1))
+		L.Call(1, 1)
+		return 1
+	}))
+	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
+	// Lua 5.1 bounds what one call may return (LUAI_MAXCSTACK); gopher-lua
+	// would grow its stack step by step (quadratic) up to the registry bound.
+	g.RawSetString("unpack", L.NewFunction(luaUnpack))
+	str := g.RawGetString("string").(*lua.LTable)
+	strByte := str.RawGetString("byte")
+	str.RawSetString("byte", L.NewFunction(func(L *lua.LState) int {
+		s := L.CheckString(1)
+		i, j := L.OptInt(2, 1), L.OptInt(3, L.OptInt(2, 1))
+		if i < 0 {
+			i += len(s) + 1
+		}
+		if j < 0 {
+			j += len(s) + 1
+		}
+		if j-i >= luaMaxResults {
+			L.RaiseError("string slice too long")
+		}
+		top := L.GetTop()
+		L.Push(strByte)
+		for k := 1; k <= top; k++ {
+			L.Push(L.Get(k))
+		}
+		L.Call(top, lua.MultRet)
+		return L.GetTop() - top
+	}))
+	str.RawSetString("rep", L.NewFunction(luaStringRep))
+	str.RawSetString("dump", lua.LNil)
+	math := g.RawGetString("math").(*lua.LTable)
+	math.RawSetString("random", L.NewFunction(luaMathRandom))
+	math.RawSetString("randomseed", L.NewFunction(luaMathRandomSeed))
+	g.RawSetString("redis", vm.redisLib(eng))
+	g.RawSetString("cjson", openCJSON(L))
+	g.RawSetString("bit", openBit(L))
+	g.RawSetString("struct", openStruct(L))
+
+	vm.redisTable = g.RawGetString("redis").(*lua.LTable)
+	// Every library table becomes an empty proxy over a hidden table.
+	for _, name := range []string{"string", "table", "math", "coroutine", "redis", "cjson", "bit", "struct"} {
+		g.RawSetString(name, vm.protect(g.RawGetString(name).(*lua.LTable)))
+	}
+	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		mt.RawSetString("__index", g.RawGetString("string"))
+		mt.RawSetString("__metatable", lua.LFalse)
+		vm.strMeta, vm.strIdx = mt, mt.RawGetString("__index")
+	}
+	// The globals: reading an undefined one is an error, creating one too.
+	proxy := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		v := g.RawGet(L.Get(2))
+		if v == lua.LNil {
+			L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.Get(2).String())
+		}
+		L.Push(v)
+		return 1
+	}))
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(readonlyErr)
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(proxy, mt)
+	g.RawSetString("_G", proxy)
+	vm.proxies = append(vm.proxies, proxy)
+	vm.globalsProxy = proxy
+	return vm
+}
+
+// protect returns an empty table that reads t and refuses writes.
+func (vm *luaVM) protect(t *lua.LTable) *lua.LTable {
+	L := vm.L
+	proxy := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", t)
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(readonlyErr)
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(proxy, mt)
+	vm.proxies = append(vm.proxies, proxy)
+	return proxy
+}
+
+// intact reports whether the sandbox is as built (then the VM is reused).
+func (vm *luaVM) intact() bool {
+	for _, p := range vm.proxies {
+		if k, _ := p.Next(lua.LNil); k != lua.LNil {
+			return false
+		}
+	}
+	return vm.strMeta == nil || vm.strMeta.RawGetString("__index") == vm.strIdx
+}
+
+// compile turns a script body into its function in this VM.
+func compileLua(body, chunk string) (*lua.FunctionProto, error) {
+	stmts, err := parse.Parse(strings.NewReader(body), chunk)
+	if err != nil {
+		return nil, err
+	}
+	return lua.Compile(stmts, chunk)
+}
+
+// sha1hex is Redis's script id: the SHA1 of the body in lower-case hex.
+func sha1hex(b []byte) string {
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// luaMaxResults is Lua 5.1's LUAI_MAXCSTACK: the most values one call returns.
+const luaMaxResults = 8000
+
+func luaUnpack(L *lua.LState) int {
+	tb := L.CheckTable(1)
+	i := L.OptInt(2, 1)
+	j := L.OptInt(3, tb.Len())
+	if i > j {
+		return 0
+	}
+	if j-i >= luaMaxResults {
+		L.RaiseError("too many results to unpack")
+	}
+	for k := i; k <= j; k++ {
+		L.Push(tb.RawGetInt(k))
+	}
+	return j - i + 1
+}
+
+// luaStringRep is string.rep with a size bound: a script asking for
+// gigabytes gets an error instead of taking the process's memory.
+func luaStringRep(L *lua.LState) int {
+	s := L.CheckString(1)
+	n := L.CheckInt(2)
+	if n <= 0 || len(s) == 0 {
+		L.Push(lua.LString(""))
+		return 1
+	}
+	if int64(len(s))*int64(n) > luaMaxString {
+		L.RaiseError("resulting string too large")
+	}
+	if sc := scriptOf(L); sc != nil && !sc.charge(int64(len(s))*int64(n)) {
+		L.RaiseError("resulting string too large")
+	}
+	L.Push(lua.LString(strings.Repeat(s, n)))
+	return 1
+}
+
+// scriptOf finds the run of the script on L (nil outside one).
+func scriptOf(L *lua.LState) *scriptCtx {
+	if ud, ok := L.G.Registry.RawGetString("__devkit_run").(*lua.LUserData); ok {
+		if sc, ok := ud.Value.(*scriptCtx); ok {
+			return sc
+		}
+	}
+	return nil
+}
+
+// Redis's math.random is its own rand48 (redisLrand48), one sequence for
+// the server's life from a fixed start; this is the same generator.
+func luaMathRandom(L *lua.LState) int {
+	sc := scriptOf(L)
+	var r float64
+	if sc != nil {
+		r = float64(sc.e.rand.next()%0x7fffffff) / 2147483647.0
+	}
+	switch L.GetTop() {
+	case 0:
+		L.Push(lua.LNumber(r))
+	case 1:
+		u := L.CheckInt(1)
+		if u < 1 {
+			L.ArgError(1, "interval is empty")
+		}
+		L.Push(lua.LNumber(math.Floor(r*float64(u)) + 1))
+	case 2:
+		lo, up := L.CheckInt(1), L.CheckInt(2)
+		if lo > up {
+			L.ArgError(2, "interval is empty")
+		}
+		L.Push(lua.LNumber(math.Floor(r*float64(up-lo+1)) + float64(lo)))
+	default:
+		L.RaiseError("wrong number of arguments")
+	}
+	return 1
+}
+
+func luaMathRandomSeed(L *lua.LState) int {
+	if sc := scriptOf(L); sc != nil {
+		sc.e.rand.seed(int32(L.CheckInt(1)))
+	}
+	return 0
+}
+
+// rand48 is Redis's redisLrand48 (rand.c); newRand48 is its start.
+type rand48 struct{ x [3]uint16 }
+
+func newRand48() rand48 { return rand48{x: [3]uint16{0x330E, 0xABCD, 0x1234}} }
+
+func (r *rand48) seed(s int32) {
+	r.x = [3]uint16{0x330E, uint16(s), uint16(uint32(s) >> 16)}
+}
+
+func (r *rand48) next() int32 {
+	const a, c = 0x5DEECE66D, 0xB
+	x := uint64(r.x[2])<<32 | uint64(r.x[1])<<16 | uint64(r.x[0])
+	x = (a*x + c) & (1<<48 - 1)
+	r.x = [3]uint16{uint16(x), uint16(x >> 16), uint16(x >> 32)}
+	return int32(x >> 17)
+}
+
+// luaError is an error reply as a script sees it: {err="CODE message"}.
+func luaErrorTable(L *lua.LState, msg string) *lua.LTable {
+	t := L.NewTable()
+	t.RawSetString("err", lua.LString(msg))
+	return t
+}
+
+// errorReplyText is Redis's luaPushErrorBuff: "-CODE msg" keeps its code,
+// a message without one gets ERR, and a trailing CRLF goes.
+func errorReplyText(s string) string {
+	if strings.HasPrefix(s, "-") {
+		s = s[1:]
+		if i := strings.IndexByte(s, ' '); i < 0 {
+			s = "ERR " + s
+		}
+	} else {
+		s = "ERR " + s
+	}
+	return strings.TrimRight(s, "\r\n")
+}
+
+// respToLua converts one RESP2 reply (as the command table's handlers write
+// it) into Redis's Lua value; it returns the value, the bytes read, and
+// whether the reply was an error.
+func respToLua(L *lua.LState, b []byte, resp3 bool) (v lua.LValue, n int, isErr bool) {
+	end := bytes.Index(b, []byte("\r\n"))
+	if end < 0 || len(b) == 0 {
+		return lua.LFalse, len(b), false
+	}
+	line := string(b[1:end])
+	n = end + 2
+	nullValue := lua.LValue(lua.LFalse)
+	if resp3 {
+		nullValue = lua.LNil
+	}
+	switch b[0] {
+	case '+':
+		t := L.NewTable()
+		t.RawSetString("ok", lua.LString(line))
+		return t, n, false
+	case '-':
+		return luaErrorTable(L, line), n, true
+	case ':':
+		i, _ := strconv.ParseInt(line, 10, 64)
+		return lua.LNumber(i), n, false
+	case '$':
+		size, _ := strconv.Atoi(line)
+		if size < 0 {
+			return nullValue, n, false
+		}
+		s := string(b[n : n+size])
+		return lua.LString(s), n + size + 2, false
+	case '*':
+		count, _ := strconv.Atoi(line)
+		if count < 0 {
+			return nullValue, n, false
+		}
+		t := L.CreateTable(count, 0)
+		for i := 1; i <= count; i++ {
+			v, m, _ := respToLua(L, b[n:], resp3)
+			n += m
+			t.RawSetInt(i, v)
+		}
+		return t, n, false
+	}
+	return lua.LFalse, len(b), false
+}
+
+// luaToReply writes a script's Lua value as Redis converts it.
+func luaToReply(w *replyWriter, v lua.LValue, depth int) {
+	switch v := v.(type) {
+	case lua.LString:
+		w.bulkString(string(v))
+	case lua.LBool:
+		if v {
+			w.integer(1)
+		} else {
+			w.null()
+		}
+	case lua.LNumber:
+		w.integer(luaNumberToInt(float64(v)))
+	case *lua.LTable:
+		if e, ok := v.RawGetString("err").(lua.LString); ok {
+			w.error(string(e))
+			return
+		}
+		if s, ok := v.RawGetString("ok").(lua.LString); ok {
+			w.simple(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s)))
+			return
+		}
+		if d, ok := v.RawGetString("double").(lua.LNumber); ok {
+			w.bulkString(strconv.FormatFloat(float64(d), 'g', 17, 64))
+			return
+		}
+		if depth > luaMaxReplyDepth {
+			w.error("ERR reached lua stack limit")
+			return
+		}
+		var items []lua.LValue
+		for i := 1; ; i++ {
+			e := v.RawGetInt(i)
+			if e == lua.LNil {
+				break
+			}
+			items = append(items, e)
+		}
+		w.array(len(items))
+		for _, e := range items {
+			luaToReply(w, e, depth+1)
+		}
+	default:
+		w.null()
+	}
+}
+
+// luaMaxReplyDepth bounds the nesting of a returned table (a table that
+// holds itself).
+const luaMaxReplyDepth = 1000
+
+// luaNumberToInt truncates a Lua number as C's (long long) cast does.
+func luaNumberToInt(f float64) int64 {
+	switch {
+	case math.IsNaN(f):
+		return math.MinInt64
+	case f >= math.MaxInt64:
+		return math.MinInt64 // what x86's conversion gives for out of range
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+// luaArgs turns redis.call's arguments into a command line: strings and
+// numbers (numbers as Lua prints them, integers without a point).
+func luaArgs(L *lua.LState) ([][]byte, bool) {
+	n := L.GetTop()
+	args := make([][]byte, 0, n)
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			args = append(args, []byte(string(v)))
+		case lua.LNumber:
+			args = append(args, []byte(formatLuaNumber(float64(v))))
+		default:
+			return nil, false
+		}
+	}
+	return args, true
+}
+
+// formatLuaNumber is Lua 5.1's %.14g, as Redis converts a number argument.
+func formatLuaNumber(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return fmt.Sprintf("%.14g", f)
+}

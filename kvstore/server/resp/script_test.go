@@ -1,0 +1,232 @@
+package resp_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
+	"github.com/devkit-go/devkit/kvstore/server/resp"
+)
+
+// go-redis's Script runs EVALSHA first and, on NOSCRIPT, EVAL: both paths.
+func TestScript_GoRedisScriptFallsBackToEvalThenHitsTheCache(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	incrBy := redis.NewScript(`
+local v = redis.call('incrby', KEYS[1], ARGV[1])
+redis.call('expire', KEYS[1], 60)
+return {v, redis.call('ttl', KEYS[1])}`)
+	if ok, _ := incrBy.Exists(ctx, c).Result(); ok[0] {
+		t.Fatal("the script is cached before its first run")
+	}
+	for i, want := range []int64{5, 10} {
+		got, err := incrBy.Run(ctx, c, []string{"counter"}, 5).Int64Slice()
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if got[0] != want || got[1] != 60 {
+			t.Fatalf("run %d = %v, want [%d 60]", i, got, want)
+		}
+	}
+	if ok, _ := incrBy.Exists(ctx, c).Result(); !ok[0] {
+		t.Fatal("EVAL did not cache the script")
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EvalSha(ctx, incrBy.Hash(), []string{"counter"}, 1).Err(); err == nil || err.Error() != "NOSCRIPT No matching script. Please use EVAL." {
+		t.Fatalf("EVALSHA after SCRIPT FLUSH: %v", err)
+	}
+	if v, err := incrBy.Run(ctx, c, []string{"counter"}, 1).Int64Slice(); err != nil || v[0] != 11 {
+		t.Fatalf("run after flush = %v, %v", v, err)
+	}
+}
+
+// A script's writes are one engine batch: one record, one fsync, and no
+// other client's write between them.
+func TestScript_WritesAreOneBatchWithOneFsync(t *testing.T) {
+	db := servertest.OpenDBWith(t, kvstore.Options{Sync: kvstore.SyncAlways})
+	c := goRedis(t, start(t, db, resp.Options{}))
+	ctx := context.Background()
+	seq, fsyncs := db.Stats().Seq, db.Stats().Fsyncs
+	err := c.Eval(ctx, `for i = 1, 100 do redis.call('set', 'k' .. i, i) end return 'done'`, nil).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	if st.Seq-seq != 1 || st.Fsyncs-fsyncs != 1 {
+		t.Fatalf("a script of 100 SETs took %d records and %d fsyncs, want 1 and 1", st.Seq-seq, st.Fsyncs-fsyncs)
+	}
+	if v, _ := db.Get([]byte("k100")); string(v) != "100" {
+		t.Fatalf("k100 = %q", v)
+	}
+	// Concurrent read-modify-write scripts lose no update.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if err := c.Eval(ctx, `local v = tonumber(redis.call('get', KEYS[1]) or '0'); redis.call('set', KEYS[1], v + 1)`, []string{"rmw"}).Err(); err != nil && !errors.Is(err, redis.Nil) {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if v, _ := db.Get([]byte("rmw")); string(v) != "400" {
+		t.Fatalf("rmw = %q after 400 increments by script", v)
+	}
+}
+
+// A script that fails after a write keeps the write (Redis has no
+// rollback), and EVAL inside MULTI runs in EXEC's batch.
+func TestScript_ErrorAfterAWriteKeepsItAndEvalRunsInsideExec(t *testing.T) {
+	db := servertest.OpenDB(t)
+	c := goRedis(t, start(t, db, resp.Options{}))
+	ctx := context.Background()
+	err := c.Eval(ctx, `redis.call('set', 'kept', '1'); return redis.call('incr', 'kept', 'x')`, nil).Err()
+	if err == nil || !strings.Contains(err.Error(), "Wrong number of args calling Redis command from script") {
+		t.Fatalf("error = %v", err)
+	}
+	if v, _ := db.Get([]byte("kept")); string(v) != "1" {
+		t.Fatalf("kept = %q: the write before the error was dropped", v)
+	}
+	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "tx", "a", 0)
+		p.Eval(ctx, `return redis.call('append', 'tx', 'b')`, nil)
+		p.Get(ctx, "tx")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cmds[2].(*redis.StringCmd).Val(); got != "ab" {
+		t.Fatalf("GET after EVAL in EXEC = %q", got)
+	}
+}
+
+// slowScript is a loop that never calls redis.
+const slowScript = `local i = 0 while true do i = i + 1 end`
+
+// After the busy time other clients get BUSY; SCRIPT KILL stops a script
+// that did not write, even one whose pcall swallows errors; the killed
+// script's client gets the kill's error; the server answers again.
+func TestScript_BusyScriptIsKilledAndTheServerAnswersAgain(t *testing.T) {
+	for _, body := range []string{slowScript, `while true do pcall(function() while true do end end) end`} {
+		addr := start(t, servertest.OpenDB(t), resp.Options{BusyScriptTime: 100 * time.Millisecond})
+		runner, other := goRedis(t, addr), goRedis(t, addr)
+		ctx := context.Background()
+		other.Ping(ctx) // connected before the script runs
+		done := make(chan error, 1)
+		go func() { done <- runner.Eval(ctx, body, nil).Err() }()
+		waitBusy(t, other)
+		if err := other.Get(ctx, "x").Err(); err == nil || err.Error() != "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE." {
+			t.Fatalf("GET while busy: %v", err)
+		}
+		if err := other.FunctionKill(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY") {
+			t.Fatalf("FUNCTION KILL of an EVAL: %v", err)
+		}
+		if err := other.ScriptKill(ctx).Err(); err != nil {
+			t.Fatalf("SCRIPT KILL: %v", err)
+		}
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "Script killed by user with SCRIPT KILL") {
+				t.Fatalf("the killed script's reply: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("SCRIPT KILL did not stop the script")
+		}
+		if err := other.Set(ctx, "x", "1", 0).Err(); err != nil {
+			t.Fatalf("SET after the kill: %v", err)
+		}
+		if err := other.ScriptKill(ctx).Err(); err == nil || err.Error() != "NOTBUSY No scripts in execution right now." {
+			t.Fatalf("SCRIPT KILL with none running: %v", err)
+		}
+	}
+}
+
+// waitBusy waits until the server answers BUSY.
+func waitBusy(t *testing.T, c *redis.Client) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := c.Ping(context.Background()).Err(); err == nil {
+			continue
+		} else if strings.HasPrefix(err.Error(), "BUSY") {
+			return
+		}
+	}
+	t.Fatal("the server never answered BUSY")
+}
+
+// A script that wrote cannot be killed; SHUTDOWN NOSAVE stops it, drops
+// its writes, and stops the server.
+func TestScript_WritingScriptIsUnkillableUntilShutdownNosave(t *testing.T) {
+	db := servertest.OpenDB(t)
+	stopped := make(chan struct{})
+	var once sync.Once
+	addr := start(t, db, resp.Options{BusyScriptTime: 100 * time.Millisecond,
+		OnShutdown: func(context.Context) { once.Do(func() { close(stopped) }) }})
+	runner, other := goRedis(t, addr), goRedis(t, addr)
+	ctx := context.Background()
+	other.Ping(ctx)
+	done := make(chan error, 1)
+	go func() { done <- runner.Eval(ctx, `redis.call('set', 'half', '1') `+slowScript, nil).Err() }()
+	waitBusy(t, other)
+	if err := other.ScriptKill(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "UNKILLABLE Sorry the script already executed write commands against the dataset.") {
+		t.Fatalf("SCRIPT KILL of a script that wrote: %v", err)
+	}
+	if err := other.Do(ctx, "shutdown", "nosave").Err(); err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
+		t.Logf("SHUTDOWN NOSAVE: %v", err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("SHUTDOWN NOSAVE did not stop the server")
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the script did not end")
+	}
+	if _, err := db.Get([]byte("half")); !errors.Is(err, kvstore.ErrNotFound) {
+		t.Fatalf("the stopped script's write was kept: %v", err)
+	}
+}
+
+// The attacks: each ends in an error reply, and the server answers others.
+func TestScript_AttacksEndInAnErrorAndTheServerLivesOn(t *testing.T) {
+	addr := start(t, servertest.OpenDB(t), resp.Options{BusyScriptTime: 10 * time.Second, ScriptMaxMemory: 16 << 20})
+	c := goRedis(t, addr)
+	ctx := context.Background()
+	for _, a := range []struct{ name, body, want string }{
+		{"string.rep of gigabytes", `return string.rep('x', 4*1024*1024*1024)`, "resulting string too large"},
+		{"string.rep past the memory limit", `return string.rep('x', 100*1024*1024)`, "resulting string too large"},
+		{"a table grown without bound", `local t = {} local i = 1 while true do t[i] = 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' .. i i = i + 1 end`, "memory limit"},
+		{"strings doubled without bound", `local s = 'x' while true do s = s .. s end`, "memory limit"},
+		{"recursion 1e6 deep", `local function f(n) if n == 0 then return 0 end return 1 + f(n - 1) end return f(1000000)`, "stack overflow"},
+		{"unpack of a huge range", `return unpack({}, 1, 1e8)`, "too many results to unpack"},
+		{"string.byte of a huge range", `return string.byte(string.rep('x', 1e6), 1, -1)`, "string slice too long"},
+		{"a table that holds itself", `local t = {} t[1] = t return t`, ""},
+		{"cjson of deep nesting", `local t = {} local c = t for i = 1, 10000 do c[1] = {} c = c[1] end return cjson.encode(t)`, "excessive nesting"},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			err := c.Eval(ctx, a.body, nil).Err()
+			if a.want == "" {
+				// Any reply will do; the server must answer the next command.
+			} else if err == nil || !strings.Contains(err.Error(), a.want) {
+				t.Fatalf("error = %v, want one containing %q", err, a.want)
+			}
+			if err := c.Set(ctx, "alive", a.name, 0).Err(); err != nil {
+				t.Fatalf("SET after the attack: %v", err)
+			}
+		})
+	}
+}
