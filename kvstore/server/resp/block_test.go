@@ -254,3 +254,26 @@ func TestBlockingPops_AWokenMoveToAKeyOfAnotherKindIsWrongType(t *testing.T) {
 		}
 	})
 }
+
+// The first woken client fails (its destination holds another kind): the
+// element goes to the next one (Redis's "BRPOPLPUSH with multiple blocked
+// clients").
+func TestBlockingPops_AWokenClientThatFailsPassesTheElementOn(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin, c1, c2 := goRedis(t, addr), goRedis(t, addr), goRedis(t, addr)
+		admin.Set(ctx, "target1", "nolist", 0)
+		got1, got2 := make(chan error, 1), make(chan string, 1)
+		go func() { got1 <- c1.BRPopLPush(ctx, "blist", "target1", 5*time.Second).Err() }()
+		waitBlocked(t, admin, 1, "brpoplpush")
+		go func() { v, err := c2.BRPopLPush(ctx, "blist", "target2", 5*time.Second).Result(); got2 <- fmt.Sprint(v, err) }()
+		waitBlocked(t, admin, 2, "brpoplpush")
+		admin.LPush(ctx, "blist", "foo")
+		if err := <-got1; err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			t.Fatalf("first client: %v, want WRONGTYPE", err)
+		}
+		if v := <-got2; v != "foo<nil>" {
+			t.Fatalf("second client: %s", v)
+		}
+	})
+}

@@ -129,6 +129,19 @@ func (s *Server) unblock(cl *client) {
 	s.blocks.remove(bc.w)
 }
 
+// unblockPassingOn ends a woken command that answered (an element, or an
+// error such as a destination of another kind) and wakes the next client
+// on its keys: what it did not take may be theirs.
+func (s *Server) unblockPassingOn(cl *client) {
+	bc := cl.blocked
+	s.unblock(cl)
+	if bc != nil {
+		for _, k := range bc.w.keys {
+			s.blocks.wakeKey([]byte(k))
+		}
+	}
+}
+
 // parseTimeout parses a blocking command's timeout in seconds (0: none).
 func (c *call) parseTimeout(b []byte) (time.Duration, bool) {
 	f, err := strconv.ParseFloat(string(b), 64)
@@ -158,7 +171,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool
 		bc.fired.Store(false)
 		s.blocks.rearm(bc.w)
 		if try(true) {
-			s.unblock(cl)
+			s.unblockPassingOn(cl)
 			return
 		}
 		if !bc.deadline.IsZero() && !time.Now().Before(bc.deadline) {
@@ -243,7 +256,7 @@ func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(b
 			}
 			c.s.blocks.rearm(bc.w)
 			if try(true) {
-				c.s.unblock(c.cl)
+				c.s.unblockPassingOn(c.cl)
 				return
 			}
 		case <-expire:
