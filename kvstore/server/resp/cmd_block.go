@@ -82,7 +82,10 @@ func (r *blockRegistry) rearm(w *waiter) {
 	r.mu.Unlock()
 }
 
-// wakeKey wakes the first client blocked on key that has no wake pending.
+// wakeKey wakes the first client blocked on key, unless it has a wake
+// pending already: clients are woken one at a time, each passing the turn
+// on when it answers or leaves, so they are served in the order they
+// blocked.
 func (r *blockRegistry) wakeKey(key []byte) {
 	if r.count.Load() == 0 {
 		return
@@ -93,12 +96,9 @@ func (r *blockRegistry) wakeKey(key []byte) {
 }
 
 func (r *blockRegistry) wakeLocked(key string) {
-	for _, w := range r.byKey[key] {
-		if !w.woken {
-			w.woken = true
-			w.wake()
-			return
-		}
+	if q := r.byKey[key]; len(q) > 0 && !q[0].woken {
+		q[0].woken = true
+		q[0].wake()
 	}
 }
 
