@@ -243,7 +243,7 @@ func TestBlockingPops_AWokenMoveToAKeyOfAnotherKindIsWrongType(t *testing.T) {
 		admin, c := goRedis(t, addr), goRedis(t, addr)
 		admin.Set(ctx, "target", "nolist", 0)
 		got := make(chan error, 1)
-		go func() { got <- c.BRPopLPush(ctx, "blist", "target", 5*time.Second).Err() }()
+		go func() { got <- c.Do(ctx, "brpoplpush", "blist", "target", 5).Err() }()
 		waitBlocked(t, admin, 1, "brpoplpush")
 		admin.RPush(ctx, "blist", "foo")
 		if err := <-got; err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
@@ -264,9 +264,9 @@ func TestBlockingPops_AWokenClientThatFailsPassesTheElementOn(t *testing.T) {
 		admin, c1, c2 := goRedis(t, addr), goRedis(t, addr), goRedis(t, addr)
 		admin.Set(ctx, "target1", "nolist", 0)
 		got1, got2 := make(chan error, 1), make(chan string, 1)
-		go func() { got1 <- c1.BRPopLPush(ctx, "blist", "target1", 5*time.Second).Err() }()
+		go func() { got1 <- c1.Do(ctx, "brpoplpush", "blist", "target1", 5).Err() }()
 		waitBlocked(t, admin, 1, "brpoplpush")
-		go func() { v, err := c2.BRPopLPush(ctx, "blist", "target2", 5*time.Second).Result(); got2 <- fmt.Sprint(v, err) }()
+		go func() { v, err := c2.Do(ctx, "brpoplpush", "blist", "target2", 5).Result(); got2 <- fmt.Sprint(v, err) }()
 		waitBlocked(t, admin, 2, "brpoplpush")
 		admin.LPush(ctx, "blist", "foo")
 		if err := <-got1; err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
