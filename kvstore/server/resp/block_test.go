@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,9 @@ func TestBlockingPops_TimeOutAndNeverBlockInsideMulti(t *testing.T) {
 // A client that disconnects while blocked takes nothing: the element
 // pushed next goes to the client still waiting.
 func TestBlockingPops_AClientThatLeftTakesNothing(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a blocked goroutine connection sees its client leave by peeking at the socket, which is Unix only (peerclosed_other.go)")
+	}
 	bothPaths(t, func(t *testing.T, addr string) {
 		ctx := context.Background()
 		admin := goRedis(t, addr)
@@ -243,7 +247,7 @@ func TestBlockingPops_AWokenMoveToAKeyOfAnotherKindIsWrongType(t *testing.T) {
 		admin, c := goRedis(t, addr), goRedis(t, addr)
 		admin.Set(ctx, "target", "nolist", 0)
 		got := make(chan error, 1)
-		go func() { got <- c.BRPopLPush(ctx, "blist", "target", 5*time.Second).Err() }()
+		go func() { got <- c.Do(ctx, "brpoplpush", "blist", "target", 5).Err() }()
 		waitBlocked(t, admin, 1, "brpoplpush")
 		admin.RPush(ctx, "blist", "foo")
 		if err := <-got; err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
@@ -251,6 +255,29 @@ func TestBlockingPops_AWokenMoveToAKeyOfAnotherKindIsWrongType(t *testing.T) {
 		}
 		if v, _ := admin.LRange(ctx, "blist", 0, -1).Result(); fmt.Sprint(v) != "[foo]" {
 			t.Fatalf("blist = %v", v)
+		}
+	})
+}
+
+// The first woken client fails (its destination holds another kind): the
+// element goes to the next one (Redis's "BRPOPLPUSH with multiple blocked
+// clients").
+func TestBlockingPops_AWokenClientThatFailsPassesTheElementOn(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin, c1, c2 := goRedis(t, addr), goRedis(t, addr), goRedis(t, addr)
+		admin.Set(ctx, "target1", "nolist", 0)
+		got1, got2 := make(chan error, 1), make(chan string, 1)
+		go func() { got1 <- c1.Do(ctx, "brpoplpush", "blist", "target1", 5).Err() }()
+		waitBlocked(t, admin, 1, "brpoplpush")
+		go func() { v, err := c2.Do(ctx, "brpoplpush", "blist", "target2", 5).Result(); got2 <- fmt.Sprint(v, err) }()
+		waitBlocked(t, admin, 2, "brpoplpush")
+		admin.LPush(ctx, "blist", "foo")
+		if err := <-got1; err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			t.Fatalf("first client: %v, want WRONGTYPE", err)
+		}
+		if v := <-got2; v != "foo<nil>" {
+			t.Fatalf("second client: %s", v)
 		}
 	})
 }

@@ -82,7 +82,10 @@ func (r *blockRegistry) rearm(w *waiter) {
 	r.mu.Unlock()
 }
 
-// wakeKey wakes the first client blocked on key that has no wake pending.
+// wakeKey wakes the first client blocked on key, unless it has a wake
+// pending already: clients are woken one at a time, each passing the turn
+// on when it answers or leaves, so they are served in the order they
+// blocked.
 func (r *blockRegistry) wakeKey(key []byte) {
 	if r.count.Load() == 0 {
 		return
@@ -93,12 +96,9 @@ func (r *blockRegistry) wakeKey(key []byte) {
 }
 
 func (r *blockRegistry) wakeLocked(key string) {
-	for _, w := range r.byKey[key] {
-		if !w.woken {
-			w.woken = true
-			w.wake()
-			return
-		}
+	if q := r.byKey[key]; len(q) > 0 && !q[0].woken {
+		q[0].woken = true
+		q[0].wake()
 	}
 }
 
@@ -127,6 +127,19 @@ func (s *Server) unblock(cl *client) {
 		bc.timer.Stop()
 	}
 	s.blocks.remove(bc.w)
+}
+
+// unblockPassingOn ends a woken command that answered (an element, or an
+// error such as a destination of another kind) and wakes the next client
+// on its keys: what it did not take may be theirs.
+func (s *Server) unblockPassingOn(cl *client) {
+	bc := cl.blocked
+	s.unblock(cl)
+	if bc != nil {
+		for _, k := range bc.w.keys {
+			s.blocks.wakeKey([]byte(k))
+		}
+	}
 }
 
 // parseTimeout parses a blocking command's timeout in seconds (0: none).
@@ -158,7 +171,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool
 		bc.fired.Store(false)
 		s.blocks.rearm(bc.w)
 		if try(true) {
-			s.unblock(cl)
+			s.unblockPassingOn(cl)
 			return
 		}
 		if !bc.deadline.IsZero() && !time.Now().Before(bc.deadline) {
@@ -243,7 +256,7 @@ func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(b
 			}
 			c.s.blocks.rearm(bc.w)
 			if try(true) {
-				c.s.unblock(c.cl)
+				c.s.unblockPassingOn(c.cl)
 				return
 			}
 		case <-expire:

@@ -270,7 +270,6 @@ func cmdSetOp(c *call) {
 	}
 }
 
-
 func cmdSInterCard(c *call) {
 	numkeys, ok := c.rangeArg(c.args[1], 1, "numkeys should be greater than 0")
 	if !ok {
