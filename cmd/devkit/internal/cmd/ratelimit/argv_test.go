@@ -35,6 +35,9 @@ func TestArgv_Options(t *testing.T) {
 	proxyFlags.ReadHeaderTimeout, proxyFlags.ReadIdleTimeout, proxyFlags.WriteIdleTimeout = 5*time.Second, 90*time.Second, 30*time.Second
 	proxyFlags.IdleTimeout, proxyFlags.RequestTimeout = time.Minute, time.Hour
 	proxyFlags.TLSCert, proxyFlags.TLSKey = "c.pem", "k.pem"
+	serve := ProxyOptions{Store: fromEnv, Listen: ":8089", AuthPath: DefaultAuthPath, Policy: "p.yaml", WatchInterval: 2 * time.Second, AdminToken: "s3cret"}
+	proxyAuth := proxy
+	proxyAuth.AuthPath = "/auth"
 
 	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
 		{Name: "check defaults", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdCheck, "check", "k", "--limit", "5", "--window", "1m"), Want: check},
@@ -77,6 +80,15 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "proxy --read-idle-timeout not a duration", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080", "--upstream", "http://u",
 			"--policy", "p.yaml", "--read-idle-timeout", "soon"), Code: 2, Stderr: "not a duration"},
 		{Name: "proxy needs --listen --upstream --policy", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080"), Code: 2, Stderr: "--upstream, --policy"},
+
+		{Name: "proxy --auth-path", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml",
+			"--auth-path", "/auth"), Want: proxyAuth, Unwired: []string{"Ready"}},
+
+		{Name: "serve", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdServe, "serve", "--listen", ":8089", "--policy", "p.yaml"),
+			Want: serve, Unwired: []string{"Ready"}},
+		{Name: "serve needs --listen --policy", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdServe, "serve"), Code: 2, Stderr: "--listen, --policy"},
+		{Name: "serve --auth-path not a path", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdServe, "serve", "--listen", ":1", "--policy", "p.yaml",
+			"--auth-path", "auth"), Code: 2, Stderr: "absolute path"},
 
 		{Name: "lint", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdLint, "lint", "--policy", "p.yaml"), Want: LintOptions{Policy: "p.yaml"}},
 		{Name: "lint needs --policy", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdLint, "lint"), Code: 2, Stderr: "--policy"},

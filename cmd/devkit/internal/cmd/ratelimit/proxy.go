@@ -22,8 +22,12 @@ type ProxyOptions struct {
 	IO    *cmdutil.IOStreams
 	Store *StoreOptions
 
-	Listen   string
+	Listen string
+	// Upstream is the API requests are forwarded to; empty for serve.
 	Upstream string
+	// AuthPath, when set, answers nginx auth_request (and forward-auth)
+	// checks on the client listener.
+	AuthPath string
 	Policy   string
 	Fail     string
 	Admin    string
@@ -91,10 +95,18 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 	fs.StringVar(&opts.Upstream, "upstream", "", "URL of the API to protect")
 	fs.StringVar(&opts.Policy, "policy", "", "policy file (YAML)")
 	fs.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
+	fs.StringVar(&opts.AuthPath, "auth-path", "", "also answer nginx auth_request checks on this path of --listen, e.g. /ratelimit/auth (off when empty)")
 	fs.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
 	fs.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API requires (default $"+AdminTokenEnv+")")
 	fs.StringVar(&opts.TLSCert, "tls-cert", "", "certificate chain (PEM) to serve clients over TLS, with HTTP/2; needs --tls-key")
 	fs.StringVar(&opts.TLSKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	timeoutFlags(cmd, opts)
+	return cmd
+}
+
+// timeoutFlags are the gateway's timeouts, shared by proxy and serve.
+func timeoutFlags(cmd *cobra.Command, opts *ProxyOptions) {
+	fs := cmd.Flags()
 	cmdutil.DurationVar(fs, &opts.ReadHeaderTimeout, "read-header-timeout", 0, "longest a client may take to send a request head (default 10s)")
 	cmdutil.DurationVar(fs, &opts.ReadIdleTimeout, "read-idle-timeout", 0,
 		"longest wait for the next bytes of a request body or of the upstream's response, as nginx's proxy_read_timeout (default 1m0s)")
@@ -102,15 +114,16 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 		"longest a write to the client or the upstream may wait, as nginx's send_timeout (default 1m0s)")
 	cmdutil.DurationVar(fs, &opts.IdleTimeout, "idle-timeout", 0, "how long a kept-alive client connection may wait for its next request (default 2m0s)")
 	cmdutil.DurationVar(fs, &opts.RequestTimeout, "request-timeout", 0, "bound on a whole request, answer included (default: none)")
-	return cmd
 }
 
 // AdminTokenEnv is the environment variable that gives --admin-token.
 const AdminTokenEnv = "DEVKIT_RATELIMIT_ADMIN_TOKEN"
 
 func proxyRun(ctx context.Context, opts *ProxyOptions) error {
-	if _, err := gateway.ParseUpstream(opts.Upstream); err != nil {
-		return cmdutil.UsageErrorf("--%v", err)
+	if opts.Upstream != "" || opts.AuthPath == "" {
+		if _, err := gateway.ParseUpstream(opts.Upstream); err != nil {
+			return cmdutil.UsageErrorf("--%v", err)
+		}
 	}
 	if (opts.TLSCert == "") != (opts.TLSKey == "") {
 		return cmdutil.UsageErrorf("--tls-cert and --tls-key go together")
@@ -155,7 +168,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		reload = notifyReload(ctx)
 	}
 	srv, err := gateway.New(gateway.Config{
-		Listen: opts.Listen, Admin: opts.Admin, AdminToken: token, Upstream: opts.Upstream,
+		Listen: opts.Listen, Admin: opts.Admin, AdminToken: token, Upstream: opts.Upstream, AuthPath: opts.AuthPath,
 		Policy: pol, Limiter: limiter, Fail: fail, Logger: log,
 		PolicyFile: opts.Policy, WatchInterval: opts.WatchInterval, Reload: reload,
 		ReadHeaderTimeout: opts.ReadHeaderTimeout, ReadIdleTimeout: opts.ReadIdleTimeout, WriteIdleTimeout: opts.WriteIdleTimeout,

@@ -43,6 +43,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		NewCmdTop(f, nil),
 		NewCmdHealth(f, nil),
 		NewCmdProxy(f, nil),
+		NewCmdServe(f, nil),
 		NewCmdLint(f, nil),
 	)
 	return cmd
