@@ -79,6 +79,15 @@ type Consumer struct {
 	TTL time.Duration `json:"ttl_seconds"`
 }
 
+// DeniedConsumer is one identity in a TopDenied listing.
+type DeniedConsumer struct {
+	Key string `json:"key"`
+	// Denied is the requests the limits denied it, counted by this
+	// process; it exceeds the true count by at most Overcount.
+	Denied    int64 `json:"denied"`
+	Overcount int64 `json:"overcount"`
+}
+
 // LimitResult is the outcome of one limit in a check.
 type LimitResult struct {
 	Limit   Limit `json:"-"`
