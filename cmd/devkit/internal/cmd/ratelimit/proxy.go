@@ -2,7 +2,10 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 	rl "github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/envoyrls"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
 	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/policy"
@@ -28,6 +32,8 @@ type ProxyOptions struct {
 	// AuthPath, when set, answers nginx auth_request (and forward-auth)
 	// checks on the client listener.
 	AuthPath string
+	// GRPCAddr, when set, serves Envoy's rate limit service API (serve).
+	GRPCAddr string
 	Policy   string
 	Fail     string
 	Admin    string
@@ -180,10 +186,33 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if err := srv.Listen(ctx); err != nil {
 		return err
 	}
+	var grpcDone chan error
+	if opts.GRPCAddr != "" {
+		var lc net.ListenConfig
+		gln, err := lc.Listen(ctx, "tcp", opts.GRPCAddr)
+		if err != nil {
+			srv.Shutdown(ctx) //nolint:errcheck // nothing was served yet
+			return fmt.Errorf("listen %s (grpc): %w", opts.GRPCAddr, err)
+		}
+		grpcDone = make(chan error, 1)
+		svc := envoyrls.New(limiter, srv.Policy)
+		go func() {
+			err := envoyrls.Serve(ctx, gln, svc, gateway.DefaultShutdownTimeout, log)
+			if err != nil {
+				stop() // the gRPC server failed: the gateway stops too
+			}
+			grpcDone <- err
+		}()
+	}
 	if opts.Ready != nil {
 		opts.Ready(srv.Addr(), srv.AdminAddr())
 	}
-	if err := srv.Serve(ctx); err != nil {
+	err = srv.Serve(ctx)
+	if grpcDone != nil {
+		stop() // the gateway may have ended on its own
+		err = errors.Join(err, <-grpcDone)
+	}
+	if err != nil {
 		return err
 	}
 	log.Info("proxy stopped")

@@ -31,9 +31,14 @@ the policy's identity.trusted_proxies are answered; others get 403.
 
 Several nginx instances with one serve each share their limits through
 --redis (or REDIS_URL). See docs/ratelimit.md for the nginx configuration.
+--grpc-addr also serves Envoy's rate limit service API
+(envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit) over gRPC, with
+descriptor entries path, method, remote_address, user, tenant and plan decided
+by the same policy and store; see docs/ratelimit.md for the Envoy configuration.
 Other paths answer 404; --admin serves the admin API as for proxy.`,
-		Example: `  devkit ratelimit serve --listen 127.0.0.1:8089 --policy policy.yaml --redis redis://127.0.0.1:6379`,
-		Args:    cmdutil.NoArgs,
+		Example: `  devkit ratelimit serve --listen 127.0.0.1:8089 --policy policy.yaml --redis redis://127.0.0.1:6379
+  devkit ratelimit serve --listen 127.0.0.1:8089 --grpc-addr 127.0.0.1:8081 --policy policy.yaml --redis redis://127.0.0.1:6379`,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Store = storeFrom(f, cmd)
 			if opts.AdminToken == "" {
@@ -54,6 +59,7 @@ Other paths answer 404; --admin serves the admin API as for proxy.`,
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Listen, "listen", "", "address to answer auth checks on, e.g. 127.0.0.1:8089")
 	fs.StringVar(&opts.AuthPath, "auth-path", DefaultAuthPath, "path of the auth endpoint")
+	fs.StringVar(&opts.GRPCAddr, "grpc-addr", "", "also serve Envoy's rate limit service (gRPC) on this address, e.g. 127.0.0.1:8081")
 	fs.StringVar(&opts.Policy, "policy", "", "policy file (YAML)")
 	fs.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
 	fs.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
