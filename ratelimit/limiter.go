@@ -454,6 +454,17 @@ func (l *Limiter) Breakers() []BreakerState {
 	return l.breakers.snapshot()
 }
 
+// Warm prepares the store for limits when it implements Warmer (the
+// Redis store: connections, scripts, registrations), so that the first
+// burst is decided within the budget; a gateway warms at start. It is a
+// no-op for other stores.
+func (l *Limiter) Warm(ctx context.Context, limits []Limit) error {
+	if w, ok := l.store.(Warmer); ok {
+		return w.Warm(ctx, limits)
+	}
+	return nil
+}
+
 // TopDenied returns up to n identities the limits denied most since the
 // limiter started (shadow denials included; failure-policy refusals are
 // not a limit's), most first, from a bounded heavy-hitters sketch

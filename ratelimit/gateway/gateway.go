@@ -419,7 +419,8 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Listen binds the client and admin addresses; on failure nothing stays bound.
+// Listen binds the client and admin addresses, then warms the store for
+// the policy's limits (up to 5 s); on failure nothing stays bound.
 func (s *Server) Listen(ctx context.Context) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
@@ -440,7 +441,23 @@ func (s *Server) Listen(ctx context.Context) error {
 		s.adminLn = aln
 	}
 	s.ln = ln
+	s.warm(ctx, s.Policy())
 	return nil
+}
+
+// warmTimeout bounds the store's warm-up at start and after a reload.
+const warmTimeout = 5 * time.Second
+
+// warm prepares the store for p's limits (connections, scripts, limit
+// registrations: Limiter.Warm) before requests come, so that the first
+// burst is decided within the budget, not by the failure policy. A store
+// that cannot be warmed is logged; requests then set up what is missing.
+func (s *Server) warm(ctx context.Context, p *policy.Policy) {
+	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+	defer cancel()
+	if err := s.cfg.Limiter.Warm(ctx, p.Limits()); err != nil {
+		s.log.Warn("store not warmed: the first requests set up their connections themselves", "err", err)
+	}
 }
 
 // Addr is the bound client address; AdminAddr the admin one ("" when off).
@@ -458,6 +475,7 @@ func (s *Server) AdminAddr() string {
 // removed: a rule or a limit gone is a limit no longer enforced.
 func (s *Server) reloaded(old, p *policy.Policy) {
 	s.SetPolicy(p)
+	go s.warm(context.Background(), p) // the new limits' registrations
 	removed := policy.Removed(old, p)
 	s.reloads.done(p, removed)
 	if len(removed) > 0 {
