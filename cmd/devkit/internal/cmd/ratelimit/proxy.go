@@ -46,6 +46,10 @@ type ProxyOptions struct {
 	// Timeouts of the gateway (gateway.Config); zero is its default.
 	ReadHeaderTimeout, ReadIdleTimeout, WriteIdleTimeout, IdleTimeout, RequestTimeout time.Duration
 
+	// WaitReplicas and WaitTimeout: WAIT after every write (--wait-replicas).
+	WaitReplicas int
+	WaitTimeout  time.Duration
+
 	// WatchInterval is how often the policy file is polled for changes.
 	WatchInterval time.Duration
 	// Ready, when set, receives the bound addresses (admin empty when off).
@@ -110,9 +114,13 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 	return cmd
 }
 
-// timeoutFlags are the gateway's timeouts, shared by proxy and serve.
+// timeoutFlags are the gateway's timeouts and the store's replica wait,
+// shared by proxy and serve.
 func timeoutFlags(cmd *cobra.Command, opts *ProxyOptions) {
 	fs := cmd.Flags()
+	fs.IntVar(&opts.WaitReplicas, "wait-replicas", 0,
+		"answer each check once this many Redis replicas hold its write (WAIT), so a failover keeps the counts; off by default")
+	cmdutil.DurationVar(fs, &opts.WaitTimeout, "wait-timeout", 0, "longest wait for --wait-replicas per check (default 50ms)")
 	cmdutil.DurationVar(fs, &opts.ReadHeaderTimeout, "read-header-timeout", 0, "longest a client may take to send a request head (default 10s)")
 	cmdutil.DurationVar(fs, &opts.ReadIdleTimeout, "read-idle-timeout", 0,
 		"longest wait for the next bytes of a request body or of the upstream's response, as nginx's proxy_read_timeout (default 1m0s)")
@@ -154,6 +162,10 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		token = opts.Store.Getenv(AdminTokenEnv)
 	}
 
+	if opts.WaitReplicas < 0 {
+		return cmdutil.UsageErrorf("--wait-replicas: want 0 (off) or more")
+	}
+	opts.Store.WaitReplicas, opts.Store.WaitTimeout = opts.WaitReplicas, opts.WaitTimeout
 	var store rl.Store
 	if raw := opts.Store.url(); raw != "" {
 		rs, client, err := opts.Store.openStore(raw)
