@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/devkit-go/devkit/ratelimit/internal/topk"
 )
 
 // FailurePolicy decides requests when the store cannot answer in time.
@@ -80,6 +82,10 @@ type Options struct {
 	// known to be denied until a time in process, so that a flood from them
 	// does not reach the store.
 	BlockedCacheSize int
+	// DeniedSketchSize is how many identities the heavy-hitters sketch of
+	// denials holds (TopDenied). Zero means DefaultDeniedSketchSize;
+	// negative keeps none.
+	DeniedSketchSize int
 	// Logger receives breaker changes (a node opening and closing).
 	// Nil means slog.Default().
 	Logger *slog.Logger
@@ -113,7 +119,14 @@ type Limiter struct {
 	deadlines sharedDeadlines
 	// failures rate-limits the log line of failure-policy decisions.
 	failures failureLog
+	// denied ranks the identities denied most (nil when off).
+	denied *topk.Sketch
 }
+
+// DefaultDeniedSketchSize is the default of Options.DeniedSketchSize: a
+// bounded memory (about 100 KB with short keys) that holds every identity
+// with more than 1/1024 of the denials.
+const DefaultDeniedSketchSize = 1024
 
 // New returns a limiter over store.
 func New(store Store, opts Options) *Limiter {
@@ -125,6 +138,12 @@ func New(store Store, opts Options) *Limiter {
 		log:     opts.Logger,
 		now:     opts.Now,
 		stats:   newStats(),
+	}
+	switch {
+	case opts.DeniedSketchSize == 0:
+		l.denied = topk.New(DefaultDeniedSketchSize)
+	case opts.DeniedSketchSize > 0:
+		l.denied = topk.New(opts.DeniedSketchSize)
 	}
 	if l.fail == FailDefault {
 		l.fail = FailOpen
@@ -250,8 +269,14 @@ func (l *Limiter) CheckInto(ctx context.Context, req *Request, res *Result) erro
 	start := time.Now()
 	rs := l.stats.rule(req.Rule)
 	l.decide(ctx, req, cost, start, res, rs)
+	if !res.Allowed && l.denied != nil && (res.Source == FromStore || res.Source == FromBlockedCache) {
+		l.denied.Add(req.Key, 1)
+	}
 	if !res.Allowed && req.Shadow {
 		res.Allowed, res.Shadowed = true, true
+	}
+	if res.Denied() {
+		rs.deniedRate.add(start.Unix())
 	}
 	rs.record(res, time.Since(start))
 	return nil
@@ -427,6 +452,35 @@ func (l *Limiter) Breakers() []BreakerState {
 		return nil
 	}
 	return l.breakers.snapshot()
+}
+
+// Warm prepares the store for limits when it implements Warmer (the
+// Redis store: connections, scripts, registrations), so that the first
+// burst is decided within the budget; a gateway warms at start. It is a
+// no-op for other stores.
+func (l *Limiter) Warm(ctx context.Context, limits []Limit) error {
+	if w, ok := l.store.(Warmer); ok {
+		return w.Warm(ctx, limits)
+	}
+	return nil
+}
+
+// TopDenied returns up to n identities the limits denied most since the
+// limiter started (shadow denials included; failure-policy refusals are
+// not a limit's), most first, from a bounded heavy-hitters sketch
+// (Space-Saving): every identity with more than 1/DeniedSketchSize of the
+// denials is listed, its Denied never below the truth and above it by at
+// most its Overcount. Nil when the sketch is off.
+func (l *Limiter) TopDenied(n int) []DeniedConsumer {
+	if l.denied == nil {
+		return nil
+	}
+	top := l.denied.Top(n)
+	out := make([]DeniedConsumer, len(top))
+	for i, e := range top {
+		out[i] = DeniedConsumer{Key: e.Key, Denied: e.Count, Overcount: e.Error}
+	}
+	return out
 }
 
 // Stats returns the limiter's counters.

@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -364,5 +365,43 @@ func TestDenial_WrapsErrLimited(t *testing.T) {
 	r, _ = l.Allow(context.Background(), "k", lim)
 	if err := r.Denial(); !errors.Is(err, ratelimit.ErrLimited) || !strings.Contains(err.Error(), "login") {
 		t.Fatalf("denied: Denial() = %v, want ErrLimited naming the limit", err)
+	}
+}
+
+// TopDenied ranks the identities the limits denied, from a bounded sketch
+// that keeps the heavy ones through a flood of one-off identities; a
+// shadow rule's denials count, a failure policy's refusals do not; and the
+// rule's denial rate covers the last seconds.
+func TestTopDenied_HeavyIdentitiesThroughAFloodOfOthers(t *testing.T) {
+	ctx := context.Background()
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{DeniedSketchSize: 64})
+	one := []ratelimit.Limit{{Name: "one", Rate: 1, Period: time.Hour}}
+	check := func(key string, shadow bool) {
+		if _, err := l.Check(ctx, ratelimit.Request{Key: key, Limits: one, Rule: "r", Shadow: shadow}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5000 {
+		check(fmt.Sprintf("flood-%d", i), false) // allowed once each
+		check(fmt.Sprintf("flood-%d", i), false) // denied once each
+		if i%10 == 0 {
+			check("heavy", false)
+			check("shadowed", true)
+		}
+	}
+	top := l.TopDenied(2)
+	if len(top) != 2 || top[0].Key != "heavy" || top[1].Key != "shadowed" {
+		t.Fatalf("top denied %+v, want heavy then shadowed", top)
+	}
+	if top[0].Denied < 499 || top[0].Denied-top[0].Overcount > 499 {
+		t.Fatalf("heavy: %+v, want a count of at least 499 and at most 499 + overcount", top[0])
+	}
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second))) // the flood's seconds complete
+	snap := l.Stats().Snapshot()
+	if want := float64(5000+499+499) / ratelimit.RateWindow.Seconds(); len(snap) != 1 || snap[0].DeniedPerSecond != want {
+		t.Fatalf("denied per second %+v, want %v", snap, want)
+	}
+	if off := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{DeniedSketchSize: -1}); off.TopDenied(5) != nil {
+		t.Fatal("a limiter without the sketch lists denials")
 	}
 }

@@ -30,6 +30,8 @@ type ruleStats struct {
 	failOpen, failClosed, blockedCache atomic.Int64
 	latencyCount                       [len(latencyBuckets) + 1]atomic.Int64
 	latencySumNanos                    atomic.Int64
+	// deniedRate counts denials per second over the last seconds.
+	deniedRate secondRing
 	// limits counts the decisions of the store and blocked cache by the
 	// limit that bound them: name → *decisionCounters.
 	limits sync.Map
@@ -102,6 +104,9 @@ type RuleCounters struct {
 	FailOpen     int64 `json:"fail_open"`
 	FailClosed   int64 `json:"fail_closed"`
 	BlockedCache int64 `json:"blocked_cache"`
+	// DeniedPerSecond is the rule's denials (shadow ones included) per
+	// second over the last RateWindow, up to the second before the snapshot.
+	DeniedPerSecond float64 `json:"denied_per_second"`
 	// LatencyBuckets[i] counts decisions that took at most LatencyBounds[i];
 	// the last entry counts the slower ones.
 	LatencyBuckets []int64         `json:"latency_buckets"`
@@ -125,12 +130,13 @@ func (c RuleCounters) Decisions() int64 { return c.Allowed + c.Denied + c.Shadow
 // Snapshot returns every rule's counters, sorted by rule.
 func (s *Stats) Snapshot() []RuleCounters {
 	var out []RuleCounters
+	now := time.Now().Unix()
 	s.rules.Range(func(k, v any) bool {
 		name, rs := k.(string), v.(*ruleStats)
 		c := RuleCounters{
 			Rule: name, Allowed: rs.allowed.Load(), Denied: rs.denied.Load(), ShadowDenied: rs.shadowDenied.Load(),
 			StoreErrors: rs.storeErrors.Load(), Canceled: rs.canceled.Load(), CircuitOpen: rs.circuitOpen.Load(), FailOpen: rs.failOpen.Load(), FailClosed: rs.failClosed.Load(),
-			BlockedCache: rs.blockedCache.Load(), LatencyBounds: latencyBuckets[:],
+			BlockedCache: rs.blockedCache.Load(), LatencyBounds: latencyBuckets[:], DeniedPerSecond: rs.deniedRate.rate(now),
 			LatencySum: time.Duration(rs.latencySumNanos.Load()),
 		}
 		for i := range rs.latencyCount {
@@ -147,4 +153,36 @@ func (s *Stats) Snapshot() []RuleCounters {
 	})
 	slices.SortFunc(out, func(a, b RuleCounters) int { return strings.Compare(a.Rule, b.Rule) })
 	return out
+}
+
+// RateWindow is the span of RuleCounters.DeniedPerSecond.
+const RateWindow = 10 * time.Second
+
+// secondRing counts events per Unix second in a ring longer than
+// RateWindow; a slot is reused when its second comes round again. Writers
+// racing on a slot's turn may lose a count of that second: a rate, not a
+// counter (the counters are exact).
+type secondRing struct {
+	slots [16]struct{ sec, n atomic.Int64 }
+}
+
+func (r *secondRing) add(sec int64) {
+	s := &r.slots[sec%int64(len(r.slots))]
+	if old := s.sec.Load(); old != sec && s.sec.CompareAndSwap(old, sec) {
+		s.n.Store(0)
+	}
+	s.n.Add(1)
+}
+
+// rate is the events per second over the RateWindow seconds before now.
+func (r *secondRing) rate(now int64) float64 {
+	window := int64(RateWindow / time.Second)
+	var sum int64
+	for i := range r.slots {
+		s := &r.slots[i]
+		if sec := s.sec.Load(); sec >= now-window && sec < now {
+			sum += s.n.Load()
+		}
+	}
+	return float64(sum) / float64(window)
 }

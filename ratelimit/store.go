@@ -45,6 +45,15 @@ type InProcess interface {
 	CheckAt(ctx context.Context, req CheckRequest, now time.Time, out []LimitResult) error
 }
 
+// Warmer is implemented by stores whose first checks pay for setting up
+// (connections, scripts, registrations: the Redis store). Warm does that
+// work for limits before traffic comes, so the first burst is decided
+// within the budget as later ones are; a failed Warm changes nothing (the
+// checks set up what is missing themselves).
+type Warmer interface {
+	Warm(ctx context.Context, limits []Limit) error
+}
+
 // Evicting is implemented by bounded stores (the memory store), which drop
 // live state to make room: what they dropped is reported (admin API,
 // metrics), since an evicted counter starts again and an evicted block is
@@ -77,6 +86,15 @@ type Consumer struct {
 	Hits int64 `json:"hits"`
 	// TTL is how long the state lives without further requests.
 	TTL time.Duration `json:"ttl_seconds"`
+}
+
+// DeniedConsumer is one identity in a TopDenied listing.
+type DeniedConsumer struct {
+	Key string `json:"key"`
+	// Denied is the requests the limits denied it, counted by this
+	// process; it exceeds the true count by at most Overcount.
+	Denied    int64 `json:"denied"`
+	Overcount int64 `json:"overcount"`
 }
 
 // LimitResult is the outcome of one limit in a check.

@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,8 +58,8 @@ const (
 	DefaultWatchInterval       = policy.DefaultWatchInterval
 )
 
-// Config configures a Server. Listen, Upstream, Policy and Limiter are
-// required.
+// Config configures a Server. Listen, Policy, Limiter and Upstream or
+// AuthPath are required.
 type Config struct {
 	// Listen is the clients' address (":8080"). Admin is the admin API's;
 	// empty turns it off, and a port alone (":9090") binds loopback only.
@@ -70,7 +71,14 @@ type Config struct {
 	// offered by ALPN beside HTTP/1.1.
 	TLSCertFile, TLSKeyFile string
 	// Upstream is the http:// or https:// URL requests are forwarded to.
+	// Empty makes a server with no upstream: it answers AuthPath (which
+	// is then required) and 404 to anything else (devkit ratelimit serve).
 	Upstream string
+	// AuthPath, when set, is the path of the auth endpoint on the client
+	// listener (middleware.AuthHandler): nginx's auth_request and other
+	// proxies ask it whether a request they received may pass, and it
+	// answers trusted proxies only.
+	AuthPath string
 	// Policy is the policy in force at start; SetPolicy replaces it.
 	Policy  *policy.Policy
 	Limiter *ratelimit.Limiter
@@ -128,7 +136,9 @@ type Server struct {
 	mw       *middleware.Middleware
 	metrics  *upstreamMetrics
 	handler  http.Handler
-	log      *slog.Logger
+	// auth answers Config.AuthPath, nil when it is off.
+	auth http.Handler
+	log  *slog.Logger
 
 	clientSrv, adminSrv *http.Server
 	ln, adminLn         net.Listener
@@ -143,9 +153,18 @@ type Server struct {
 
 // New checks cfg and prepares the server; Listen binds it.
 func New(cfg Config) (*Server, error) {
-	u, err := ParseUpstream(cfg.Upstream)
-	if err != nil {
-		return nil, err
+	var u *url.URL
+	switch {
+	case cfg.Upstream != "":
+		var err error
+		if u, err = ParseUpstream(cfg.Upstream); err != nil {
+			return nil, err
+		}
+	case cfg.AuthPath == "":
+		return nil, errors.New("gateway: an upstream or an auth path is required")
+	}
+	if cfg.AuthPath != "" && !strings.HasPrefix(cfg.AuthPath, "/") {
+		return nil, fmt.Errorf("gateway: auth path %q: want an absolute path, such as /ratelimit/auth", cfg.AuthPath)
 	}
 	if cfg.Policy == nil || cfg.Limiter == nil {
 		return nil, errors.New("gateway: a policy and a limiter are required")
@@ -169,7 +188,16 @@ func New(cfg Config) (*Server, error) {
 		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		BufferPool:   bufferPool{},
 	}
-	s.handler = s.guard(s.mw.Handler(proxy))
+	if u != nil {
+		s.handler = s.guard(s.mw.Handler(proxy))
+	} else {
+		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			middleware.WriteError(w, r, http.StatusNotFound, "This server has no upstream; it answers "+cfg.AuthPath+" only.")
+		})
+	}
+	if cfg.AuthPath != "" {
+		s.auth = s.mw.AuthHandler()
+	}
 	errorLog := slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug)
 	s.clientSrv = &http.Server{
 		Handler: http.HandlerFunc(s.serveClient),
@@ -224,6 +252,10 @@ func (s *Server) serveClient(w http.ResponseWriter, r *http.Request) {
 		r.Body = b
 	}
 	defer iw.done()
+	if s.auth != nil && r.URL.Path == s.cfg.AuthPath {
+		s.auth.ServeHTTP(iw, r)
+		return
+	}
 	s.handler.ServeHTTP(iw, r)
 }
 
@@ -387,7 +419,8 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Listen binds the client and admin addresses; on failure nothing stays bound.
+// Listen binds the client and admin addresses, then warms the store for
+// the policy's limits (up to 5 s); on failure nothing stays bound.
 func (s *Server) Listen(ctx context.Context) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
@@ -408,7 +441,23 @@ func (s *Server) Listen(ctx context.Context) error {
 		s.adminLn = aln
 	}
 	s.ln = ln
+	s.warm(ctx, s.Policy())
 	return nil
+}
+
+// warmTimeout bounds the store's warm-up at start and after a reload.
+const warmTimeout = 5 * time.Second
+
+// warm prepares the store for p's limits (connections, scripts, limit
+// registrations: Limiter.Warm) before requests come, so that the first
+// burst is decided within the budget, not by the failure policy. A store
+// that cannot be warmed is logged; requests then set up what is missing.
+func (s *Server) warm(ctx context.Context, p *policy.Policy) {
+	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+	defer cancel()
+	if err := s.cfg.Limiter.Warm(ctx, p.Limits()); err != nil {
+		s.log.Warn("store not warmed: the first requests set up their connections themselves", "err", err)
+	}
 }
 
 // Addr is the bound client address; AdminAddr the admin one ("" when off).
@@ -426,6 +475,7 @@ func (s *Server) AdminAddr() string {
 // removed: a rule or a limit gone is a limit no longer enforced.
 func (s *Server) reloaded(old, p *policy.Policy) {
 	s.SetPolicy(p)
+	go s.warm(context.Background(), p) // the new limits' registrations
 	removed := policy.Removed(old, p)
 	s.reloads.done(p, removed)
 	if len(removed) > 0 {
@@ -477,7 +527,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.adminSrv != nil {
 		go serve(s.adminSrv, s.adminLn)
 	}
-	s.log.Info("proxy listening", "listen", s.Addr(), "upstream", s.upstream.String(), "admin", s.AdminAddr(),
+	upstream := "none"
+	if s.upstream != nil {
+		upstream = s.upstream.String()
+	}
+	s.log.Info("proxy listening", "listen", s.Addr(), "upstream", upstream, "auth", s.cfg.AuthPath, "admin", s.AdminAddr(),
 		"policy", s.Policy().Source, "rules", len(s.Policy().Rules))
 	<-ctx.Done()
 	err := s.Shutdown(context.Background())

@@ -40,7 +40,8 @@ type AdminOptions struct {
 //	GET  /metrics           counters per rule and limit, Prometheus text format
 //	GET  /health            store ping, latency and circuit breakers (503 when unreachable)
 //	GET  /stats             decisions per rule as JSON, those of the failure policy included (fail_open, fail_closed)
-//	GET  /top?n=10          identities with the most hits
+//	GET  /top?n=10          identities with the most hits (the store's)
+//	GET  /top?by=denied&n=10  identities this process denied most (a bounded sketch: Limiter.TopDenied)
 //	GET  /info?key=K        stored state of one identity
 //	POST /reset?key=K       delete one identity's state, on every proxy sharing the store
 //	GET  /policy            the policy in force and its last reload (when AdminOptions.Policy is set)
@@ -87,6 +88,19 @@ func NewAdmin(l *ratelimit.Limiter, opts AdminOptions) http.Handler {
 				return
 			}
 			n = v
+		}
+		switch r.URL.Query().Get("by") {
+		case "", "hits":
+		case "denied":
+			denied := l.TopDenied(n)
+			if denied == nil {
+				denied = []ratelimit.DeniedConsumer{}
+			}
+			adminJSON(w, http.StatusOK, denied)
+			return
+		default:
+			adminError(w, r, http.StatusBadRequest, "by must be hits or denied")
+			return
 		}
 		top, err := l.Top(r.Context(), n)
 		if err != nil {

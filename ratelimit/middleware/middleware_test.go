@@ -335,7 +335,7 @@ func TestAdmin_MetricsHealthTopInfoReset(t *testing.T) {
 			t.Fatalf("bucket %d = %v, want le %v count %d", i, b, snap.LatencyBounds[i].Seconds(), below)
 		}
 	}
-	for _, path := range []string{"/info?key=login|ip=203.0.113.9", "/health", "/top?n=5", "/info?key=nobody"} {
+	for _, path := range []string{"/info?key=login|ip=203.0.113.9", "/health", "/top?n=5", "/top?by=denied", "/info?key=nobody", "/stats"} {
 		_, body := get("GET", path)
 		if problems, err := jsonschema.Check([]byte(body)); err != nil || len(problems) > 0 {
 			t.Errorf("GET %s: %s breaks the JSON schema rule: %q %v", path, body, problems, err)
@@ -349,6 +349,13 @@ func TestAdmin_MetricsHealthTopInfoReset(t *testing.T) {
 	}
 	if code, body := get("GET", "/top?n=1"); code != 200 || !strings.Contains(body, `"key": "login|ip=203.0.113.9"`) || !strings.Contains(body, `"hits": 7`) {
 		t.Fatalf("top %d %s", code, body)
+	}
+	if code, body := get("GET", "/top?by=denied&n=1"); code != 200 || !strings.Contains(body, `"key": "login|ip=203.0.113.9"`) ||
+		!strings.Contains(body, `"denied": 2`) || !strings.Contains(body, `"overcount": 0`) {
+		t.Fatalf("top by denied %d %s", code, body)
+	}
+	if code, body := get("GET", "/top?by=cost"); code != 400 || !strings.Contains(body, "by must be hits or denied") {
+		t.Fatalf("top by cost %d %s", code, body)
 	}
 	if code, _ := get("GET", "/info?key=login|ip=203.0.113.9"); code != 200 {
 		t.Fatalf("info %d", code)

@@ -189,6 +189,10 @@ func forwardedFor(values []string) []string {
 	return out
 }
 
+// Group renders a client address as identities hold it: IPv6 masked to
+// the configured prefix (IPv6Prefix), "" for an invalid address.
+func (c *IdentityConfig) Group(a netip.Addr) string { return c.group(a.Unmap().WithZone("")) }
+
 // group renders an address, IPv6 masked to the configured prefix.
 func (c *IdentityConfig) group(a netip.Addr) string {
 	if !a.IsValid() {

@@ -565,6 +565,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// Limits returns every limit the policy's rules may check, each once (a
+// store warms them: Limiter.Warm).
+func (p *Policy) Limits() []ratelimit.Limit {
+	var out []ratelimit.Limit
+	add := func(ls []ratelimit.Limit) {
+		for _, l := range ls {
+			if !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+	}
+	for _, r := range p.Rules {
+		add(r.Limits)
+		for _, plan := range sortedKeys(r.Plans) {
+			for _, m := range sortedKeys(r.Plans[plan]) {
+				add(r.Plans[plan][m])
+			}
+		}
+	}
+	return out
+}
+
 // Match returns the first rule whose path and method match r, or nil.
 func (p *Policy) Match(r *http.Request) *Rule {
 	rule, _ := p.match(r.Method, NormalizePath(r.URL.EscapedPath(), p.CaseSensitive))

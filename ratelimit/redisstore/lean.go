@@ -218,13 +218,15 @@ func (s *Store) countPlain(ctx context.Context, window string, e *specEntry, arg
 	incr := pipe.IncrBy(ctx, window, 1)
 	pipe.Do(ctx, "PEXPIRE", window, e.periodMs, "NX")
 	pttl := pipe.PTTL(ctx, window)
-	if _, err := pipe.Exec(ctx); err != nil {
+	wait := s.waitAfter(ctx, pipe)
+	if _, err := pipe.Exec(ctx); err != nil && (wait == nil || incr.Err() != nil || pttl.Err() != nil) {
 		var reply redis.Error
 		if errors.As(incr.Err(), &reply) {
-			return s.leanFW.Run(ctx, s.client, []string{window}, args...).Int64Slice()
+			return s.run(ctx, s.leanFW, []string{window}, args...).Int64Slice()
 		}
 		return nil, err
 	}
+	s.waited(wait)
 	v, reset := incr.Val(), pttl.Val().Microseconds()
 	if v <= e.rate {
 		return []int64{1, e.rate - v, reset, 0, 0}, nil

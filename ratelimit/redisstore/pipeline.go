@@ -92,7 +92,7 @@ func (b *batcher) do(ctx context.Context, p pendingCheck) ([]int64, error) {
 		if p.plain {
 			values, err = s.countPlain(ctx, p.key, p.entry, p.args)
 		} else {
-			values, err = s.script(p.kind).Run(ctx, s.client, []string{p.key}, p.args...).Int64Slice()
+			values, err = s.run(ctx, s.script(p.kind), []string{p.key}, p.args...).Int64Slice()
 		}
 		b.next()
 		return values, err
@@ -261,20 +261,22 @@ func (b *batcher) send(batch []*pendingCheck) {
 func (b *batcher) exec(ctx context.Context, calls []*call) {
 	s := b.store
 	cmds := make([]*redis.Cmd, len(calls))
-	if len(calls) == 1 {
+	if len(calls) == 1 && s.waitReplicas == 0 {
 		cmds[0] = s.client.EvalSha(ctx, calls[0].script(s).Hash(), calls[0].keys, calls[0].args...)
 	} else {
 		pipe := s.client.Pipeline()
 		for i, c := range calls {
 			cmds[i] = pipe.EvalSha(ctx, c.script(s).Hash(), c.keys, c.args...)
 		}
-		_, _ = pipe.Exec(ctx) // errors are per command
+		wait := s.waitAfter(ctx, pipe) // after every write of the batch
+		_, _ = pipe.Exec(ctx)          // errors are per command
+		s.waited(wait)
 	}
 	for i, c := range calls {
 		cmd := cmds[i]
 		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			// The server does not know the script yet: EVAL loads it.
-			cmd = c.script(s).Eval(ctx, s.client, c.keys, c.args...)
+			cmd = s.run(ctx, c.script(s), c.keys, c.args...)
 		}
 		values, err := cmd.Int64Slice()
 		c.deliver(values, err)

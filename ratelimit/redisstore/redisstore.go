@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -85,7 +86,22 @@ type Options struct {
 	// the one rule of every Now). For tests only: with several clients,
 	// their clocks would disagree.
 	Now ratelimit.Clock
+	// WaitReplicas, when positive, follows every check's write with
+	// WAIT WaitReplicas WaitTimeout on the same connection: the check is
+	// answered once that many replicas hold its write (or the timeout
+	// passed), so a failover to an acknowledging replica keeps the count.
+	// A check whose write was not acknowledged in time is answered all
+	// the same and counted (WaitShortfalls). Off by default: it adds a
+	// replica round trip to every check. Single node and Sentinel
+	// clients only; ignored for a Cluster client (a WAIT must follow the
+	// writes on their master's connection).
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT; zero means DefaultWaitTimeout.
+	WaitTimeout time.Duration
 }
+
+// DefaultWaitTimeout is the default of Options.WaitTimeout.
+const DefaultWaitTimeout = 50 * time.Millisecond
 
 // CheckPrefix reports why prefix cannot start the store's keys, or nil.
 // Redis Cluster hashes a key by its first "{...}": a prefix with a "{"
@@ -116,6 +132,10 @@ type Store struct {
 	cluster *redis.ClusterClient
 	batch   *batcher // nil when Options.Pipeline is negative
 	specs   specCache
+	// waitReplicas and waitMs are the WAIT after every write (0: none);
+	// waitShort counts the writes fewer replicas acknowledged in time.
+	waitReplicas, waitMs int64
+	waitShort            atomic.Int64
 }
 
 var (
@@ -139,7 +159,62 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		s.cluster = cc
 	}
+	if opts.WaitReplicas > 0 && s.cluster == nil {
+		s.waitReplicas, s.waitMs = int64(opts.WaitReplicas), DefaultWaitTimeout.Milliseconds()
+		if opts.WaitTimeout > 0 {
+			s.waitMs = max(1, opts.WaitTimeout.Milliseconds())
+		}
+	}
 	return s
+}
+
+// WaitShortfalls is the number of writes fewer replicas than
+// Options.WaitReplicas acknowledged within the WaitTimeout: counts a
+// failover could lose.
+func (s *Store) WaitShortfalls() int64 { return s.waitShort.Load() }
+
+// waitAfter queues WAIT on pipe, after its writes, when the store waits.
+func (s *Store) waitAfter(ctx context.Context, pipe redis.Pipeliner) *redis.IntCmd {
+	if s.waitReplicas == 0 {
+		return nil
+	}
+	cmd := redis.NewIntCmd(ctx, "wait", s.waitReplicas, s.waitMs)
+	_ = pipe.Process(ctx, cmd) // queued: the pipeline's Exec sends it
+	return cmd
+}
+
+// waited counts a WAIT that came short of the replicas asked for.
+func (s *Store) waited(cmd *redis.IntCmd) {
+	if cmd != nil && (cmd.Err() != nil || cmd.Val() < s.waitReplicas) {
+		s.waitShort.Add(1)
+	}
+}
+
+// run is script.Run, followed by WAIT on the same connection when the
+// store waits for replicas.
+func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if s.waitReplicas == 0 {
+		return script.Run(ctx, s.client, keys, args...)
+	}
+	for _, source := range []bool{false, true} {
+		pipe := s.client.Pipeline()
+		var cmd *redis.Cmd
+		if source {
+			cmd = script.Eval(ctx, pipe, keys, args...)
+		} else {
+			cmd = script.EvalSha(ctx, pipe, keys, args...)
+		}
+		wait := s.waitAfter(ctx, pipe)
+		_, _ = pipe.Exec(ctx) // errors are per command
+		if !source && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			continue
+		}
+		if cmd.Err() == nil {
+			s.waited(wait)
+		}
+		return cmd
+	}
+	panic("unreachable")
 }
 
 // Close releases nothing: the store has no goroutine of its own. It does not
@@ -226,7 +301,7 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 	if s.batch != nil {
 		raw, err = s.batch.do(ctx, pendingCheck{ctx: ctx, key: key, args: args, limits: len(req.Limits)})
 	} else {
-		raw, err = s.check.Run(ctx, s.client, []string{key}, args...).Int64Slice()
+		raw, err = s.run(ctx, s.check, []string{key}, args...).Int64Slice()
 	}
 	return s.deliver(req, raw, err, out)
 }
@@ -249,7 +324,7 @@ func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *sp
 	case plain:
 		raw, err = s.countPlain(ctx, window, e, args)
 	default:
-		raw, err = s.script(e.kind()).Run(ctx, s.client, []string{window}, args...).Int64Slice()
+		raw, err = s.run(ctx, s.script(e.kind()), []string{window}, args...).Int64Slice()
 	}
 	return s.deliver(req, raw, err, out)
 }

@@ -423,3 +423,22 @@ func StartSentinel(t testing.TB, master *Server) string {
 	}
 	return s.Addr
 }
+
+// StartReplica starts a redis-server replicating master and returns it once
+// its link to the master is up.
+func StartReplica(t testing.TB, master *Server) *Server {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(master.Addr)
+	s := startServer(t, FreePort, t.TempDir(), "--replicaof", host, port)
+	c := s.Client(t)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		info, _ := c.Info(context.Background(), "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica of %s: link not up:\n%s", master.Addr, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -35,6 +35,10 @@ func TestArgv_Options(t *testing.T) {
 	proxyFlags.ReadHeaderTimeout, proxyFlags.ReadIdleTimeout, proxyFlags.WriteIdleTimeout = 5*time.Second, 90*time.Second, 30*time.Second
 	proxyFlags.IdleTimeout, proxyFlags.RequestTimeout = time.Minute, time.Hour
 	proxyFlags.TLSCert, proxyFlags.TLSKey = "c.pem", "k.pem"
+	proxyFlags.WaitReplicas, proxyFlags.WaitTimeout = 1, 100*time.Millisecond
+	serve := ProxyOptions{Store: fromEnv, Listen: ":8089", AuthPath: DefaultAuthPath, Policy: "p.yaml", WatchInterval: 2 * time.Second, AdminToken: "s3cret"}
+	proxyAuth := proxy
+	proxyAuth.AuthPath = "/auth"
 
 	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
 		{Name: "check defaults", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdCheck, "check", "k", "--limit", "5", "--window", "1m"), Want: check},
@@ -72,11 +76,20 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "proxy flags win over the environment", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "--redis", "redis://flag:6379", "--prefix", "app:", "proxy",
 			"--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml", "--fail", "closed", "--admin", ":9090", "--admin-token", "flagtok",
 			"--read-header-timeout", "5s", "--read-idle-timeout", "90s", "--write-idle-timeout", "30s", "--idle-timeout", "1m", "--request-timeout", "1h",
-			"--tls-cert", "c.pem", "--tls-key", "k.pem"),
+			"--tls-cert", "c.pem", "--tls-key", "k.pem", "--wait-replicas", "1", "--wait-timeout", "100ms"),
 			Want: proxyFlags, Unwired: []string{"Ready"}},
 		{Name: "proxy --read-idle-timeout not a duration", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080", "--upstream", "http://u",
 			"--policy", "p.yaml", "--read-idle-timeout", "soon"), Code: 2, Stderr: "not a duration"},
 		{Name: "proxy needs --listen --upstream --policy", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080"), Code: 2, Stderr: "--upstream, --policy"},
+
+		{Name: "proxy --auth-path", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml",
+			"--auth-path", "/auth"), Want: proxyAuth, Unwired: []string{"Ready"}},
+
+		{Name: "serve", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdServe, "serve", "--listen", ":8089", "--policy", "p.yaml"),
+			Want: serve, Unwired: []string{"Ready"}},
+		{Name: "serve needs --listen --policy", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdServe, "serve"), Code: 2, Stderr: "--listen, --policy"},
+		{Name: "serve --auth-path not a path", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdServe, "serve", "--listen", ":1", "--policy", "p.yaml",
+			"--auth-path", "auth"), Code: 2, Stderr: "absolute path"},
 
 		{Name: "lint", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdLint, "lint", "--policy", "p.yaml"), Want: LintOptions{Policy: "p.yaml"}},
 		{Name: "lint needs --policy", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdLint, "lint"), Code: 2, Stderr: "--policy"},

@@ -2,7 +2,10 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 	rl "github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/envoyrls"
 	"github.com/devkit-go/devkit/ratelimit/gateway"
 	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/policy"
@@ -22,8 +26,14 @@ type ProxyOptions struct {
 	IO    *cmdutil.IOStreams
 	Store *StoreOptions
 
-	Listen   string
+	Listen string
+	// Upstream is the API requests are forwarded to; empty for serve.
 	Upstream string
+	// AuthPath, when set, answers nginx auth_request (and forward-auth)
+	// checks on the client listener.
+	AuthPath string
+	// GRPCAddr, when set, serves Envoy's rate limit service API (serve).
+	GRPCAddr string
 	Policy   string
 	Fail     string
 	Admin    string
@@ -35,6 +45,10 @@ type ProxyOptions struct {
 
 	// Timeouts of the gateway (gateway.Config); zero is its default.
 	ReadHeaderTimeout, ReadIdleTimeout, WriteIdleTimeout, IdleTimeout, RequestTimeout time.Duration
+
+	// WaitReplicas and WaitTimeout: WAIT after every write (--wait-replicas).
+	WaitReplicas int
+	WaitTimeout  time.Duration
 
 	// WatchInterval is how often the policy file is polled for changes.
 	WatchInterval time.Duration
@@ -91,10 +105,22 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 	fs.StringVar(&opts.Upstream, "upstream", "", "URL of the API to protect")
 	fs.StringVar(&opts.Policy, "policy", "", "policy file (YAML)")
 	fs.StringVar(&opts.Fail, "fail", "", "when the store is down: open or closed (default: the policy's, else open)")
+	fs.StringVar(&opts.AuthPath, "auth-path", "", "also answer nginx auth_request checks on this path of --listen, e.g. /ratelimit/auth (off when empty)")
 	fs.StringVar(&opts.Admin, "admin", "", "address of the admin API (metrics, health, inspection); a port alone binds 127.0.0.1; off when empty")
 	fs.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API requires (default $"+AdminTokenEnv+")")
 	fs.StringVar(&opts.TLSCert, "tls-cert", "", "certificate chain (PEM) to serve clients over TLS, with HTTP/2; needs --tls-key")
 	fs.StringVar(&opts.TLSKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	timeoutFlags(cmd, opts)
+	return cmd
+}
+
+// timeoutFlags are the gateway's timeouts and the store's replica wait,
+// shared by proxy and serve.
+func timeoutFlags(cmd *cobra.Command, opts *ProxyOptions) {
+	fs := cmd.Flags()
+	fs.IntVar(&opts.WaitReplicas, "wait-replicas", 0,
+		"answer each check once this many Redis replicas hold its write (WAIT), so a failover keeps the counts; off by default")
+	cmdutil.DurationVar(fs, &opts.WaitTimeout, "wait-timeout", 0, "longest wait for --wait-replicas per check (default 50ms)")
 	cmdutil.DurationVar(fs, &opts.ReadHeaderTimeout, "read-header-timeout", 0, "longest a client may take to send a request head (default 10s)")
 	cmdutil.DurationVar(fs, &opts.ReadIdleTimeout, "read-idle-timeout", 0,
 		"longest wait for the next bytes of a request body or of the upstream's response, as nginx's proxy_read_timeout (default 1m0s)")
@@ -102,15 +128,16 @@ X-Forwarded-For and Forwarded are rewritten to the verified client chain.`,
 		"longest a write to the client or the upstream may wait, as nginx's send_timeout (default 1m0s)")
 	cmdutil.DurationVar(fs, &opts.IdleTimeout, "idle-timeout", 0, "how long a kept-alive client connection may wait for its next request (default 2m0s)")
 	cmdutil.DurationVar(fs, &opts.RequestTimeout, "request-timeout", 0, "bound on a whole request, answer included (default: none)")
-	return cmd
 }
 
 // AdminTokenEnv is the environment variable that gives --admin-token.
 const AdminTokenEnv = "DEVKIT_RATELIMIT_ADMIN_TOKEN"
 
 func proxyRun(ctx context.Context, opts *ProxyOptions) error {
-	if _, err := gateway.ParseUpstream(opts.Upstream); err != nil {
-		return cmdutil.UsageErrorf("--%v", err)
+	if opts.Upstream != "" || opts.AuthPath == "" {
+		if _, err := gateway.ParseUpstream(opts.Upstream); err != nil {
+			return cmdutil.UsageErrorf("--%v", err)
+		}
 	}
 	if (opts.TLSCert == "") != (opts.TLSKey == "") {
 		return cmdutil.UsageErrorf("--tls-cert and --tls-key go together")
@@ -135,6 +162,10 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		token = opts.Store.Getenv(AdminTokenEnv)
 	}
 
+	if opts.WaitReplicas < 0 {
+		return cmdutil.UsageErrorf("--wait-replicas: want 0 (off) or more")
+	}
+	opts.Store.WaitReplicas, opts.Store.WaitTimeout = opts.WaitReplicas, opts.WaitTimeout
 	var store rl.Store
 	if raw := opts.Store.url(); raw != "" {
 		rs, client, err := opts.Store.openStore(raw)
@@ -155,7 +186,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		reload = notifyReload(ctx)
 	}
 	srv, err := gateway.New(gateway.Config{
-		Listen: opts.Listen, Admin: opts.Admin, AdminToken: token, Upstream: opts.Upstream,
+		Listen: opts.Listen, Admin: opts.Admin, AdminToken: token, Upstream: opts.Upstream, AuthPath: opts.AuthPath,
 		Policy: pol, Limiter: limiter, Fail: fail, Logger: log,
 		PolicyFile: opts.Policy, WatchInterval: opts.WatchInterval, Reload: reload,
 		ReadHeaderTimeout: opts.ReadHeaderTimeout, ReadIdleTimeout: opts.ReadIdleTimeout, WriteIdleTimeout: opts.WriteIdleTimeout,
@@ -167,10 +198,33 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 	if err := srv.Listen(ctx); err != nil {
 		return err
 	}
+	var grpcDone chan error
+	if opts.GRPCAddr != "" {
+		var lc net.ListenConfig
+		gln, err := lc.Listen(ctx, "tcp", opts.GRPCAddr)
+		if err != nil {
+			srv.Shutdown(ctx) //nolint:errcheck // nothing was served yet
+			return fmt.Errorf("listen %s (grpc): %w", opts.GRPCAddr, err)
+		}
+		grpcDone = make(chan error, 1)
+		svc := envoyrls.New(limiter, srv.Policy)
+		go func() {
+			err := envoyrls.Serve(ctx, gln, svc, gateway.DefaultShutdownTimeout, log)
+			if err != nil {
+				stop() // the gRPC server failed: the gateway stops too
+			}
+			grpcDone <- err
+		}()
+	}
 	if opts.Ready != nil {
 		opts.Ready(srv.Addr(), srv.AdminAddr())
 	}
-	if err := srv.Serve(ctx); err != nil {
+	err = srv.Serve(ctx)
+	if grpcDone != nil {
+		stop() // the gateway may have ended on its own
+		err = errors.Join(err, <-grpcDone)
+	}
+	if err != nil {
 		return err
 	}
 	log.Info("proxy stopped")

@@ -28,6 +28,10 @@ type StoreOptions struct {
 	// Getenv reads the environment for options built without the flags
 	// (the verbs have read REDIS_URL into RedisURL already).
 	Getenv func(string) string
+	// WaitReplicas and WaitTimeout are redisstore.Options' (proxy and
+	// serve: --wait-replicas, --wait-timeout).
+	WaitReplicas int
+	WaitTimeout  time.Duration
 	// Connect opens the Redis client (the factory's RedisClient;
 	// redisstore.NewClient when nil).
 	Connect func(url string) (redis.UniversalClient, error)
@@ -43,6 +47,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		NewCmdTop(f, nil),
 		NewCmdHealth(f, nil),
 		NewCmdProxy(f, nil),
+		NewCmdServe(f, nil),
 		NewCmdLint(f, nil),
 	)
 	return cmd
@@ -133,7 +138,13 @@ func (so *StoreOptions) openStore(raw string) (*redisstore.Store, redis.Universa
 	if err != nil {
 		return nil, nil, cmdutil.UsageError(err)
 	}
-	return redisstore.New(client, redisstore.Options{Prefix: so.Prefix}), client, nil
+	if so.WaitReplicas > 0 {
+		if _, ok := client.(*redis.ClusterClient); ok {
+			client.Close()
+			return nil, nil, cmdutil.UsageErrorf("--wait-replicas: not for a Redis Cluster (single node or Sentinel only)")
+		}
+	}
+	return redisstore.New(client, redisstore.Options{Prefix: so.Prefix, WaitReplicas: so.WaitReplicas, WaitTimeout: so.WaitTimeout}), client, nil
 }
 
 // commandTimeout bounds one-shot store calls.
