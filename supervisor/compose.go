@@ -44,6 +44,7 @@ type composeService struct {
 	PreStop         []composeHook                `yaml:"pre_stop,omitempty"`
 	Logging         *composeLogging              `yaml:"logging,omitempty"`
 	MemLimit        string                       `yaml:"mem_limit,omitempty"`
+	MemswapLimit    string                       `yaml:"memswap_limit,omitempty"`
 	CPUs            string                       `yaml:"cpus,omitempty"`
 	Develop         *composeDevelop              `yaml:"develop,omitempty"`
 }
@@ -212,6 +213,15 @@ func (c *Config) composeService(p *Process, image string) (*composeService, []st
 			script := ShutdownPIDEnv + "=$(cut -d' ' -f1 /proc/1/task/1/children) && export " + ShutdownPIDEnv + " && " + sd.Command
 			s.PreStop = []composeHook{{Command: composeEscapeAll([]string{"/bin/sh", "-c", script})}}
 			notes = append(notes, fmt.Sprintf("shutdown.timeout %s: compose gives a pre_stop hook no timeout of its own", sd.Timeout))
+		}
+	}
+	if r := p.Resources; r != nil {
+		if r.MemoryMax > 0 {
+			s.MemLimit = strconv.FormatInt(r.MemoryMax, 10)
+			s.MemswapLimit = s.MemLimit // no swap beyond the limit, as the monitor sets it
+		}
+		if r.CPUMax > 0 {
+			s.CPUs = strconv.FormatFloat(r.CPUMax, 'f', -1, 64)
 		}
 	}
 	if p.LogMaxSize > 0 {

@@ -30,6 +30,7 @@ processes:
     health: {every: 5s}
     restart: {policy: always, max_restarts: 3, backoff: 1s}
     stop_signal: INT
+    resources: {memory_max: 512MB, cpu_max: 1.5}
   api:
     command: ./bin/api
     env: {INJECT: "${INJECT}", PORT: "8080"}
@@ -137,6 +138,9 @@ func TestSup_ExportComposeLoadsWithComposeSpecLoader(t *testing.T) {
 	db := svc("db")
 	if db.Restart != "unless-stopped" || db.StopSignal != "SIGINT" || db.HealthCheck == nil || db.HealthCheck.Test[0] != "CMD" {
 		t.Errorf("db: restart %q stop_signal %q healthcheck %+v", db.Restart, db.StopSignal, db.HealthCheck)
+	}
+	if db.MemLimit != 512e6 || db.MemSwapLimit != 512e6 || db.CPUS != 1.5 {
+		t.Errorf("db: mem_limit %d memswap_limit %d cpus %v", db.MemLimit, db.MemSwapLimit, db.CPUS)
 	}
 	if m := svc("migrate"); m.Restart != "no" || m.HealthCheck != nil {
 		t.Errorf("migrate: restart %q healthcheck %+v", m.Restart, m.HealthCheck)
