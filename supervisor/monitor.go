@@ -321,7 +321,7 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 	}
 	if m.spec.Resources != nil && m.cgroup == nil {
 		_ = pipeR.Close() // nothing was started
-		return nil, proc.Identity{}, fmt.Errorf("resources cannot be enforced: %v", m.limitsErr)
+		return nil, proc.Identity{}, fmt.Errorf("resources cannot be enforced: %w", m.limitsErr)
 	}
 	attr := proc.DetachedAttr()
 	if m.cgroup != nil {
