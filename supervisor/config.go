@@ -93,9 +93,31 @@ type Process struct {
 	// the process, after WatchDebounce without further change.
 	Watch []string `json:"watch,omitempty"`
 
+	// Resources are limits enforced through the process's cgroup v2; nil:
+	// none.
+	Resources *Resources `json:"resources,omitempty"`
+
 	// logFileAt locates log_file in the YAML, for errors found at start.
 	logFileAt *ConfigError
+	// resourcesAt locates resources in the YAML, for errors found at start.
+	resourcesAt *ConfigError
 }
+
+// Resources are limits on a process's tree, enforced by the kernel through
+// the cgroup v2 the monitor makes for it (memory.max, cpu.max). A start
+// where they cannot be enforced fails; they are never silently dropped.
+type Resources struct {
+	// MemoryMax is the most memory (bytes) the tree may use (memory.max,
+	// with memory.swap.max 0): past it the kernel reclaims, then OOM-kills.
+	MemoryMax int64 `json:"memory_max,omitempty"`
+	// CPUMax is how many CPUs' worth of time the tree may use (cpu.max: a
+	// quota per 100 ms period); 1.5 is one and a half CPUs.
+	CPUMax float64 `json:"cpu_max,omitempty"`
+}
+
+// MinCPUMax is the smallest cpu_max: the kernel's minimum quota, 1 ms per
+// 100 ms period.
+const MinCPUMax = 0.01
 
 // Shutdown is a graceful stop: stop runs Command (through the shell, with
 // the process's environment and directory, and DEVKIT_SUP_PID set to its

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -227,6 +228,9 @@ func (p *parser) process(name, field string, node *yaml.Node) (*Process, error) 
 			}
 		case "shutdown":
 			proc.Shutdown, err = p.shutdown(v, f)
+		case "resources":
+			proc.Resources, err = p.resources(v, f)
+			proc.resourcesAt = &ConfigError{File: p.file, Line: v.Line, Field: f}
 		default:
 			err = p.errorf(k, f, "unknown field")
 		}
@@ -455,6 +459,39 @@ func (p *parser) shutdown(node *yaml.Node, field string) (*Shutdown, error) {
 		err = p.errorf(node, field, "want a command, a signal or both")
 	}
 	return sd, err
+}
+
+func (p *parser) resources(node *yaml.Node, field string) (*Resources, error) {
+	r := &Resources{}
+	err := p.mapping(node, field, func(key string, k, v *yaml.Node) error {
+		f := field + "." + key
+		var err error
+		switch key {
+		case "memory_max":
+			if r.MemoryMax, err = p.size(v, f); err == nil && r.MemoryMax < 1<<20 {
+				err = p.errorf(v, f, "%d bytes is too little to run a process: at least 1MiB", r.MemoryMax)
+			}
+		case "cpu_max":
+			var s string
+			if s, err = p.scalar(v, f); err == nil {
+				var perr error
+				r.CPUMax, perr = strconv.ParseFloat(strings.TrimSpace(s), 64)
+				switch {
+				case perr != nil || math.IsNaN(r.CPUMax) || math.IsInf(r.CPUMax, 0):
+					err = p.errorf(v, f, "%q is not a number of CPUs (e.g. 1.5)", s)
+				case r.CPUMax < MinCPUMax:
+					err = p.errorf(v, f, "%s is below %g, the kernel's smallest quota", s, MinCPUMax)
+				}
+			}
+		default:
+			err = p.errorf(k, f, "unknown field (want memory_max, cpu_max)")
+		}
+		return err
+	})
+	if err == nil && r.MemoryMax == 0 && r.CPUMax == 0 {
+		err = p.errorf(node, field, "want memory_max, cpu_max or both")
+	}
+	return r, err
 }
 
 func (p *parser) health(node *yaml.Node, field string) (*HealthCheck, error) {

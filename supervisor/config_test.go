@@ -216,3 +216,27 @@ func TestConfig_YAMLSyntaxErrorsNameTheLineOfTheMistake(t *testing.T) {
 		}
 	}
 }
+
+func TestParseConfig_BadResourcesNameFileLineAndField(t *testing.T) {
+	for _, tc := range []struct{ resources, want string }{
+		{`{cpu_max: lots}`, `ops.yaml:4: processes.a.resources.cpu_max: "lots" is not a number of CPUs`},
+		{`{cpu_max: 0.001}`, `ops.yaml:4: processes.a.resources.cpu_max: 0.001 is below 0.01`},
+		{`{memory_max: 1K}`, `ops.yaml:4: processes.a.resources.memory_max: 1024 bytes is too little`},
+		{`{memory_max: ten}`, `ops.yaml:4: processes.a.resources.memory_max: "ten" is not a size`},
+		{`{swap: 1G}`, `ops.yaml:4: processes.a.resources.swap: unknown field`},
+		{`{}`, `ops.yaml:4: processes.a.resources: want memory_max, cpu_max or both`},
+	} {
+		yaml := "processes:\n  a:\n    command: x\n    resources: " + tc.resources + "\n"
+		_, err := ParseConfig("ops.yaml", []byte(yaml), func(string) (string, bool) { return "", false })
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("resources %s: %v, want %q", tc.resources, err, tc.want)
+		}
+	}
+	cfg, err := ParseConfig("ops.yaml", []byte("processes:\n  a:\n    command: x\n    resources: {memory_max: 512MB, cpu_max: 1.5}\n"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Processes["a"].Resources; r == nil || r.MemoryMax != 512e6 || r.CPUMax != 1.5 {
+		t.Fatalf("resources = %+v", r)
+	}
+}

@@ -9,7 +9,7 @@ import (
 
 // Digest fingerprints everything that changes what runs: command, args,
 // the environment (env_file contents included), working directory, log
-// file, stop signal and timeout, the restart policy and the user. Readiness, order
+// file, stop signal and timeout, the restart policy, the user and the resource limits. Readiness, order
 // and log rotation are left out: changing them must not restart anything.
 func (p *Process) Digest() string {
 	// nil and empty must fingerprint alike: a spec that went through JSON
@@ -28,7 +28,8 @@ func (p *Process) Digest() string {
 		Restart     RestartPolicy     `json:"restart"`
 		Timestamps  bool              `json:"log_timestamps,omitempty"` // how output reaches the log
 		RunAs       *RunAs            `json:"run_as,omitempty"`
-	}{p.Command, args, env, p.Cwd, p.LogFile, p.StopSignal, int64(p.StopTimeout), p.Restart, p.LogTimestamps, p.RunAs}
+		Resources   *Resources        `json:"resources,omitempty"`
+	}{p.Command, args, env, p.Cwd, p.LogFile, p.StopSignal, int64(p.StopTimeout), p.Restart, p.LogTimestamps, p.RunAs, p.Resources}
 	data, _ := json.Marshal(material) // cannot fail: only strings, maps and numbers
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])

@@ -81,6 +81,7 @@ func runStop() int {
 //	env=VAR          print VAR's value
 //	print=TEXT       print TEXT
 //	flood=RATE       print numbered 100-byte lines ("seq N ...") at RATE bytes/s, for ever
+//	alloc=MB         allocate and touch MB MiB, 8 MiB at a time, printing the total so far
 func runChild(modes string) int {
 	for _, mode := range strings.Split(modes, ",") {
 		name, arg, _ := strings.Cut(mode, "=")
@@ -138,6 +139,18 @@ func runChild(modes string) int {
 			fmt.Println(arg)
 		case "flood":
 			flood(arg)
+		case "alloc":
+			mb, _ := strconv.Atoi(arg)
+			var held [][]byte
+			for total := 8; total <= mb; total += 8 {
+				b := make([]byte, 8<<20)
+				for i := range b { // touch every byte: resident, not just reserved
+					b[i] = byte(i)
+				}
+				held = append(held, b)
+				fmt.Println("allocated", total, "MiB")
+			}
+			fmt.Println("holding", len(held)*8, "MiB")
 		case "sleep":
 			time.Sleep(time.Hour)
 		case "sleepfor":

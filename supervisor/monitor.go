@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -87,20 +88,55 @@ func RunMonitor(in io.Reader, out io.WriteCloser) int {
 
 // makeCgroup gives the process a cgroup v2 of its own under the monitor's
 // cgroup, where that is writable (and not turned off with CgroupEnv).
+// With resources, the cgroup must take the limits: otherwise limitsErr
+// says why, and no process is started.
 func (m *monitor) makeCgroup() {
-	if !proc.CgroupsAvailable || os.Getenv(state.CgroupEnv) == "off" {
+	parent, err := limitsParent(m.spec.Resources, os.Getenv(state.CgroupEnv) == "off")
+	if err != nil {
+		m.limitsErr = err
 		return
 	}
-	parent, err := proc.OwnCgroupDir()
-	if err != nil {
-		return // no unified hierarchy: the subreaper tracks the tree
+	if parent == "" {
+		if !proc.CgroupsAvailable || os.Getenv(state.CgroupEnv) == "off" {
+			return
+		}
+		if parent, err = proc.OwnCgroupDir(); err != nil {
+			return // no unified hierarchy: the subreaper tracks the tree
+		}
 	}
 	dir := filepath.Join(parent, state.CgroupPrefix+m.spec.Name+"-"+strconv.Itoa(os.Getpid()))
 	f, err := proc.MakeCgroup(dir)
 	if err != nil {
-		return // not delegated to us: the subreaper tracks the tree
+		m.limitsErr = err // not delegated to us: the subreaper tracks the tree
+		return
 	}
 	m.cgroup, m.cgroupDir = f, dir
+	if r := m.spec.Resources; r != nil {
+		if err := proc.SetCgroupLimits(dir, r.MemoryMax, r.CPUMax); err != nil {
+			m.limitsErr = err
+			m.removeCgroup()
+			m.cgroup, m.cgroupDir = nil, ""
+		}
+	}
+}
+
+// limitsParent returns where the cgroup of a process with resources is
+// made ("" without resources), or why resources cannot be enforced here.
+func limitsParent(r *Resources, cgroupOff bool) (string, error) {
+	if r == nil {
+		return "", nil
+	}
+	if !proc.CgroupsAvailable {
+		return "", errors.New("resource limits need Linux's cgroup v2")
+	}
+	if cgroupOff {
+		return "", fmt.Errorf("cgroups are turned off (%s=off)", state.CgroupEnv)
+	}
+	own, err := proc.OwnCgroupDir()
+	if err != nil {
+		return "", fmt.Errorf("no cgroup v2: %w", err)
+	}
+	return proc.LimitsParent(own)
 }
 
 // removeCgroup removes the process's cgroup once it is empty.
@@ -125,6 +161,9 @@ type monitor struct {
 	// cgroup is open on cgroupDir, the process's own cgroup, when there is one.
 	cgroup    *os.File
 	cgroupDir string
+	// limitsErr says why the spec's resources cannot be enforced (and
+	// then nothing is started).
+	limitsErr error
 	// specJSON is spec as the record keeps it.
 	specJSON json.RawMessage
 	// captures counts the goroutines copying output to the log.
@@ -280,13 +319,17 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 		}
 		return cmd
 	}
+	if m.spec.Resources != nil && m.cgroup == nil {
+		_ = pipeR.Close() // nothing was started
+		return nil, proc.Identity{}, fmt.Errorf("resources cannot be enforced: %w", m.limitsErr)
+	}
 	attr := proc.DetachedAttr()
 	if m.cgroup != nil {
 		attr = proc.IntoCgroupAttr(int(m.cgroup.Fd()))
 	}
 	cmd := command(attr)
 	exited, err := m.reaper.Start(cmd)
-	if err != nil && m.cgroup != nil {
+	if err != nil && m.cgroup != nil && m.spec.Resources == nil {
 		// The kernel refused the cgroup (no clone3, a controller's rules):
 		// track the tree by subreaper and token instead.
 		m.logger.Warn("start in a cgroup of its own failed; tracking without it", "err", err)

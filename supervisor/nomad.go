@@ -124,6 +124,15 @@ func (c *Config) writeNomadTask(b *strings.Builder, p *Process) {
 		}
 		b.WriteString("      }\n")
 	}
+	if r := p.Resources; r != nil {
+		if r.MemoryMax > 0 {
+			// Nomad's memory is in MiB and is the task's limit.
+			fmt.Fprintf(b, "      resources {\n        memory = %d\n      }\n", (r.MemoryMax+1<<20-1)>>20)
+		}
+		if r.CPUMax > 0 {
+			fmt.Fprintf(b, "      # resources.cpu_max %s: Nomad reserves cpu in MHz of the node, not a number of CPUs; not carried\n", strconv.FormatFloat(r.CPUMax, 'f', -1, 64))
+		}
+	}
 	fmt.Fprintf(b, "      kill_signal  = %s\n      kill_timeout = %s\n", hclString("SIG"+p.StopSignal), hclString(nomadDuration(p.StopTimeout)))
 	writeNomadRestart(b, p)
 	writeNomadService(b, p)

@@ -62,6 +62,15 @@ type nomadTaskSpec struct {
 	Env         *nomadEnvSpec       `hcl:"env,block"`
 	Restart     *nomadRestartSpec   `hcl:"restart,block"`
 	Services    []nomadServiceSpec  `hcl:"service,block"`
+	Resources   *nomadResourcesSpec `hcl:"resources,block"`
+}
+
+// nomadResourcesSpec is a task's resources block (cpu in MHz, memory in MiB).
+type nomadResourcesSpec struct {
+	CPU       *int `hcl:"cpu,optional"`
+	Cores     *int `hcl:"cores,optional"`
+	Memory    *int `hcl:"memory,optional"`
+	MemoryMax *int `hcl:"memory_max,optional"`
 }
 
 type nomadLifecycleSpec struct {

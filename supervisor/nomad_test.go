@@ -23,6 +23,7 @@ processes:
     ready: {tcp: "127.0.0.1:6379", timeout: 10s}
     restart: {policy: always, max_restarts: 3, backoff: 1s}
     stop_signal: INT
+    resources: {memory_max: 512MiB, cpu_max: 1.5}
   seed:
     command: ./seed
     oneshot: true
@@ -75,6 +76,9 @@ func TestNomadJob_ParsesAgainstNomadsJobSchema(t *testing.T) {
 	}
 	if v, diags := env["GREETING"].Expr.Value(nil); diags.HasErrors() || v.AsString() != `hi "there" ${HOME} 100%` {
 		t.Errorf("GREETING reads back as %#v (%v)", v, diags)
+	}
+	if r := tasks["db"].Resources; r == nil || r.Memory == nil || *r.Memory != 512 {
+		t.Errorf("db resources: %+v", r)
 	}
 	if r := tasks["db"].Restart; r == nil || *r.Attempts != 3 || *r.Delay != "1s" || *r.Mode != "fail" {
 		t.Errorf("db restart: %+v", r)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -241,6 +242,9 @@ func (s *Supervisor) startOne(ctx context.Context, spec *Process, onSpawn func(p
 	if err := s.checkLogFile(&run); err != nil {
 		return StartResult{}, &StartError{Name: spec.Name, Err: err}
 	}
+	if err := s.checkResources(&run); err != nil {
+		return StartResult{}, &StartError{Name: spec.Name, Err: err}
+	}
 	if _, err := logfile.RotateIfOver(run.LogFile, run.LogMaxSize, run.LogBackups, s.ledger(spec.Name)); err != nil {
 		return fail(err)
 	}
@@ -467,6 +471,29 @@ func portFree(ctx context.Context, addr string) error {
 // ledger lists the log files created for name.
 func (s *Supervisor) ledger(name string) logfile.Ledger {
 	return logfile.Ledger{Path: s.home.LogLedgerPath(name)}
+}
+
+// checkResources refuses a spec whose resources this machine cannot
+// enforce, before anything starts, naming the field and what to do (the
+// monitor checks again, and never starts the process without them).
+func (s *Supervisor) checkResources(spec *Process) error {
+	cgroupOff := os.Getenv(state.CgroupEnv) == "off"
+	for _, kv := range s.opts.MonitorEnv {
+		if v, ok := strings.CutPrefix(kv, state.CgroupEnv+"="); ok {
+			cgroupOff = v == "off"
+		}
+	}
+	_, err := limitsParent(spec.Resources, cgroupOff)
+	if err == nil {
+		return nil
+	}
+	e := ConfigError{File: s.cfg.Path, Field: "processes." + spec.Name + ".resources"}
+	if spec.resourcesAt != nil {
+		e = *spec.resourcesAt
+	}
+	e.Msg = fmt.Sprintf("cannot be enforced here: %v; run devkit where its cgroup v2 can pass the memory and cpu controllers on "+
+		"(as root on a unified hierarchy, or in a delegated cgroup: systemd-run --user -p Delegate=yes …), or remove resources", err)
+	return &e
 }
 
 // checkLogFile refuses a log file that exists and was not created by us:

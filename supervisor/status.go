@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -79,6 +80,13 @@ type ProcessStatus struct {
 	CPUSeconds  float64 `json:"cpu_seconds,omitempty"`
 	RSSBytes    int64   `json:"rss_bytes,omitempty"`
 	UsageSource string  `json:"usage_source,omitempty"`
+	// MemoryMax (bytes) and CPUMax (CPUs) are the resources limits the
+	// process was started with (of the YAML when it does not run).
+	MemoryMax int64   `json:"memory_max,omitempty"`
+	CPUMax    float64 `json:"cpu_max,omitempty"`
+	// OOMKills counts the processes of its tree the kernel killed for
+	// memory_max (from its cgroup's memory.events; only with memory_max).
+	OOMKills *int `json:"oom_kills,omitempty"`
 }
 
 // StatusReport is the versioned document `devkit sup status --json` prints.
@@ -158,12 +166,16 @@ func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool)
 		return st, err
 	}
 	if rec == nil {
+		if configured && spec.Resources != nil {
+			st.MemoryMax, st.CPUMax = spec.Resources.MemoryMax, spec.Resources.CPUMax
+		}
 		if configured && spec.Disabled {
 			st.State = StateDisabled
 		}
 		return st, s.addExit(&st, 0)
 	}
 	st.PID, st.Restarts, st.LogFile = rec.Process.PID, rec.Restarts, rec.LogFile
+	addLimits(&st, rec, spec)
 	st.Drift = !configured || rec.Digest != spec.Digest()
 	tr, err := sc.treeOf(rec)
 	if err != nil {
@@ -267,6 +279,31 @@ func (s *Supervisor) cleanRecord(rec *state.ProcessRecord, clean bool) error {
 		return err // a home that cannot be written keeps the record: status still reports
 	}
 	return nil
+}
+
+// addLimits reports the resources of the spec rec was started with (the
+// YAML's, for a record without one), and the OOM kills of its cgroup.
+func addLimits(st *ProcessStatus, rec *state.ProcessRecord, spec *Process) {
+	var started struct {
+		Resources *Resources `json:"resources"`
+	}
+	var r *Resources
+	if len(rec.Spec) > 0 {
+		if json.Unmarshal(rec.Spec, &started) == nil {
+			r = started.Resources
+		}
+	} else if spec != nil {
+		r = spec.Resources
+	}
+	if r == nil {
+		return
+	}
+	st.MemoryMax, st.CPUMax = r.MemoryMax, r.CPUMax
+	if r.MemoryMax > 0 && rec.Cgroup != "" {
+		if n, ok := proc.CgroupOOMKills(rec.Cgroup); ok {
+			st.OOMKills = &n
+		}
+	}
 }
 
 // AllRunning reports whether every status is running (as supervised),

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"path/filepath"
 	"slices"
@@ -98,6 +99,14 @@ func systemdUnit(configPath string, p *Process, logDir string) string {
 	}
 	if p.LogTimestamps {
 		notes = append(notes, "log_timestamps: not carried (the journal stamps every line)")
+	}
+	if r := p.Resources; r != nil {
+		if r.MemoryMax > 0 {
+			fmt.Fprintf(&b, "MemoryMax=%d\nMemorySwapMax=0\n", r.MemoryMax)
+		}
+		if r.CPUMax > 0 {
+			fmt.Fprintf(&b, "CPUQuota=%s%%\n", strconv.FormatFloat(math.Round(r.CPUMax*10000)/100, 'f', -1, 64))
+		}
 	}
 	b.WriteString("KillMode=control-group\n")
 	fmt.Fprintf(&b, "KillSignal=SIG%s\n", p.StopSignal)

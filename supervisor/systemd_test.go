@@ -76,6 +76,7 @@ processes:
     restart: {policy: on-failure, backoff: 1s, max_backoff: 30s}
     log_max_size: 10MB
     stop_timeout: 20s
+    resources: {memory_max: 512MB, cpu_max: 1.5}
   api:
     command: sh
     args: ["-c", "exec sleep 300"]
@@ -107,6 +108,7 @@ processes:
 	migrate, db, api, tail := units["devkit-migrate.service"], units["devkit-db.service"], units["devkit-api.service"], units["devkit-tail.service"]
 	for _, c := range []struct{ unit, want string }{
 		{migrate, "Type=oneshot\nRemainAfterExit=yes\n"},
+		{db, "MemoryMax=512000000\nMemorySwapMax=0\nCPUQuota=150%\n"},
 		{migrate, "Restart=on-failure"},
 		{migrate, "#   restart: always on a oneshot"},
 		{api, "After=devkit-db.service devkit-migrate.service\n"},

@@ -22,3 +22,14 @@ func CgroupMembers(dir string) ([]Info, error) { return nil, nil }
 
 // RemoveCgroup is not available here.
 func RemoveCgroup(dir string) error { return nil }
+
+// LimitsParent is not available here: resource limits need Linux's cgroup v2.
+func LimitsParent(own string) (string, error) {
+	return "", errors.New("resource limits need Linux's cgroup v2")
+}
+
+// SetCgroupLimits is not available here.
+func SetCgroupLimits(dir string, memoryMax int64, cpuMax float64) error { return errors.ErrUnsupported }
+
+// CgroupOOMKills is not available here.
+func CgroupOOMKills(dir string) (int, bool) { return 0, false }

@@ -85,6 +85,10 @@ func TestArgv_Options(t *testing.T) {
 			Want: ExportNomadOptions{ProjectOptions: def}},
 		{Name: "export nomad --out --job", Parse: cmdtest.Parse(newSupNoun, NewCmdExportNomad, "nomad", "--out", "j.hcl", "--job", "shop"),
 			Want: ExportNomadOptions{ProjectOptions: def, OutFile: "j.hcl", Job: "shop"}},
+		{Name: "export compose defaults", Parse: cmdtest.Parse(newSupNoun, NewCmdExportCompose, "compose"),
+			Want: ExportComposeOptions{ProjectOptions: def}},
+		{Name: "export compose --out --name --image", Parse: cmdtest.Parse(newSupNoun, NewCmdExportCompose, "compose", "--out", "c.yaml", "--name", "shop", "--image", "shop:1"),
+			Want: ExportComposeOptions{ProjectOptions: def, OutFile: "c.yaml", Name: "shop", Image: "shop:1"}},
 
 		{Name: "import supervisord -o", Parse: cmdtest.Parse(newSupNoun, NewCmdImport, "import", "supervisord", "s.conf", "-o", "ops.yaml"),
 			Want: ImportOptions{Format: "supervisord", File: "s.conf", OutFile: "ops.yaml"}},

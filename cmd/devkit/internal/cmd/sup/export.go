@@ -31,16 +31,27 @@ type ExportNomadOptions struct {
 	Job     string
 }
 
+// ExportComposeOptions are the inputs of `devkit sup export compose`.
+type ExportComposeOptions struct {
+	IO *cmdutil.IOStreams
+	ProjectOptions
+	Sup     SupervisorFunc
+	OutFile string
+	Name    string
+	Image   string
+}
+
 // newExportCmd builds the `export` group and its verbs.
 func newExportCmd(f *cmdutil.Factory) *cobra.Command {
 	export := &cobra.Command{
 		Use:   "export",
-		Short: "Export the YAML to another supervisor's format (systemd, Nomad)",
+		Short: "Export the YAML to another supervisor's format (systemd, Nomad, docker compose)",
 		Long: `Export the YAML for a supervisor that outgrows devkit sup: systemd user units
-for boot persistence on one machine, or a HashiCorp Nomad job to run the
-stack on a cluster. See docs/supervisor.md for when to move.`,
+for boot persistence on one machine, a docker compose file to run the stack
+in containers, or a HashiCorp Nomad job to run it on a cluster. See
+docs/supervisor.md for when to move.`,
 	}
-	export.AddCommand(NewCmdExportSystemd(f, nil), NewCmdExportNomad(f, nil))
+	export.AddCommand(NewCmdExportSystemd(f, nil), NewCmdExportNomad(f, nil), NewCmdExportCompose(f, nil))
 	return export
 }
 
@@ -95,6 +106,61 @@ on the task. The job is named after the project unless --job is given.`,
 	nomad.Flags().StringVar(&opts.OutFile, "out", "", "file to write the job to (default: stdout)")
 	nomad.Flags().StringVar(&opts.Job, "job", "", "job name (default: the project key)")
 	return nomad
+}
+
+// NewCmdExportCompose builds `devkit sup export compose`.
+func NewCmdExportCompose(f *cmdutil.Factory, runF func(context.Context, *ExportComposeOptions) error) *cobra.Command {
+	opts := &ExportComposeOptions{IO: f.IOStreams}
+	compose := &cobra.Command{
+		Use: "compose [--out FILE] [--name NAME] [--image IMAGE]",
+		Example: `  devkit sup export compose --image registry.example/shop:1 > compose.yaml && docker compose up -d
+  DEVKIT_SUP_IMAGE=shop:dev docker compose -f <(devkit sup export compose) config`,
+		Short: "Write a docker compose file: one service per process, probes as healthchecks",
+		Long: `Render the YAML as a docker compose file: one service per process (per
+replica) running its command and args as the entrypoint in IMAGE (default:
+the image $DEVKIT_SUP_IMAGE names, which compose then requires), with its
+environment, working directory, the config's directory mounted at its own
+path, and the host's network (127.0.0.1 keeps its meaning). Probes become
+healthchecks; depends_on conditions become service_started, service_healthy
+or service_completed_successfully; the restart policy, stop signal and
+timeout, shutdown command (pre_stop), log rotation (json-file options),
+user, disabled (a profile) and watch (develop.watch) are carried. What
+compose cannot express is listed in the header comment. The project is
+named after the devkit project unless --name is given.`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ProjectOptions, opts.Sup = bindProject(f, cmd)
+			return runVerb(cmd.Context(), runF, exportComposeRun, opts)
+		},
+	}
+	compose.Flags().StringVar(&opts.OutFile, "out", "", "file to write the compose file to (default: stdout)")
+	compose.Flags().StringVar(&opts.Name, "name", "", "compose project name (default: the project key)")
+	compose.Flags().StringVar(&opts.Image, "image", "", "image every service runs in (default: ${DEVKIT_SUP_IMAGE}, required by compose)")
+	return compose
+}
+
+func exportComposeRun(_ context.Context, opts *ExportComposeOptions) error {
+	sup, err := opts.Sup(true)
+	if err != nil {
+		return err
+	}
+	name := opts.Name
+	if name == "" {
+		name = sup.Project()
+	}
+	data, err := sup.Config().ComposeFile(name, opts.Image)
+	if err != nil {
+		return err
+	}
+	if opts.OutFile == "" {
+		_, err := opts.IO.Out.Write(data)
+		return err
+	}
+	if err := os.WriteFile(opts.OutFile, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.IO.Out, opts.OutFile)
+	return nil
 }
 
 func exportNomadRun(_ context.Context, opts *ExportNomadOptions) error {
