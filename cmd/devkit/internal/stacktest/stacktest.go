@@ -49,6 +49,9 @@ type Options struct {
 	// Restart runs every process under restart: on-failure (the example
 	// leaves restarts to the user), from a copy of ops.yaml.
 	Restart bool
+	// Idle adds that many idle processes (sleep) to a copy of ops.yaml, for
+	// measuring a view over a larger stack.
+	Idle int
 }
 
 // Start starts the example stack with bin and stops it at the test's end.
@@ -61,6 +64,9 @@ func Start(t testing.TB, bin string, opts Options) *Stack {
 	cfg := filepath.Join(repo, "examples", "stack", "ops.yaml")
 	if opts.Restart {
 		cfg = withRestarts(t, cfg)
+	}
+	if opts.Idle > 0 {
+		cfg = withIdle(t, cfg, opts.Idle)
 	}
 	home := t.TempDir()
 	s := &Stack{t: t, Bin: bin, Config: cfg, Env: map[string]string{
@@ -99,6 +105,26 @@ func withRestarts(t testing.TB, path string) string {
 	}
 	cfg := filepath.Join(t.TempDir(), "ops.yaml")
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// withIdle writes a copy of the YAML at path with n more processes that
+// only sleep, and returns the copy's path.
+func withIdle(t testing.TB, path string, n int) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.Write(data)
+	for i := range n {
+		fmt.Fprintf(&b, "\n  idle%d:\n    command: sleep\n    args: [\"3600\"]\n", i+1)
+	}
+	cfg := filepath.Join(t.TempDir(), "ops-idle.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

@@ -20,11 +20,11 @@ import (
 // tmux drives the real binary in a real terminal: a tmux server of the
 // test's own (its own socket), so nothing of the user's tmux is touched.
 type tmux struct {
-	t      *testing.T
+	t      testing.TB
 	socket string
 }
 
-func newTmux(t *testing.T) *tmux {
+func newTmux(t testing.TB) *tmux {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") == "true" {
