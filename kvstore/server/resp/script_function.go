@@ -12,6 +12,7 @@ package resp
 // EVAL does: one atomic engine batch.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,9 +133,17 @@ func (fs *functionSet) load(code string, replace bool) (string, error) {
 	defer func() { fs.loading = nil }()
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = vm.loadEnv()
+	// A library's code runs at most functionLoadTimeout, as in Redis.
+	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
+	defer cancel()
+	L.SetContext(ctx)
+	defer L.RemoveContext()
 	L.Push(fn)
 	if err := L.PCall(0, 0, nil); err != nil {
 		L.SetTop(0)
+		if ctx.Err() != nil {
+			return "", errors.New("ERR Error registering functions: ERR FUNCTION LOAD timeout")
+		}
 		msg := err.Error()
 		var ae *lua.ApiError
 		if errors.As(err, &ae) {
@@ -150,9 +159,9 @@ func (fs *functionSet) load(code string, replace bool) (string, error) {
 	if len(lib.funcs) == 0 {
 		return "", errors.New("ERR No functions registered")
 	}
-	for fname := range lib.funcs {
-		if f := fs.funcs[fname]; f != nil && f.lib != old {
-			return "", fmt.Errorf("ERR Function %s already exists", fname)
+	for key, f := range lib.funcs {
+		if other := fs.funcs[key]; other != nil && other.lib != old {
+			return "", fmt.Errorf("ERR Function %s already exists", f.name)
 		}
 	}
 	if old != nil {
@@ -301,12 +310,16 @@ func (fs *functionSet) register(L *lua.LState) int {
 		// Redis 7.0 says "Library names" here too.
 		raise("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
 	}
-	if lib.funcs[f.name] != nil {
+	// Function names are case-insensitive, as in Redis.
+	if lib.funcs[strings.ToLower(f.name)] != nil {
 		raise("Function already exists in the library")
 	}
-	lib.funcs[f.name] = f
+	lib.funcs[strings.ToLower(f.name)] = f
 	return 0
 }
+
+// functionLoadTimeout bounds a library's load (Redis's LOAD_TIMEOUT_MS).
+const functionLoadTimeout = 500 * time.Millisecond
 
 // functionFlags are Redis 7's function flags.
 var functionFlags = []string{"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
@@ -388,7 +401,7 @@ func (e *scriptEngine) persist() error {
 		return nil
 	}
 	if e.persistErr != nil {
-		return fmt.Errorf("ERR the persisted functions could not be read at start (%v); fix or remove %s and restart", e.persistErr, path)
+		return fmt.Errorf("ERR the persisted functions could not be read at start (%w); fix or remove %s and restart", e.persistErr, path)
 	}
 	if err := writeFileAtomic(path, e.functions().dump()); err != nil {
 		return fmt.Errorf("ERR cannot persist the functions: %w", err)
@@ -535,8 +548,12 @@ func cmdFunction(c *call) {
 		}
 		w.bulk(fs.dump())
 	case "RESTORE":
-		if len(c.args) < 3 || len(c.args) > 4 {
+		if len(c.args) < 3 {
 			wrongArgs(w, "function|restore")
+			return
+		}
+		if len(c.args) > 4 {
+			functionArity(w, "restore")
 			return
 		}
 		policy := "APPEND"
@@ -565,6 +582,12 @@ func cmdFunction(c *call) {
 		return
 	}
 	done()
+}
+
+// functionArity is Redis 7's answer to a FUNCTION subcommand with the
+// wrong number of arguments.
+func functionArity(w *replyWriter, sub string) {
+	w.error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try FUNCTION HELP.", sub))
 }
 
 var functionHelp = []string{
@@ -633,7 +656,7 @@ func functionList(c *call, fs *functionSet) {
 		sort.Strings(names)
 		w.array(len(names))
 		for _, n := range names {
-			f := lib.funcs[n]
+			f := lib.funcs[n] // keyed by the lower-case name
 			w.array(6)
 			w.bulkString("name")
 			w.bulkString(f.name)
@@ -694,13 +717,17 @@ func (e *scriptEngine) functionCounts() (libs, funcs int) {
 // cmdFCall answers FCALL and FCALL_RO.
 func cmdFCall(c *call) {
 	ro := strings.HasSuffix(c.cmd.name, "_ro")
+	if _, isInt := parseStrictInt(c.args[2]); !isInt {
+		c.w.error("ERR Bad number of keys provided")
+		return
+	}
 	keys, argv, ok := scriptKeys(c)
 	if !ok {
 		return
 	}
 	c.s.scripts.run(c, func(e *scriptEngine) (*luaVM, runSpec, string) {
 		fs := e.functions()
-		f := fs.funcs[string(c.args[1])]
+		f := fs.funcs[strings.ToLower(string(c.args[1]))]
 		if f == nil {
 			return nil, runSpec{}, "ERR Function not found"
 		}
