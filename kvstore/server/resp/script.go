@@ -556,12 +556,6 @@ func (vm *luaVM) redisLib(e *scriptEngine) *lua.LTable {
 			}
 			return 0
 		},
-		"register_function": func(L *lua.LState) int {
-			if vm.onRegister == nil {
-				L.Error(luaErrorTable(L, "ERR redis.register_function can only be called on FUNCTION LOAD command"), 1)
-			}
-			return vm.onRegister(L)
-		},
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
 		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
 		"debug":              func(L *lua.LState) int { return 0 },

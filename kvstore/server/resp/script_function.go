@@ -57,7 +57,6 @@ func (e *scriptEngine) functions() *functionSet {
 	}
 	if e.fset.vm == nil {
 		e.fset.vm = newLuaVM(e)
-		e.fset.vm.onRegister = e.fset.register
 	}
 	return e.fset
 }
@@ -71,12 +70,13 @@ func parseLibraryHeader(code string) (name string, err error) {
 	if nl < 0 {
 		return "", errors.New("ERR Invalid library metadata")
 	}
-	parts := strings.Fields(code[2:nl])
+	parts := strings.Fields(code[:nl])
 	if len(parts) == 0 {
 		return "", errors.New("ERR Invalid library metadata")
 	}
-	engine := parts[0]
+	engine := parts[0][2:]
 	for _, p := range parts[1:] {
+		p = strings.ReplaceAll(p, `"`, "") // Redis splits as sdssplitargs: name="foo" is foo
 		if len(p) >= 5 && strings.EqualFold(p[:5], "name=") {
 			if name != "" {
 				return "", errors.New("ERR Invalid metadata value, name argument was given multiple times")
@@ -132,7 +132,7 @@ func (fs *functionSet) load(code string, replace bool) (string, error) {
 	fs.loading = lib
 	defer func() { fs.loading = nil }()
 	fn := L.NewFunctionFromProto(proto)
-	fn.Env = vm.loadEnv()
+	fn.Env = vm.loadEnv(fs)
 	// A library's code runs at most functionLoadTimeout, as in Redis.
 	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
 	defer cancel()
@@ -186,18 +186,40 @@ func (fs *functionSet) unlink(lib *functionLib) {
 	}
 }
 
-// loadEnv is the globals a library's code sees while it loads: the redis
-// table with register_function and log only, as in Redis 7.
-func (vm *luaVM) loadEnv() *lua.LTable {
+// loadEnv is the globals of a library's code: while it loads, the redis
+// table with register_function and log only (Redis 7's load sandbox);
+// afterwards — for the local functions it defined, called by its
+// functions — the globals every script sees.
+func (vm *luaVM) loadEnv(fs *functionSet) *lua.LTable {
 	L := vm.L
-	realRedis := vm.redisTable
 	redisLoad := L.NewTable()
-	for _, k := range []string{"register_function", "log", "LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING", "REDIS_VERSION", "REDIS_VERSION_NUM"} {
-		redisLoad.RawSetString(k, realRedis.RawGetString(k))
+	for _, k := range []string{"log", "LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING", "REDIS_VERSION", "REDIS_VERSION_NUM"} {
+		redisLoad.RawSetString(k, vm.redisTable.RawGetString(k))
 	}
-	env := L.NewTable()
-	env.RawSetString("redis", vm.protectMissing(redisLoad))
-	return vm.protectMissing(env)
+	redisLoad.RawSetString("register_function", L.NewFunction(fs.register))
+	loading := L.NewTable()
+	loading.RawSetString("redis", vm.protectMissing(redisLoad))
+	proxy := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		if fs.loading == nil {
+			L.Push(L.GetField(vm.globalsProxy, L.CheckString(2)))
+			return 1
+		}
+		v := loading.RawGet(L.Get(2))
+		if v == lua.LNil {
+			L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.Get(2).String())
+		}
+		L.Push(v)
+		return 1
+	}))
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(readonlyErr)
+		return 0
+	}))
+	mt.RawSetString("__metatable", readonlyMeta(L))
+	L.SetMetatable(proxy, mt)
+	return proxy
 }
 
 // protectMissing is protect with Redis's error for a name that is not there.
@@ -611,13 +633,13 @@ func functionList(c *call, fs *functionSet) {
 		switch strings.ToUpper(string(c.args[i])) {
 		case "WITHCODE":
 			if withCode {
-				w.error("ERR Unknown argument WITHCODE")
+				w.error(fmt.Sprintf("ERR Unknown argument %s", printable(c.args[i])))
 				return
 			}
 			withCode = true
 		case "LIBRARYNAME":
 			if pattern != nil {
-				w.error("ERR library name argument was given multiple times")
+				w.error(fmt.Sprintf("ERR Unknown argument %s", printable(c.args[i])))
 				return
 			}
 			if i+1 >= len(c.args) {

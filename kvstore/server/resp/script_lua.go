@@ -44,8 +44,6 @@ type luaVM struct {
 	cur     *scriptCtx // the call being run; nil between calls
 
 	globalsProxy *lua.LTable // what scripts see as _G
-	// onRegister is redis.register_function (the functions' VM only).
-	onRegister lua.LGFunction
 	redisTable *lua.LTable // the redis library behind its proxy
 }
 
