@@ -44,7 +44,7 @@ type luaVM struct {
 	cur     *scriptCtx // the call being run; nil between calls
 
 	globalsProxy *lua.LTable // what scripts see as _G
-	redisTable *lua.LTable // the redis library behind its proxy
+	redisTable   *lua.LTable // the redis library behind its proxy
 }
 
 // readonlyErr is Redis 7's error for a write to a protected table.
