@@ -75,8 +75,10 @@ for unit in "${UNITS[@]}"; do
 	log="$OUT/${unit//\//_}.log"
 	# --durable: an error outside an assertion (an unknown command) fails
 	# that test only, instead of ending the unit.
+	# --baseport: the test server's own port is found below it; a random one
+	# keeps runs on one machine (other checkouts) from taking the same port.
 	(cd "$REDIS_SRC" && ./runtest --host 127.0.0.1 --port "$port" --singledb --durable --tags "${TAGS[*]}" \
-		--single "$unit" 2>&1) | sed 's/\x1b\[[0-9;]*m//g' >"$log"
+		--baseport $((21111 + 64 * (RANDOM % 300))) --single "$unit" 2>&1) | sed 's/\x1b\[[0-9;]*m//g' >"$log"
 	ok=$(grep -c '^\[ok\]:' "$log")
 	err=$(grep -c '^\[err\]:\|^\[exception\]:' "$log")
 	printf '%-20s %6d %6d\n' "$unit" "$ok" "$err"

@@ -93,6 +93,9 @@ func cmdConfig(c *call) {
 			wrongArgs(w, "config|set")
 			return
 		}
+		if c.s.scripts.configSet(c) {
+			return
+		}
 		if c.s.configSet(c, c.args[2:], c.s.configParams()) {
 			return
 		}
@@ -124,6 +127,8 @@ func (s *Server) configParams() [][2]string {
 		{"timeout", strconv.Itoa(int(s.opts.IdleTimeout / time.Second))},
 		{"proto-max-bulk-len", strconv.Itoa(s.opts.MaxBulkBytes)},
 		{"maxmemory", "0"},
+		{"busy-reply-threshold", strconv.FormatInt(s.scripts.busyAfterNanos.Load()/int64(time.Millisecond), 10)},
+		{"lua-time-limit", strconv.FormatInt(s.scripts.busyAfterNanos.Load()/int64(time.Millisecond), 10)},
 		{"maxmemory-policy", "noeviction"},
 	}, s.encodings.params()...)
 }

@@ -237,6 +237,10 @@ func commandGetKeys(c *call) {
 	}
 	sub := c.args[2:]
 	cmd := c.s.cmds.lookup(sub[0])
+	if cmd != nil && cmd.group == "scripting" && cmd.arity == -3 && cmd.arityOK(len(sub)) {
+		scriptGetKeys(c, sub) // EVAL and FCALL: numkeys says where the keys are
+		return
+	}
 	switch {
 	case cmd == nil:
 		w.error("ERR Invalid command specified")

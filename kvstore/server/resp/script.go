@@ -52,8 +52,8 @@ type scriptEngine struct {
 
 	running atomic.Pointer[scriptRun]
 
-	busyAfter time.Duration
-	maxMemory int64
+	busyAfterNanos atomic.Int64 // busy-reply-threshold (CONFIG SET changes it)
+	maxMemory      int64
 }
 
 // evalScript is one cached script.
@@ -95,8 +95,10 @@ type scriptCtx struct {
 }
 
 func newScriptEngine(s *Server) *scriptEngine {
-	return &scriptEngine{s: s, log: s.opts.Logger, cache: map[string]*evalScript{},
-		busyAfter: s.opts.BusyScriptTime, maxMemory: s.opts.ScriptMaxMemory, rand: newRand48()}
+	e := &scriptEngine{s: s, log: s.opts.Logger, cache: map[string]*evalScript{},
+		maxMemory: s.opts.ScriptMaxMemory, rand: newRand48()}
+	e.busyAfterNanos.Store(int64(s.opts.BusyScriptTime))
+	return e
 }
 
 // charge counts bytes a library function is about to build; false: past
@@ -401,7 +403,11 @@ func (sc *scriptCtx) errorText(err error) string {
 		if ae.Type == lua.ApiErrorPanic && strings.Contains(msg, "callstack overflow") {
 			msg = "stack overflow"
 		}
-		return "ERR " + msg + sc.where(lineOf(msg))
+		line := lineOf(msg)
+		if line == 0 {
+			line = lineIn(ae.StackTrace)
+		}
+		return "ERR " + msg + sc.where(line)
 	}
 }
 
@@ -549,12 +555,6 @@ func (vm *luaVM) redisLib(e *scriptEngine) *lua.LTable {
 				L.Error(luaErrorTable(L, "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."), 1)
 			}
 			return 0
-		},
-		"register_function": func(L *lua.LState) int {
-			if vm.onRegister == nil {
-				L.Error(luaErrorTable(L, "ERR redis.register_function can only be called on FUNCTION LOAD command"), 1)
-			}
-			return vm.onRegister(L)
 		},
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
 		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
@@ -718,3 +718,18 @@ const (
 	busyEvalErr     = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 	busyFunctionErr = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 )
+
+// scriptGetKeys is COMMAND GETKEYS of EVAL/EVALSHA/FCALL...: the numkeys
+// arguments after numkeys.
+func scriptGetKeys(c *call, sub [][]byte) {
+	n, ok := parseStrictInt(sub[2])
+	if !ok || n < 0 || n > int64(len(sub)-3) {
+		c.w.array(0) // Redis: no mandatory keys, so none
+		return
+	}
+	keys := make([]string, 0, n)
+	for _, k := range sub[3 : 3+n] {
+		keys = append(keys, string(k))
+	}
+	c.w.bulkStrings(keys...)
+}

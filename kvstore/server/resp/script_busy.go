@@ -41,10 +41,10 @@ func (e *scriptEngine) await(c *call, run *scriptRun, done <-chan struct{}) {
 		if now := heapObjectBytes(); e.maxMemory > 0 && now > heap0 && now-heap0 > uint64(e.maxMemory) {
 			run.stop(fmt.Sprintf("ERR Script exceeded the memory limit of %d bytes (devkit kv serve --script-max-memory)", e.maxMemory))
 		}
-		if !run.busy.Load() && e.busyAfter > 0 && time.Since(run.start) >= e.busyAfter {
+		if after := time.Duration(e.busyAfterNanos.Load()); !run.busy.Load() && after > 0 && time.Since(run.start) >= after {
 			run.busy.Store(true)
 			e.log.Warn("a script has run longer than the busy time; other clients get BUSY until it ends (SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE)",
-				"script", run.name, "busy_after", e.busyAfter)
+				"script", run.name, "busy_after", after)
 		}
 		if run.busy.Load() && c.cl.serveBusy != nil {
 			c.cl.serveBusy()
@@ -136,4 +136,25 @@ func cmdShutdown(c *call) {
 	c.s.opts.Logger.Warn("SHUTDOWN received; stopping", "nosave", nosave)
 	go c.s.opts.OnShutdown(context.Background())
 	c.cl.quit = true
+}
+
+// configSet handles CONFIG SET busy-reply-threshold (lua-time-limit), in
+// milliseconds, the one scripting setting that changes at run time; it
+// reports whether the command was answered.
+func (e *scriptEngine) configSet(c *call) bool {
+	if len(c.args) != 4 {
+		return false
+	}
+	name := strings.ToLower(string(c.args[2]))
+	if name != "busy-reply-threshold" && name != "lua-time-limit" {
+		return false
+	}
+	ms, ok := parseStrictInt(c.args[3])
+	if !ok || ms < 0 {
+		c.w.error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - argument couldn't be parsed into an integer", name))
+		return true
+	}
+	e.busyAfterNanos.Store(int64(time.Duration(ms) * time.Millisecond))
+	c.w.ok()
+	return true
 }

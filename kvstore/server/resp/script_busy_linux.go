@@ -27,6 +27,7 @@ func (l *loop) serveWhileBusy(self *elConn) {
 		fd := int(ev.Fd)
 		if fd == l.wakefd {
 			l.busyWoken = true
+			l.adoptWhileBusy()
 			continue
 		}
 		c := l.conns[fd]
@@ -48,5 +49,29 @@ func (l *loop) afterBusy() {
 	if l.busyWoken {
 		l.busyWoken = false
 		epollwait.Wake(l.wakefd)
+	}
+}
+
+// adoptWhileBusy registers the connections accepted meanwhile, so that a
+// client that connects while a script is busy is answered BUSY too; the
+// rest of the posted work (kills, drain, quit, ticks) waits for the loop,
+// which afterBusy wakes.
+func (l *loop) adoptWhileBusy() {
+	l.mu.Lock()
+	incoming := l.incoming
+	l.incoming = nil
+	l.mu.Unlock()
+	for _, c := range incoming {
+		if c.closed {
+			continue
+		}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.fd)}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+			c.cl.log.Warn("epoll_ctl failed; closing the connection", "err", err)
+			l.close(c)
+			continue
+		}
+		l.conns[c.fd] = c
+		l.service(c)
 	}
 }

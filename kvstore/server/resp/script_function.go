@@ -12,6 +12,7 @@ package resp
 // EVAL does: one atomic engine batch.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,7 +57,6 @@ func (e *scriptEngine) functions() *functionSet {
 	}
 	if e.fset.vm == nil {
 		e.fset.vm = newLuaVM(e)
-		e.fset.vm.onRegister = e.fset.register
 	}
 	return e.fset
 }
@@ -70,12 +70,13 @@ func parseLibraryHeader(code string) (name string, err error) {
 	if nl < 0 {
 		return "", errors.New("ERR Invalid library metadata")
 	}
-	parts := strings.Fields(code[2:nl])
+	parts := strings.Fields(code[:nl])
 	if len(parts) == 0 {
 		return "", errors.New("ERR Invalid library metadata")
 	}
-	engine := parts[0]
+	engine := parts[0][2:]
 	for _, p := range parts[1:] {
+		p = strings.ReplaceAll(p, `"`, "") // Redis splits as sdssplitargs: name="foo" is foo
 		if len(p) >= 5 && strings.EqualFold(p[:5], "name=") {
 			if name != "" {
 				return "", errors.New("ERR Invalid metadata value, name argument was given multiple times")
@@ -131,10 +132,18 @@ func (fs *functionSet) load(code string, replace bool) (string, error) {
 	fs.loading = lib
 	defer func() { fs.loading = nil }()
 	fn := L.NewFunctionFromProto(proto)
-	fn.Env = vm.loadEnv()
+	fn.Env = vm.loadEnv(fs)
+	// A library's code runs at most functionLoadTimeout, as in Redis.
+	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
+	defer cancel()
+	L.SetContext(ctx)
+	defer L.RemoveContext()
 	L.Push(fn)
 	if err := L.PCall(0, 0, nil); err != nil {
 		L.SetTop(0)
+		if ctx.Err() != nil {
+			return "", errors.New("ERR Error registering functions: ERR FUNCTION LOAD timeout")
+		}
 		msg := err.Error()
 		var ae *lua.ApiError
 		if errors.As(err, &ae) {
@@ -150,9 +159,9 @@ func (fs *functionSet) load(code string, replace bool) (string, error) {
 	if len(lib.funcs) == 0 {
 		return "", errors.New("ERR No functions registered")
 	}
-	for fname := range lib.funcs {
-		if f := fs.funcs[fname]; f != nil && f.lib != old {
-			return "", fmt.Errorf("ERR Function %s already exists", fname)
+	for key, f := range lib.funcs {
+		if other := fs.funcs[key]; other != nil && other.lib != old {
+			return "", fmt.Errorf("ERR Function %s already exists", f.name)
 		}
 	}
 	if old != nil {
@@ -177,18 +186,40 @@ func (fs *functionSet) unlink(lib *functionLib) {
 	}
 }
 
-// loadEnv is the globals a library's code sees while it loads: the redis
-// table with register_function and log only, as in Redis 7.
-func (vm *luaVM) loadEnv() *lua.LTable {
+// loadEnv is the globals of a library's code: while it loads, the redis
+// table with register_function and log only (Redis 7's load sandbox);
+// afterwards — for the local functions it defined, called by its
+// functions — the globals every script sees.
+func (vm *luaVM) loadEnv(fs *functionSet) *lua.LTable {
 	L := vm.L
-	realRedis := vm.redisTable
 	redisLoad := L.NewTable()
-	for _, k := range []string{"register_function", "log", "LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING", "REDIS_VERSION", "REDIS_VERSION_NUM"} {
-		redisLoad.RawSetString(k, realRedis.RawGetString(k))
+	for _, k := range []string{"log", "LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING", "REDIS_VERSION", "REDIS_VERSION_NUM"} {
+		redisLoad.RawSetString(k, vm.redisTable.RawGetString(k))
 	}
-	env := L.NewTable()
-	env.RawSetString("redis", vm.protectMissing(redisLoad))
-	return vm.protectMissing(env)
+	redisLoad.RawSetString("register_function", L.NewFunction(fs.register))
+	loading := L.NewTable()
+	loading.RawSetString("redis", vm.protectMissing(redisLoad))
+	proxy := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		if fs.loading == nil {
+			L.Push(L.GetField(vm.globalsProxy, L.CheckString(2)))
+			return 1
+		}
+		v := loading.RawGet(L.Get(2))
+		if v == lua.LNil {
+			L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.Get(2).String())
+		}
+		L.Push(v)
+		return 1
+	}))
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(readonlyErr)
+		return 0
+	}))
+	mt.RawSetString("__metatable", readonlyMeta(L))
+	L.SetMetatable(proxy, mt)
+	return proxy
 }
 
 // protectMissing is protect with Redis's error for a name that is not there.
@@ -301,12 +332,16 @@ func (fs *functionSet) register(L *lua.LState) int {
 		// Redis 7.0 says "Library names" here too.
 		raise("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
 	}
-	if lib.funcs[f.name] != nil {
+	// Function names are case-insensitive, as in Redis.
+	if lib.funcs[strings.ToLower(f.name)] != nil {
 		raise("Function already exists in the library")
 	}
-	lib.funcs[f.name] = f
+	lib.funcs[strings.ToLower(f.name)] = f
 	return 0
 }
+
+// functionLoadTimeout bounds a library's load (Redis's LOAD_TIMEOUT_MS).
+const functionLoadTimeout = 500 * time.Millisecond
 
 // functionFlags are Redis 7's function flags.
 var functionFlags = []string{"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
@@ -388,7 +423,7 @@ func (e *scriptEngine) persist() error {
 		return nil
 	}
 	if e.persistErr != nil {
-		return fmt.Errorf("ERR the persisted functions could not be read at start (%v); fix or remove %s and restart", e.persistErr, path)
+		return fmt.Errorf("ERR the persisted functions could not be read at start (%w); fix or remove %s and restart", e.persistErr, path)
 	}
 	if err := writeFileAtomic(path, e.functions().dump()); err != nil {
 		return fmt.Errorf("ERR cannot persist the functions: %w", err)
@@ -535,8 +570,12 @@ func cmdFunction(c *call) {
 		}
 		w.bulk(fs.dump())
 	case "RESTORE":
-		if len(c.args) < 3 || len(c.args) > 4 {
+		if len(c.args) < 3 {
 			wrongArgs(w, "function|restore")
+			return
+		}
+		if len(c.args) > 4 {
+			functionArity(w, "restore")
 			return
 		}
 		policy := "APPEND"
@@ -567,6 +606,12 @@ func cmdFunction(c *call) {
 	done()
 }
 
+// functionArity is Redis 7's answer to a FUNCTION subcommand with the
+// wrong number of arguments.
+func functionArity(w *replyWriter, sub string) {
+	w.error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try FUNCTION HELP.", sub))
+}
+
 var functionHelp = []string{
 	"FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"LOAD [REPLACE] <FUNCTION CODE>",
@@ -588,13 +633,13 @@ func functionList(c *call, fs *functionSet) {
 		switch strings.ToUpper(string(c.args[i])) {
 		case "WITHCODE":
 			if withCode {
-				w.error("ERR Unknown argument WITHCODE")
+				w.error(fmt.Sprintf("ERR Unknown argument %s", printable(c.args[i])))
 				return
 			}
 			withCode = true
 		case "LIBRARYNAME":
 			if pattern != nil {
-				w.error("ERR library name argument was given multiple times")
+				w.error(fmt.Sprintf("ERR Unknown argument %s", printable(c.args[i])))
 				return
 			}
 			if i+1 >= len(c.args) {
@@ -633,7 +678,7 @@ func functionList(c *call, fs *functionSet) {
 		sort.Strings(names)
 		w.array(len(names))
 		for _, n := range names {
-			f := lib.funcs[n]
+			f := lib.funcs[n] // keyed by the lower-case name
 			w.array(6)
 			w.bulkString("name")
 			w.bulkString(f.name)
@@ -694,13 +739,17 @@ func (e *scriptEngine) functionCounts() (libs, funcs int) {
 // cmdFCall answers FCALL and FCALL_RO.
 func cmdFCall(c *call) {
 	ro := strings.HasSuffix(c.cmd.name, "_ro")
+	if _, isInt := parseStrictInt(c.args[2]); !isInt {
+		c.w.error("ERR Bad number of keys provided")
+		return
+	}
 	keys, argv, ok := scriptKeys(c)
 	if !ok {
 		return
 	}
 	c.s.scripts.run(c, func(e *scriptEngine) (*luaVM, runSpec, string) {
 		fs := e.functions()
-		f := fs.funcs[string(c.args[1])]
+		f := fs.funcs[strings.ToLower(string(c.args[1]))]
 		if f == nil {
 			return nil, runSpec{}, "ERR Function not found"
 		}

@@ -22,14 +22,44 @@ import (
 // cjsonMaxDepth is cjson's default nesting bound (encode and decode).
 const cjsonMaxDepth = 1000
 
+// cjsonConfig is what cjson's configuration functions set (for the VM's
+// life, as in Redis).
+type cjsonConfig struct {
+	encodeDepth, decodeDepth int
+	invalidNumbers           bool
+}
+
 func openCJSON(L *lua.LState) *lua.LTable {
+	cfg := &cjsonConfig{encodeDepth: cjsonMaxDepth, decodeDepth: cjsonMaxDepth}
 	t := L.NewTable()
-	t.RawSetString("encode", L.NewFunction(cjsonEncode))
-	t.RawSetString("decode", L.NewFunction(cjsonDecode))
+	t.RawSetString("encode", L.NewFunction(func(L *lua.LState) int { return cjsonEncode(L, cfg) }))
+	t.RawSetString("decode", L.NewFunction(func(L *lua.LState) int { return cjsonDecode(L, cfg) }))
 	null := L.NewUserData()
 	L.G.Registry.RawSetString("__cjson_null", null)
 	t.RawSetString("null", null)
-	for _, name := range []string{"encode_keep_buffer", "encode_max_depth", "decode_max_depth", "encode_number_precision", "encode_invalid_numbers", "decode_invalid_numbers", "encode_sparse_array"} {
+	depth := func(p *int) lua.LGFunction {
+		return func(L *lua.LState) int {
+			if L.GetTop() >= 1 {
+				n := L.CheckInt(1)
+				if n < 1 || n > 2147483647 {
+					L.ArgError(1, "expected integer between 1 and 2147483647")
+				}
+				*p = n
+			}
+			L.Push(lua.LNumber(*p))
+			return 1
+		}
+	}
+	t.RawSetString("encode_max_depth", L.NewFunction(depth(&cfg.encodeDepth)))
+	t.RawSetString("decode_max_depth", L.NewFunction(depth(&cfg.decodeDepth)))
+	t.RawSetString("encode_invalid_numbers", L.NewFunction(func(L *lua.LState) int {
+		if L.GetTop() >= 1 {
+			cfg.invalidNumbers = L.ToBool(1)
+		}
+		L.Push(lua.LBool(cfg.invalidNumbers))
+		return 1
+	}))
+	for _, name := range []string{"encode_keep_buffer", "encode_number_precision", "decode_invalid_numbers", "encode_sparse_array"} {
 		t.RawSetString(name, L.NewFunction(func(L *lua.LState) int { return L.GetTop() }))
 	}
 	return t
@@ -39,12 +69,12 @@ func openCJSON(L *lua.LState) *lua.LTable {
 // a proxy).
 func cjsonNull(L *lua.LState) lua.LValue { return L.G.Registry.RawGetString("__cjson_null") }
 
-func cjsonEncode(L *lua.LState) int {
+func cjsonEncode(L *lua.LState, cfg *cjsonConfig) int {
 	if L.GetTop() != 1 {
 		L.ArgError(1, "expected 1 argument")
 	}
 	var b bytes.Buffer
-	if err := cjsonWrite(L, &b, L.Get(1), 0); err != nil {
+	if err := cjsonWrite(L, cfg, &b, L.Get(1), 0); err != nil {
 		L.RaiseError("%s", err.Error())
 	}
 	if sc := scriptOf(L); sc != nil && !sc.charge(int64(b.Len())) {
@@ -54,10 +84,12 @@ func cjsonEncode(L *lua.LState) int {
 	return 1
 }
 
-func cjsonWrite(L *lua.LState, b *bytes.Buffer, v lua.LValue, depth int) error {
-	if depth > cjsonMaxDepth {
-		return fmt.Errorf("Cannot serialise, excessive nesting (%d)", depth)
-	}
+// cjsonError is cjson's error text, as scripts see it.
+type cjsonError string
+
+func (e cjsonError) Error() string { return string(e) }
+
+func cjsonWrite(L *lua.LState, cfg *cjsonConfig, b *bytes.Buffer, v lua.LValue, depth int) error {
 	switch v := v.(type) {
 	case *lua.LNilType:
 		b.WriteString("null")
@@ -65,8 +97,12 @@ func cjsonWrite(L *lua.LState, b *bytes.Buffer, v lua.LValue, depth int) error {
 		b.WriteString(strconv.FormatBool(bool(v)))
 	case lua.LNumber:
 		f := float64(v)
+		if (math.IsInf(f, 0) || math.IsNaN(f)) && cfg.invalidNumbers {
+			b.WriteString(map[bool]string{true: "nan", false: "inf"}[math.IsNaN(f)])
+			return nil
+		}
 		if math.IsInf(f, 0) || math.IsNaN(f) {
-			return fmt.Errorf("Cannot serialise number: must not be NaN or Inf")
+			return cjsonError("Cannot serialise number: must not be NaN or Inf")
 		}
 		b.WriteString(fmt.Sprintf("%.14g", f))
 	case lua.LString:
@@ -79,8 +115,11 @@ func cjsonWrite(L *lua.LState, b *bytes.Buffer, v lua.LValue, depth int) error {
 			b.WriteString("null")
 			return nil
 		}
-		return fmt.Errorf("Cannot serialise userdata: type not supported")
+		return cjsonError("Cannot serialise userdata: type not supported")
 	case *lua.LTable:
+		if depth+1 > cfg.encodeDepth {
+			return cjsonError(fmt.Sprintf("Cannot serialise, excessive nesting (%d)", depth+1))
+		}
 		n, isArray := luaArrayLen(v)
 		if isArray {
 			b.WriteByte('[')
@@ -88,7 +127,7 @@ func cjsonWrite(L *lua.LState, b *bytes.Buffer, v lua.LValue, depth int) error {
 				if i > 1 {
 					b.WriteByte(',')
 				}
-				if err := cjsonWrite(L, b, v.RawGetInt(i), depth+1); err != nil {
+				if err := cjsonWrite(L, cfg, b, v.RawGetInt(i), depth+1); err != nil {
 					return err
 				}
 			}
@@ -109,7 +148,7 @@ func cjsonWrite(L *lua.LState, b *bytes.Buffer, v lua.LValue, depth int) error {
 			case lua.LNumber:
 				key = fmt.Sprintf("%.14g", float64(k))
 			default:
-				err = fmt.Errorf("Cannot serialise %s: table key must be a number or string", k.Type())
+				err = cjsonError(fmt.Sprintf("Cannot serialise %s: table key must be a number or string", k.Type()))
 				return
 			}
 			if !first {
@@ -119,14 +158,14 @@ func cjsonWrite(L *lua.LState, b *bytes.Buffer, v lua.LValue, depth int) error {
 			enc, _ := json.Marshal(key)
 			b.Write(enc)
 			b.WriteByte(':')
-			err = cjsonWrite(L, b, val, depth+1)
+			err = cjsonWrite(L, cfg, b, val, depth+1)
 		})
 		if err != nil {
 			return err
 		}
 		b.WriteByte('}')
 	default:
-		return fmt.Errorf("Cannot serialise %s: type not supported", v.Type())
+		return cjsonError(fmt.Sprintf("Cannot serialise %s: type not supported", v.Type()))
 	}
 	return nil
 }
@@ -155,7 +194,7 @@ func luaArrayLen(t *lua.LTable) (int, bool) {
 	return maxKey, true
 }
 
-func cjsonDecode(L *lua.LState) int {
+func cjsonDecode(L *lua.LState, cfg *cjsonConfig) int {
 	s := L.CheckString(1)
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
@@ -166,13 +205,16 @@ func cjsonDecode(L *lua.LState) int {
 	if dec.More() {
 		L.RaiseError("Expected the end but found invalid token")
 	}
-	L.Push(cjsonToLua(L, v, 0))
+	L.Push(cjsonToLua(L, cfg, v, 0))
 	return 1
 }
 
-func cjsonToLua(L *lua.LState, v any, depth int) lua.LValue {
-	if depth > cjsonMaxDepth {
-		L.RaiseError("Found too many nested data structures (%d)", depth)
+func cjsonToLua(L *lua.LState, cfg *cjsonConfig, v any, depth int) lua.LValue {
+	switch v.(type) {
+	case []any, map[string]any:
+		if depth+1 > cfg.decodeDepth {
+			L.RaiseError("Found too many nested data structures (%d)", depth+1)
+		}
 	}
 	switch v := v.(type) {
 	case nil:
@@ -187,7 +229,7 @@ func cjsonToLua(L *lua.LState, v any, depth int) lua.LValue {
 	case []any:
 		t := L.CreateTable(len(v), 0)
 		for i, e := range v {
-			t.RawSetInt(i+1, cjsonToLua(L, e, depth+1))
+			t.RawSetInt(i+1, cjsonToLua(L, cfg, e, depth+1))
 		}
 		return t
 	case map[string]any:
@@ -198,7 +240,7 @@ func cjsonToLua(L *lua.LState, v any, depth int) lua.LValue {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			t.RawSetString(k, cjsonToLua(L, v[k], depth+1))
+			t.RawSetString(k, cjsonToLua(L, cfg, v[k], depth+1))
 		}
 		return t
 	}

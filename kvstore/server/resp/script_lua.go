@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,9 +44,7 @@ type luaVM struct {
 	cur     *scriptCtx // the call being run; nil between calls
 
 	globalsProxy *lua.LTable // what scripts see as _G
-	// onRegister is redis.register_function (the functions' VM only).
-	onRegister lua.LGFunction
-	redisTable *lua.LTable // the redis library behind its proxy
+	redisTable   *lua.LTable // the redis library behind its proxy
 }
 
 // readonlyErr is Redis 7's error for a write to a protected table.
@@ -78,6 +77,20 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 		g.RawSetString(name, lua.LNil)
 	}
 	g.RawSetString("collectgarbage", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
+	// setmetatable on a protected table is Redis's readonly error.
+	baseSetMeta := g.RawGetString("setmetatable")
+	g.RawSetString("setmetatable", L.NewFunction(func(L *lua.LState) int {
+		if t, ok := L.Get(1).(*lua.LTable); ok && slices.Contains(vm.proxies, t) {
+			L.Error(lua.LString(readonlyErr), 0) // Redis's has no position
+		}
+		top := L.GetTop()
+		L.Push(baseSetMeta)
+		for i := 1; i <= top; i++ {
+			L.Push(L.Get(i))
+		}
+		L.Call(top, 1)
+		return 1
+	}))
 	// Lua 5.1 prints numbers with %.14g (gopher-lua with Go's shortest form).
 	base := g.RawGetString("tostring")
 	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
@@ -151,7 +164,7 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 		L.RaiseError(readonlyErr)
 		return 0
 	}))
-	mt.RawSetString("__metatable", lua.LFalse)
+	mt.RawSetString("__metatable", vm.protect(L.NewTable()))
 	L.SetMetatable(proxy, mt)
 	g.RawSetString("_G", proxy)
 	vm.proxies = append(vm.proxies, proxy)
@@ -169,10 +182,25 @@ func (vm *luaVM) protect(t *lua.LTable) *lua.LTable {
 		L.RaiseError(readonlyErr)
 		return 0
 	}))
-	mt.RawSetString("__metatable", lua.LFalse)
+	mt.RawSetString("__metatable", readonlyMeta(L))
 	L.SetMetatable(proxy, mt)
 	vm.proxies = append(vm.proxies, proxy)
 	return proxy
+}
+
+// readonlyMeta is what getmetatable returns for a protected table: an
+// empty table that refuses writes, so that changing it is Redis's
+// readonly error.
+func readonlyMeta(L *lua.LState) *lua.LTable {
+	t := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(readonlyErr)
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(t, mt)
+	return t
 }
 
 // intact reports whether the sandbox is as built (then the VM is reused).
@@ -279,7 +307,17 @@ func luaMathRandom(L *lua.LState) int {
 
 func luaMathRandomSeed(L *lua.LState) int {
 	if sc := scriptOf(L); sc != nil {
-		sc.e.rand.seed(int32(L.CheckInt(1)))
+		n, ok := lua.LVAsNumber(L.Get(1)), L.Get(1) != lua.LNil
+		if s, isStr := L.Get(1).(lua.LString); isStr {
+			f, err := strconv.ParseFloat(strings.TrimSpace(string(s)), 64)
+			n, ok = lua.LNumber(f), err == nil
+		} else if _, isNum := L.Get(1).(lua.LNumber); !isNum {
+			ok = false
+		}
+		if !ok {
+			L.ArgError(1, "number expected")
+		}
+		sc.e.rand.seed(int32(int64(n)))
 	}
 	return 0
 }
@@ -434,7 +472,7 @@ func luaNumberToInt(f float64) int64 {
 }
 
 // luaArgs turns redis.call's arguments into a command line: strings and
-// numbers (numbers as Lua prints them, integers without a point).
+// numbers.
 func luaArgs(L *lua.LState) ([][]byte, bool) {
 	n := L.GetTop()
 	args := make([][]byte, 0, n)
@@ -443,7 +481,8 @@ func luaArgs(L *lua.LState) ([][]byte, bool) {
 		case lua.LString:
 			args = append(args, []byte(string(v)))
 		case lua.LNumber:
-			args = append(args, []byte(formatLuaNumber(float64(v))))
+			// Redis 7 converts with fpconv_dtoa: the shortest exact form.
+			args = append(args, dtoa(float64(v)))
 		default:
 			return nil, false
 		}
@@ -451,9 +490,18 @@ func luaArgs(L *lua.LState) ([][]byte, bool) {
 	return args, true
 }
 
+// dtoa is fpconv_dtoa's form: the shortest digits that read back the same,
+// in plain notation for magnitudes from 1e-4 to below 1e21.
+func dtoa(f float64) []byte {
+	if a := math.Abs(f); a == 0 || (a >= 1e-4 && a < 1e21) {
+		return strconv.AppendFloat(nil, f, 'f', -1, 64)
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 64)
+}
+
 // formatLuaNumber is Lua 5.1's %.14g, as Redis converts a number argument.
 func formatLuaNumber(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+	if f == math.Trunc(f) && math.Abs(f) < 1e14 { // up to 14 digits, %.14g is the integer
 		return strconv.FormatInt(int64(f), 10)
 	}
 	return fmt.Sprintf("%.14g", f)

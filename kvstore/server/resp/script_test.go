@@ -130,6 +130,10 @@ func TestScript_BusyScriptIsKilledAndTheServerAnswersAgain(t *testing.T) {
 		if err := other.Get(ctx, "x").Err(); err == nil || err.Error() != "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE." {
 			t.Fatalf("GET while busy: %v", err)
 		}
+		// A client that connects while the script is busy is answered too.
+		if err := goRedis(t, addr).Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY") {
+			t.Fatalf("PING of a client connected while busy: %v", err)
+		}
 		if err := other.FunctionKill(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY") {
 			t.Fatalf("FUNCTION KILL of an EVAL: %v", err)
 		}
