@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make demo: the example stack (examples/stack/ops.yaml) end to end — the KV server behind the
-# rate-limiting gateway, both run by `devkit sup` — in headed steps a person can follow.
+# make demo: the example stack (examples/stack/ops.yaml) end to end — the KV server behind two
+# rate-limiting gateways that keep their limits in it, all run by `devkit sup` — in headed steps a
+# person can follow.
 # Every step checks what it shows; the script exits non-zero as soon as one does not behave.
 #
 # Usage: examples/demo.sh [--redis] [BIN]
@@ -10,7 +11,7 @@
 #             (examples/stack/ops-redis.yaml); needs redis-server on $PATH
 # Environment:
 #   KEEP=1    keep the demo home (state, logs, data) instead of removing it at the end
-#   REDIS_URL without --redis, the gateway keeps its limits in this Redis instead of in memory
+#   REDIS_URL without --redis, the gateways keep their limits in this Redis instead of in devkit kv
 set -euo pipefail
 
 redis_mode=0
@@ -67,6 +68,17 @@ expect_rc() {
 	((rc == want)) || fail "'$*' exited $rc, expected $want"
 }
 
+# login_blocked GW: one login attempt through GW, shown, refused by the penalty block (problem+json
+# "blocked", Retry-After within the hour) rather than by the window's count.
+login_blocked() {
+	local out ra
+	out=$(show "$hit" -i -X POST -d "user=ada&password=guess" -expect 429 "$1/auth/login") || { printf '%s\n' "$out"; fail "login through $1 was not refused"; }
+	printf '%s\n' "$out"
+	grep -Eq '"blocked": ?true' <<<"$out" || fail "the 429 of $1 is not the login block"
+	ra=$(sed -n 's/^ *Retry-After: *\([0-9]*\).*/\1/p' <<<"$out")
+	[[ -n $ra ]] && ((ra > 0 && ra <= 3600)) || fail "the Retry-After of $1 ('$ra') is not within the hour's block"
+}
+
 cleanup() {
 	local rc=$?
 	# Whatever happened, leave no process of the demo's home behind (and touch no other home).
@@ -104,17 +116,22 @@ free_port() {
 section "Setting up"
 export DEVKIT=$bin DEVKIT_HOME=$home KV_DATA=$home/data
 export KV_PORT=$(free_port) GATEWAY_PORT=$(free_port) GATEWAY_ADMIN_PORT=$(free_port)
+export GATEWAY2_PORT=$(free_port) GATEWAY2_ADMIN_PORT=$(free_port)
 export RATELIMIT_PREFIX="demo-$$-$RANDOM:" # a fresh budget even in a shared REDIS_URL
 export DEVKIT_SUP_CONFIG=$root/examples/stack/ops.yaml
 if ((redis_mode)); then
 	export DEVKIT_SUP_CONFIG=$root/examples/stack/ops-redis.yaml
-	export REDIS_PORT=$(free_port) REDIS_DIR=$home/redis GATEWAY2_PORT=$(free_port) GATEWAY2_ADMIN_PORT=$(free_port)
+	export REDIS_PORT=$(free_port) REDIS_DIR=$home/redis
 	mkdir -p "$REDIS_DIR"
-	unset REDIS_URL
+	unset REDIS_URL KV_RESP_PORT
+else
+	export KV_RESP_PORT=$(free_port)
+	unset REDIS_PORT
 fi
 cp examples/policies/saas.yaml "$home/policy.yaml"
 export GATEWAY_POLICY=$home/policy.yaml
 gw=http://127.0.0.1:$GATEWAY_PORT
+gw2=http://127.0.0.1:$GATEWAY2_PORT
 admin=http://127.0.0.1:$GATEWAY_ADMIN_PORT
 free=(-H "X-Workspace-ID: acme" -H "X-Workspace-Plan: free" -H "X-User-ID: ada")
 pro=(-H "X-Workspace-ID: globex" -H "X-Workspace-Plan: pro" -H "X-User-ID: grace")
@@ -130,14 +147,19 @@ say "devkit:   $("$bin" version | head -1)"
 say "config:   $DEVKIT_SUP_CONFIG (policy: examples/policies/saas.yaml, copied to $GATEWAY_POLICY)"
 say "home:     $home (DEVKIT_HOME; KV data in $KV_DATA)"
 say "gateway:  $gw (admin $admin) → kv http://127.0.0.1:$KV_PORT"
+say "gateway2: $gw2 (admin http://127.0.0.1:$GATEWAY2_ADMIN_PORT) → the same kv"
 if ((redis_mode)); then
-	say "redis:    redis://127.0.0.1:$REDIS_PORT, shared by gateway and gateway2 (http://127.0.0.1:$GATEWAY2_PORT)"
+	say "limits:   in redis://127.0.0.1:$REDIS_PORT (a supervised redis-server), shared by both gateways"
+elif [[ -n ${REDIS_URL:-} ]]; then
+	say "limits:   in Redis at $REDIS_URL, shared by both gateways"
 else
-	if [[ -n ${REDIS_URL:-} ]]; then say "limits:   in Redis at $REDIS_URL"; else say "limits:   in the gateway's memory (set REDIS_URL, or run make demo-redis, for Redis)"; fi
+	say "limits:   in devkit kv, over its Redis protocol (redis://127.0.0.1:$KV_RESP_PORT), shared by both gateways"
+	say "          and durable: kv runs with --sync always (set REDIS_URL, or run make demo-redis, for Redis)"
 fi
 # The environment ops.yaml reads: with it, every command below reruns as printed (KEEP=1 keeps the home).
-rerun_env=(DEVKIT DEVKIT_HOME KV_DATA KV_PORT GATEWAY_PORT GATEWAY_ADMIN_PORT RATELIMIT_PREFIX DEVKIT_SUP_CONFIG GATEWAY_POLICY)
-if ((redis_mode)); then rerun_env+=(REDIS_PORT REDIS_DIR GATEWAY2_PORT GATEWAY2_ADMIN_PORT); elif [[ -n ${REDIS_URL:-} ]]; then rerun_env+=(REDIS_URL); fi
+rerun_env=(DEVKIT DEVKIT_HOME KV_DATA KV_PORT GATEWAY_PORT GATEWAY_ADMIN_PORT GATEWAY2_PORT GATEWAY2_ADMIN_PORT RATELIMIT_PREFIX DEVKIT_SUP_CONFIG GATEWAY_POLICY)
+if ((redis_mode)); then rerun_env+=(REDIS_PORT REDIS_DIR); else rerun_env+=(KV_RESP_PORT); fi
+if ((!redis_mode)) && [[ -n ${REDIS_URL:-} ]]; then rerun_env+=(REDIS_URL); fi
 rerun_exports() {
 	local v out=()
 	for v in "${rerun_env[@]}"; do out+=("$v=$(quote "${!v}")"); done
@@ -146,7 +168,7 @@ rerun_exports() {
 say "To rerun a command below yourself (from another shell, or after KEEP=1 make demo):"
 say "  $(rerun_exports)"
 
-section "1. Start the stack: kv first, then the gateway in front of it, each waited for until ready"
+section "1. Start the stack: kv first, then the two gateways in front of it, each waited for until ready"
 expect_rc 0 devkit sup start --all
 expect_rc 0 devkit sup status
 
@@ -171,6 +193,8 @@ say "Rule login: 5 attempts per 15 minutes per client address, then blocked for 
 say "The 5 allowed attempts reach the KV server, which has no /auth/login (404); the 6th is refused."
 show "$hit" -X POST -d "user=ada&password=guess" -n 5 -expect 404=5 "$gw/auth/login"
 show "$hit" -i -X POST -d "user=ada&password=guess" -expect 429 -has "Retry-After: 3600" "$gw/auth/login"
+say "The block is the client address's, on every gateway (Retry-After: the rest of the hour):"
+login_blocked "$gw2"
 
 section "5. kill -9 the KV server; every acknowledged write survives"
 say "Write 20 keys through the gateway; each 204 is an acknowledgement (--sync always: on disk first)."
@@ -192,6 +216,10 @@ say "Read every acknowledged write back after recovery:"
 for i in $(seq 1 20); do "$hit" "${pro[@]}" -body "value-$i" -expect 200 "$gw/keys/order-$i" >/dev/null; done
 say "20 × 200, each with its value"
 show "$hit" "${free[@]}" -body "hello from acme" -expect 200 "$gw/keys/acme-greeting"
+if ((!redis_mode)) && [[ -z ${REDIS_URL:-} ]]; then
+	say "The limits live in the same kv, and so outlived the kill: the login block of step 4 still holds."
+	login_blocked "$gw"
+fi
 
 section "6. Change a limit: free tenants get 30 PUTs a minute; reload shows the plan, then applies it"
 sed 's/PUT:    \[{limit: 20, window: 1m/PUT:    [{limit: 30, window: 1m/' examples/policies/saas.yaml >"$home/policy-v2.yaml"
@@ -221,36 +249,49 @@ show "$hit" -i -X PUT "${dave[@]}" -d tick -expect 204 -has "X-RateLimit-Limit: 
 [[ $("$bin" sup status --json gateway | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p') == "$gwpid" ]] || fail "the gateway restarted"
 say "Same gateway process (pid $gwpid), new limit."
 
-if ((redis_mode)); then
-	section "7. One limit across two gateways sharing Redis"
-	gw2=http://127.0.0.1:$GATEWAY2_PORT
-	# gateway2 polls the same policy file: wait until it too runs the edited
-	# limit, or the two would count under different limits.
-	reloaded=0
-	for i in $(seq 1 60); do
-		if "$hit" -X PUT "${erin[@]}" -d tick -has "X-RateLimit-Limit: 40" "$gw2/keys/acme-hot2-$i" >/dev/null 2>&1; then reloaded=1; break; fi
-		sleep 0.1
-	done
-	((reloaded)) || fail "gateway2 did not pick up the edited policy within 6s"
-	say "45 PUTs by one user, 15 at a time through gateway, gateway2, gateway: 40 pass in all (the limit), not 45."
-	show "$hit" -X PUT "${frank[@]}" -d tick -n 15 -expect 204=15 "$gw/keys/acme-shared"
-	show "$hit" -X PUT "${frank[@]}" -d tick -n 15 -expect 204=15 "$gw2/keys/acme-shared"
-	show "$hit" -X PUT "${frank[@]}" -d tick -n 15 -expect 204=10,429=5 "$gw/keys/acme-shared"
-fi
+store="devkit kv"
+if ((redis_mode)) || [[ -n ${REDIS_URL:-} ]]; then store=Redis; fi
+section "7. One limit across two gateways sharing $store"
+# gateway2 polls the same policy file: wait until it too runs the edited
+# limit, or the two would count under different limits.
+reloaded=0
+for i in $(seq 1 60); do
+	if "$hit" -X PUT "${erin[@]}" -d tick -has "X-RateLimit-Limit: 40" "$gw2/keys/acme-hot2-$i" >/dev/null 2>&1; then reloaded=1; break; fi
+	sleep 0.1
+done
+((reloaded)) || fail "gateway2 did not pick up the edited policy within 6s"
+say "45 PUTs by one user, 15 at a time through gateway, gateway2, gateway: 40 pass in all (the limit), not 45."
+show "$hit" -X PUT "${frank[@]}" -d tick -n 15 -expect 204=15 "$gw/keys/acme-shared"
+show "$hit" -X PUT "${frank[@]}" -d tick -n 15 -expect 204=15 "$gw2/keys/acme-shared"
+show "$hit" -X PUT "${frank[@]}" -d tick -n 15 -expect 204=10,429=5 "$gw/keys/acme-shared"
 
 section "The gateway's /metrics (admin address), top lines"
-denied=5
-if ((redis_mode)); then denied=10; fi # step 7 denied 5 more
+denied=10 # 5 in step 6 (after the reload restarted the gateway), 5 in step 7
 metrics=$("$hit" -grep "ratelimit_allowed_total,ratelimit_denied_total" -expect 200 "$admin/metrics")
 printf '$ %s -grep ratelimit_allowed_total,ratelimit_denied_total %s\n%s\n' "$hit_shown" "$admin/metrics" "$metrics"
 grep -qx " *ratelimit_denied_total{rule=\"api\"} $denied" <<<"$metrics" || fail "the gateway did not count $denied denials of rule api since its restart"
+
+section "8. A login block outlives a gateway restart and a restart of the whole stack"
+say "The gateways hold no count of their own: restart one, and the block of step 4 is still there."
+expect_rc 0 devkit sup restart gateway
+login_blocked "$gw"
+if ((redis_mode)); then
+	say "ops-redis.yaml's redis-server keeps nothing on disk (--save \"\" --appendonly no): stopping the"
+	say "whole stack would forget the limits. make demo keeps them in devkit kv, which does not."
+else
+	say "Stop and start everything, kv included: the counts are on kv's disk (--sync always)."
+	expect_rc 0 devkit sup stop --all
+	expect_rc 0 devkit sup start --all
+	login_blocked "$gw"
+	login_blocked "$gw2"
+fi
 
 section "Stop everything"
 pids=$("$bin" sup status --json | sed -n "s/.*\"pid\": *\([0-9]*\).*/\1/p")
 [[ -n $pids ]] || fail "no PIDs in sup status --json"
 expect_rc 0 devkit sup stop --all
 expect_rc 3 devkit sup status
-for p in $KV_PORT $GATEWAY_PORT $GATEWAY_ADMIN_PORT; do
+for p in $KV_PORT ${KV_RESP_PORT:-} $GATEWAY_PORT $GATEWAY_ADMIN_PORT $GATEWAY2_PORT $GATEWAY2_ADMIN_PORT ${REDIS_PORT:-}; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then fail "port $p still answers after stop"; fi
 done
 for p in $pids; do

@@ -1,5 +1,5 @@
-// Package stack_test runs the example stack (ops.yaml: the KV server behind the
-// rate-limiting gateway, under devkit sup) for real: a devkit binary built from
+// Package stack_test runs the example stack (ops.yaml: the KV server behind two
+// rate-limiting gateways that keep their limits in it, under devkit sup) for real: a devkit binary built from
 // this checkout, real processes, real sockets on free 127.0.0.1 ports, a home and
 // a data directory of its own. Every process it starts is gone when it ends.
 package stack_test
@@ -41,31 +41,32 @@ func as(tenant http.Header, user string) http.Header {
 	return h
 }
 
-// TestStack builds devkit once and runs the stack with it: with the gateway's
-// limits in memory, with Redis (ops-redis.yaml), and through examples/demo.sh
-// (what `make demo` and `make demo-redis` run).
+// TestStack builds devkit once and runs the stack with it: with the gateways'
+// limits in the supervised devkit kv (ops.yaml), with Redis (ops-redis.yaml),
+// and through examples/demo.sh (what `make demo` and `make demo-redis` run).
 func TestStack(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the e2e test uses kill -9, bash and /proc; the stack itself runs on Windows")
 	}
 	bin := buildDevkit(t)
-	t.Run("memory", func(t *testing.T) { testMemory(t, bin) })
+	t.Run("kv", func(t *testing.T) { testKV(t, bin) })
 	t.Run("redis", func(t *testing.T) { testRedis(t, bin) })
 	t.Run("demo.sh", func(t *testing.T) { testDemoScript(t, bin, false) })
 	t.Run("demo.sh --redis", func(t *testing.T) { testDemoScript(t, bin, true) })
 }
 
-// testMemory is the e2e test of the stack with the gateway's limits in memory.
-func testMemory(t *testing.T, bin string) {
-	s := newStack(t, bin, "ops.yaml", nil)
+// testKV is the e2e test of the default stack: the gateways keep their
+// limits in the supervised devkit kv, over its RESP listener.
+func testKV(t *testing.T, bin string) {
+	s := newStack(t, bin, "ops.yaml", nil, "KV_RESP_PORT", "GATEWAY2_PORT", "GATEWAY2_ADMIN_PORT")
 	s.sup(0, "start", "--all")
 	st := s.status(0)
-	for _, name := range []string{"kv", "gateway"} {
+	for _, name := range []string{"kv", "gateway", "gateway2"} {
 		if p := st[name]; p.State != "running" || p.PID == 0 {
 			t.Fatalf("after start --all, %s is %+v, want running with a PID", name, p)
 		}
 	}
-	gw := s.url("GATEWAY_PORT")
+	gw, gw2 := s.url("GATEWAY_PORT"), s.url("GATEWAY2_PORT")
 
 	t.Run("keys through the gateway", func(t *testing.T) {
 		resp := s.do(t, "PUT", gw+"/keys/acme-greeting", freeTenant, "hello")
@@ -120,8 +121,49 @@ func testMemory(t *testing.T, bin string) {
 		wantHeader(t, resp, "Retry-After", "3600")
 	})
 
+	t.Run("a limit spent across both gateways admits exactly the limit in total", func(t *testing.T) {
+		eve := as(freeTenant, "eve")
+		counts := map[int]int{}
+		for _, g := range []string{gw, gw2, gw} {
+			for code, n := range s.count(t, 12, "PUT", g+"/keys/shared", eve) {
+				counts[code] += n
+			}
+		}
+		if counts[204] != 20 || counts[429] != 16 || len(counts) != 2 {
+			t.Fatalf("36 PUTs by one user, 12 at a time through gateway, gateway2, gateway: %v, want 20×204 and 16×429", counts)
+		}
+		resp := s.do(t, "PUT", gw2+"/keys/shared", eve, "x")
+		wantStatus(t, resp, 429)
+		wantHeader(t, resp, "Retry-After", "300")
+	})
+
 	t.Run("kill -9 of the KV server loses no acknowledged write", func(t *testing.T) {
 		s.killAndRecover(t, gw)
+	})
+
+	// The login block set above lives in devkit kv (--sync always): it holds
+	// through every restart below, on either gateway.
+	t.Run("a login block holds after kill -9 of the KV server", func(t *testing.T) {
+		s.wantLoginBlocked(t, gw2)
+	})
+
+	t.Run("a login block holds after its gateway is restarted", func(t *testing.T) {
+		before := s.status(0)["gateway"].PID
+		s.sup(0, "restart", "gateway")
+		if after := s.status(0)["gateway"].PID; after == before {
+			t.Fatalf("restart gateway kept pid %d", after)
+		}
+		s.wantLoginBlocked(t, gw)
+	})
+
+	t.Run("a login block holds after the whole stack is stopped and started", func(t *testing.T) {
+		s.stopAll(t)
+		s.sup(0, "start", "--all")
+		s.wantLoginBlocked(t, gw)
+		s.wantLoginBlocked(t, gw2)
+		if a := s.do(t, "GET", gw+"/keys/acme-greeting", freeTenant, ""); a.status != 200 || a.body != "hello" {
+			t.Fatalf("GET acme-greeting after stop and start = %d %q, want 200 hello", a.status, a.body)
+		}
 	})
 
 	t.Run("reload with a changed limit", func(t *testing.T) {
@@ -175,6 +217,17 @@ func testMemory(t *testing.T, bin string) {
 	})
 
 	s.stopAll(t)
+}
+
+// wantLoginBlocked checks that a login through gw is refused by the block the
+// brute force of testKV set: 429, with a Retry-After of the hour's remainder.
+func (s *stack) wantLoginBlocked(t *testing.T, gw string) {
+	t.Helper()
+	resp := s.do(t, "POST", gw+"/auth/login", nil, "")
+	wantStatus(t, resp, 429)
+	if ra, err := strconv.Atoi(resp.header.Get("Retry-After")); err != nil || ra < 3000 || ra > 3600 {
+		t.Fatalf("Retry-After %q, want the rest of the hour's block (3000..3600 s)", resp.header.Get("Retry-After"))
+	}
 }
 
 // testRedis runs the Redis variant (ops-redis.yaml): a supervised
@@ -665,9 +718,11 @@ func testDemoScript(t *testing.T, bin string, redis bool) {
 	}
 	text := string(out)
 	sections := []string{"== 1. Start the stack", "== 2. Write and read keys", "== 3. Drive the free tenant past its limit",
-		"== 4. A login brute force", "== 5. kill -9 the KV server", "== 6. Change a limit", "/metrics", "== Stop everything", "== Done in"}
-	if redis {
-		sections = append(sections, "== 7. One limit across two gateways")
+		"== 4. A login brute force", "== 5. kill -9 the KV server", "== 6. Change a limit", "== 7. One limit across two gateways",
+		"/metrics", "== 8. A login block outlives a gateway restart", "== Stop everything", "== Done in"}
+	if !redis {
+		// The limits are in the supervised devkit kv: they outlive the whole stack.
+		sections = append(sections, "Stop and start everything, kv included", "the login block of step 4 still holds")
 	}
 	for _, s := range sections {
 		if !strings.Contains(text, s) {
