@@ -106,7 +106,7 @@ func eachLine(text []byte, fn func(line []byte)) {
 
 func (s *scraper) keeps(line []byte) bool {
 	if rest, ok := bytes.CutPrefix(line, []byte("# ")); ok {
-		// "# HELP name ..." or "# TYPE name ...": the family is the second word.
+		// A HELP or TYPE comment line: the family is its second word.
 		_, rest, _ = bytes.Cut(rest, []byte(" "))
 		return s.families[string(word(rest))]
 	}

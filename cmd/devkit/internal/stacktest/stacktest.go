@@ -76,7 +76,7 @@ func Start(t testing.TB, bin string, opts Options) *Stack {
 		"GATEWAY_POLICY":   filepath.Join(repo, "examples", "policies", "saas.yaml"),
 		"RATELIMIT_PREFIX": "top:",
 	}}
-	for _, p := range []string{"KV_PORT", "GATEWAY_PORT", "GATEWAY_ADMIN_PORT"} {
+	for _, p := range []string{"KV_PORT", "KV_RESP_PORT", "GATEWAY_PORT", "GATEWAY_ADMIN_PORT", "GATEWAY2_PORT", "GATEWAY2_ADMIN_PORT"} {
 		s.Env[p] = strconv.Itoa(freePort(t))
 	}
 	t.Cleanup(func() {

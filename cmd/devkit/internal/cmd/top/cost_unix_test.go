@@ -37,7 +37,7 @@ func viewCostWindow() time.Duration {
 // added as make ten in all.
 func tenProcessStack(b *testing.B) *stacktest.Stack {
 	b.Helper()
-	s := stacktest.Start(b, stacktest.Devkit(b), stacktest.Options{Idle: 8})
+	s := stacktest.Start(b, stacktest.Devkit(b), stacktest.Options{Idle: 7})
 	out, err := s.Run("sup", "-c", s.Config, "status", "--json")
 	if err != nil {
 		b.Fatalf("sup status: %v\n%s", err, out)
