@@ -99,6 +99,7 @@ func commandTable() []command {
 		{name: "echo", arity: 2, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns the argument.", run: cmdEcho},
 		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
 		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
+		{name: "wait", arity: 3, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "generic", summary: "Answers 0 at once: there are no replicas to wait for.", run: cmdWait},
 		{name: "select", arity: 2, flags: flagFast | flagTx, op: metrics.OpOther, group: "connection", summary: "Selects database 0 (the only one).", run: cmdSelect},
 		{name: "client", arity: -2, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "connection", summary: "CLIENT LIST, INFO, ID, SETNAME, GETNAME, SETINFO.", run: cmdClient},
 
@@ -227,12 +228,13 @@ func (cmd *command) arityOK(n int) bool {
 	return n >= -cmd.arity
 }
 
-// commandGetKeys answers COMMAND GETKEYS cmd arg... from the table's key
-// positions, with Redis 7's errors.
-func commandGetKeys(c *call) {
+// commandGetKeys answers COMMAND GETKEYS cmd arg... (withFlags false) and
+// COMMAND GETKEYSANDFLAGS cmd arg... (withFlags true: each key with its
+// Redis key-spec flags) from the table's key positions, with Redis 7's errors.
+func commandGetKeys(c *call, withFlags bool) {
 	w := c.w
 	if len(c.args) < 4 {
-		wrongArgs(w, "command|getkeys")
+		wrongArgs(w, "command|"+strings.ToLower(string(c.args[1])))
 		return
 	}
 	sub := c.args[2:]
@@ -256,7 +258,20 @@ func commandGetKeys(c *call) {
 	for i := cmd.firstKey; i <= last && i < len(sub); i += cmd.step {
 		keys = append(keys, string(sub[i]))
 	}
-	w.bulkStrings(keys...)
+	if !withFlags {
+		w.bulkStrings(keys...)
+		return
+	}
+	w.array(len(keys))
+	for i, k := range keys {
+		w.array(2)
+		w.bulkString(k)
+		flags := cmd.keyFlagsOf(i)
+		w.array(len(flags))
+		for _, f := range flags {
+			w.simple(f)
+		}
+	}
 }
 
 // flagList is the row's flags by their Redis names.
@@ -378,7 +393,9 @@ func cmdCommand(c *call) {
 	case "HELP":
 		w.bulkStrings(commandHelp...)
 	case "GETKEYS":
-		commandGetKeys(c)
+		commandGetKeys(c, false)
+	case "GETKEYSANDFLAGS":
+		commandGetKeys(c, true)
 	default:
 		unknownSubcommand(w, c.args[1], "COMMAND")
 	}
@@ -396,6 +413,10 @@ var commandHelp = []string{
 	"    Return details about multiple commands.",
 	"DOCS [<command-name> ...]",
 	"    Return documentation details about multiple commands.",
+	"GETKEYS <full-command>",
+	"    Return the keys from a full Redis command.",
+	"GETKEYSANDFLAGS <full-command>",
+	"    Return the keys and the access flags from a full Redis command.",
 	"HELP",
 	"    Print this help.",
 }
