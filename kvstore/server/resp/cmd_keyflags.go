@@ -35,6 +35,7 @@ var keyFlagsByCommand = map[string]keyFlags{
 	"rpush":       {first: "RW insert"},
 	"sadd":        {first: "RW insert"},
 	"copy":        {first: "RO access", rest: "OW update"},
+	"bitop":       {first: "OW update", rest: "RO access"},
 	"rename":      {first: "RW access delete", rest: "OW update"},
 	"renamenx":    {first: "RW access delete", rest: "OW insert"},
 	"rpoplpush":   {first: "RW access delete", rest: "RW insert"},
