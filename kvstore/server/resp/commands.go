@@ -127,6 +127,8 @@ func commandTable() []command {
 		{name: "getbit", arity: 3, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Returns a bit of a value.", run: cmdGetBit},
 		{name: "bitcount", arity: -2, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Counts the set bits of a value, or of a BYTE or BIT range.", run: cmdBitCount},
 		{name: "bitpos", arity: -3, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Returns the first set or clear bit, in a BYTE or BIT range.", run: cmdBitPos},
+		{name: "bitfield", arity: -2, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "bitmap", summary: "GET, SET and INCRBY of i1..i64 and u1..u63 fields at bit offsets, with OVERFLOW WRAP, SAT or FAIL.", run: cmdBitField},
+		{name: "bitfield_ro", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "BITFIELD's GET only.", run: cmdBitFieldRO},
 		{name: "bitop", arity: -4, flags: flagWrite | flagDefers | flagTx, firstKey: 2, lastKey: -1, step: 1, op: metrics.OpSet, group: "bitmap", summary: "Stores the AND, OR, XOR or NOT of values; returns its length.", run: cmdBitOp},
 		{name: "lcs", arity: -3, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the longest common subsequence of two values, its length (LEN) or its matches (IDX).", run: cmdLCS},
 
