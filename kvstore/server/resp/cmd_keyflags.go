@@ -37,6 +37,7 @@ var keyFlagsByCommand = map[string]keyFlags{
 	"copy":        {first: "RO access", rest: "OW update"},
 	"bitop":       {first: "OW update", rest: "RO access"},
 	"bitfield":    {first: "RW access update"},
+	"restore":     {first: "OW update"},
 	"rename":      {first: "RW access delete", rest: "OW update"},
 	"renamenx":    {first: "RW access delete", rest: "OW insert"},
 	"rpoplpush":   {first: "RW access delete", rest: "RW insert"},

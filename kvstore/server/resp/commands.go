@@ -154,6 +154,8 @@ func commandTable() []command {
 		{name: "copy", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Copies a value and its expiry to another key; REPLACE, DB 0.", run: cmdCopy},
 		{name: "randomkey", arity: 1, flags: flagReadonly, op: metrics.OpGet, group: "generic", summary: "Returns a random key, or nil when there is none.", run: cmdRandomKey},
 		{name: "exists", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "generic", summary: "Counts the keys that exist (repeats count).", run: cmdExists},
+		{name: "dump", arity: 2, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns a string's value in Redis's DUMP format (RDB version 10).", run: cmdDump},
+		{name: "restore", arity: -4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Creates a string from a DUMP payload; REPLACE, ABSTTL, IDLETIME, FREQ.", run: cmdRestore},
 		{name: "type", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns string, or none for a missing key.", run: cmdType},
 		{name: "rename", arity: 3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key atomically.", run: cmdRename},
 		{name: "keys", arity: 2, flags: flagReadonly, op: metrics.OpScan, group: "generic", summary: "Returns the keys matching a glob pattern (O(N): prefer SCAN).", run: cmdKeys},

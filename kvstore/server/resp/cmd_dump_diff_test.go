@@ -1,0 +1,131 @@
+//go:build unix
+
+package resp_test
+
+import (
+	"bytes"
+	"context"
+	"hash/crc64"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/devkit-go/devkit/kvstore/server/resp"
+)
+
+// dumpStrings are values that take each of the RDB string encodings: the
+// integers (8, 16, 32 bits), plain bytes, and (from Redis) LZF.
+func dumpStrings() []string {
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := make([]byte, 1000)
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	return []string{"", "0", "-1", "127", "-128", "128", "-32769", "2147483647", "-2147483648", "2147483648",
+		"12345678901", "007", "+1", "abc", "bin\x00\xff", strings.Repeat("a", 100), strings.Repeat("xyz", 30000),
+		string(random)}
+}
+
+func TestRedisDiff_DumpPayloadsRestoreOnBothServers(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	ctx := context.Background()
+	for _, v := range dumpStrings() {
+		if err := p.redis.Set(ctx, "k", v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ours.Set(ctx, "k", v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := p.redis.Dump(ctx, "k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours, err := p.ours.Dump(ctx, "k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Redis compresses only values over 20 bytes: shorter ones are
+		// byte for byte the same.
+		if len(v) <= 20 && ours != theirs {
+			t.Errorf("DUMP of %q: ours %q, redis %q", v, ours, theirs)
+		}
+		for _, r := range []struct {
+			name    string
+			payload string
+		}{{"redis's", theirs}, {"our", ours}} {
+			for _, srv := range []struct {
+				name string
+				c    *redis.Client
+			}{{"redis", p.redis}, {"ours", p.ours}} {
+				if err := srv.c.Restore(ctx, "r", 0, r.payload).Err(); err != nil {
+					t.Errorf("%s: RESTORE of %s DUMP of %.20q: %v", srv.name, r.name, v, err)
+					continue
+				}
+				if got, err := srv.c.Get(ctx, "r").Result(); err != nil || got != v {
+					t.Errorf("%s: GET after RESTORE of %s DUMP of %.20q = %.20q, %v", srv.name, r.name, v, got, err)
+				}
+				srv.c.Del(ctx, "r")
+			}
+		}
+	}
+}
+
+func TestRedisDiff_RestoreOptionsAndErrors(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	ctx := context.Background()
+	p.redis.Set(ctx, "src", "hello", 0)
+	payload := p.redis.Dump(ctx, "src").Val()
+	corrupt := []byte(payload)
+	corrupt[len(corrupt)-1] ^= 1
+	newer := []byte(payload)
+	newer[len(newer)-10] = 11 // RDB version 11, checksum not updated
+	body := []byte(payload[:len(payload)-10])
+	p.redis.HSet(ctx, "h", "f", "v")
+	hashPayload := p.redis.Dump(ctx, "h").Val()
+	p.same(
+		cmd("restore", "k", "0", payload), cmd("get", "k"), cmd("ttl", "k"),
+		cmd("restore", "k", "0", payload), cmd("restore", "k", "0", "garbage"), cmd("restore", "k", "x", payload),
+		cmd("restore", "k", "0", payload, "replace"), cmd("restore", "k", "-1", payload, "replace"),
+		cmd("restore", "k", "x", payload, "replace"),
+		cmd("restore", "k", "100000", payload, "replace"), cmd("ttl", "k"),
+		cmd("restore", "k", "1", payload, "replace", "absttl"), cmd("exists", "k"),
+		cmd("restore", "k", "0", payload, "replace", "absttl"), cmd("ttl", "k"),
+		cmd("restore", "n", "0", "short"), cmd("restore", "n", "0", string(corrupt)), cmd("restore", "n", "0", string(newer)),
+		cmd("restore", "n", "0", string(body)), cmd("exists", "n"),
+		cmd("restore", "n", "0", payload, "idletime", "10"), cmd("restore", "n", "0", payload, "replace", "freq", "5"),
+		cmd("restore", "n", "0", payload, "idletime", "-1"), cmd("restore", "n", "0", payload, "freq", "256"),
+		cmd("restore", "n", "0", payload, "idletime", "x"), cmd("restore", "n", "0", payload, "idletime", "1", "freq", "1"),
+		cmd("restore", "n", "0", payload, "replace", "bogus"), cmd("restore", "n", "0", payload, "idletime"),
+		cmd("restore", "n", "0"), cmd("dump", "nosuch"),
+		cmd("lpush", "l", "x"), cmd("restore", "l", "0", payload), cmd("restore", "l", "0", payload, "replace"), cmd("type", "l"),
+		cmd("command", "getkeysandflags", "restore", "k", "0", "x"), cmd("command", "getkeysandflags", "dump", "k"),
+	)
+	// Collections are refused, precisely, both ways.
+	p.ours.RPush(ctx, "l2", "x")
+	for _, got := range []string{reply(p.ours, "restore", "h2", "0", hashPayload), reply(p.ours, "dump", "l2")} {
+		if got != "error: ERR DUMP and RESTORE support strings only" {
+			t.Errorf("a collection: %s; want the strings-only error", got)
+		}
+	}
+	// A payload whose length claims more bytes than it holds is refused.
+	bad := dumpWithBody([]byte{0, 0x80, 0x7f, 0xff, 0xff, 0xff, 'x'})
+	if got := reply(p.ours, "restore", "b", "0", bad); got != "error: ERR Bad data format" {
+		t.Errorf("RESTORE of a lying length = %s", got)
+	}
+	if got := reply(p.redis, "restore", "b", "0", bad); got != "error: ERR Bad data format" {
+		t.Errorf("redis: RESTORE of a lying length = %s", got)
+	}
+}
+
+// dumpWithBody frames an RDB object as a DUMP payload: version 10 and
+// Redis's CRC64 (Jones polynomial, no inversions).
+func dumpWithBody(body []byte) string {
+	out := append(bytes.Clone(body), 10, 0)
+	crc := ^crc64.Update(^uint64(0), crc64.MakeTable(0x95ac9329ac4bc9b5), out)
+	for i := range 8 {
+		out = append(out, byte(crc>>(8*i)))
+	}
+	return string(out)
+}
