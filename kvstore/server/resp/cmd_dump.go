@@ -5,13 +5,17 @@ package resp
 // (Jones polynomial, as Redis computes it) of all that, little-endian. A
 // payload is decoded only after its version and checksum are verified, and
 // no length read from it is trusted beyond the bytes that are there.
-// Strings only: collections are refused with a precise error.
+// Collections are written in RDB's plain encodings (list, set, hash,
+// zset-2), which Redis 7.0 reads; of Redis's payloads, those plain
+// encodings and strings are read — its packed ones (listpack, intset,
+// quicklist) are refused with a precise error.
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc64"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +27,10 @@ const (
 	// rdbVersion is the RDB version Redis 7.0 writes (and the newest it reads).
 	rdbVersion    = 10
 	rdbTypeString = 0
+	rdbTypeList   = 1 // a plain list of strings (Redis 7.0 still reads it)
+	rdbTypeSet    = 2
+	rdbTypeHash   = 4
+	rdbTypeZSet2  = 5 // members with binary float64 scores
 	// rdbTypeMax is the highest RDB object type Redis 7.0 knows.
 	rdbTypeMax = 19
 )
@@ -34,16 +42,53 @@ var crcJones = crc64.MakeTable(0x95ac9329ac4bc9b5)
 func redisCRC64(p []byte) uint64 { return ^crc64.Update(^uint64(0), crcJones, p) }
 
 var (
-	errDumpPayload    = cmdError("ERR DUMP payload version or checksum are wrong")
-	errBadDataFormat  = cmdError("ERR Bad data format")
-	errBusyKey        = cmdError("BUSYKEY Target key name already exists.")
-	errDumpCollection = cmdError("ERR DUMP and RESTORE support strings only")
+	errDumpPayload   = cmdError("ERR DUMP payload version or checksum are wrong")
+	errBadDataFormat = cmdError("ERR Bad data format")
+	errBusyKey       = cmdError("BUSYKEY Target key name already exists.")
+	errDumpEncoding  = cmdError("ERR RESTORE reads strings and the plain RDB encodings of collections only (not listpack, intset or quicklist)")
 )
 
-// dumpString is Redis 7.0's DUMP payload of a string value.
-func dumpString(v []byte) []byte {
-	out := []byte{rdbTypeString}
-	out = appendRDBString(out, v)
+// dumpValue is Redis 7.0's DUMP payload of a value read in tx.
+func dumpValue(tx txn, key []byte, kind kvstore.Kind, str []byte) ([]byte, error) {
+	var out []byte
+	var items [][]byte
+	var err error
+	switch kind {
+	case kvstore.KindString:
+		return sealDump(appendRDBString(append(out, rdbTypeString), str)), nil
+	case kvstore.KindZSet:
+		ms, err := tx.ZRange(key, 0, -1)
+		if err != nil {
+			return nil, err
+		}
+		out = appendRDBLen(append(out, rdbTypeZSet2), uint64(len(ms)))
+		for _, m := range ms {
+			out = binary.LittleEndian.AppendUint64(appendRDBString(out, m.Member), math.Float64bits(m.Score))
+		}
+		return sealDump(out), nil
+	case kvstore.KindHash:
+		items, err = tx.HGetAll(key)
+		out = appendRDBLen(append(out, rdbTypeHash), uint64(len(items)/2))
+	case kvstore.KindList:
+		items, err = tx.LRange(key, 0, -1)
+		out = appendRDBLen(append(out, rdbTypeList), uint64(len(items)))
+	case kvstore.KindSet:
+		items, err = tx.SMembers(key)
+		out = appendRDBLen(append(out, rdbTypeSet), uint64(len(items)))
+	default:
+		err = fmt.Errorf("DUMP: unknown kind %d", kind)
+	}
+	for _, it := range items {
+		out = appendRDBString(out, it)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sealDump(out), nil
+}
+
+// sealDump appends the RDB version and the CRC64 to an RDB object.
+func sealDump(out []byte) []byte {
 	out = binary.LittleEndian.AppendUint16(out, rdbVersion)
 	return binary.LittleEndian.AppendUint64(out, redisCRC64(out))
 }
@@ -231,27 +276,128 @@ func (r *rdbReader) lzf() ([]byte, error) {
 	return out, nil
 }
 
-// decodeDumpString decodes a verified payload's string.
-func decodeDumpString(body []byte, maxValue int) ([]byte, error) {
+// rdbValue is a decoded payload: a string, or a collection's items (hash:
+// field, value pairs) or members.
+type rdbValue struct {
+	kind  kvstore.Kind
+	str   []byte
+	items [][]byte
+	zset  []kvstore.ZMember
+}
+
+// decodeDump decodes a verified payload's object. Its strings together may
+// hold at most maxValue bytes (checked as they are read).
+func decodeDump(body []byte, maxValue int) (rdbValue, error) {
 	if len(body) == 0 {
-		return nil, errBadDataFormat
-	}
-	switch t := body[0]; {
-	case t > rdbTypeMax:
-		return nil, errBadDataFormat
-	case t != rdbTypeString:
-		return nil, errDumpCollection
+		return rdbValue{}, errBadDataFormat
 	}
 	r := &rdbReader{p: body[1:], maxValue: maxValue}
-	return r.str()
+	var v rdbValue
+	var err error
+	switch t := body[0]; t {
+	case rdbTypeString:
+		v.kind = kvstore.KindString
+		v.str, err = r.str()
+		return v, err
+	case rdbTypeList, rdbTypeSet, rdbTypeHash, rdbTypeZSet2:
+		v.kind = map[byte]kvstore.Kind{rdbTypeList: kvstore.KindList, rdbTypeSet: kvstore.KindSet,
+			rdbTypeHash: kvstore.KindHash, rdbTypeZSet2: kvstore.KindZSet}[t]
+	default:
+		if t > rdbTypeMax {
+			return v, errBadDataFormat
+		}
+		return v, errDumpEncoding
+	}
+	n, enc, err := r.length()
+	if err != nil || enc || n == 0 || n > uint64(len(r.p)) { // an empty collection is no key
+		return v, errBadDataFormat
+	}
+	seen := make(map[string]bool, n)
+	total := 0
+	for range n {
+		item, err := r.str()
+		if err != nil {
+			return v, err
+		}
+		if total += len(item); total > maxValue {
+			return v, errBadDataFormat
+		}
+		switch v.kind {
+		case kvstore.KindZSet:
+			b, err := r.take(8)
+			if err != nil {
+				return v, err
+			}
+			score := math.Float64frombits(binary.LittleEndian.Uint64(b))
+			if math.IsNaN(score) || seen[string(item)] {
+				return v, errBadDataFormat
+			}
+			v.zset = append(v.zset, kvstore.ZMember{Member: item, Score: score})
+		case kvstore.KindHash:
+			value, err := r.str()
+			if err != nil {
+				return v, err
+			}
+			if seen[string(item)] {
+				return v, errBadDataFormat
+			}
+			v.items = append(v.items, item, value)
+		case kvstore.KindSet:
+			if seen[string(item)] {
+				return v, errBadDataFormat
+			}
+			v.items = append(v.items, item)
+		default:
+			v.items = append(v.items, item)
+		}
+		seen[string(item)] = v.kind != kvstore.KindList
+	}
+	return v, nil
+}
+
+// restoreValue writes v under key, replacing what it holds.
+func restoreValue(tx txn, key []byte, v rdbValue, at time.Time) error {
+	if v.kind == kvstore.KindString {
+		return tx.SetWithTTL(key, v.str, at) // replaces a value of any kind
+	}
+	if _, err := tx.Delete(key); err != nil {
+		return err
+	}
+	var err error
+	switch v.kind {
+	case kvstore.KindHash:
+		_, err = tx.HSet(key, v.items...)
+	case kvstore.KindList:
+		_, err = tx.RPush(key, v.items...)
+	case kvstore.KindSet:
+		_, err = tx.SAdd(key, v.items...)
+	case kvstore.KindZSet:
+		_, err = tx.ZAdd(key, v.zset...)
+	}
+	if err != nil || at.IsZero() {
+		return err
+	}
+	_, err = tx.Expire(key, at)
+	return err
 }
 
 // cmdDump answers DUMP key: nil for a missing key.
 func cmdDump(c *call) {
-	var v kvstore.Value
+	var payload []byte
 	err := c.update(func(tx txn) error {
+		kind := tx.Kind(c.args[1])
+		if kind == kvstore.KindNone {
+			return kvstore.ErrNotFound
+		}
+		var str []byte
+		if kind == kvstore.KindString {
+			var err error
+			if str, err = tx.Get(c.args[1]); err != nil {
+				return err
+			}
+		}
 		var err error
-		v, err = tx.Dump(c.args[1])
+		payload, err = dumpValue(tx, c.args[1], kind, str)
 		return err
 	})
 	switch {
@@ -259,10 +405,8 @@ func cmdDump(c *call) {
 		c.w.null()
 	case err != nil:
 		c.fail(err)
-	case v.Kind != kvstore.KindString:
-		c.fail(errDumpCollection)
 	default:
-		c.w.bulk(dumpString(v.Packed))
+		c.w.bulk(payload)
 	}
 }
 
@@ -341,12 +485,12 @@ func cmdRestore(c *call) {
 		if err != nil {
 			return err
 		}
-		v, err := decodeDumpString(body, c.s.limits.MaxValueSize)
+		v, err := decodeDump(body, c.s.limits.MaxValueSize)
 		if err != nil {
 			return err
 		}
-		if len(v) > c.s.limits.MaxValueSize {
-			return fmt.Errorf("%w: %d bytes, the limit is %d", kvstore.ErrValueTooLarge, len(v), c.s.limits.MaxValueSize)
+		if len(v.str) > c.s.limits.MaxValueSize {
+			return fmt.Errorf("%w: %d bytes, the limit is %d", kvstore.ErrValueTooLarge, len(v.str), c.s.limits.MaxValueSize)
 		}
 		var at time.Time
 		if ttl > 0 {
@@ -359,7 +503,7 @@ func cmdRestore(c *call) {
 				return err
 			}
 		}
-		return tx.SetWithTTL(key, v, at) // replaces a value of any kind
+		return restoreValue(tx, key, v, at)
 	})
 	if err != nil {
 		c.fail(err)
