@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
 	"github.com/devkit-go/devkit/kvstore/server/resp"
 )
 
@@ -198,5 +199,29 @@ func TestRedisDiff_DumpOfCollectionsRestoresOnBothServers(t *testing.T) {
 	}
 	if ttl := p.ours.TTL(ctx, "r").Val(); ttl < 90*time.Second || ttl > 100*time.Second {
 		t.Errorf("TTL after RESTORE with 100 s = %v", ttl)
+	}
+}
+
+func TestRestore_OfAListWakesAClientBlockedOnTheKey(t *testing.T) {
+	ctx := context.Background()
+	addr := start(t, servertest.OpenDB(t), resp.Options{})
+	admin, blocked := goRedis(t, addr), goRedis(t, addr)
+	admin.RPush(ctx, "src", "a", "b")
+	payload := admin.Dump(ctx, "src").Val()
+	got := make(chan []string, 1)
+	go func() {
+		v, _ := blocked.BLPop(ctx, 5*time.Second, "q").Result()
+		got <- v
+	}()
+	waitBlocked(t, admin, 1, "blpop")
+	t0 := time.Now()
+	if err := admin.Restore(ctx, "q", 0, payload).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v := <-got; !slices.Equal(v, []string{"q", "a"}) {
+		t.Errorf("BLPOP after RESTORE = %v; want [q a]", v)
+	}
+	if d := time.Since(t0); d > 2*time.Second { // BLPOP's own timeout is 5 s
+		t.Errorf("BLPOP answered %v after RESTORE; want at once", d)
 	}
 }
