@@ -99,6 +99,7 @@ func commandTable() []command {
 		{name: "echo", arity: 2, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns the argument.", run: cmdEcho},
 		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
 		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
+		{name: "wait", arity: 3, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "generic", summary: "Answers 0 at once: there are no replicas to wait for.", run: cmdWait},
 		{name: "select", arity: 2, flags: flagFast | flagTx, op: metrics.OpOther, group: "connection", summary: "Selects database 0 (the only one).", run: cmdSelect},
 		{name: "client", arity: -2, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "connection", summary: "CLIENT LIST, INFO, ID, SETNAME, GETNAME, SETINFO.", run: cmdClient},
 
@@ -126,6 +127,10 @@ func commandTable() []command {
 		{name: "getbit", arity: 3, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Returns a bit of a value.", run: cmdGetBit},
 		{name: "bitcount", arity: -2, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Counts the set bits of a value, or of a BYTE or BIT range.", run: cmdBitCount},
 		{name: "bitpos", arity: -3, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "Returns the first set or clear bit, in a BYTE or BIT range.", run: cmdBitPos},
+		{name: "bitfield", arity: -2, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "bitmap", summary: "GET, SET and INCRBY of i1..i64 and u1..u63 fields at bit offsets, with OVERFLOW WRAP, SAT or FAIL.", run: cmdBitField},
+		{name: "bitfield_ro", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "bitmap", summary: "BITFIELD's GET only.", run: cmdBitFieldRO},
+		{name: "bitop", arity: -4, flags: flagWrite | flagDefers | flagTx, firstKey: 2, lastKey: -1, step: 1, op: metrics.OpSet, group: "bitmap", summary: "Stores the AND, OR, XOR or NOT of values; returns its length.", run: cmdBitOp},
+		{name: "lcs", arity: -3, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpGet, group: "string", summary: "Returns the longest common subsequence of two values, its length (LEN) or its matches (IDX).", run: cmdLCS},
 
 		// expiry
 		{name: "setex", arity: 4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "string", summary: "Sets a key with an expiry in seconds.", run: cmdSetEx},
@@ -149,6 +154,8 @@ func commandTable() []command {
 		{name: "copy", arity: -3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Copies a value and its expiry to another key; REPLACE, DB 0.", run: cmdCopy},
 		{name: "randomkey", arity: 1, flags: flagReadonly, op: metrics.OpGet, group: "generic", summary: "Returns a random key, or nil when there is none.", run: cmdRandomKey},
 		{name: "exists", arity: -2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpGet, group: "generic", summary: "Counts the keys that exist (repeats count).", run: cmdExists},
+		{name: "dump", arity: 2, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns a string's value in Redis's DUMP format (RDB version 10).", run: cmdDump},
+		{name: "restore", arity: -4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Creates a string from a DUMP payload; REPLACE, ABSTTL, IDLETIME, FREQ.", run: cmdRestore},
 		{name: "type", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns string, or none for a missing key.", run: cmdType},
 		{name: "rename", arity: 3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key atomically.", run: cmdRename},
 		{name: "keys", arity: 2, flags: flagReadonly, op: metrics.OpScan, group: "generic", summary: "Returns the keys matching a glob pattern (O(N): prefer SCAN).", run: cmdKeys},
@@ -227,12 +234,13 @@ func (cmd *command) arityOK(n int) bool {
 	return n >= -cmd.arity
 }
 
-// commandGetKeys answers COMMAND GETKEYS cmd arg... from the table's key
-// positions, with Redis 7's errors.
-func commandGetKeys(c *call) {
+// commandGetKeys answers COMMAND GETKEYS cmd arg... (withFlags false) and
+// COMMAND GETKEYSANDFLAGS cmd arg... (withFlags true: each key with its
+// Redis key-spec flags) from the table's key positions, with Redis 7's errors.
+func commandGetKeys(c *call, withFlags bool) {
 	w := c.w
 	if len(c.args) < 4 {
-		wrongArgs(w, "command|getkeys")
+		wrongArgs(w, "command|"+strings.ToLower(string(c.args[1])))
 		return
 	}
 	sub := c.args[2:]
@@ -260,7 +268,20 @@ func commandGetKeys(c *call) {
 	for i := cmd.firstKey; i <= last && i < len(sub); i += cmd.step {
 		keys = append(keys, string(sub[i]))
 	}
-	w.bulkStrings(keys...)
+	if !withFlags {
+		w.bulkStrings(keys...)
+		return
+	}
+	w.array(len(keys))
+	for i, k := range keys {
+		w.array(2)
+		w.bulkString(k)
+		flags := cmd.keyFlagsOf(i)
+		w.array(len(flags))
+		for _, f := range flags {
+			w.simple(f)
+		}
+	}
 }
 
 // flagList is the row's flags by their Redis names.
@@ -382,7 +403,9 @@ func cmdCommand(c *call) {
 	case "HELP":
 		w.bulkStrings(commandHelp...)
 	case "GETKEYS":
-		commandGetKeys(c)
+		commandGetKeys(c, false)
+	case "GETKEYSANDFLAGS":
+		commandGetKeys(c, true)
 	default:
 		unknownSubcommand(w, c.args[1], "COMMAND")
 	}
@@ -400,6 +423,10 @@ var commandHelp = []string{
 	"    Return details about multiple commands.",
 	"DOCS [<command-name> ...]",
 	"    Return documentation details about multiple commands.",
+	"GETKEYS <full-command>",
+	"    Return the keys from a full Redis command.",
+	"GETKEYSANDFLAGS <full-command>",
+	"    Return the keys and the access flags from a full Redis command.",
 	"HELP",
 	"    Print this help.",
 }
