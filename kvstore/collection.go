@@ -67,8 +67,11 @@ type coll struct {
 	elems [][]byte  // hash: field, value, field, value...; list, set: elements
 	zs    []ZMember // zset, sorted
 	// index maps a hash field or set member to its position, for large
-	// collections only (see indexAt).
+	// collections only (see indexAt), once lookups pays for it.
 	index map[string]int
+	// lookups counts the linear searches of a large collection without
+	// an index (see indexAfter).
+	lookups int
 
 	// The transaction's bookkeeping (nil log: a replay, nothing recorded).
 	log      []byte
@@ -79,7 +82,24 @@ type coll struct {
 
 // indexAt is the size from which a hash or set keeps a map of its members
 // while it is changed, so that a command touching many of them stays linear.
-const indexAt = 64
+// The map is built only after indexAfter linear searches of the same
+// collection: building it costs far more than one search (a map insert per
+// member against a byte comparison), so a command touching one member of a
+// large collection — the common HSET/SADD/ZADD — searches instead.
+const (
+	indexAt    = 64
+	indexAfter = 8
+)
+
+// wantIndex reports whether find should build the index of a collection of
+// n members now, counting the search it is about to do otherwise.
+func (c *coll) wantIndex(n int) bool {
+	if c.index != nil || n < indexAt {
+		return false
+	}
+	c.lookups++
+	return c.lookups > indexAfter
+}
 
 func newColl(kind Kind) *coll { return &coll{kind: kind} }
 
@@ -206,7 +226,7 @@ func (c *coll) find(x []byte) int {
 	if c.kind == KindHash {
 		step = 2
 	}
-	if c.index == nil && len(c.elems)/step >= indexAt {
+	if c.wantIndex(len(c.elems) / step) {
 		c.index = make(map[string]int, len(c.elems)/step)
 		for i := 0; i < len(c.elems); i += step {
 			c.index[string(c.elems[i])] = i
@@ -348,7 +368,7 @@ func zless(a, b ZMember) int {
 
 // zfind is the position of a sorted-set member, or -1.
 func (c *coll) zfind(m []byte) int {
-	if c.index == nil && len(c.zs) >= indexAt {
+	if c.wantIndex(len(c.zs)) {
 		c.index = make(map[string]int, len(c.zs))
 		for i, z := range c.zs {
 			c.index[string(z.Member)] = i
