@@ -516,6 +516,9 @@ func replayDelta(delta []byte, ok bool, baseKind Kind, base []byte, baseExpire i
 	case !ok || baseKind != kind:
 		return nil, 0, false, true, nil
 	default:
+		if packed, ok := replayPush(kind, base, delta[2:]); ok {
+			return packed, baseExpire, false, false, nil
+		}
 		if c, err = decodeColl(kind, base); err != nil {
 			return nil, 0, false, false, err
 		}
@@ -528,6 +531,39 @@ func replayDelta(delta []byte, ok bool, baseKind Kind, base []byte, baseExpire i
 		return nil, 0, true, false, nil
 	}
 	return c.encode(), expireAt, false, false, nil
+}
+
+// replayPush applies a delta that is one push onto a list's head or tail
+// (what pushPacked logs) by splicing the packed bytes, without decoding
+// the list; ok false: another delta, for replayDelta's general path.
+func replayPush(kind Kind, base, ops []byte) (packed []byte, ok bool) {
+	if kind != KindList || len(ops) == 0 || ops[0] != opLInsert {
+		return nil, false
+	}
+	count, m := binary.Uvarint(base)
+	if m <= 0 {
+		return nil, false
+	}
+	at, a := binary.Uvarint(ops[1:])
+	if a <= 0 {
+		return nil, false
+	}
+	n, b := binary.Uvarint(ops[1+a:])
+	if b <= 0 || n == 0 || (at != 0 && at != count) {
+		return nil, false
+	}
+	elems := ops[1+a+b:]
+	rest := elems
+	for range n {
+		var ok bool
+		if _, rest, ok = lengthPrefixedField(rest); !ok {
+			return nil, false
+		}
+	}
+	if len(rest) != 0 {
+		return nil, false // more ops follow
+	}
+	return spliceList(count+n, base[m:], elems, at == 0), true
 }
 
 // ErrOutOfRange is an index past the end of a list (LSET).
