@@ -534,14 +534,20 @@ func replayDelta(delta []byte, ok bool, baseKind Kind, base []byte, baseExpire i
 }
 
 // replayPush applies a delta that is one push onto a list's head or tail
-// (what pushPacked logs) by splicing the packed bytes, without decoding
-// the list; ok false: another delta, for replayDelta's general path.
+// (what pushPacked logs) or one pop from its head (popHeadPacked) by
+// splicing the packed bytes, without decoding the list; ok false: another delta, for replayDelta's general path.
 func replayPush(kind Kind, base, ops []byte) (packed []byte, ok bool) {
-	if kind != KindList || len(ops) == 0 || ops[0] != opLInsert {
+	if kind != KindList || len(ops) == 0 {
 		return nil, false
 	}
 	count, m := binary.Uvarint(base)
 	if m <= 0 {
+		return nil, false
+	}
+	if ops[0] == opLDelete {
+		return replayPopHead(count, base[m:], ops[1:])
+	}
+	if ops[0] != opLInsert {
 		return nil, false
 	}
 	at, a := binary.Uvarint(ops[1:])
@@ -564,6 +570,25 @@ func replayPush(kind Kind, base, ops []byte) (packed []byte, ok bool) {
 		return nil, false // more ops follow
 	}
 	return spliceList(count+n, base[m:], elems, at == 0), true
+}
+
+// replayPopHead applies a delta that is one removal of n < count elements
+// at a list's head (what popHeadPacked logs) to the packed elements body.
+func replayPopHead(count uint64, body, ops []byte) (packed []byte, ok bool) {
+	at, a := binary.Uvarint(ops)
+	if a <= 0 || at != 0 {
+		return nil, false
+	}
+	n, b := binary.Uvarint(ops[a:])
+	if b <= 0 || n == 0 || n >= count || len(ops) != a+b {
+		return nil, false
+	}
+	for range n {
+		if _, body, ok = lengthPrefixedField(body); !ok {
+			return nil, false
+		}
+	}
+	return spliceList(count-n, body, nil, false), true
 }
 
 // ErrOutOfRange is an index past the end of a list (LSET).

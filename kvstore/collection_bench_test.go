@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// BenchmarkCollectionWriteAtSize is one write (LPUSH, RPUSH, HSET of a new
+// BenchmarkCollectionWriteAtSize is one write (LPUSH, RPUSH, LPOP, HSET of a new
 // field, SADD of a new member, ZADD of a new member) to a collection that
 // already holds size elements: ns/op growing with size is the cost of a
 // write growing with the collection (so N writes into one key cost N²).
@@ -16,6 +16,7 @@ func BenchmarkCollectionWriteAtSize(b *testing.B) {
 	}{
 		{"LPush", func(db *DB, i int) error { _, err := db.LPush([]byte("k"), fmt.Appendf(nil, "e%09d", i)); return err }},
 		{"RPush", func(db *DB, i int) error { _, err := db.RPush([]byte("k"), fmt.Appendf(nil, "e%09d", i)); return err }},
+		{"LPop", func(db *DB, _ int) error { _, err := db.LPop([]byte("k"), 1); return err }},
 		{"HSet", func(db *DB, i int) error {
 			_, err := db.HSet([]byte("k"), fmt.Appendf(nil, "f%09d", i), []byte("value"))
 			return err

@@ -99,6 +99,11 @@ func (tx *Tx) LPop(key []byte, count int) ([][]byte, error) { return tx.pop(key,
 func (tx *Tx) RPop(key []byte, count int) ([][]byte, error) { return tx.pop(key, count, false) }
 
 func (tx *Tx) pop(key []byte, count int, head bool) ([][]byte, error) {
+	if head {
+		if out, ok, err := tx.popHeadPacked(key, count); ok {
+			return out, err
+		}
+	}
 	c, err := tx.edit(key, KindList, false)
 	if err != nil || c == nil || count <= 0 {
 		return nil, err
@@ -116,6 +121,37 @@ func (tx *Tx) pop(key []byte, count int, head bool) ([][]byte, error) {
 		c.ldelete(len(c.elems)-n, n)
 	}
 	return out, tx.save(c)
+}
+
+// popHeadPacked is LPop of fewer elements than the list holds without
+// decoding it: the new packed value is the new count and the bytes after
+// the popped elements, the delta the same opLDelete that ldelete records.
+// ok false: the general path (a missing key, another kind, the list's last
+// elements, a count <= 0).
+func (tx *Tx) popHeadPacked(key []byte, count int) (out [][]byte, ok bool, err error) {
+	v := tx.lookup(key)
+	if count <= 0 || !v.live(tx.now) || v.kind != KindList {
+		return nil, false, nil
+	}
+	total, m := binary.Uvarint(v.value)
+	if m <= 0 || uint64(count) >= total {
+		return nil, false, nil
+	}
+	rest := v.value[m:]
+	out = make([][]byte, count)
+	for i := range out {
+		var e []byte
+		if e, rest, ok = lengthPrefixedField(rest); !ok {
+			return nil, true, errBadPacked
+		}
+		out[i] = clone(e)
+	}
+	delta := append(make([]byte, 0, 3+2*binary.MaxVarintLen64), byte(KindList), 0, opLDelete)
+	delta = binary.AppendUvarint(delta, 0)
+	delta = binary.AppendUvarint(delta, uint64(count))
+	packed := spliceList(total-uint64(count), rest, nil, false)
+	return out, true, tx.putWrite(wal.Op{Type: wal.TypeDelta, Key: key, Value: delta},
+		txWrite{kind: KindList, value: packed, expireAt: v.expireAt, set: true})
 }
 
 // LLen is the length of the list (0 for a missing key).
