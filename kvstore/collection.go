@@ -67,8 +67,11 @@ type coll struct {
 	elems [][]byte  // hash: field, value, field, value...; list, set: elements
 	zs    []ZMember // zset, sorted
 	// index maps a hash field or set member to its position, for large
-	// collections only (see indexAt).
+	// collections only (see indexAt), once lookups pays for it.
 	index map[string]int
+	// lookups counts the linear searches of a large collection without
+	// an index (see indexAfter).
+	lookups int
 
 	// The transaction's bookkeeping (nil log: a replay, nothing recorded).
 	log      []byte
@@ -79,7 +82,24 @@ type coll struct {
 
 // indexAt is the size from which a hash or set keeps a map of its members
 // while it is changed, so that a command touching many of them stays linear.
-const indexAt = 64
+// The map is built only after indexAfter linear searches of the same
+// collection: building it costs far more than one search (a map insert per
+// member against a byte comparison), so a command touching one member of a
+// large collection — the common HSET/SADD/ZADD — searches instead.
+const (
+	indexAt    = 64
+	indexAfter = 8
+)
+
+// wantIndex reports whether find should build the index of a collection of
+// n members now, counting the search it is about to do otherwise.
+func (c *coll) wantIndex(n int) bool {
+	if c.index != nil || n < indexAt {
+		return false
+	}
+	c.lookups++
+	return c.lookups > indexAfter
+}
 
 func newColl(kind Kind) *coll { return &coll{kind: kind} }
 
@@ -206,7 +226,7 @@ func (c *coll) find(x []byte) int {
 	if c.kind == KindHash {
 		step = 2
 	}
-	if c.index == nil && len(c.elems)/step >= indexAt {
+	if c.wantIndex(len(c.elems) / step) {
 		c.index = make(map[string]int, len(c.elems)/step)
 		for i := 0; i < len(c.elems); i += step {
 			c.index[string(c.elems[i])] = i
@@ -348,7 +368,7 @@ func zless(a, b ZMember) int {
 
 // zfind is the position of a sorted-set member, or -1.
 func (c *coll) zfind(m []byte) int {
-	if c.index == nil && len(c.zs) >= indexAt {
+	if c.wantIndex(len(c.zs)) {
 		c.index = make(map[string]int, len(c.zs))
 		for i, z := range c.zs {
 			c.index[string(z.Member)] = i
@@ -496,6 +516,9 @@ func replayDelta(delta []byte, ok bool, baseKind Kind, base []byte, baseExpire i
 	case !ok || baseKind != kind:
 		return nil, 0, false, true, nil
 	default:
+		if packed, ok := replayPush(kind, base, delta[2:]); ok {
+			return packed, baseExpire, false, false, nil
+		}
 		if c, err = decodeColl(kind, base); err != nil {
 			return nil, 0, false, false, err
 		}
@@ -508,6 +531,64 @@ func replayDelta(delta []byte, ok bool, baseKind Kind, base []byte, baseExpire i
 		return nil, 0, true, false, nil
 	}
 	return c.encode(), expireAt, false, false, nil
+}
+
+// replayPush applies a delta that is one push onto a list's head or tail
+// (what pushPacked logs) or one pop from its head (popHeadPacked) by
+// splicing the packed bytes, without decoding the list; ok false: another delta, for replayDelta's general path.
+func replayPush(kind Kind, base, ops []byte) (packed []byte, ok bool) {
+	if kind != KindList || len(ops) == 0 {
+		return nil, false
+	}
+	count, m := binary.Uvarint(base)
+	if m <= 0 {
+		return nil, false
+	}
+	if ops[0] == opLDelete {
+		return replayPopHead(count, base[m:], ops[1:])
+	}
+	if ops[0] != opLInsert {
+		return nil, false
+	}
+	at, a := binary.Uvarint(ops[1:])
+	if a <= 0 {
+		return nil, false
+	}
+	n, b := binary.Uvarint(ops[1+a:])
+	if b <= 0 || n == 0 || (at != 0 && at != count) {
+		return nil, false
+	}
+	elems := ops[1+a+b:]
+	rest := elems
+	for range n {
+		var ok bool
+		if _, rest, ok = lengthPrefixedField(rest); !ok {
+			return nil, false
+		}
+	}
+	if len(rest) != 0 {
+		return nil, false // more ops follow
+	}
+	return spliceList(count+n, base[m:], elems, at == 0), true
+}
+
+// replayPopHead applies a delta that is one removal of n < count elements
+// at a list's head (what popHeadPacked logs) to the packed elements body.
+func replayPopHead(count uint64, body, ops []byte) (packed []byte, ok bool) {
+	at, a := binary.Uvarint(ops)
+	if a <= 0 || at != 0 {
+		return nil, false
+	}
+	n, b := binary.Uvarint(ops[a:])
+	if b <= 0 || n == 0 || n >= count || len(ops) != a+b {
+		return nil, false
+	}
+	for range n {
+		if _, body, ok = lengthPrefixedField(body); !ok {
+			return nil, false
+		}
+	}
+	return spliceList(count-n, body, nil, false), true
 }
 
 // ErrOutOfRange is an index past the end of a list (LSET).

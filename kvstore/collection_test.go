@@ -299,3 +299,75 @@ func TestWAL_CollectionOpsRoundTrip(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, ops)
 	}
 }
+
+func TestCollections_LargeCollectionsWrittenOneElementAtATimeRecoverFromTheLogAndFromSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir, Options{})
+	var model [][]byte // the list, as a Redis list would hold it
+	write := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			e := fmt.Appendf(nil, "e%d", i)
+			var err error
+			switch i % 5 {
+			case 0, 1:
+				_, err = db.LPush(b("list"), e)
+				model = append([][]byte{e}, model...)
+			case 2, 3:
+				_, err = db.RPush(b("list"), e, b("x"))
+				model = append(model, e, b("x"))
+			default:
+				_, err = db.LPop(b("list"), 1)
+				model = model[1:]
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.HSet(b("hash"), fmt.Appendf(nil, "f%d", i%700), e); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.SAdd(b("set"), e); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ZAdd(b("zset"), ZMember{Member: fmt.Appendf(nil, "m%d", i%900), Score: float64(i % 37)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		got, err := db.LRange(b("list"), 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(got, model, bytes.Equal) {
+			t.Fatalf("%s: the list has %d elements, want %d (%q... want %q...)", when, len(got), len(model), got[:3], model[:3])
+		}
+	}
+	write(0, 1500)
+	check("live")
+	want := dumpAll(t, db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openT(t, dir, Options{})
+	check("after replaying the log")
+	if got := dumpAll(t, db); got != want {
+		t.Fatal("after replaying the log the store differs")
+	}
+	if _, err := db.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	write(1500, 2500)
+	want = dumpAll(t, db)
+	db.Close()
+	db = openT(t, dir, Options{})
+	defer db.Close()
+	check("after a snapshot and the log")
+	if got := dumpAll(t, db); got != want {
+		t.Fatal("after a snapshot and the log the store differs")
+	}
+	if db.Recovery().Snapshot == "" {
+		t.Fatal("no snapshot used")
+	}
+}

@@ -2,7 +2,10 @@ package kvstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"iter"
+
+	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
 
 // Lists: elements in order under one key (Redis's LPUSH family), indexes
@@ -11,6 +14,9 @@ import (
 // LPush inserts values at the head, one after another (the last ends up
 // first, as Redis's LPUSH), creating the list; it returns the new length.
 func (tx *Tx) LPush(key []byte, values ...[]byte) (int, error) {
+	if n, ok, err := tx.pushPacked(key, values, true); ok {
+		return n, err
+	}
 	c, err := tx.edit(key, KindList, true)
 	if err != nil {
 		return 0, err
@@ -25,12 +31,64 @@ func (tx *Tx) LPush(key []byte, values ...[]byte) (int, error) {
 
 // RPush appends values at the tail, creating the list; it returns the new length.
 func (tx *Tx) RPush(key []byte, values ...[]byte) (int, error) {
+	if n, ok, err := tx.pushPacked(key, values, false); ok {
+		return n, err
+	}
 	c, err := tx.edit(key, KindList, true)
 	if err != nil {
 		return 0, err
 	}
 	c.linsert(len(c.elems), values...)
 	return c.size(), tx.save(c)
+}
+
+// pushPacked is LPush (head) or RPush onto an existing list without
+// decoding it: the new packed value is the new count, then the pushed
+// elements spliced before or after the old ones, and the delta the same
+// opLInsert that linsert records. ok false: the key is missing, expired or
+// not a list, or nothing is pushed — the caller takes the general path.
+func (tx *Tx) pushPacked(key []byte, values [][]byte, head bool) (n int, ok bool, err error) {
+	v := tx.lookup(key)
+	if len(values) == 0 || !v.live(tx.now) || v.kind != KindList {
+		return 0, false, nil
+	}
+	count, m := binary.Uvarint(v.value)
+	if m <= 0 {
+		return 0, true, errBadPacked
+	}
+	body := v.value[m:]
+	var elems []byte // the pushed elements, in list order, packed
+	if head {
+		for i := len(values) - 1; i >= 0; i-- {
+			elems = appendField(elems, values[i])
+		}
+	} else {
+		for _, e := range values {
+			elems = appendField(elems, e)
+		}
+	}
+	at := uint64(0)
+	if !head {
+		at = count
+	}
+	delta := append(make([]byte, 0, 2+1+2*binary.MaxVarintLen64+len(elems)), byte(KindList), 0, opLInsert)
+	delta = binary.AppendUvarint(delta, at)
+	delta = binary.AppendUvarint(delta, uint64(len(values)))
+	delta = append(delta, elems...)
+	packed := spliceList(count+uint64(len(values)), body, elems, head)
+	return int(count) + len(values), true, tx.putWrite(wal.Op{Type: wal.TypeDelta, Key: key, Value: delta},
+		txWrite{kind: KindList, value: packed, expireAt: v.expireAt, set: true})
+}
+
+// spliceList is a packed list of count elements: elems (packed) before or
+// after body (the old list's packed elements).
+func spliceList(count uint64, body, elems []byte, head bool) []byte {
+	packed := make([]byte, 0, binary.MaxVarintLen64+len(body)+len(elems))
+	packed = binary.AppendUvarint(packed, count)
+	if head {
+		return append(append(packed, elems...), body...)
+	}
+	return append(append(packed, body...), elems...)
 }
 
 // LPop removes and returns up to count elements from the head (nil for a
@@ -41,6 +99,11 @@ func (tx *Tx) LPop(key []byte, count int) ([][]byte, error) { return tx.pop(key,
 func (tx *Tx) RPop(key []byte, count int) ([][]byte, error) { return tx.pop(key, count, false) }
 
 func (tx *Tx) pop(key []byte, count int, head bool) ([][]byte, error) {
+	if head {
+		if out, ok, err := tx.popHeadPacked(key, count); ok {
+			return out, err
+		}
+	}
 	c, err := tx.edit(key, KindList, false)
 	if err != nil || c == nil || count <= 0 {
 		return nil, err
@@ -58,6 +121,37 @@ func (tx *Tx) pop(key []byte, count int, head bool) ([][]byte, error) {
 		c.ldelete(len(c.elems)-n, n)
 	}
 	return out, tx.save(c)
+}
+
+// popHeadPacked is LPop of fewer elements than the list holds without
+// decoding it: the new packed value is the new count and the bytes after
+// the popped elements, the delta the same opLDelete that ldelete records.
+// ok false: the general path (a missing key, another kind, the list's last
+// elements, a count <= 0).
+func (tx *Tx) popHeadPacked(key []byte, count int) (out [][]byte, ok bool, err error) {
+	v := tx.lookup(key)
+	if count <= 0 || !v.live(tx.now) || v.kind != KindList {
+		return nil, false, nil
+	}
+	total, m := binary.Uvarint(v.value)
+	if m <= 0 || uint64(count) >= total {
+		return nil, false, nil
+	}
+	rest := v.value[m:]
+	out = make([][]byte, count)
+	for i := range out {
+		var e []byte
+		if e, rest, ok = lengthPrefixedField(rest); !ok {
+			return nil, true, errBadPacked
+		}
+		out[i] = clone(e)
+	}
+	delta := append(make([]byte, 0, 3+2*binary.MaxVarintLen64), byte(KindList), 0, opLDelete)
+	delta = binary.AppendUvarint(delta, 0)
+	delta = binary.AppendUvarint(delta, uint64(count))
+	packed := spliceList(total-uint64(count), rest, nil, false)
+	return out, true, tx.putWrite(wal.Op{Type: wal.TypeDelta, Key: key, Value: delta},
+		txWrite{kind: KindList, value: packed, expireAt: v.expireAt, set: true})
 }
 
 // LLen is the length of the list (0 for a missing key).
