@@ -171,6 +171,11 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
+// scaled is d, a deadline of a test's setup, stretched under -race where
+// every helper process (the race-built test binary) starts several times
+// slower; never use it for the bound a test proves.
+func scaled(d time.Duration) time.Duration { return d * raceSlowdown }
+
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -82,10 +82,10 @@ func TestStart_ReadyTimeoutStopsTheProcess(t *testing.T) {
 	h := newHarness(t, fmt.Sprintf(`
 processes:
   slow:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=warming up,sleep"}
-    ready: {tcp: %q, timeout: 300ms}
-`, addr))
+    command: sh
+    args: ["-c", "echo warming up; exec sleep 300"]
+    ready: {tcp: %q, timeout: %s}
+`, addr, scaled(300*time.Millisecond)))
 	_, err := h.sup.Start(context.Background(), []string{"slow"})
 	var se *StartError
 	if !errors.As(err, &se) || !errors.Is(err, ready.ErrTimeout) || !strings.Contains(string(se.LogTail), "warming up") {
