@@ -51,7 +51,7 @@ func TestStart_IndependentProcessesBecomeReadyConcurrently(t *testing.T) {
 		done <- started{res, err}
 	}()
 	exists := func(f string) bool { _, err := os.Stat(filepath.Join(h.dir, f)); return err == nil }
-	eventually(t, 60*time.Second, "all six run at once, none of them ready", func() bool {
+	eventually(t, 20*time.Second, "all six run at once, none of them ready", func() bool {
 		for i := range 6 {
 			if !exists(fmt.Sprintf("p%d-started", i)) {
 				return false

@@ -169,7 +169,7 @@ processes:
 		done <- err
 	}()
 	var monitor int
-	eventually(t, 30*time.Second, "crashy runs under its monitor", func() bool {
+	eventually(t, 10*time.Second, "crashy runs under its monitor", func() bool {
 		if r, _ := h.sup.home.ReadRecord("crashy"); r != nil && r.Monitor != nil {
 			monitor = r.Monitor.PID
 		}
