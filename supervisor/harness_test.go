@@ -171,13 +171,21 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// eventually polls cond until it holds or the timeout passes.
+// scaled is d, a deadline of a test's setup, stretched under -race where
+// every helper process (the race-built test binary) starts several times
+// slower; never use it for the bound a test proves.
+func scaled(d time.Duration) time.Duration { return d * raceSlowdown }
+
+// eventually polls cond until it holds or the timeout passes. The timeout
+// only bounds a wait for a condition — the condition is what a test proves —
+// so it is scaled under -race.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	timeout = scaled(timeout)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+			t.Fatalf("timed out after %s waiting until %s", timeout, what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

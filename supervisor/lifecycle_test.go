@@ -122,7 +122,13 @@ processes:
 	}
 	os.WriteFile(path, []byte(strings.Repeat("old line\n", 50)), 0o600)
 	h.start("app")
-	cur, _ := os.ReadFile(path)
+	// Without a ready probe start returns once the grace has passed, which
+	// on a loaded machine can be before the child has printed.
+	var cur []byte
+	eventually(t, 10*time.Second, "the new run prints to the log", func() bool {
+		cur, _ = os.ReadFile(path)
+		return strings.Contains(string(cur), "fresh")
+	})
 	prev, _ := os.ReadFile(path + ".1")
 	if strings.Contains(string(cur), "old line") || !strings.Contains(string(cur), "fresh") || !strings.HasPrefix(string(prev), "old line") {
 		t.Fatalf("after start: %s = %q, .1 starts %q", path, cur, prev[:min(len(prev), 20)])

@@ -51,7 +51,14 @@ processes:
 			if st := h.status("chatty"); st.PID != pid || st.Restarts != 0 {
 				t.Fatalf("rotation restarted the process: %+v", st)
 			}
-			fi, _ := os.Stat(path)
+			// Rotation renames the live log before it creates the next
+			// one: the path may be missing for a moment.
+			var fi os.FileInfo
+			eventually(t, 10*time.Second, "the live log exists", func() bool {
+				var err error
+				fi, err = os.Stat(path)
+				return err == nil
+			})
 			if fi.Size() > 16<<10 {
 				t.Fatalf("%s is %d bytes, far over log_max_size", path, fi.Size())
 			}

@@ -10,44 +10,69 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestStart_IndependentProcessesBecomeReadyConcurrently(t *testing.T) {
+	// Six processes that become ready only once the test opens a gate: a
+	// start that waited for one before spawning the next would never have
+	// all six running at once. No wall-clock bound, so load cannot fail it.
 	var b strings.Builder
 	b.WriteString("processes:\n")
 	for i := range 6 {
 		fmt.Fprintf(&b, `  p%d:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "sleepfor=1s,print=ready,sleep"}
-    ready: {log: ready, timeout: 10s}
+    command: sh
+    args: ["-c", "touch p%[1]d-started; while [ ! -e go ]; do sleep 0.02; done; touch p%[1]d-ready; echo ready; exec sleep 300"]
+    ready: {log: ready, timeout: 60s}
 `, i)
 	}
+	// after records whether p0 and p5 were ready when it started.
 	b.WriteString(`  after:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleep"}
-    ready: {log: ready, timeout: 10s}
+    command: sh
+    args: ["-c", "if [ -e p0-ready ] && [ -e p5-ready ]; then touch after-ok; else touch after-early; fi; exec sleep 300"]
+    ready: {exec: "test -e after-ok || test -e after-early", timeout: 60s}
     depends_on: [p0, p5]
 `)
 	h := newHarness(t, b.String())
-	began := time.Now()
-	res := h.start(h.sup.cfg.Order...)
-	took := time.Since(began)
-	if len(res) != 7 {
-		t.Fatalf("results = %+v", res)
+	for _, p := range h.sup.cfg.Processes {
+		p.Cwd = h.dir
 	}
-	// Six sequential 1 s starts take 6 s; concurrent ones about 1 s. The
-	// bound is loose (a shared machine), the gap is not.
-	if took > 3500*time.Millisecond {
-		t.Fatalf("six independent 1 s starts took %s: not concurrent", took)
+	type started struct {
+		res []StartResult
+		err error
 	}
-	after := h.status("after").StartedAt
-	for _, d := range []string{"p0", "p5"} {
-		if after.Before(h.status(d).StartedAt.Add(time.Second)) {
-			t.Fatalf("after started before %s was ready", d)
+	done := make(chan started, 1)
+	go func() {
+		res, err := h.sup.Start(context.Background(), h.sup.cfg.Order)
+		done <- started{res, err}
+	}()
+	exists := func(f string) bool { _, err := os.Stat(filepath.Join(h.dir, f)); return err == nil }
+	eventually(t, 20*time.Second, "all six run at once, none of them ready", func() bool {
+		for i := range 6 {
+			if !exists(fmt.Sprintf("p%d-started", i)) {
+				return false
+			}
 		}
+		return true
+	})
+	if err := os.WriteFile(filepath.Join(h.dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var r started
+	select {
+	case r = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("start did not return once the gate was open")
+	}
+	if r.err != nil || len(r.res) != 7 {
+		t.Fatalf("start = %+v, %v", r.res, r.err)
+	}
+	if exists("after-early") || !exists("after-ok") {
+		t.Fatal("after started before p0 and p5 were ready")
 	}
 }
 
@@ -55,18 +80,22 @@ func TestStart_FailureSkipsOnlyDependents(t *testing.T) {
 	h := newHarness(t, `
 processes:
   broken:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "exit=3"}
+    command: sh
+    args: ["-c", "exit 3"]
+    ready: {log: ready, timeout: 30s}
   dependent:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleep"}
-    ready: {log: ready, timeout: 5s}
+    command: sh
+    args: ["-c", "echo ready; exec sleep 300"]
+    ready: {log: ready, timeout: 30s}
     depends_on: [broken]
   independent:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleep"}
-    ready: {log: ready, timeout: 5s}
+    command: sh
+    args: ["-c", "echo ready; exec sleep 300"]
+    ready: {log: ready, timeout: 30s}
 `)
+	// broken fails for certain, whatever the load: it dies before its
+	// ready probe can pass (without a probe, a start that outlives
+	// StartGrace on a loaded machine would count as a success).
 	res, err := h.sup.Start(context.Background(), h.sup.cfg.Order)
 	var se *StartError
 	if !errors.As(err, &se) || se.Name != "broken" || !errors.Is(err, ErrDependency) {

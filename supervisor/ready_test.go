@@ -12,7 +12,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,10 +85,10 @@ func TestStart_ReadyTimeoutStopsTheProcess(t *testing.T) {
 	h := newHarness(t, fmt.Sprintf(`
 processes:
   slow:
-    command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=warming up,sleep"}
-    ready: {tcp: %q, timeout: 300ms}
-`, addr))
+    command: sh
+    args: ["-c", "echo warming up; exec sleep 300"]
+    ready: {tcp: %q, timeout: %s}
+`, addr, scaled(300*time.Millisecond)))
 	_, err := h.sup.Start(context.Background(), []string{"slow"})
 	var se *StartError
 	if !errors.As(err, &se) || !errors.Is(err, ready.ErrTimeout) || !strings.Contains(string(se.LogTail), "warming up") {
@@ -146,5 +149,56 @@ processes:
 	_, err = h.sup.Start(context.Background(), []string{"web"})
 	if err == nil || !strings.Contains(err.Error(), "503") || strings.Contains(err.Error(), "deadline exceeded") {
 		t.Fatalf("err = %v, want the 503 reported", err)
+	}
+}
+
+func TestStart_FailedStartReportsTheExitCodeEvenFromASlowMonitor(t *testing.T) {
+	// A loaded machine, played by stopping the monitor: the process dies
+	// before it is ready, and its monitor can record how it ended only
+	// seconds later. The start must wait for that record, not guess.
+	h := newHarness(t, `
+processes:
+  crashy:
+    command: sh
+    args: ["-c", "while [ ! -e go ]; do sleep 0.02; done; exit 3"]
+    ready: {log: never printed, timeout: 60s}
+`)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.sup.Start(context.Background(), []string{"crashy"})
+		done <- err
+	}()
+	var monitor int
+	eventually(t, 10*time.Second, "crashy runs under its monitor", func() bool {
+		if r, _ := h.sup.home.ReadRecord("crashy"); r != nil && r.Monitor != nil {
+			monitor = r.Monitor.PID
+		}
+		return monitor != 0
+	})
+	if err := syscall.Kill(monitor, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			syscall.Kill(monitor, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	if err := os.WriteFile(filepath.Join(h.dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done: // too early: the monitor has recorded nothing yet
+	case <-time.After(2 * time.Second):
+		resume()
+		err = <-done
+	}
+	resume()
+	var se *StartError
+	if !errors.As(err, &se) || !strings.Contains(se.Err.Error(), "(exit code 3)") {
+		t.Fatalf("err = %v, want the exit code the monitor records", err)
 	}
 }

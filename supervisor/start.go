@@ -394,7 +394,7 @@ func (s *Supervisor) awaitCompletion(ctx context.Context, spec *Process, h *proc
 
 // completion judges the recorded exit of a oneshot: success is exit 0.
 func (s *Supervisor) completion(ctx context.Context, name string, pid int) error {
-	e := s.awaitExit(ctx, name, pid, monitorExitWait)
+	e := s.awaitRecordedExit(ctx, name, pid)
 	switch {
 	case e == nil:
 		return fmt.Errorf("oneshot process %d ended without a recorded exit", pid)
@@ -420,10 +420,32 @@ func (s *Supervisor) awaitExit(ctx context.Context, name string, pid int, within
 	return exit
 }
 
+// awaitRecordedExit waits for the exit record of pid. Its monitor writes
+// it moments after reaping the process — moments that a loaded machine can
+// stretch to seconds — so it waits as long as that monitor lives, up to
+// monitorReplyTimeout, and monitorExitWait when the record names no
+// monitor. Nil when no exit was recorded (the monitor died first).
+func (s *Supervisor) awaitRecordedExit(ctx context.Context, name string, pid int) *state.ExitRecord {
+	rec, _ := s.home.ReadRecord(name) // unreadable: as if it named no monitor
+	if rec == nil || rec.Process.PID != pid || rec.Monitor == nil {
+		return s.awaitExit(ctx, name, pid, monitorExitWait)
+	}
+	monitor := *rec.Monitor
+	var exit *state.ExitRecord
+	_ = proc.PollUntil(ctx, monitorReplyTimeout, func() bool { // nil when it never came: the caller says so
+		_, gone := proc.Verify(monitor)
+		if e, _ := s.home.ReadExit(name); e != nil && e.PID == pid { // unreadable reads as not yet written
+			exit = e
+		}
+		return exit != nil || gone != nil // read after the look at the monitor: a record it wrote on its way out counts
+	})
+	return exit
+}
+
 // exitedEarly describes a process that died during its start, with the
-// exit code its monitor recorded (it is written moments after the exit).
+// exit code its monitor recorded.
 func (s *Supervisor) exitedEarly(ctx context.Context, name string, pid int, when string) error {
-	if e := s.awaitExit(ctx, name, pid, 200*time.Millisecond); e != nil {
+	if e := s.awaitRecordedExit(ctx, name, pid); e != nil {
 		if e.Signal != "" {
 			return fmt.Errorf("process %d exited %s (killed by %s)", pid, when, e.Signal)
 		}
