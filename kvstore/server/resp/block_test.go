@@ -281,3 +281,52 @@ func TestBlockingPops_AWokenClientThatFailsPassesTheElementOn(t *testing.T) {
 		}
 	})
 }
+
+// CLIENT UNBLOCK ends a wait as its timeout (by default or with TIMEOUT)
+// or with an UNBLOCKED error (ERROR); the connection then works as before.
+func TestBlockingPops_ClientUnblockEndsTheWaitAsATimeoutOrAnError(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin := goRedis(t, addr)
+		c := goRedis(t, addr)
+		conn := c.Conn()
+		defer conn.Close()
+		id, err := conn.ClientID(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			reason  []any
+			wantErr string
+		}{{nil, ""}, {[]any{"TIMEOUT"}, ""}, {[]any{"error"}, "UNBLOCKED client unblocked via CLIENT UNBLOCK"}} {
+			done := make(chan error, 1)
+			go func() { done <- conn.BLPop(ctx, 0, "l").Err() }()
+			waitBlocked(t, admin, 1, "blpop")
+			n, err := admin.Do(ctx, append([]any{"client", "unblock", id}, tc.reason...)...).Int()
+			if err != nil || n != 1 {
+				t.Fatalf("CLIENT UNBLOCK %v = %d, %v; want 1", tc.reason, n, err)
+			}
+			select {
+			case err := <-done:
+				switch {
+				case tc.wantErr == "" && !errors.Is(err, redis.Nil):
+					t.Fatalf("unblocked with %v: %v, want a nil reply", tc.reason, err)
+				case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
+					t.Fatalf("unblocked with %v: %v, want %q", tc.reason, err, tc.wantErr)
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatalf("CLIENT UNBLOCK %v did not end the wait", tc.reason)
+			}
+		}
+		if n, err := admin.Do(ctx, "client", "unblock", id).Int(); err != nil || n != 0 {
+			t.Fatalf("CLIENT UNBLOCK of a client not blocked = %d, %v; want 0", n, err)
+		}
+		done := make(chan []string, 1)
+		go func() { got, _ := conn.BLPop(ctx, 0, "l").Result(); done <- got }()
+		waitBlocked(t, admin, 1, "blpop")
+		admin.LPush(ctx, "l", "foo")
+		if got := <-done; len(got) != 2 || got[1] != "foo" {
+			t.Fatalf("BLPOP after the unblocks = %v, want [l foo]", got)
+		}
+	})
+}

@@ -11,6 +11,7 @@ package resp
 // client that leaves with a wake it did not use passes it on. A client
 // registers before its first try, so a push after that try always wakes
 // it. Inside MULTI/EXEC a blocking pop never blocks: it answers at once.
+// CLIENT UNBLOCK ends a wait through the same wake, marked on the waiter.
 
 import (
 	"math"
@@ -32,9 +33,44 @@ type blockRegistry struct {
 
 // waiter is one blocked client's entry.
 type waiter struct {
-	keys  []string
-	wake  func() // tells the client to try again; called with mu held, must not block
-	woken bool   // a wake is pending (guarded by mu)
+	keys     []string
+	clientID int64
+	wake     func()      // tells the client to try again; called with mu held, must not block
+	woken    bool        // a wake is pending (guarded by mu)
+	ended    unblockMode // CLIENT UNBLOCK ended the wait (guarded by mu)
+}
+
+// unblockMode is how CLIENT UNBLOCK ends a wait: as its timeout or with
+// an UNBLOCKED error.
+type unblockMode int
+
+const (
+	unblockNone unblockMode = iota
+	unblockTimeout
+	unblockError
+)
+
+// unblockClient ends the wait of the client with the given id (CLIENT
+// UNBLOCK) and reports whether it was blocked.
+func (r *blockRegistry) unblockClient(id int64, mode unblockMode) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, q := range r.byKey {
+		for _, w := range q {
+			if w.clientID != id {
+				continue
+			}
+			if w.ended == unblockNone {
+				w.ended = mode
+			}
+			if !w.woken {
+				w.woken = true
+				w.wake()
+			}
+			return true
+		}
+	}
+	return false
 }
 
 func (r *blockRegistry) add(w *waiter) {
@@ -75,11 +111,13 @@ func (r *blockRegistry) remove(w *waiter) {
 	}
 }
 
-// rearm clears w's pending wake before it tries again.
-func (r *blockRegistry) rearm(w *waiter) {
+// rearm clears w's pending wake before it tries again, and reports
+// whether CLIENT UNBLOCK ended the wait instead.
+func (r *blockRegistry) rearm(w *waiter) unblockMode {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	w.woken = false
-	r.mu.Unlock()
+	return w.ended
 }
 
 // wakeKey wakes the first client blocked on key, unless it has a wake
@@ -169,7 +207,11 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool
 	s, cl := c.s, c.cl
 	if bc := cl.blocked; bc != nil { // woken or timed out: the event loop runs it again
 		bc.fired.Store(false)
-		s.blocks.rearm(bc.w)
+		if mode := s.blocks.rearm(bc.w); mode != unblockNone {
+			s.unblock(cl)
+			c.answerUnblocked(mode, timedOut)
+			return
+		}
 		if try(true) {
 			s.unblockPassingOn(cl)
 			return
@@ -193,7 +235,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool
 	if timeout > 0 {
 		bc.deadline = time.Now().Add(timeout)
 	}
-	bc.w = &waiter{keys: make([]string, len(keys))}
+	bc.w = &waiter{keys: make([]string, len(keys)), clientID: cl.id}
 	for i, k := range keys {
 		bc.w.keys[i] = string(k)
 	}
@@ -254,13 +296,21 @@ func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(b
 				c.cl.quit = true
 				return
 			}
-			c.s.blocks.rearm(bc.w)
+			if mode := c.s.blocks.rearm(bc.w); mode != unblockNone {
+				c.s.unblock(c.cl)
+				c.answerUnblocked(mode, timedOut)
+				return
+			}
 			if try(true) {
 				c.s.unblockPassingOn(c.cl)
 				return
 			}
 		case <-expire:
-			c.s.blocks.rearm(bc.w)
+			if mode := c.s.blocks.rearm(bc.w); mode != unblockNone {
+				c.s.unblock(c.cl)
+				c.answerUnblocked(mode, timedOut)
+				return
+			}
 			answered := try(true)
 			c.s.unblock(c.cl)
 			if !answered {
@@ -275,6 +325,15 @@ func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(b
 			}
 		}
 	}
+}
+
+// answerUnblocked answers a wait that CLIENT UNBLOCK ended.
+func (c *call) answerUnblocked(mode unblockMode, timedOut func(bool)) {
+	if mode == unblockError {
+		c.w.error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+		return
+	}
+	timedOut(false)
 }
 
 // listKinds checks that each key is a list or missing (Redis answers
