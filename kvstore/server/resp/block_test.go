@@ -330,3 +330,63 @@ func TestBlockingPops_ClientUnblockEndsTheWaitAsATimeoutOrAnError(t *testing.T) 
 		}
 	})
 }
+
+// Two moves blocked in a circle (list1 to list2, list2 to list1): a push
+// to list1 is answered after both ran, as Redis serves the clients a
+// command woke before its reply, so the element is back in list1.
+func TestBlockingPops_APushIsAnsweredAfterTheMovesItWoke(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin := goRedis(t, addr)
+		for i := range 20 {
+			admin.Del(ctx, "list1", "list2")
+			a, b := goRedis(t, addr), goRedis(t, addr)
+			done := make(chan struct{}, 2)
+			go func() { a.BRPopLPush(ctx, "list1", "list2", 0); done <- struct{}{} }()
+			waitBlocked(t, admin, 1, "brpoplpush")
+			go func() { b.BRPopLPush(ctx, "list2", "list1", 0); done <- struct{}{} }()
+			waitBlocked(t, admin, 2, "brpoplpush")
+			admin.RPush(ctx, "list1", "foo")
+			l1, _ := admin.LRange(ctx, "list1", 0, -1).Result()
+			l2, _ := admin.LRange(ctx, "list2", 0, -1).Result()
+			if len(l1) != 1 || l1[0] != "foo" || len(l2) != 0 {
+				t.Fatalf("round %d: after RPUSH list1 foo: list1 %v, list2 %v; want [foo], []", i, l1, l2)
+			}
+			<-done
+			<-done
+			a.Close() // CLIENT LIST shows the clients of the next round only
+			b.Close()
+		}
+	})
+}
+
+// A move woken by a push changes its destination before the push is
+// answered, so a transaction watching the destination, run after the
+// push, is aborted (as in Redis).
+func TestBlockingPops_AWokenMoveTouchesAWatchedDestination(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin := goRedis(t, addr)
+		for i := range 20 {
+			admin.Del(ctx, "src", "dst")
+			mover := goRedis(t, addr)
+			done := make(chan struct{})
+			go func() { mover.BRPopLPush(ctx, "src", "dst", 0); close(done) }()
+			waitBlocked(t, admin, 1, "brpoplpush")
+			watcher := goRedis(t, addr)
+			if err := watcher.Watch(ctx, func(tx *redis.Tx) error {
+				admin.LPush(ctx, "src", "element")
+				_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Get(ctx, "somekey")
+					return nil
+				})
+				return err
+			}, "dst"); !errors.Is(err, redis.TxFailedErr) {
+				t.Fatalf("round %d: EXEC after the move = %v, want it aborted", i, err)
+			}
+			<-done
+			mover.Close()
+			watcher.Close()
+		}
+	})
+}

@@ -26,9 +26,64 @@ import (
 
 // blockRegistry holds the clients blocked on each key, in FIFO order.
 type blockRegistry struct {
-	count atomic.Int64 // waiters registered: wakes are free when none
-	mu    sync.Mutex
-	byKey map[string][]*waiter
+	count   atomic.Int64 // waiters registered: wakes are free when none
+	mu      sync.Mutex
+	byKey   map[string][]*waiter
+	pending int      // wakes given whose retry has not finished (guarded by mu)
+	settled []func() // called when pending drops to 0 (guarded by mu)
+}
+
+// settleCap bounds how long a command's reply waits for the clients it
+// woke (settle).
+const settleCap = 50 * time.Millisecond
+
+// finish ends one woken client's retry (rearm reported a wake); when no
+// retry is left, the replies held for them go out.
+func (r *blockRegistry) finish() {
+	r.mu.Lock()
+	r.pending--
+	var fs []func()
+	if r.pending == 0 {
+		fs, r.settled = r.settled, nil
+	}
+	r.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// onSettled calls f once no woken client is retrying (at once if none
+// is) and reports whether it had to wait.
+func (r *blockRegistry) onSettled(f func()) bool {
+	if r.count.Load() == 0 {
+		return false
+	}
+	r.mu.Lock()
+	if r.pending == 0 {
+		r.mu.Unlock()
+		return false
+	}
+	r.settled = append(r.settled, f)
+	r.mu.Unlock()
+	return true
+}
+
+// settle waits (at most settleCap) until the clients woken so far have
+// retried: a command's reply leaves after the blocked clients it served,
+// as Redis serves them before answering the next command, so a client
+// that reads after the reply sees their moves (and its WATCH sees them).
+func (r *blockRegistry) settle() {
+	done := make(chan struct{})
+	var once sync.Once
+	if !r.onSettled(func() { once.Do(func() { close(done) }) }) {
+		return
+	}
+	t := time.NewTimer(settleCap)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // waiter is one blocked client's entry.
@@ -65,6 +120,7 @@ func (r *blockRegistry) unblockClient(id int64, mode unblockMode) bool {
 			}
 			if !w.woken {
 				w.woken = true
+				r.pending++
 				w.wake()
 			}
 			return true
@@ -108,16 +164,27 @@ func (r *blockRegistry) remove(w *waiter) {
 		for _, k := range w.keys {
 			r.wakeLocked(k)
 		}
+		w.woken = false
+		r.pending--
+		if r.pending == 0 {
+			fs := r.settled
+			r.settled = nil
+			for _, f := range fs {
+				f() // must not block: they close a channel or post to a loop
+			}
+		}
 	}
 }
 
 // rearm clears w's pending wake before it tries again, and reports
-// whether CLIENT UNBLOCK ended the wait instead.
-func (r *blockRegistry) rearm(w *waiter) unblockMode {
+// whether CLIENT UNBLOCK ended the wait instead and whether a wake was
+// pending (then finish follows the retry).
+func (r *blockRegistry) rearm(w *waiter) (unblockMode, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	was := w.woken
 	w.woken = false
-	return w.ended
+	return w.ended, was
 }
 
 // wakeKey wakes the first client blocked on key, unless it has a wake
@@ -136,6 +203,7 @@ func (r *blockRegistry) wakeKey(key []byte) {
 func (r *blockRegistry) wakeLocked(key string) {
 	if q := r.byKey[key]; len(q) > 0 && !q[0].woken {
 		q[0].woken = true
+		r.pending++
 		q[0].wake()
 	}
 }
@@ -207,7 +275,11 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool
 	s, cl := c.s, c.cl
 	if bc := cl.blocked; bc != nil { // woken or timed out: the event loop runs it again
 		bc.fired.Store(false)
-		if mode := s.blocks.rearm(bc.w); mode != unblockNone {
+		mode, woken := s.blocks.rearm(bc.w)
+		if woken {
+			defer s.blocks.finish()
+		}
+		if mode != unblockNone {
 			s.unblock(cl)
 			c.answerUnblocked(mode, timedOut)
 			return
@@ -296,17 +368,29 @@ func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(b
 				c.cl.quit = true
 				return
 			}
-			if mode := c.s.blocks.rearm(bc.w); mode != unblockNone {
+			mode, woken := c.s.blocks.rearm(bc.w)
+			answered := true
+			switch {
+			case mode != unblockNone:
 				c.s.unblock(c.cl)
 				c.answerUnblocked(mode, timedOut)
-				return
-			}
-			if try(true) {
+			case try(true):
 				c.s.unblockPassingOn(c.cl)
+			default:
+				answered = false
+			}
+			if woken {
+				c.s.blocks.finish()
+			}
+			if answered {
 				return
 			}
 		case <-expire:
-			if mode := c.s.blocks.rearm(bc.w); mode != unblockNone {
+			mode, woken := c.s.blocks.rearm(bc.w)
+			if woken {
+				defer c.s.blocks.finish()
+			}
+			if mode != unblockNone {
 				c.s.unblock(c.cl)
 				c.answerUnblocked(mode, timedOut)
 				return
