@@ -281,3 +281,112 @@ func TestBlockingPops_AWokenClientThatFailsPassesTheElementOn(t *testing.T) {
 		}
 	})
 }
+
+// CLIENT UNBLOCK ends a wait as its timeout (by default or with TIMEOUT)
+// or with an UNBLOCKED error (ERROR); the connection then works as before.
+func TestBlockingPops_ClientUnblockEndsTheWaitAsATimeoutOrAnError(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin := goRedis(t, addr)
+		c := goRedis(t, addr)
+		conn := c.Conn()
+		defer conn.Close()
+		id, err := conn.ClientID(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			reason  []any
+			wantErr string
+		}{{nil, ""}, {[]any{"TIMEOUT"}, ""}, {[]any{"error"}, "UNBLOCKED client unblocked via CLIENT UNBLOCK"}} {
+			done := make(chan error, 1)
+			go func() { done <- conn.BLPop(ctx, 0, "l").Err() }()
+			waitBlocked(t, admin, 1, "blpop")
+			n, err := admin.Do(ctx, append([]any{"client", "unblock", id}, tc.reason...)...).Int()
+			if err != nil || n != 1 {
+				t.Fatalf("CLIENT UNBLOCK %v = %d, %v; want 1", tc.reason, n, err)
+			}
+			select {
+			case err := <-done:
+				switch {
+				case tc.wantErr == "" && !errors.Is(err, redis.Nil):
+					t.Fatalf("unblocked with %v: %v, want a nil reply", tc.reason, err)
+				case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
+					t.Fatalf("unblocked with %v: %v, want %q", tc.reason, err, tc.wantErr)
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatalf("CLIENT UNBLOCK %v did not end the wait", tc.reason)
+			}
+		}
+		if n, err := admin.Do(ctx, "client", "unblock", id).Int(); err != nil || n != 0 {
+			t.Fatalf("CLIENT UNBLOCK of a client not blocked = %d, %v; want 0", n, err)
+		}
+		done := make(chan []string, 1)
+		go func() { got, _ := conn.BLPop(ctx, 0, "l").Result(); done <- got }()
+		waitBlocked(t, admin, 1, "blpop")
+		admin.LPush(ctx, "l", "foo")
+		if got := <-done; len(got) != 2 || got[1] != "foo" {
+			t.Fatalf("BLPOP after the unblocks = %v, want [l foo]", got)
+		}
+	})
+}
+
+// Two moves blocked in a circle (list1 to list2, list2 to list1): a push
+// to list1 is answered after both ran, as Redis serves the clients a
+// command woke before its reply, so the element is back in list1.
+func TestBlockingPops_APushIsAnsweredAfterTheMovesItWoke(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin := goRedis(t, addr)
+		for i := range 20 {
+			admin.Del(ctx, "list1", "list2")
+			a, b := goRedis(t, addr), goRedis(t, addr)
+			done := make(chan struct{}, 2)
+			go func() { a.Do(ctx, "brpoplpush", "list1", "list2", 0); done <- struct{}{} }()
+			waitBlocked(t, admin, 1, "brpoplpush")
+			go func() { b.Do(ctx, "brpoplpush", "list2", "list1", 0); done <- struct{}{} }()
+			waitBlocked(t, admin, 2, "brpoplpush")
+			admin.RPush(ctx, "list1", "foo")
+			l1, _ := admin.LRange(ctx, "list1", 0, -1).Result()
+			l2, _ := admin.LRange(ctx, "list2", 0, -1).Result()
+			if len(l1) != 1 || l1[0] != "foo" || len(l2) != 0 {
+				t.Fatalf("round %d: after RPUSH list1 foo: list1 %v, list2 %v; want [foo], []", i, l1, l2)
+			}
+			<-done
+			<-done
+			a.Close() // CLIENT LIST shows the clients of the next round only
+			b.Close()
+		}
+	})
+}
+
+// A move woken by a push changes its destination before the push is
+// answered, so a transaction watching the destination, run after the
+// push, is aborted (as in Redis).
+func TestBlockingPops_AWokenMoveTouchesAWatchedDestination(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin := goRedis(t, addr)
+		for i := range 20 {
+			admin.Del(ctx, "src", "dst")
+			mover := goRedis(t, addr)
+			done := make(chan struct{})
+			go func() { mover.Do(ctx, "brpoplpush", "src", "dst", 0); close(done) }()
+			waitBlocked(t, admin, 1, "brpoplpush")
+			watcher := goRedis(t, addr)
+			if err := watcher.Watch(ctx, func(tx *redis.Tx) error {
+				admin.LPush(ctx, "src", "element")
+				_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Get(ctx, "somekey")
+					return nil
+				})
+				return err
+			}, "dst"); !errors.Is(err, redis.TxFailedErr) {
+				t.Fatalf("round %d: EXEC after the move = %v, want it aborted", i, err)
+			}
+			<-done
+			mover.Close()
+			watcher.Close()
+		}
+	})
+}

@@ -11,6 +11,7 @@ package resp
 // client that leaves with a wake it did not use passes it on. A client
 // registers before its first try, so a push after that try always wakes
 // it. Inside MULTI/EXEC a blocking pop never blocks: it answers at once.
+// CLIENT UNBLOCK ends a wait through the same wake, marked on the waiter.
 
 import (
 	"math"
@@ -25,16 +26,107 @@ import (
 
 // blockRegistry holds the clients blocked on each key, in FIFO order.
 type blockRegistry struct {
-	count atomic.Int64 // waiters registered: wakes are free when none
-	mu    sync.Mutex
-	byKey map[string][]*waiter
+	count   atomic.Int64 // waiters registered: wakes are free when none
+	mu      sync.Mutex
+	byKey   map[string][]*waiter
+	pending int      // wakes given whose retry has not finished (guarded by mu)
+	settled []func() // called when pending drops to 0 (guarded by mu)
+}
+
+// settleCap bounds how long a command's reply waits for the clients it
+// woke (settle).
+const settleCap = 50 * time.Millisecond
+
+// finish ends one woken client's retry (rearm reported a wake); when no
+// retry is left, the replies held for them go out.
+func (r *blockRegistry) finish() {
+	r.mu.Lock()
+	r.pending--
+	var fs []func()
+	if r.pending == 0 {
+		fs, r.settled = r.settled, nil
+	}
+	r.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// onSettled calls f once no woken client is retrying (at once if none
+// is) and reports whether it had to wait.
+func (r *blockRegistry) onSettled(f func()) bool {
+	if r.count.Load() == 0 {
+		return false
+	}
+	r.mu.Lock()
+	if r.pending == 0 {
+		r.mu.Unlock()
+		return false
+	}
+	r.settled = append(r.settled, f)
+	r.mu.Unlock()
+	return true
+}
+
+// settle waits (at most settleCap) until the clients woken so far have
+// retried: a command's reply leaves after the blocked clients it served,
+// as Redis serves them before answering the next command, so a client
+// that reads after the reply sees their moves (and its WATCH sees them).
+func (r *blockRegistry) settle() {
+	done := make(chan struct{})
+	var once sync.Once
+	if !r.onSettled(func() { once.Do(func() { close(done) }) }) {
+		return
+	}
+	t := time.NewTimer(settleCap)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // waiter is one blocked client's entry.
 type waiter struct {
-	keys  []string
-	wake  func() // tells the client to try again; called with mu held, must not block
-	woken bool   // a wake is pending (guarded by mu)
+	keys     []string
+	clientID int64
+	wake     func()      // tells the client to try again; called with mu held, must not block
+	woken    bool        // a wake is pending (guarded by mu)
+	ended    unblockMode // CLIENT UNBLOCK ended the wait (guarded by mu)
+}
+
+// unblockMode is how CLIENT UNBLOCK ends a wait: as its timeout or with
+// an UNBLOCKED error.
+type unblockMode int
+
+const (
+	unblockNone unblockMode = iota
+	unblockTimeout
+	unblockError
+)
+
+// unblockClient ends the wait of the client with the given id (CLIENT
+// UNBLOCK) and reports whether it was blocked.
+func (r *blockRegistry) unblockClient(id int64, mode unblockMode) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, q := range r.byKey {
+		for _, w := range q {
+			if w.clientID != id {
+				continue
+			}
+			if w.ended == unblockNone {
+				w.ended = mode
+			}
+			if !w.woken {
+				w.woken = true
+				r.pending++
+				w.wake()
+			}
+			return true
+		}
+	}
+	return false
 }
 
 func (r *blockRegistry) add(w *waiter) {
@@ -72,14 +164,27 @@ func (r *blockRegistry) remove(w *waiter) {
 		for _, k := range w.keys {
 			r.wakeLocked(k)
 		}
+		w.woken = false
+		r.pending--
+		if r.pending == 0 {
+			fs := r.settled
+			r.settled = nil
+			for _, f := range fs {
+				f() // must not block: they close a channel or post to a loop
+			}
+		}
 	}
 }
 
-// rearm clears w's pending wake before it tries again.
-func (r *blockRegistry) rearm(w *waiter) {
+// rearm clears w's pending wake before it tries again, and reports
+// whether CLIENT UNBLOCK ended the wait instead and whether a wake was
+// pending (then finish follows the retry).
+func (r *blockRegistry) rearm(w *waiter) (unblockMode, bool) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	was := w.woken
 	w.woken = false
-	r.mu.Unlock()
+	return w.ended, was
 }
 
 // wakeKey wakes the first client blocked on key, unless it has a wake
@@ -98,6 +203,7 @@ func (r *blockRegistry) wakeKey(key []byte) {
 func (r *blockRegistry) wakeLocked(key string) {
 	if q := r.byKey[key]; len(q) > 0 && !q[0].woken {
 		q[0].woken = true
+		r.pending++
 		q[0].wake()
 	}
 }
@@ -169,7 +275,15 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool
 	s, cl := c.s, c.cl
 	if bc := cl.blocked; bc != nil { // woken or timed out: the event loop runs it again
 		bc.fired.Store(false)
-		s.blocks.rearm(bc.w)
+		mode, woken := s.blocks.rearm(bc.w)
+		if woken {
+			defer s.blocks.finish()
+		}
+		if mode != unblockNone {
+			s.unblock(cl)
+			c.answerUnblocked(mode, timedOut)
+			return
+		}
 		if try(true) {
 			s.unblockPassingOn(cl)
 			return
@@ -193,7 +307,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool
 	if timeout > 0 {
 		bc.deadline = time.Now().Add(timeout)
 	}
-	bc.w = &waiter{keys: make([]string, len(keys))}
+	bc.w = &waiter{keys: make([]string, len(keys)), clientID: cl.id}
 	for i, k := range keys {
 		bc.w.keys[i] = string(k)
 	}
@@ -254,13 +368,33 @@ func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(b
 				c.cl.quit = true
 				return
 			}
-			c.s.blocks.rearm(bc.w)
-			if try(true) {
+			mode, woken := c.s.blocks.rearm(bc.w)
+			answered := true
+			switch {
+			case mode != unblockNone:
+				c.s.unblock(c.cl)
+				c.answerUnblocked(mode, timedOut)
+			case try(true):
 				c.s.unblockPassingOn(c.cl)
+			default:
+				answered = false
+			}
+			if woken {
+				c.s.blocks.finish()
+			}
+			if answered {
 				return
 			}
 		case <-expire:
-			c.s.blocks.rearm(bc.w)
+			mode, woken := c.s.blocks.rearm(bc.w)
+			if woken {
+				defer c.s.blocks.finish()
+			}
+			if mode != unblockNone {
+				c.s.unblock(c.cl)
+				c.answerUnblocked(mode, timedOut)
+				return
+			}
 			answered := try(true)
 			c.s.unblock(c.cl)
 			if !answered {
@@ -275,6 +409,15 @@ func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(b
 			}
 		}
 	}
+}
+
+// answerUnblocked answers a wait that CLIENT UNBLOCK ended.
+func (c *call) answerUnblocked(mode unblockMode, timedOut func(bool)) {
+	if mode == unblockError {
+		c.w.error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+		return
+	}
+	timedOut(false)
 }
 
 // listKinds checks that each key is a list or missing (Redis answers

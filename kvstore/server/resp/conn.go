@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -71,9 +72,38 @@ func cmdClient(c *call) {
 		w.bulkString(c.s.clientLine(cl, time.Now()))
 	case "LIST":
 		w.bulkString(c.s.clientList())
+	case "UNBLOCK":
+		cmdClientUnblock(c)
 	default:
 		unknownSubcommand(w, c.args[1], "CLIENT")
 	}
+}
+
+// cmdClientUnblock answers CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when the
+// client was in a blocking command, which then answers as if it had timed
+// out (or with an UNBLOCKED error), else 0.
+func cmdClientUnblock(c *call) {
+	if len(c.args) != 3 && len(c.args) != 4 {
+		c.w.error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", printable(c.args[1])))
+		return
+	}
+	id, ok := parseStrictInt(c.args[2])
+	if !ok {
+		c.fail(errNotInteger)
+		return
+	}
+	mode := unblockTimeout
+	if len(c.args) == 4 {
+		switch strings.ToUpper(string(c.args[3])) {
+		case "TIMEOUT":
+		case "ERROR":
+			mode = unblockError
+		default:
+			c.w.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	c.w.integer(boolInt64(c.s.blocks.unblockClient(id, mode)))
 }
 
 // clientList is CLIENT LIST: one line per connection, in id order.

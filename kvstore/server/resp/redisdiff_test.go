@@ -376,3 +376,14 @@ func TestRedisDiff_CommandGetKeys(t *testing.T) {
 		cmd("command", "getkeys", "nosuch", "a"), cmd("command", "getkeys", "get"), cmd("command", "getkeys"),
 	)
 }
+
+func TestRedisDiff_ClientUnblockArgumentErrors(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(
+		cmd("client", "unblock", "asd"),
+		cmd("client", "unblock", "123456", "later"),
+		cmd("client", "unblock", "123456"),
+		cmd("client", "unblock", "123456", "error"),
+		cmd("client", "unblock", "1", "timeout", "x"),
+	)
+}
