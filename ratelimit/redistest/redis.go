@@ -428,6 +428,7 @@ func StartSentinel(t testing.TB, master *Server) string {
 // its link to the master is up.
 func StartReplica(t testing.TB, master *Server) *Server {
 	t.Helper()
+	SkipOnDevkitKV(t, "devkit kv has no replication: no replica can follow it (these tests ran against redis-server)")
 	host, port, _ := net.SplitHostPort(master.Addr)
 	s := startServer(t, FreePort, t.TempDir(), "--replicaof", host, port)
 	c := s.Client(t)

@@ -57,3 +57,10 @@ func TestRedisDiff_SelectAnswersAsRedisWithOneDatabase(t *testing.T) {
 	p.same(cmd("select", "0"), cmd("select", "1"), cmd("select", "-1"), cmd("select", "x"), cmd("select", "16"),
 		cmd("select"), cmd("multi"), cmd("select", "1"), cmd("select", "0"), cmd("exec"))
 }
+
+// PUBLISH to a channel nobody listens on answers 0 on both servers (the
+// rate limiter publishes its resets; before, devkit kv refused the command).
+func TestRedisDiff_PublishWithoutSubscribersAnswersZero(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	p.same(cmd("publish", "ch", "hello"), cmd("publish", "ch"), cmd("publish"))
+}

@@ -99,6 +99,7 @@ func commandTable() []command {
 		{name: "echo", arity: 2, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns the argument.", run: cmdEcho},
 		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
 		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
+		{name: "publish", arity: 3, flags: flagTx, op: metrics.OpOther, group: "pubsub", summary: "Answers 0: SUBSCRIBE is not served, so no client can be listening.", run: cmdPublish},
 		{name: "wait", arity: 3, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "generic", summary: "Answers 0 at once: there are no replicas to wait for.", run: cmdWait},
 		{name: "select", arity: 2, flags: flagFast | flagTx, op: metrics.OpOther, group: "connection", summary: "Selects database 0 (the only one).", run: cmdSelect},
 		{name: "client", arity: -2, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "connection", summary: "CLIENT LIST, INFO, ID, SETNAME, GETNAME, SETINFO.", run: cmdClient},
