@@ -96,16 +96,7 @@ func cmdHMGet(c *call) {
 }
 
 func cmdHDel(c *call) {
-	var n int
-	err := c.update(func(tx txn) (err error) {
-		n, err = tx.HDel(c.args[1], c.args[2:]...)
-		return err
-	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.w.integer(int64(n))
+	updateCount(c, func(tx txn) (int, error) { return tx.HDel(c.args[1], c.args[2:]...) })
 }
 
 func cmdHExists(c *call) {
@@ -135,16 +126,7 @@ func cmdHStrlen(c *call) {
 }
 
 func cmdHLen(c *call) {
-	var n int
-	err := c.update(func(tx txn) (err error) {
-		n, err = tx.HLen(c.args[1])
-		return err
-	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.w.integer(int64(n))
+	updateCount(c, func(tx txn) (int, error) { return tx.HLen(c.args[1]) })
 }
 
 // cmdHGetAll answers HGETALL, HKEYS and HVALS.

@@ -103,16 +103,7 @@ func cmdPop(c *call) {
 }
 
 func cmdLLen(c *call) {
-	var n int
-	err := c.update(func(tx txn) (err error) {
-		n, err = tx.LLen(c.args[1])
-		return err
-	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.w.integer(int64(n))
+	updateCount(c, func(tx txn) (int, error) { return tx.LLen(c.args[1]) })
 }
 
 func cmdLRange(c *call) {

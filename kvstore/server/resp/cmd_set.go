@@ -10,29 +10,11 @@ import (
 // Set commands (SADD family); see cmd_types.go.
 
 func cmdSAdd(c *call) {
-	var n int
-	err := c.update(func(tx txn) (err error) {
-		n, err = tx.SAdd(c.args[1], c.args[2:]...)
-		return err
-	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.w.integer(int64(n))
+	updateCount(c, func(tx txn) (int, error) { return tx.SAdd(c.args[1], c.args[2:]...) })
 }
 
 func cmdSRem(c *call) {
-	var n int
-	err := c.update(func(tx txn) (err error) {
-		n, err = tx.SRem(c.args[1], c.args[2:]...)
-		return err
-	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.w.integer(int64(n))
+	updateCount(c, func(tx txn) (int, error) { return tx.SRem(c.args[1], c.args[2:]...) })
 }
 
 func cmdSIsMember(c *call) {
@@ -83,16 +65,7 @@ func cmdSMembers(c *call) {
 }
 
 func cmdSCard(c *call) {
-	var n int
-	err := c.update(func(tx txn) (err error) {
-		n, err = tx.SCard(c.args[1])
-		return err
-	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.w.integer(int64(n))
+	updateCount(c, func(tx txn) (int, error) { return tx.SCard(c.args[1]) })
 }
 
 // setCount parses SPOP's and SRANDMEMBER's optional count.

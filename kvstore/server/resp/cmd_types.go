@@ -294,3 +294,18 @@ func cmdMemory(c *call) {
 
 // recordOverhead is a memtable record's header and its index slots.
 const recordOverhead = 24 + 8 + 8
+
+// updateCount runs one write update and answers the count it returns (the
+// SADD, SREM, HDEL... shape), or the update's error.
+func updateCount(c *call, f func(tx txn) (int, error)) {
+	var n int
+	err := c.update(func(tx txn) (err error) {
+		n, err = f(tx)
+		return err
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.integer(int64(n))
+}

@@ -201,16 +201,7 @@ func cmdZIncrBy(c *call) {
 }
 
 func cmdZRem(c *call) {
-	var n int
-	err := c.update(func(tx txn) (err error) {
-		n, err = tx.ZRem(c.args[1], c.args[2:]...)
-		return err
-	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.w.integer(int64(n))
+	updateCount(c, func(tx txn) (int, error) { return tx.ZRem(c.args[1], c.args[2:]...) })
 }
 
 // cmdZScore answers ZSCORE and ZMSCORE.
@@ -250,16 +241,7 @@ func cmdZScore(c *call) {
 }
 
 func cmdZCard(c *call) {
-	var n int
-	err := c.update(func(tx txn) (err error) {
-		n, err = tx.ZCard(c.args[1])
-		return err
-	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.w.integer(int64(n))
+	updateCount(c, func(tx txn) (int, error) { return tx.ZCard(c.args[1]) })
 }
 
 // zmembers reads a whole sorted set, lowest first (nil when missing).
