@@ -485,6 +485,26 @@ func TestCheckAndInfo_WithPolicyAndARequest(t *testing.T) {
 	}
 }
 
+// A request the flags cannot describe is a usage error naming the flag, not
+// a panic: a path with a space or control byte, a method that is not a token.
+func TestCheck_ARequestThatCannotBeSentIsAUsageError(t *testing.T) {
+	env := map[string]string{"REDIS_URL": "redis://127.0.0.1:1"}
+	pol := filepath.Join("..", "..", "..", "..", "..", "examples", "policies", "saas.yaml")
+	for _, c := range []struct{ flag, value string }{
+		{"--path", "/a b"},
+		{"--path", "/a\x00b"},
+		{"--path", "/%zz"},
+		{"--method", "GE T"},
+		{"--method", "G(ET"},
+	} {
+		args := []string{"check", "--policy", pol, c.flag, c.value}
+		_, stderr, code := run(t, env, args...)
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, c.flag) {
+			t.Errorf("%s %q: exit %d, want 2 naming the flag\n%s", c.flag, c.value, code, stderr)
+		}
+	}
+}
+
 // The admin API binds loopback for a port alone and, with a token from
 // $DEVKIT_RATELIMIT_ADMIN_TOKEN, answers nothing without it.
 func TestProxy_AdminLoopbackAndTokenFromEnv(t *testing.T) {

@@ -1,9 +1,11 @@
 package ratelimit
 
 import (
+	"errors"
 	"fmt"
 	"net"
-	"net/http/httptest"
+	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,7 +44,10 @@ func (o *RequestOptions) decide() (d policy.Decision, limited bool, err error) {
 	if !strings.HasPrefix(o.Path, "/") {
 		return d, false, cmdutil.UsageErrorf("--path %q must start with /", o.Path)
 	}
-	r := httptest.NewRequest(strings.ToUpper(o.Method), "http://x"+o.Path, nil)
+	r, err := newRequest(strings.ToUpper(o.Method), o.Path)
+	if err != nil {
+		return d, false, err
+	}
 	for _, h := range o.Headers {
 		name, value, ok := strings.Cut(h, ":")
 		if !ok || strings.TrimSpace(name) == "" {
@@ -56,6 +61,26 @@ func (o *RequestOptions) decide() (d policy.Decision, limited bool, err error) {
 	r.RemoteAddr = net.JoinHostPort(o.IP, "40000")
 	d, limited = p.Decide(r, p.Identity.Identify(r))
 	return d, limited, nil
+}
+
+// newRequest builds the request a server would have parsed from the request
+// line "method path HTTP/1.1": a path that could not be sent as is (a space,
+// a control byte, a bad escape) or a method that is not a token is a usage
+// error naming its flag.
+func newRequest(method, path string) (*http.Request, error) {
+	if i := strings.IndexFunc(path, func(c rune) bool { return c <= ' ' || c == 0x7f }); i >= 0 {
+		return nil, cmdutil.UsageErrorf("--path %q has byte %q at %d, which a request line cannot carry: percent-encode it (a space is %%20)", path, path[i], i)
+	}
+	if _, err := url.ParseRequestURI(path); err != nil {
+		return nil, cmdutil.UsageErrorf("--path %q is not a request path: %v", path, errors.Unwrap(err))
+	}
+	r, err := http.NewRequest(method, "http://x"+path, http.NoBody)
+	if err != nil {
+		return nil, cmdutil.UsageErrorf("--method %q is not an HTTP method (a token such as GET or POST)", method)
+	}
+	r.RequestURI = path
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+	return r, nil
 }
 
 // describe says which rule a request got, for humans.
