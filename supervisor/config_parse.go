@@ -87,8 +87,22 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	if err != nil {
 		return nil, err
 	}
+	// Errors name what the file says: a replica's set, and the index of a
+	// dependency in the list as written, before sets are expanded.
+	written := map[string][]string{}
+	for name, proc := range cfg.Processes {
+		written[name] = slices.Clone(proc.DependsOn)
+	}
 	if cfg.ReplicaSets, err = expandReplicas(cfg.Processes); err != nil {
 		return nil, p.errorf(procs, "processes", "%v", err)
+	}
+	yamlName := func(name string) string {
+		for set := range cfg.ReplicaSets {
+			if _, ok := replicaIndex(set, name); ok {
+				return set
+			}
+		}
+		return name
 	}
 	for set, t := range cfg.ReplicaSets {
 		for i := 1; i <= t.Replicas; i++ {
@@ -113,23 +127,26 @@ func ParseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	if err != nil {
 		var de *dependencyError
 		if errors.As(err, &de) {
-			return nil, p.errorf(depLines[de.name], "processes."+de.name+".depends_on", "%s", de.msg)
+			return nil, p.errorf(depLines[de.name], "processes."+yamlName(de.name)+".depends_on", "%s", de.msg)
 		}
 		return nil, err
 	}
 	cfg.Order = order
 	for _, name := range order {
 		proc := cfg.Processes[name]
-		for i, d := range proc.DependsOn {
-			at, field := p.depNodes[name+"/"+d], fmt.Sprintf("processes.%s.depends_on[%d]", name, i)
+		pn := yamlName(name)
+		for _, d := range proc.DependsOn {
+			dn := yamlName(d)
+			at := p.depNodes[name+"/"+d]
+			field := fmt.Sprintf("processes.%s.depends_on[%d]", pn, slices.Index(written[pn], dn))
 			dep := cfg.Processes[d]
 			switch {
 			case dep.Disabled && !proc.Disabled:
-				return nil, p.errorf(depLines[name], "processes."+name+".depends_on", "%s is disabled: start --all would have to start it; disable %s too, or enable %s", d, name, d)
+				return nil, p.errorf(depLines[name], "processes."+pn+".depends_on", "%s is disabled: start --all would have to start it; disable %s too, or enable %s", dn, pn, dn)
 			case proc.Condition(d) == DependsHealthy && dep.Health == nil:
-				return nil, p.errorf(at, field+".condition", "healthy needs a health check on %s (health: {every: 10s})", d)
+				return nil, p.errorf(at, field+".condition", "healthy needs a health check on %s (health: {every: 10s})", dn)
 			case proc.Condition(d) == DependsCompleted && !dep.Oneshot:
-				return nil, p.errorf(at, field+".condition", "completed_successfully needs %s to be oneshot: true", d)
+				return nil, p.errorf(at, field+".condition", "completed_successfully needs %s to be oneshot: true", dn)
 			}
 		}
 	}
