@@ -404,3 +404,49 @@ processes:
 		t.Fatal("the process died with its monitor")
 	}
 }
+
+// Once a process's exit is recorded, its log holds everything the process
+// wrote: a script that reads status "exited" and then the log finds the
+// last line. The monitor's copy is slowed here, as on a loaded machine or a
+// slow disk, so that output is still in the pipe when the process ends.
+func TestLogs_AnExitIsRecordedOnlyOnceTheOutputIsInTheLog(t *testing.T) {
+	t.Setenv(slowLogEnv, "20ms")
+	h := newHarness(t, `
+processes:
+  burst:
+    command: sh
+    args: ["-c", "i=0; while [ $i -lt 2000 ]; do echo line-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done; echo LAST; exit 3"]
+    restart: never
+`)
+	// Start is watched from beside it: it returns only once the monitor
+	// is gone, and a script may read the exit record before then.
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		_, _ = h.sup.Start(context.Background(), []string{"burst"}) // it ends during start: its exit is what is checked
+	}()
+	defer func() { <-started }()
+	code := -1
+	eventually(t, 20*time.Second, "the exit is recorded", func() bool {
+		e, err := h.sup.home.ReadExit("burst")
+		if err != nil || e == nil || e.PID == 0 {
+			return false
+		}
+		code = e.Code
+		return true
+	})
+	path, err := h.sup.LogPath("burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(data, []byte("LAST\n")) {
+		t.Fatalf("exit recorded (code %d) with %d bytes of output in the log, and not the last line", code, len(data))
+	}
+	if code != 3 {
+		t.Fatalf("exit code %d, want 3", code)
+	}
+}

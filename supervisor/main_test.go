@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/devkit-go/devkit/supervisor/internal/logfile"
 )
 
 // The test binary plays three parts, chosen by environment variables: the
@@ -26,6 +28,20 @@ const (
 	childEnv = "SUP_TEST_CHILD" // what a helper child does
 )
 
+// slowLogEnv, set to a duration, makes a monitor copy output to the log
+// 4 KiB at a time with that pause before each read.
+const slowLogEnv = "SUP_TEST_SLOW_LOG"
+
+type slowReader struct {
+	r     io.Reader
+	pause time.Duration
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	time.Sleep(s.pause)
+	return s.r.Read(p[:min(len(p), 4096)])
+}
+
 func TestMain(m *testing.M) {
 	// As a program's main does: a child re-executed as a monitor (Options
 	// with no MonitorCommand) runs it here and exits. SUP_TEST_NO_MONITOR_MAIN
@@ -35,6 +51,11 @@ func TestMain(m *testing.M) {
 	}
 	switch os.Getenv(roleEnv) {
 	case "monitor":
+		if d, err := time.ParseDuration(os.Getenv(slowLogEnv)); err == nil {
+			captureLog = func(r io.Reader, path string, opt logfile.CaptureOptions) error {
+				return logfile.Capture(&slowReader{r: r, pause: d}, path, opt)
+			}
+		}
 		os.Exit(RunMonitor(os.Stdin, os.Stdout))
 	case "child":
 		os.Exit(runChild(os.Getenv(childEnv)))

@@ -189,7 +189,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 	restarts, consecutive := 0, 0
 	for {
 		token := newToken()
-		exited, id, err := m.spawn(token)
+		exited, id, captured, err := m.spawn(token)
 		started := time.Now()
 		if err == nil {
 			// The record exists before anyone hears of the process.
@@ -214,6 +214,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 		var code, signum int
 		var sig string
 		changed := false // the watch ended it: files changed
+		endedAt := time.Now()
 		if err != nil {
 			m.logger.Error("restart failed", "err", err)
 			code = 127
@@ -224,8 +225,12 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			stopHealth := m.watchHealth(id)
 			stopWatch := m.watchFiles(id)
 			st := <-exited
+			endedAt = time.Now()
 			stopHealth()
 			changed = stopWatch()
+			// Whoever reads the exit record may read the log next: what
+			// the process wrote before it ended is there first.
+			m.awaitCapture(captured)
 			code = st.Code
 			if st.Signal != 0 {
 				sig, signum = proc.SignalName(st.Signal), int(st.Signal)
@@ -243,7 +248,7 @@ func (m *monitor) run(ctx context.Context, out io.WriteCloser) int {
 			wants, restart, consecutive = true, true, 0
 		}
 		exit := &state.ExitRecord{
-			Name: m.spec.Name, PID: id.PID, Code: code, Signal: sig, At: time.Now().UTC(),
+			Name: m.spec.Name, PID: id.PID, Code: code, Signal: sig, At: endedAt.UTC(),
 			Stopped: stopped, Restarts: restarts, GaveUp: !stopped && wants && !restart,
 		}
 		var delay time.Duration
@@ -298,13 +303,13 @@ const stopMarkerPoll = 50 * time.Millisecond
 // spawn starts the process in its own session with stdin from the null
 // device and its output on a pipe the monitor copies to the log file
 // (capture), which rotates it exactly.
-func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, error) {
+func (m *monitor) spawn(token string) (exited <-chan proc.ExitStatus, id proc.Identity, captured <-chan struct{}, err error) {
 	// Also clears a warning an earlier monitor left, once rotation works.
-	_, err := logfile.RotateIfOver(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger)
+	_, err = logfile.RotateIfOver(m.spec.LogFile, m.spec.LogMaxSize, m.spec.LogBackups, m.ledger)
 	m.logRotated(err)
 	pipeR, out, err := os.Pipe()
 	if err != nil {
-		return nil, proc.Identity{}, err
+		return nil, proc.Identity{}, nil, err
 	}
 	defer func() { _ = out.Close() }() // the child holds its own copy
 	// The environment is built once, for the retry without a cgroup too.
@@ -321,14 +326,14 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 	}
 	if m.spec.Resources != nil && m.cgroup == nil {
 		_ = pipeR.Close() // nothing was started
-		return nil, proc.Identity{}, fmt.Errorf("resources cannot be enforced: %w", m.limitsErr)
+		return nil, proc.Identity{}, nil, fmt.Errorf("resources cannot be enforced: %w", m.limitsErr)
 	}
 	attr := proc.DetachedAttr()
 	if m.cgroup != nil {
 		attr = proc.IntoCgroupAttr(int(m.cgroup.Fd()))
 	}
 	cmd := command(attr)
-	exited, err := m.reaper.Start(cmd)
+	exited, err = m.reaper.Start(cmd)
 	if err != nil && m.cgroup != nil && m.spec.Resources == nil {
 		// The kernel refused the cgroup (no clone3, a controller's rules):
 		// track the tree by subreaper and token instead.
@@ -340,13 +345,15 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 	}
 	if err != nil {
 		_ = pipeR.Close() // the start error is the one to report
-		return nil, proc.Identity{}, fmt.Errorf("start %s: %w", m.spec.Command, err)
+		return nil, proc.Identity{}, nil, fmt.Errorf("start %s: %w", m.spec.Command, err)
 	}
+	done := make(chan struct{})
 	m.captures.Add(1)
 	go func() {
 		defer m.captures.Done()
+		defer close(done)
 		defer func() { _ = pipeR.Close() }() // read-only
-		err := logfile.Capture(pipeR, m.spec.LogFile, logfile.CaptureOptions{
+		err := captureLog(pipeR, m.spec.LogFile, logfile.CaptureOptions{
 			MaxSize: m.spec.LogMaxSize, Backups: m.spec.LogBackups, Ledger: m.ledger,
 			Stamp: m.spec.LogTimestamps, Rotated: m.logRotated,
 		})
@@ -356,11 +363,34 @@ func (m *monitor) spawn(token string) (<-chan proc.ExitStatus, proc.Identity, er
 			_, _ = io.Copy(io.Discard, pipeR) // never block the process on a log it cannot have
 		}
 	}()
-	id := proc.Identity{PID: cmd.Process.Pid}
+	id = proc.Identity{PID: cmd.Process.Pid}
 	if info, err := proc.Lookup(cmd.Process.Pid); err == nil {
 		id = info.Identity
 	}
-	return exited, id, nil
+	return exited, id, done, nil
+}
+
+// captureLog copies a process's output to its log (a variable so that
+// tests can slow the copy down, as a loaded machine or a slow disk does).
+var captureLog = logfile.Capture
+
+// exitDrain bounds how long an exit's record waits for the output the
+// process wrote before it ended to reach the log. The copy ends when the
+// pipe's last writer is gone; a descendant that inherited the pipe and
+// lives on would hold the record back until then, so the wait is bounded.
+const exitDrain = time.Second
+
+// awaitCapture waits until the output copied from one run of the process
+// is in the log (the copy reached the end of the pipe), for at most
+// exitDrain.
+func (m *monitor) awaitCapture(captured <-chan struct{}) {
+	t := time.NewTimer(exitDrain)
+	defer t.Stop()
+	select {
+	case <-captured:
+	case <-t.C:
+		m.logger.Info("output pipe still open after the process ended (a descendant holds it); recording the exit without waiting for it")
+	}
 }
 
 // newToken returns the random token a process and its descendants carry
