@@ -16,7 +16,9 @@ import (
 // the proportional set size (PSS, from /proc/PID/smaps_rollup: shared
 // pages divided among the processes sharing them) per monitor and in all.
 // The monitor is this test binary, or SUP_BENCH_DEVKIT (a devkit binary,
-// run as "devkit sup __monitor", as the CLI runs it).
+// run as "devkit sup __monitor", as the CLI runs it), or SUP_BENCH_MONITOR
+// (any program whose main is supervisor.RunMonitor on stdin and stdout:
+// what a monitor-only binary would cost).
 func BenchmarkIdleMonitorPSS(b *testing.B) {
 	n := 20
 	if v, err := strconv.Atoi(os.Getenv("SUP_BENCH_MONITORS")); err == nil && v > 0 {
@@ -27,8 +29,15 @@ func BenchmarkIdleMonitorPSS(b *testing.B) {
 		yaml += fmt.Sprintf("  idle%03d:\n    command: sleep\n    args: [\"3600\"]\n", i)
 	}
 	h := newHarness(b, yaml)
+	var monitor []string
 	if devkit := os.Getenv("SUP_BENCH_DEVKIT"); devkit != "" {
-		sup, err := New(h.home, h.sup.cfg, Options{MonitorCommand: []string{devkit, "sup", "__monitor"}})
+		monitor = []string{devkit, "sup", "__monitor"}
+	}
+	if m := os.Getenv("SUP_BENCH_MONITOR"); m != "" {
+		monitor = []string{m}
+	}
+	if monitor != nil {
+		sup, err := New(h.home, h.sup.cfg, Options{MonitorCommand: monitor})
 		if err != nil {
 			b.Fatal(err)
 		}
