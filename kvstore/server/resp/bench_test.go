@@ -167,18 +167,11 @@ func BenchmarkRedisBenchmarkSET(b *testing.B) {
 			// CPU time per request, ours (this process) and Redis's (its
 			// /proc stat), is reported too: unlike throughput it hardly
 			// depends on what else runs on the machine.
-			const rounds = 3
-			rps := make([][]float64, len(servers))
-			cpu := make([][]float64, len(servers))
-			for r := range rounds {
-				for k := range servers {
-					i := (k + r) % len(servers)
-					sv := servers[i]
-					c0 := sv.cpu()
-					rps[i] = append(rps[i], measure(b, benchTool, sv.addr, tc.test, requests, tc.extra))
-					cpu[i] = append(cpu[i], float64(sv.cpu()-c0)/float64(requests))
-				}
-			}
+			rps, cpu := alternate(len(servers), func(i int) (float64, float64) {
+				c0 := servers[i].cpu()
+				r := measure(b, benchTool, servers[i].addr, tc.test, requests, tc.extra)
+				return r, float64(servers[i].cpu()-c0) / float64(requests)
+			}, nil)
 			redisRPS := median(rps[2])
 			for i, sv := range servers {
 				b.Logf("%s %s: %v requests/s, %v CPU ns/request", tc.name, sv.name, rps[i], cpu[i])
@@ -216,29 +209,30 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
+// alternate runs turn(i) for each of n servers in 3 rounds, each round
+// starting one server later, and returns what each turn of server i gave:
+// requests per second and CPU per request. between, when set, runs after
+// every round but the last.
+func alternate(n int, turn func(i int) (rps, cpu float64), between func()) (rps, cpu [][]float64) {
+	const rounds = 3
+	rps, cpu = make([][]float64, n), make([][]float64, n)
+	for r := range rounds {
+		for k := range n {
+			i := (k + r) % n
+			x, c := turn(i)
+			rps[i], cpu[i] = append(rps[i], x), append(cpu[i], c)
+		}
+		if between != nil && r < rounds-1 {
+			between()
+		}
+	}
+	return rps, cpu
+}
+
 // measure runs redis-benchmark -t test -c 50 -d 100 and returns requests per second.
 func measure(b *testing.B, tool, addr, test string, requests int, extra []string) float64 {
 	b.Helper()
-	host, port, _ := net.SplitHostPort(addr)
-	args := append([]string{"-h", host, "-p", port, "-t", test, "-c", "50", "-d", "100", "-n", strconv.Itoa(requests), "-r", "100000", "--csv"}, extra...)
-	out, err := exec.Command(tool, args...).CombinedOutput()
-	if err != nil {
-		b.Fatalf("redis-benchmark: %v\n%s", err, out)
-	}
-	// "test","rps",...  then  "SET","41152.26",...
-	want := `"` + strings.ToUpper(test) + `"`
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, want) {
-			fields := strings.Split(line, ",")
-			rps, err := strconv.ParseFloat(strings.Trim(fields[1], `"`), 64)
-			if err != nil {
-				b.Fatalf("redis-benchmark output %q: %v", line, err)
-			}
-			return rps
-		}
-	}
-	b.Fatalf("no %s line in redis-benchmark output:\n%s", want, out)
-	return 0
+	return measureWith(b, tool, addr, test, requests, 50, 100, extra)
 }
 
 func freePort(b *testing.B) int {

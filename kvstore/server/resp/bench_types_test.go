@@ -82,30 +82,24 @@ func BenchmarkRedisBenchmarkTypes(b *testing.B) {
 				{"devkit", ours, selfCPU},
 				{"redis", redisAddr, func() int64 { return procCPU(srv.Process.Pid) }},
 			}
-			if tc.fill != "" {
+			// Alternated, each server first in turn (see BenchmarkRedisBenchmarkSET).
+			fill := func() {
 				for _, sv := range servers {
 					measureWith(b, benchTool, sv.addr, tc.fill, requests, tc.clients, tc.size, nil)
 				}
 			}
-			// Alternated, each server first in turn (see BenchmarkRedisBenchmarkSET).
-			const rounds = 3
-			rps := make([][]float64, len(servers))
-			cpu := make([][]float64, len(servers))
-			for r := range rounds {
-				for k := range servers {
-					i := (k + r) % len(servers)
-					c0 := servers[i].cpu()
-					rps[i] = append(rps[i], measureWith(b, benchTool, servers[i].addr, tc.test, requests, tc.clients, tc.size, nil))
-					cpu[i] = append(cpu[i], float64(servers[i].cpu()-c0)/float64(requests))
-				}
-				if tc.fill != "" && r < rounds-1 {
-					// LPOP empties what it pops and LRANGE reads what LPUSH
-					// left: every turn starts from the same list.
-					for _, sv := range servers {
-						measureWith(b, benchTool, sv.addr, tc.fill, requests, tc.clients, tc.size, nil)
-					}
-				}
+			var between func()
+			if tc.fill != "" {
+				fill()
 			}
+			if tc.test == "lpop" {
+				between = fill // LPOP empties what it pops: every turn starts from the same list
+			}
+			rps, cpu := alternate(len(servers), func(i int) (float64, float64) {
+				c0 := servers[i].cpu()
+				r := measureWith(b, benchTool, servers[i].addr, tc.test, requests, tc.clients, tc.size, nil)
+				return r, float64(servers[i].cpu()-c0) / float64(requests)
+			}, between)
 			for i, sv := range servers {
 				b.Logf("%s %s: %v requests/s, %v CPU ns/request", tc.name, sv.name, rps[i], cpu[i])
 				b.ReportMetric(median(rps[i]), sv.name+"-ops/s")
