@@ -1,70 +1,188 @@
 package ratelimit
 
-// A budget context ends at its deadline like context.WithTimeout's, but a
-// check under a parent that can never end (context.Background, a worker's
-// root context) gets it without a timer of its own: the checks whose
-// deadlines fall in the same millisecond share one channel, closed by one
-// timer. A timer per check (added to the runtime's heap, stopped at once)
-// cost ~10 % of the throughput of a lone caller on a fast store. Deadlines
-// are rounded up to the millisecond: a budget is at most 1 ms longer.
-// A parent that can end (an HTTP request's) gets context.WithDeadline, so
-// its cancellation reaches the store call.
+// A store call ends at its budget only when its store node has answered
+// nothing for a whole budget (the node stalled): while the node answers
+// other calls, the call waits for its own answer, up to its longest wait.
+// So a busy machine that makes every answer late (the gateway's goroutines
+// and the store's process waiting for a CPU) decides by the store, and a
+// store that stops answering is decided by the failure policy one budget
+// after its last answer, or at the longest wait if it answers too slowly.
+//
+// Calls under a parent that can never end (context.Background, a worker's
+// root context) get this without a timer of their own: the calls whose
+// budgets end in the same millisecond, on one node, with one longest wait,
+// share one channel and one timer (a timer per call cost ~10 % of the
+// throughput of a lone caller on a fast store). Deadlines are rounded up to
+// the millisecond. A parent that can end (an HTTP request's) gets
+// context.WithDeadline at the longest wait, so its cancellation reaches the
+// store call, and the shared timer cancels it when the node stalls.
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// sharedDeadlines hands out budget contexts; the zero value is ready.
+// errStalled is the cause of a call ended because its node answered
+// nothing for a whole budget.
+var errStalled = errors.New("the store node answered nothing for the whole budget")
+
+// nodeAnswers is when a store node last answered a call.
+type nodeAnswers struct {
+	last atomic.Int64 // unix nanoseconds
+}
+
+// answered records an answer at now; it writes at most once a millisecond,
+// so callers on many cores do not fight over the cache line.
+func (a *nodeAnswers) answered(now time.Time) {
+	n := now.UnixNano()
+	if n-a.last.Load() >= int64(time.Millisecond) {
+		a.last.Store(n)
+	}
+}
+
+// slotKey groups the calls that end together: same node, same budget end
+// and same longest wait (Unix ms).
+type slotKey struct {
+	node       *nodeAnswers
+	at, capped int64
+}
+
+// deadlineSlot is the shared end of the calls of one slotKey.
+type deadlineSlot struct {
+	key    slotKey
+	budget time.Duration
+	done   chan struct{}
+	// cancels end the calls whose parent can end; live counts the calls
+	// not yet released.
+	cancels []context.CancelCauseFunc
+	live    int
+	ended   bool
+}
+
+// sharedDeadlines hands out the contexts of store calls; the zero value is
+// ready.
 type sharedDeadlines struct {
 	mu    sync.Mutex
-	slots map[int64]chan struct{} // by deadline, Unix ms
+	slots map[slotKey]*deadlineSlot
 }
 
-func noCancel() {}
-
-// within is ctx bounded by the budget from now, and the function that
-// releases it.
-func (d *sharedDeadlines) within(ctx context.Context, now time.Time, budget time.Duration) (context.Context, context.CancelFunc) {
-	deadline := now.Add(budget)
-	if ctx.Done() != nil {
-		return context.WithDeadline(ctx, deadline)
+// within is ctx bounded by budget from now while node answers nothing, and
+// by maxWait from now in any case (maxWait ≤ budget is a plain deadline at
+// the budget). The caller releases it with release.
+func (d *sharedDeadlines) within(ctx context.Context, now time.Time, budget, maxWait time.Duration, node *nodeAnswers) *callCtx {
+	maxWait = max(maxWait, budget)
+	at := ceilMilli(now.Add(budget))
+	capped := ceilMilli(now.Add(maxWait))
+	if node == nil {
+		node = &nodeAnswers{} // no answers known: the budget is a plain deadline
 	}
-	ms := (deadline.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	key := slotKey{node: node, at: at, capped: capped}
+	c := &callCtx{deadline: time.UnixMilli(capped)}
+	var cancel context.CancelCauseFunc
+	if ctx.Done() != nil {
+		dctx, dcancel := context.WithDeadline(ctx, c.deadline)
+		cctx, ccancel := context.WithCancelCause(dctx)
+		c.Context, c.derived, cancel = cctx, true, ccancel
+		c.release = func() { ccancel(context.Canceled); dcancel() }
+	} else {
+		c.Context = ctx
+	}
 	d.mu.Lock()
-	done, ok := d.slots[ms]
+	s, ok := d.slots[key]
 	if !ok {
 		if d.slots == nil {
-			d.slots = make(map[int64]chan struct{})
+			d.slots = make(map[slotKey]*deadlineSlot)
 		}
-		done = make(chan struct{})
-		d.slots[ms] = done
-		time.AfterFunc(time.Until(time.UnixMilli(ms)), func() {
-			d.mu.Lock()
-			delete(d.slots, ms)
-			d.mu.Unlock()
-			close(done)
-		})
+		s = &deadlineSlot{key: key, budget: budget, done: make(chan struct{})}
+		d.slots[key] = s
+		time.AfterFunc(time.Until(time.UnixMilli(at)), func() { d.fire(s) })
+	}
+	s.live++
+	if cancel != nil {
+		s.cancels = append(s.cancels, cancel)
 	}
 	d.mu.Unlock()
-	return &budgetCtx{Context: ctx, deadline: time.UnixMilli(ms), done: done}, noCancel
+	c.slot = s
+	return c
 }
 
-// budgetCtx is a parent that never ends, bounded by a shared deadline.
-type budgetCtx struct {
-	context.Context // the parent: its values
+func ceilMilli(t time.Time) int64 {
+	return (t.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+}
+
+// fire ends the slot's calls if their node stalled or their longest wait is
+// over; otherwise it looks again one budget after the node's last answer.
+func (d *sharedDeadlines) fire(s *deadlineSlot) {
+	now := time.Now()
+	d.mu.Lock()
+	if d.slots[s.key] == s {
+		delete(d.slots, s.key) // later calls make slots of their own
+	}
+	if s.live == 0 {
+		d.mu.Unlock()
+		return
+	}
+	last := s.key.node.last.Load()
+	if now.UnixMilli() >= s.key.capped || now.UnixNano()-last >= int64(s.budget) {
+		s.ended = true
+		cancels := s.cancels
+		s.cancels = nil
+		d.mu.Unlock()
+		close(s.done)
+		for _, c := range cancels {
+			c(errStalled)
+		}
+		return
+	}
+	d.mu.Unlock()
+	next := min(last+int64(s.budget), s.key.capped*int64(time.Millisecond))
+	time.AfterFunc(time.Until(time.Unix(0, next)), func() { d.fire(s) })
+}
+
+// callCtx is the context of one store call.
+type callCtx struct {
+	context.Context // the parent (its values), or the derived context when derived
+	derived         bool
 	deadline        time.Time
-	done            chan struct{}
+	slot            *deadlineSlot
+	release         func()
 }
 
-func (c *budgetCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *budgetCtx) Done() <-chan struct{}       { return c.done }
-func (c *budgetCtx) Err() error {
+func (c *callCtx) Deadline() (time.Time, bool) {
+	if c.derived {
+		return c.Context.Deadline()
+	}
+	return c.deadline, true
+}
+
+func (c *callCtx) Done() <-chan struct{} {
+	if c.derived {
+		return c.Context.Done()
+	}
+	return c.slot.done
+}
+
+func (c *callCtx) Err() error {
+	if c.derived {
+		return c.Context.Err()
+	}
 	select {
-	case <-c.done:
+	case <-c.slot.done:
 		return context.DeadlineExceeded
 	default:
 		return nil
 	}
+}
+
+// end releases the call: its slot no longer waits for it.
+func (d *sharedDeadlines) end(c *callCtx) {
+	if c.release != nil {
+		c.release()
+	}
+	d.mu.Lock()
+	c.slot.live--
+	d.mu.Unlock()
 }

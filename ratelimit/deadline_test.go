@@ -9,64 +9,139 @@ import (
 
 type ctxKey struct{}
 
-// A budget context under a parent that never ends keeps the parent's
-// values, reports its deadline (rounded up to the millisecond), and ends by
-// itself at that deadline: Err is nil before and DeadlineExceeded after,
-// as context.WithTimeout's. Checks in the same millisecond share a timer.
-func TestBudgetContext_EndsAtItsDeadlineWithoutATimerPerCheck(t *testing.T) {
+// A call context under a parent that never ends keeps the parent's values,
+// reports its longest wait as its deadline (rounded up to the millisecond),
+// and, on a node that answers nothing, ends by itself at the budget: Err is
+// nil before and DeadlineExceeded after, as context.WithTimeout's. Calls in
+// the same millisecond share a timer.
+func TestCallContext_OnASilentNodeEndsAtTheBudgetWithoutATimerPerCall(t *testing.T) {
 	var d sharedDeadlines
+	var node nodeAnswers
 	parent := context.WithValue(context.Background(), ctxKey{}, "v")
 	start := time.Now()
-	ctx, cancel := d.within(parent, start, 30*time.Millisecond)
-	defer cancel()
+	ctx := d.within(parent, start, 30*time.Millisecond, time.Second, &node)
+	defer d.end(ctx)
 	if ctx.Value(ctxKey{}) != "v" {
 		t.Fatal("the parent's value is lost")
 	}
 	dl, ok := ctx.Deadline()
-	if !ok || dl.Before(start.Add(30*time.Millisecond)) || dl.After(start.Add(31*time.Millisecond)) {
-		t.Fatalf("deadline %v after start, want 30ms (+ < 1ms)", dl.Sub(start))
+	if !ok || dl.Before(start.Add(time.Second)) || dl.After(start.Add(time.Second+time.Millisecond)) {
+		t.Fatalf("deadline %v after start, want the longest wait, 1s (+ < 1ms)", dl.Sub(start))
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("Err before the deadline: %v", ctx.Err())
+		t.Fatalf("Err before the budget: %v", ctx.Err())
 	}
 	select {
 	case <-ctx.Done():
 	case <-time.After(2 * time.Second):
 		t.Fatal("Done never closed")
 	}
-	if took := time.Since(start); took < 30*time.Millisecond {
-		t.Fatalf("Done closed after %v, before the deadline", took)
+	if took := time.Since(start); took < 30*time.Millisecond || took > 500*time.Millisecond {
+		t.Fatalf("Done closed after %v, want at the 30ms budget of a silent node", took)
 	}
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatalf("Err after the deadline: %v", ctx.Err())
 	}
-	// A thousand checks within a few milliseconds: a few shared channels.
+	// A thousand calls within a few milliseconds: a few shared channels.
 	now := time.Now()
 	for i := 0; i < 1000; i++ {
-		c, cancel := d.within(context.Background(), now, time.Second)
-		_ = c
-		cancel()
+		d.end(d.within(context.Background(), now, time.Second, 2*time.Second, &node))
 	}
 	d.mu.Lock()
 	n := len(d.slots)
 	d.mu.Unlock()
 	if n > 2 {
-		t.Fatalf("%d deadline slots for 1000 checks with one deadline", n)
+		t.Fatalf("%d deadline slots for 1000 calls with one deadline", n)
+	}
+}
+
+// While its node answers other calls, a call outlives its budget and waits
+// for its own answer, up to its longest wait; when the node falls silent,
+// the call ends one budget after the node's last answer. With the budget a
+// plain deadline on every call, a busy machine's late answers were decided
+// by the failure policy.
+func TestCallContext_WaitsPastTheBudgetWhileItsNodeAnswers(t *testing.T) {
+	for _, parent := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"background parent", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+		{"parent that can end", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
+	} {
+		t.Run(parent.name, func(t *testing.T) {
+			var d sharedDeadlines
+			var node nodeAnswers
+			pctx, cancel := parent.ctx()
+			defer cancel()
+			const budget = 40 * time.Millisecond
+			start := time.Now()
+			node.answered(start)
+			ctx := d.within(pctx, start, budget, 5*time.Second, &node)
+			defer d.end(ctx)
+			// The node answers every 10 ms for 300 ms (7 budgets), then falls silent.
+			for time.Since(start) < 300*time.Millisecond {
+				select {
+				case <-ctx.Done():
+					t.Fatalf("ended after %v while the node answered every 10ms (budget %v)", time.Since(start), budget)
+				case <-time.After(10 * time.Millisecond):
+					node.answered(time.Now())
+				}
+			}
+			silent := time.Now()
+			select {
+			case <-ctx.Done():
+			case <-time.After(3 * time.Second):
+				t.Fatal("the call outlived its silent node by 3s")
+			}
+			if took := time.Since(silent); took > budget+200*time.Millisecond {
+				t.Fatalf("ended %v after the node's last answer, want about the %v budget", took, budget)
+			}
+			if ctx.Err() == nil {
+				t.Fatal("Done closed but Err is nil")
+			}
+		})
+	}
+}
+
+// A node that keeps answering does not keep a call waiting past its
+// longest wait (a store that answers, but too slowly).
+func TestCallContext_EndsAtTheLongestWaitHoweverTheNodeAnswers(t *testing.T) {
+	var d sharedDeadlines
+	var node nodeAnswers
+	start := time.Now()
+	ctx := d.within(context.Background(), start, 20*time.Millisecond, 150*time.Millisecond, &node)
+	defer d.end(ctx)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-tick.C:
+			node.answered(time.Now())
+			if time.Since(start) > 3*time.Second {
+				t.Fatal("the call outlived its longest wait by 3s")
+			}
+		}
+	}
+	if took := time.Since(start); took < 150*time.Millisecond || took > 600*time.Millisecond {
+		t.Fatalf("ended after %v, want at the 150ms longest wait", took)
 	}
 }
 
 // A parent that can end (an HTTP request's context) still ends the store
 // call when it is canceled.
-func TestBudgetContext_ParentCancellationReachesTheStoreCall(t *testing.T) {
+func TestCallContext_ParentCancellationReachesTheStoreCall(t *testing.T) {
 	var d sharedDeadlines
+	var node nodeAnswers
 	parent, cancelParent := context.WithCancel(context.Background())
-	ctx, cancel := d.within(parent, time.Now(), time.Hour)
-	defer cancel()
+	ctx := d.within(parent, time.Now(), time.Hour, time.Hour, &node)
+	defer d.end(ctx)
 	cancelParent()
 	select {
 	case <-ctx.Done():
 	case <-time.After(time.Second):
-		t.Fatal("the parent's cancellation did not end the budget context")
+		t.Fatal("the parent's cancellation did not end the call context")
 	}
 	if !errors.Is(ctx.Err(), context.Canceled) {
 		t.Fatalf("Err: %v, want context.Canceled", ctx.Err())

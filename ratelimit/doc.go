@@ -32,9 +32,11 @@
 //
 // # Failure policy
 //
-// A decision never takes longer than Options.Budget (250 ms by default, or
-// Request.Budget): a check that errs or runs out of time is decided by the
-// failure policy — FailOpen lets the request through, FailClosed refuses it
+// A store that answers decides every check: a check is decided by the
+// failure policy when it errs, when its store node has answered nothing for
+// Options.Budget (1 s by default, or Request.Budget), or when it has waited
+// Options.MaxWait (3 s by default) however the node answers others. It is
+// decided by the failure policy — FailOpen lets the request through, FailClosed refuses it
 // — per limiter or per Request, for that check only. A circuit breaker per
 // store node (per master of a Redis Cluster) opens only on real failures
 // (Options.BreakerFailures consecutive errors, or a second of nothing but

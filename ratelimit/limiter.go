@@ -1,8 +1,10 @@
 package ratelimit
 
-// A decision is always made within the latency budget: the store call runs
-// under a deadline of the budget, and a call that runs out of it is decided
-// by the failure policy for that check only. Only a node's circuit breaker
+// A decision is made by the store whenever the store answers: a store call
+// is decided by the failure policy for that check only when its node has
+// answered nothing for a whole latency budget (it stalled), or when the call
+// outlives the longest wait (deadline.go); a busy machine that merely makes
+// answers late never hands them to the failure policy. Only a node's circuit breaker
 // (breaker.go), opened by real failures, decides for other identities, and
 // only for those the failed node holds. No path panics or blocks on a dead
 // store.
@@ -12,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,12 +56,17 @@ func ParseFailurePolicy(s string) (FailurePolicy, error) {
 	return 0, fmt.Errorf("unknown failure policy %q (want open or closed)", s)
 }
 
-// Defaults of Options. DefaultBudget is 2.5× the slowest check measured
-// under three gateways' burst on one identity (p99.9 65–93 ms, at most 100 ms
-// on a loaded 2-core machine: redisstore's TestBurst_ test), so that such a
-// burst is decided by the store alone.
+// Defaults of Options. DefaultBudget is the silence after which a store
+// node counts as stalled, the breakers' stall window too: a healthy Redis
+// under a 200-client burst on a 2-core machine at load 14–18 can look
+// silent for over 500 ms from inside the starved gateway process (which
+// then decided some checks by the failure policy), never for a second.
+// DefaultMaxWait is above the slowest answer of such a burst with the
+// machine busier still (1.9 s at load 17 with CPU burners): a check waits
+// that long for a store that answers, and no longer.
 const (
-	DefaultBudget  = 250 * time.Millisecond
+	DefaultBudget  = time.Second
+	DefaultMaxWait = 3 * time.Second
 	DefaultBackoff = 500 * time.Millisecond
 )
 
@@ -67,9 +75,15 @@ type Options struct {
 	// Fail is the failure policy of every request that does not set its
 	// own. Zero means FailOpen.
 	Fail FailurePolicy
-	// Budget bounds the time a decision may take, store included. Zero
-	// means DefaultBudget.
+	// Budget is how long a store node may answer nothing before the checks
+	// waiting on it are decided by the failure policy. Zero means
+	// DefaultBudget.
 	Budget time.Duration
+	// MaxWait bounds the time a check waits for a node that does answer
+	// (a busy machine, a slow store); it is at least the budget. Zero
+	// means DefaultMaxWait; a MaxWait equal to the budget makes the budget
+	// a plain deadline on every store call.
+	MaxWait time.Duration
 	// Backoff is how long an open circuit breaker refuses calls to its
 	// store node before it lets one probe through. Zero means
 	// DefaultBackoff; negative disables the breakers.
@@ -101,6 +115,7 @@ type Limiter struct {
 	store   Store
 	fail    FailurePolicy
 	budget  time.Duration
+	maxWait time.Duration
 	backoff time.Duration
 	log     *slog.Logger
 	now     Clock
@@ -115,8 +130,13 @@ type Limiter struct {
 	breakers *breakers
 	// nodes is the store when it spreads keys over nodes, else nil.
 	nodes Partitioned
-	// deadlines bound store calls by the budget (deadline.go).
+	// deadlines bound store calls by the budget and the longest wait
+	// (deadline.go).
 	deadlines sharedDeadlines
+	// answers are when each store node last answered: the single node's
+	// (answered), or by node name for a Partitioned store.
+	answered    nodeAnswers
+	nodeAnswers sync.Map // string → *nodeAnswers
 	// failures rate-limits the log line of failure-policy decisions.
 	failures failureLog
 	// denied ranks the identities denied most (nil when off).
@@ -134,6 +154,7 @@ func New(store Store, opts Options) *Limiter {
 		store:   store,
 		fail:    opts.Fail,
 		budget:  opts.Budget,
+		maxWait: opts.MaxWait,
 		backoff: opts.Backoff,
 		log:     opts.Logger,
 		now:     opts.Now,
@@ -150,6 +171,9 @@ func New(store Store, opts Options) *Limiter {
 	}
 	if l.budget <= 0 {
 		l.budget = DefaultBudget
+	}
+	if l.maxWait <= 0 {
+		l.maxWait = DefaultMaxWait
 	}
 	if l.backoff == 0 {
 		l.backoff = DefaultBackoff
@@ -175,6 +199,8 @@ func New(store Store, opts Options) *Limiter {
 				l.log.Info("ratelimit: store node answers again", "node", node)
 			}
 		}}
+	}
+	if l.local == nil {
 		l.nodes, _ = store.(Partitioned)
 	}
 	if opts.BlockedCacheSize > 0 {
@@ -331,23 +357,50 @@ func (l *Limiter) checkRemote(ctx context.Context, req *Request, check CheckRequ
 	if budget <= 0 {
 		budget = l.budget
 	}
-	tctx, cancel := l.deadlines.within(ctx, time.Now(), budget)
-	defer cancel()
-	if l.breakers == nil {
-		return l.store.Check(tctx, check, res.Limits)
-	}
+	maxWait := max(l.maxWait, budget)
+	// The store's record of answers bounds the look-up of the key's node;
+	// the call itself waits on the node's own.
+	answers := &l.answered
+	tctx := l.deadlines.within(ctx, time.Now(), budget, maxWait, answers)
 	var node string
 	if l.nodes != nil {
-		node = l.nodes.Node(tctx, req.Key)
+		if node = l.nodes.Node(tctx, req.Key); node != "" {
+			l.deadlines.end(tctx)
+			answers = l.answersOf(node)
+			tctx = l.deadlines.within(ctx, time.Now(), budget, maxWait, answers)
+		}
 	}
-	b := l.breakers.of(node)
-	pass, probe := b.admit(now)
-	if !pass {
-		return ErrCircuitOpen
+	defer l.deadlines.end(tctx)
+	var b *breaker
+	probe := false
+	if l.breakers != nil {
+		b = l.breakers.of(node)
+		var pass bool
+		if pass, probe = b.admit(now); !pass {
+			return ErrCircuitOpen
+		}
 	}
 	err := l.store.Check(tctx, check, res.Limits)
-	b.record(l.breakers, node, now, probe, classify(ctx, tctx, err), err)
+	if err == nil {
+		t := time.Now()
+		answers.answered(t)
+		if answers != &l.answered {
+			l.answered.answered(t)
+		}
+	}
+	if b != nil {
+		b.record(l.breakers, node, now, probe, classify(ctx, tctx, err), err)
+	}
 	return err
+}
+
+// answersOf is the answer record of a node of a Partitioned store.
+func (l *Limiter) answersOf(node string) *nodeAnswers {
+	if a, ok := l.nodeAnswers.Load(node); ok {
+		return a.(*nodeAnswers)
+	}
+	a, _ := l.nodeAnswers.LoadOrStore(node, &nodeAnswers{})
+	return a.(*nodeAnswers)
 }
 
 // storeFailed counts a failed check and decides it by the failure policy.

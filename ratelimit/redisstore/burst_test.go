@@ -1,8 +1,9 @@
 package redisstore_test
 
-// The default latency budget (ratelimit.DefaultBudget) is chosen from this
-// measurement: the burst of three gateways, each with its own Redis client,
-// 100 clients each on one identity. At the default budget at most one check
+// The burst of three gateways, each with its own Redis client, 100 clients
+// each on one identity: its check latency is far inside the default budget
+// (ratelimit.DefaultBudget, the silence after which a node counts as
+// stalled) and the longest wait (ratelimit.DefaultMaxWait). At the default budget at most one check
 // in a thousand of such a burst may run out of it (none on the machine it was
 // measured on, and then exactly the limit is admitted).
 

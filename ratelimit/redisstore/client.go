@@ -10,12 +10,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/redis/go-redis/v9"
 )
 
-// ClientTimeout bounds dialing and each command of a client built by
-// NewClient; the limiter's latency budget, passed as a context deadline,
-// is usually much shorter.
+// ClientTimeout bounds dialing and the wait for a pooled connection of a
+// client built by NewClient. Each command's reads and writes are bounded by
+// ratelimit.DefaultMaxWait, the longest a limiter waits for a store that
+// answers: a shorter client timeout would cut a busy machine's late answers
+// that the limiter still waits for. The limiter's own bound, passed as a
+// context deadline, is the one that applies.
 const ClientTimeout = time.Second
 
 // NewClient builds a client from a URL:
@@ -44,8 +48,8 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 	opts := &redis.UniversalOptions{
 		Addrs:                 hosts,
 		DialTimeout:           ClientTimeout,
-		ReadTimeout:           ClientTimeout,
-		WriteTimeout:          ClientTimeout,
+		ReadTimeout:           ratelimit.DefaultMaxWait,
+		WriteTimeout:          ratelimit.DefaultMaxWait,
 		PoolTimeout:           ClientTimeout,
 		ContextTimeoutEnabled: true,
 		MaxRetries:            1,

@@ -105,6 +105,14 @@ func (b *batcher) do(ctx context.Context, p pendingCheck) ([]int64, error) {
 		replyChans.Put(q.done)
 		return r.values, r.err
 	case <-ctx.Done():
+		// A reply that came while this goroutine waited for a CPU is the
+		// store's answer all the same: it wins over the end of ctx.
+		select {
+		case r := <-q.done:
+			replyChans.Put(q.done)
+			return r.values, r.err
+		default:
+		}
 		// The channel may still receive the reply: it is not reused.
 		return nil, ctx.Err()
 	}

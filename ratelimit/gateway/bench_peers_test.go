@@ -1,0 +1,248 @@
+//go:build unix
+
+package gateway_test
+
+// Pass-through side by side, in one run, taking turns: the same load (a Go
+// load generator in a process of its own, N kept-alive connections, a fixed
+// time) against nginx with limit_req, devkit's gateway (memory store) and a
+// bare httputil.ReverseProxy, each in front of the same upstream process,
+// at 200 and at 1,000 connections. Every request passes (the limits are far
+// above the load), so each proxy counts it and forwards it.
+//
+//	go test -run '^$' -bench '^BenchmarkGateway_PassThroughVsNginxAndReverseProxy$' -benchtime 3x ./gateway
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/ratelimit/redistest"
+)
+
+// benchOnlyEnv, when set (gateway, nginx or reverseproxy), makes the
+// pass-through comparison drive that proxy alone: a CPU profile of the
+// benchmark is then the gateway's alone.
+const benchOnlyEnv = "GATEWAY_BENCH_ONLY"
+
+// peerSlice is one turn of one proxy at one operating point.
+const peerSlice = 3 * time.Second
+
+// latencyGenEnv, when set in the environment of this test binary, makes
+// TestLatencyLoadGenerator the load generator of the pass-through
+// comparison: "url conns milliseconds".
+const latencyGenEnv = "GATEWAY_BENCH_LATGEN"
+
+// TestLatencyLoadGenerator is not a test: run in a child process, it drives
+// url from conns kept-alive connections (one goroutine each, a request
+// after each answer) for the time given and prints the requests per second
+// and the p50 and p99 latency in microseconds. Every answer must be a 200.
+func TestLatencyLoadGenerator(t *testing.T) {
+	spec := os.Getenv(latencyGenEnv)
+	if spec == "" {
+		t.Skip("the pass-through comparison's load generator; runs only in its child process")
+	}
+	var target string
+	var conns, ms int
+	if _, err := fmt.Sscanf(spec, "%s %d %d", &target, &conns, &ms); err != nil {
+		t.Fatalf("%s=%q: %v", latencyGenEnv, spec, err)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, MaxIdleConns: conns}
+	client := &http.Client{Transport: tr}
+	run := func(d time.Duration) []time.Duration {
+		var mu sync.Mutex
+		var all []time.Duration
+		var wg sync.WaitGroup
+		deadline := time.Now().Add(d)
+		for range conns {
+			wg.Go(func() {
+				mine := make([]time.Duration, 0, 1024)
+				for time.Now().Before(deadline) {
+					start := time.Now()
+					resp, err := client.Get(target)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						t.Errorf("%s: status %d, want 200", target, resp.StatusCode)
+						return
+					}
+					mine = append(mine, time.Since(start))
+				}
+				mu.Lock()
+				all = append(all, mine...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return all
+	}
+	run(300 * time.Millisecond) // connect every connection first
+	took := run(time.Duration(ms) * time.Millisecond)
+	if len(took) == 0 {
+		t.Fatal("no answer")
+	}
+	slices.Sort(took)
+	q := func(p float64) float64 {
+		return float64(took[min(len(took)-1, int(p*float64(len(took))))].Microseconds())
+	}
+	fmt.Printf("rps=%f p50=%f p99=%f\n", float64(len(took))/(float64(ms)/1000), q(0.50), q(0.99))
+}
+
+// passTurn is one turn's figures.
+type passTurn struct{ rps, p50, p99 float64 }
+
+// driveLatency runs the load generator against target at conns connections
+// for peerSlice.
+func driveLatency(b *testing.B, target string, conns int) passTurn {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLatencyLoadGenerator$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d", latencyGenEnv, target, conns, peerSlice.Milliseconds()))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("load generator against %s: %v\n%s", target, err, out)
+	}
+	var r passTurn
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "rps=") {
+			fmt.Sscanf(line, "rps=%f p50=%f p99=%f", &r.rps, &r.p50, &r.p99)
+		}
+	}
+	if r.rps == 0 {
+		b.Fatalf("load generator printed no rate:\n%s", out)
+	}
+	return r
+}
+
+// startNginxPassing runs nginx (two workers, as many as the cores the
+// comparison was written on) with a limit_req zone whose rate no load
+// reaches, proxying to upstream over kept-alive connections.
+func startNginxPassing(b *testing.B, upstream string) string {
+	bin := ""
+	for _, p := range []string{"nginx", "/usr/sbin/nginx", "/usr/local/sbin/nginx"} {
+		if found, err := exec.LookPath(p); err == nil {
+			bin = found
+			break
+		}
+	}
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			b.Fatal("nginx not found (apt-get install nginx-light); CI=true: the peer benchmark must run")
+		}
+		b.Skip("nginx not found: the peer is missing (apt-get install nginx-light)")
+	}
+	dir := b.TempDir()
+	port := redistest.FreePort(b)
+	u, _ := url.Parse(upstream)
+	conf := fmt.Sprintf(`worker_processes 2;
+worker_rlimit_nofile 8192;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body; proxy_temp_path %[1]s/proxy;
+  fastcgi_temp_path %[1]s/fcgi; uwsgi_temp_path %[1]s/uwsgi; scgi_temp_path %[1]s/scgi;
+  limit_req_zone $binary_remote_addr zone=perip:10m rate=100000000r/s;
+  limit_req_status 429;
+  keepalive_requests 1000000;
+  upstream api { server %[2]s; keepalive 1024; }
+  server {
+    listen 127.0.0.1:%[3]d backlog=4096;
+    location / {
+      limit_req zone=perip burst=100000 nodelay;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_pass http://api;
+    }
+  }
+}
+`, dir, u.Host, port)
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stopNginx(cmd) })
+	target := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if resp, err := http.Get(target); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("nginx did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return target
+}
+
+// BenchmarkGateway_PassThroughVsNginxAndReverseProxy takes turns (max(b.N,
+// 3) rounds, the order rotating each round) at each operating point and
+// reports each proxy's median throughput and p50/p99 latency, the median
+// of the per-round ratios, and the load average at the end: the machine is
+// shared, so the figures are for ratios within one run.
+func BenchmarkGateway_PassThroughVsNginxAndReverseProxy(b *testing.B) {
+	upstream := processUpstream(b)
+	nginx := startNginxPassing(b, upstream)
+	gw := "http://" + benchGateway(b, upstream, openPolicy).Addr() + "/"
+	bare := bareProxy(b, upstream) + "/"
+	targets := []struct{ name, url string }{{"gateway", gw}, {"nginx", nginx}, {"reverseproxy", bare}}
+	if only := os.Getenv(benchOnlyEnv); only != "" {
+		// Profiling one proxy (-cpuprofile): drive it alone.
+		targets = slices.DeleteFunc(targets, func(t struct{ name, url string }) bool { return t.name != only })
+	}
+	for _, conns := range []int{200, 1000} {
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
+			rounds := max(b.N, 3)
+			turns := make(map[string][]passTurn)
+			var vsNginx, vsBare []float64
+			b.ResetTimer()
+			for r := range rounds {
+				got := map[string]passTurn{}
+				for i := range targets {
+					t := targets[(r+i)%len(targets)]
+					got[t.name] = driveLatency(b, t.url, conns)
+					turns[t.name] = append(turns[t.name], got[t.name])
+				}
+				if len(targets) == 3 {
+					vsNginx = append(vsNginx, got["gateway"].rps/got["nginx"].rps)
+					vsBare = append(vsBare, got["gateway"].rps/got["reverseproxy"].rps)
+				}
+			}
+			b.StopTimer()
+			for _, t := range targets {
+				var rps, p50, p99 []float64
+				for _, x := range turns[t.name] {
+					rps, p50, p99 = append(rps, x.rps), append(p50, x.p50), append(p99, x.p99)
+				}
+				b.ReportMetric(median(rps), t.name+"-req/s")
+				b.ReportMetric(median(p50), t.name+"-p50-µs")
+				b.ReportMetric(median(p99), t.name+"-p99-µs")
+			}
+			if len(targets) == 3 {
+				b.ReportMetric(median(vsNginx), "gateway/nginx")
+				b.ReportMetric(median(vsBare), "gateway/reverseproxy")
+			}
+			if load, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+				b.ReportMetric(load, "loadavg")
+			}
+		})
+	}
+}
