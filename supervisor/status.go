@@ -125,7 +125,7 @@ func (s *Supervisor) NewStatusReader(rescan time.Duration) *StatusReader {
 	if rescan <= 0 {
 		rescan = DefaultRescan
 	}
-	return &StatusReader{s: s, trees: &treeCache{every: rescan, byName: map[string]cachedTree{}, noCgroup: map[string]bool{}}}
+	return &StatusReader{s: s, trees: &treeCache{every: rescan, byName: map[string]cachedTree{}, noCgroup: map[string]bool{}, files: newProcFiles()}}
 }
 
 // Status reports on names, or on every known process when names is empty,
@@ -186,6 +186,9 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool, tre
 			return nil, err
 		}
 		out = append(out, st)
+	}
+	if trees != nil {
+		trees.files.sweep()
 	}
 	return out, nil
 }

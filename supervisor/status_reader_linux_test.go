@@ -62,3 +62,59 @@ processes:
 		t.Fatalf("after the rescan a StatusReader counts %d descendants, want the child", n)
 	}
 }
+
+// openProcFiles counts this test process's open files under /proc/<pid>/.
+func openProcFiles(t *testing.T, pid int) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		target, _ := os.Readlink("/proc/self/fd/" + fd.Name())
+		if strings.HasPrefix(target, fmt.Sprintf("/proc/%d/", pid)) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestStatusReader_KeepsAProcessesProcFilesOnlyWhileItRuns(t *testing.T) {
+	h := newHarness(t, `
+processes:
+  app:
+    command: sleep
+    args: ["300"]
+    stop_timeout: 500ms
+`)
+	h.start("app")
+	r := h.sup.NewStatusReader(0)
+	ctx := context.Background()
+	first, err := r.Status(ctx, nil)
+	if err != nil || first[0].State != StateRunning {
+		t.Fatalf("status = %+v, %v", first, err)
+	}
+	pid := first[0].PID
+	second, err := r.Status(ctx, nil)
+	if err != nil || second[0].State != StateRunning || second[0].PID != pid {
+		t.Fatalf("second status = %+v, %v", second, err)
+	}
+	if n := openProcFiles(t, pid); n == 0 {
+		t.Fatalf("a StatusReader keeps no /proc/%d file open between reports", pid)
+	}
+	if second[0].UsageSource == UsageTree && second[0].RSSBytes <= 0 {
+		t.Fatalf("usage through the kept files: %+v", second[0])
+	}
+	if _, err := h.sup.Stop(ctx, []string{"app"}, StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := r.Status(ctx, nil)
+	if err != nil || after[0].State == StateRunning {
+		t.Fatalf("status after stop = %+v, %v", after, err)
+	}
+	r.Status(ctx, nil) // the sweep after a report that read none of them
+	if n := openProcFiles(t, pid); n != 0 {
+		t.Fatalf("%d files of /proc/%d still open after it stopped", n, pid)
+	}
+}

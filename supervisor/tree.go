@@ -80,10 +80,10 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (tr ownedTree, err error) {
 	if rec.Process.BootID != "" && rec.Process.BootID != boot {
 		return ownedTree{otherBoot: true}, nil
 	}
-	tr.leaderNow, tr.leaderErr = proc.Verify(rec.Process)
+	tr.leaderNow, tr.leaderErr = sc.trees.verify(rec.Process)
 	tr.leaderAlive = tr.leaderErr == nil
 	if rec.Monitor != nil && rec.Monitor.PID > 0 {
-		_, merr := proc.Verify(*rec.Monitor)
+		_, merr := sc.trees.verify(*rec.Monitor)
 		tr.monitorAlive = merr == nil
 	}
 	leader := rec.Process.PID
@@ -181,6 +181,23 @@ type treeCache struct {
 	byName map[string]cachedTree
 	// noCgroup holds the cgroups whose usage could not be read.
 	noCgroup map[string]bool
+	// files keeps the /proc files of the processes verified open.
+	files *procFiles
+}
+
+// verify is proc.Verify, through the files a StatusReader keeps open.
+func (c *treeCache) verify(id proc.Identity) (proc.Info, error) {
+	if c == nil {
+		return proc.Verify(id)
+	}
+	return c.files.verify(id)
+}
+
+func (c *treeCache) procFiles() *procFiles {
+	if c == nil {
+		return nil
+	}
+	return c.files
 }
 
 func (c *treeCache) noCgroupUsage(dir string) bool { return c != nil && c.noCgroup[dir] }

@@ -42,7 +42,7 @@ func addUsage(st *ProcessStatus, rec *state.ProcessRecord, tr ownedTree, trees *
 	}
 	if !ok {
 		leader := proc.Info{Identity: rec.Process}
-		u = treeUsage(append([]proc.Info{leader}, tr.members...))
+		u = treeUsage(append([]proc.Info{leader}, tr.members...), trees.procFiles())
 	}
 	if u.source == "" {
 		return
