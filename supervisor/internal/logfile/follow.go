@@ -227,8 +227,15 @@ func (k *waker) space(ctx context.Context) bool {
 	}
 	for {
 		select {
-		case <-k.w.Events:
-		case <-k.w.Errors:
+		case _, ok := <-k.w.Events:
+			if !ok {
+				return true
+			}
+		case err, ok := <-k.w.Errors:
+			if !ok {
+				return true
+			}
+			_ = err // an overflow or a read error: the look that follows reads everything
 		default:
 			return true
 		}
