@@ -34,7 +34,7 @@ func (s *Supervisor) ReloadPlan(ctx context.Context) ([]ReloadStep, error) {
 	if err != nil {
 		return nil, err
 	}
-	sts, err := s.status(ctx, names, false) // a plan changes nothing, not even stale records
+	sts, err := s.status(ctx, names, false, nil) // a plan changes nothing, not even stale records
 	if err != nil {
 		return nil, err
 	}

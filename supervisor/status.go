@@ -100,11 +100,43 @@ type StatusReport struct {
 // A stale record is cleaned as a side effect, unless another CLI run holds
 // that name's lock.
 func (s *Supervisor) Status(ctx context.Context, names []string) ([]ProcessStatus, error) {
-	return s.status(ctx, names, true)
+	return s.status(ctx, names, true, nil)
 }
 
-// status reports on names; clean says whether stale records are removed.
-func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]ProcessStatus, error) {
+// DefaultRescan is how long a StatusReader made with rescan 0 reuses the
+// members it found in a tree.
+const DefaultRescan = 5 * time.Second
+
+// A StatusReader reports the status of a project again and again, as a
+// live view does every second. Each report verifies every leader and
+// monitor and reads usage as Status does, but it looks for the members of
+// a tree (its descendants, through /proc) only every rescan: in between it
+// reuses those it found while the same leader and monitor live, each read
+// for usage only while its start time still matches. A descendant started
+// since is counted from the next rescan. It never decides what is signalled.
+type StatusReader struct {
+	s     *Supervisor
+	trees *treeCache
+}
+
+// NewStatusReader returns a StatusReader that looks for descendants every
+// rescan (DefaultRescan when 0). It is safe for one caller at a time.
+func (s *Supervisor) NewStatusReader(rescan time.Duration) *StatusReader {
+	if rescan <= 0 {
+		rescan = DefaultRescan
+	}
+	return &StatusReader{s: s, trees: &treeCache{every: rescan, byName: map[string]cachedTree{}, noCgroup: map[string]bool{}, files: newProcFiles()}}
+}
+
+// Status reports on names, or on every known process when names is empty,
+// as Supervisor.Status does.
+func (r *StatusReader) Status(ctx context.Context, names []string) ([]ProcessStatus, error) {
+	return r.s.status(ctx, names, true, r.trees)
+}
+
+// status reports on names; clean says whether stale records are removed;
+// trees, when not nil, lends members found by an earlier report.
+func (s *Supervisor) status(ctx context.Context, names []string, clean bool, trees *treeCache) ([]ProcessStatus, error) {
 	names = s.expand(names)
 	if len(names) == 0 {
 		all, err := s.Names()
@@ -125,7 +157,10 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 			return nil, err
 		}
 	}
-	sc := &scan{preferTable: len(names) > 8}
+	// A StatusReader walks each tree (every rescan) rather than the table:
+	// its cost then depends on the stack alone, not on the machine's other
+	// processes.
+	sc := &scan{preferTable: len(names) > 8 && trees == nil, trees: trees}
 	out := make([]ProcessStatus, 0, len(names))
 	var old *Supervisor
 	for _, name := range names {
@@ -151,6 +186,9 @@ func (s *Supervisor) status(ctx context.Context, names []string, clean bool) ([]
 			return nil, err
 		}
 		out = append(out, st)
+	}
+	if trees != nil {
+		trees.files.sweep()
 	}
 	return out, nil
 }
@@ -192,7 +230,7 @@ func (s *Supervisor) statusOne(sc *scan, name string, now time.Time, clean bool)
 		started := rec.StartedAt
 		st.StartedAt = &started
 		st.UptimeSeconds = now.Sub(started).Round(time.Millisecond).Seconds()
-		addUsage(&st, rec, tr)
+		addUsage(&st, rec, tr, sc.trees)
 		if rec.Monitor != nil && !tr.monitorAlive {
 			st.State = StateUnsupervised
 			st.Reason = fmt.Sprintf("its monitor (pid %d) is gone: exit codes and restarts are lost; run `devkit sup restart %s`", rec.Monitor.PID, name)

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/devkit-go/devkit/supervisor/internal/proc"
 	"github.com/devkit-go/devkit/supervisor/internal/state"
@@ -31,6 +32,9 @@ type scan struct {
 	// preferTable makes even the common case read the whole table once:
 	// cheaper than a walk per record when many records are asked about.
 	preferTable bool
+	// trees, when not nil, lends the members an earlier scan found
+	// (StatusReader).
+	trees *treeCache
 
 	table proc.Table
 	err   error
@@ -68,7 +72,7 @@ type ownedTree struct {
 }
 
 // treeOf finds what of rec is alive, from one snapshot.
-func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
+func (sc *scan) treeOf(rec *state.ProcessRecord) (tr ownedTree, err error) {
 	boot, err := proc.BootID()
 	if err != nil {
 		return ownedTree{}, err
@@ -76,17 +80,27 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 	if rec.Process.BootID != "" && rec.Process.BootID != boot {
 		return ownedTree{otherBoot: true}, nil
 	}
-	var tr ownedTree
-	tr.leaderNow, tr.leaderErr = proc.Verify(rec.Process)
+	tr.leaderNow, tr.leaderErr = sc.trees.verify(rec.Process)
 	tr.leaderAlive = tr.leaderErr == nil
 	if rec.Monitor != nil && rec.Monitor.PID > 0 {
-		_, merr := proc.Verify(*rec.Monitor)
+		_, merr := sc.trees.verify(*rec.Monitor)
 		tr.monitorAlive = merr == nil
 	}
 	leader := rec.Process.PID
 	monitor := 0
 	if rec.Monitor != nil {
 		monitor = rec.Monitor.PID
+	}
+	if tr.leaderAlive && tr.monitorAlive {
+		if members, ok := sc.trees.lend(rec); ok {
+			tr.members = members
+			return tr, nil
+		}
+		defer func() {
+			if err == nil {
+				sc.trees.keep(rec, tr)
+			}
+		}()
 	}
 	cg, err := cgroupMembers(rec)
 	if err != nil {
@@ -158,6 +172,67 @@ func (sc *scan) treeOf(rec *state.ProcessRecord) (ownedTree, error) {
 		consider(p, p.Session == leader || p.PGID == leader)
 	}
 	return tr, nil
+}
+
+// treeCache keeps the members found in each tree for a StatusReader, under
+// the leader and monitor they were found with.
+type treeCache struct {
+	every  time.Duration
+	byName map[string]cachedTree
+	// noCgroup holds the cgroups whose usage could not be read.
+	noCgroup map[string]bool
+	// files keeps the /proc files of the processes verified open.
+	files *procFiles
+}
+
+// verify is proc.Verify, through the files a StatusReader keeps open.
+func (c *treeCache) verify(id proc.Identity) (proc.Info, error) {
+	if c == nil {
+		return proc.Verify(id)
+	}
+	return c.files.verify(id)
+}
+
+func (c *treeCache) procFiles() *procFiles {
+	if c == nil {
+		return nil
+	}
+	return c.files
+}
+
+func (c *treeCache) noCgroupUsage(dir string) bool { return c != nil && c.noCgroup[dir] }
+
+func (c *treeCache) markNoCgroupUsage(dir string) {
+	if c != nil && dir != "" {
+		c.noCgroup[dir] = true
+	}
+}
+
+type cachedTree struct {
+	leader, monitor proc.Identity
+	members         []proc.Info
+	at              time.Time
+}
+
+// lend returns the members found for rec's leader and monitor less than
+// every ago (the caller has verified both alive).
+func (c *treeCache) lend(rec *state.ProcessRecord) ([]proc.Info, bool) {
+	if c == nil || rec.Monitor == nil {
+		return nil, false
+	}
+	t, ok := c.byName[rec.Name]
+	if !ok || !t.leader.Same(rec.Process) || !t.monitor.Same(*rec.Monitor) || time.Since(t.at) >= c.every {
+		return nil, false
+	}
+	return t.members, true
+}
+
+// keep records what a full look found of rec's tree.
+func (c *treeCache) keep(rec *state.ProcessRecord, tr ownedTree) {
+	if c == nil || rec.Monitor == nil {
+		return
+	}
+	c.byName[rec.Name] = cachedTree{leader: rec.Process, monitor: *rec.Monitor, members: tr.members, at: time.Now()}
 }
 
 // cgroupMembers lists the processes of rec's cgroup, which are ours

@@ -5,6 +5,9 @@ package supervisor
 // accounting, exact, including descendants that have exited), else the
 // sum over the verified leader and members of its tree, each read only
 // while its start time still matches the one it was verified with.
+// A StatusReader remembers a cgroup without memory accounting and reads
+// the tree of it from then on (a cgroup's controllers are set when it is
+// made).
 
 import (
 	"github.com/devkit-go/devkit/supervisor/internal/proc"
@@ -29,11 +32,17 @@ type usage struct {
 // addUsage fills st's usage fields for the live tree of rec. Usage is a
 // reading, not a verdict: when it cannot be read the fields stay empty and
 // status reports the rest.
-func addUsage(st *ProcessStatus, rec *state.ProcessRecord, tr ownedTree) {
-	u, ok := cgroupUsage(rec.Cgroup)
+func addUsage(st *ProcessStatus, rec *state.ProcessRecord, tr ownedTree, trees *treeCache) {
+	var u usage
+	ok := false
+	if !trees.noCgroupUsage(rec.Cgroup) {
+		if u, ok = cgroupUsage(rec.Cgroup); !ok {
+			trees.markNoCgroupUsage(rec.Cgroup)
+		}
+	}
 	if !ok {
 		leader := proc.Info{Identity: rec.Process}
-		u = treeUsage(append([]proc.Info{leader}, tr.members...))
+		u = treeUsage(append([]proc.Info{leader}, tr.members...), trees.procFiles())
 	}
 	if u.source == "" {
 		return

@@ -57,11 +57,15 @@ func cpuStatUsage(stat []byte) (int64, bool) {
 // treeUsage sums the usage of members. A member is counted only while its
 // stat still names the start time it was verified with: a PID reused by
 // another process since is not ours.
-func treeUsage(members []proc.Info) usage {
+func treeUsage(members []proc.Info, files *procFiles) usage {
 	u := usage{source: UsageTree}
 	page := int64(os.Getpagesize())
 	for _, m := range members {
-		cpu, rssPages, ok := processUsage(m.Identity)
+		read := processUsage
+		if files != nil {
+			read = files.usage
+		}
+		cpu, rssPages, ok := read(m.Identity)
 		if !ok {
 			continue
 		}

@@ -8,4 +8,4 @@ import "github.com/devkit-go/devkit/supervisor/internal/proc"
 func cgroupUsage(string) (usage, bool) { return usage{}, false }
 
 // treeUsage is not measured off Linux yet: the fields stay empty.
-func treeUsage([]proc.Info) usage { return usage{} }
+func treeUsage([]proc.Info, *procFiles) usage { return usage{} }

@@ -1,17 +1,31 @@
 package logfile
 
+// A follower looks at the log when the kernel says its directory changed
+// (inotify, through fsnotify), at most every FollowInterval, and every
+// FollowFallback in any case: an idle log costs no wake-ups but the slow
+// one, and a busy log is read in batches as a 10 Hz poll would.
+
 import (
 	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
-// FollowInterval is how often Follow looks for new data.
+// FollowInterval is the shortest time between two looks for new data, and
+// how often Follow looks where the file system gives no change events.
 const FollowInterval = 100 * time.Millisecond
+
+// FollowFallback is how often Follow looks even without a change event:
+// for events the kernel dropped, and to let go of rotated files gone quiet.
+const FollowFallback = time.Second
 
 // rotatedQuiet is how long a rotated-away file must stay unchanged before
 // Follow stops reading it: a process that cannot reopen its log keeps
@@ -51,8 +65,8 @@ func Follow(ctx context.Context, w io.Writer, path string, offset int64) error {
 // caller (so that what it read before, up to offset, is exactly what
 // precedes: a rotation in between cannot slip a file past). It closes cur.
 func FollowFrom(ctx context.Context, w io.Writer, path string, cur *os.File, offset int64) error {
-	t := time.NewTicker(FollowInterval)
-	defer t.Stop()
+	wake := newWaker(path)
+	defer wake.close()
 	pos := offset
 	if _, err := cur.Seek(pos, io.SeekStart); err != nil {
 		_ = cur.Close() // read-only; the seek error is the one to report
@@ -118,10 +132,112 @@ func FollowFrom(ctx context.Context, w io.Writer, path string, cur *os.File, off
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
+		if !wake.wait(ctx) {
+			return nil
+		}
+	}
+}
+
+// waker says when a follower should look at path again.
+type waker struct {
+	path    string
+	w       *fsnotify.Watcher // nil: poll every FollowInterval
+	poll    *time.Ticker
+	last    time.Time // the last look
+	spacing *time.Timer
+}
+
+// newWaker watches path's directory (which sees the file rotated away, its
+// backups written to and a new file created); without change events it
+// polls.
+func newWaker(path string) *waker {
+	k := &waker{path: path, last: time.Now()}
+	if w, err := fsnotify.NewBufferedWatcher(64); err == nil {
+		if err := w.Add(filepath.Dir(path)); err == nil {
+			k.w = w
+		} else {
+			_ = w.Close() // nothing watched; polling instead
+		}
+	}
+	if k.w == nil {
+		k.poll = time.NewTicker(FollowInterval)
+	} else {
+		k.poll = time.NewTicker(FollowFallback)
+		k.spacing = time.NewTimer(0)
+		<-k.spacing.C
+	}
+	return k
+}
+
+func (k *waker) close() {
+	k.poll.Stop()
+	if k.w != nil {
+		k.spacing.Stop()
+		_ = k.w.Close() // a watch only reads
+	}
+}
+
+// wait returns when it is time to look again (false when ctx ended): on a
+// change to path or one of its backups, but not sooner than FollowInterval
+// after the last look, or on the fallback tick.
+func (k *waker) wait(ctx context.Context) bool {
+	defer func() { k.last = time.Now() }()
+	for {
+		var events chan fsnotify.Event
+		var errs chan error
+		if k.w != nil {
+			events, errs = k.w.Events, k.w.Errors
+		}
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-t.C:
+			return false
+		case <-k.poll.C:
+			return true
+		case err, ok := <-errs:
+			if !ok {
+				k.w = nil // closed: the fallback tick goes on alone
+				continue
+			}
+			_ = err // an overflow or a read error: look, as on an event
+		case ev, ok := <-events:
+			if !ok {
+				k.w = nil
+				continue
+			}
+			if ev.Name != k.path && !strings.HasPrefix(ev.Name, k.path+".") {
+				continue // another process's log in the same directory
+			}
+		}
+		return k.space(ctx)
+	}
+}
+
+// space waits out FollowInterval since the last look, so that a busy log
+// is read in batches, then drops the events that came meanwhile (the look
+// reads what they announced).
+func (k *waker) space(ctx context.Context) bool {
+	if d := FollowInterval - time.Since(k.last); d > 0 {
+		k.spacing.Reset(d)
+		select {
+		case <-ctx.Done():
+			k.spacing.Stop()
+			return false
+		case <-k.spacing.C:
+		}
+	}
+	for {
+		select {
+		case _, ok := <-k.w.Events:
+			if !ok {
+				return true
+			}
+		case err, ok := <-k.w.Errors:
+			if !ok {
+				return true
+			}
+			_ = err // an overflow or a read error: the look that follows reads everything
+		default:
+			return true
 		}
 	}
 }

@@ -189,3 +189,50 @@ func TestFollow_RenameAndCreateKeepsBothSides(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestFollowWaker_AnIdleLogWakesOnlyOnTheFallbackTickAndAWriteWakesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.log")
+	os.WriteFile(path, nil, 0o600)
+	k := newWaker(path)
+	defer k.close()
+	if k.w == nil {
+		t.Skip("no change events on this file system: the follower polls every FollowInterval")
+	}
+	ctx := context.Background()
+	// Idle, with another process's log written beside it: one look per
+	// FollowFallback, not one per FollowInterval or per sibling write.
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				f, _ := os.OpenFile(filepath.Join(dir, "other.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+				f.WriteString("x\n")
+				f.Close()
+			}
+		}
+	}()
+	start := time.Now()
+	k.wait(ctx)
+	close(stop)
+	if d := time.Since(start); d < FollowFallback*8/10 {
+		t.Fatalf("an idle follower looked again after %v, want about %v", d, FollowFallback)
+	}
+	// A write to the log (or to a backup of it) wakes it well before the
+	// fallback tick.
+	for _, name := range []string{path, path + ".1"} {
+		time.Sleep(FollowInterval)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			os.WriteFile(name, []byte("line\n"), 0o600)
+		}()
+		start = time.Now()
+		k.wait(ctx)
+		if d := time.Since(start); d > FollowFallback/2 {
+			t.Fatalf("a write to %s woke the follower after %v", filepath.Base(name), d)
+		}
+	}
+}

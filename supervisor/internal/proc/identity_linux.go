@@ -22,6 +22,12 @@ func Lookup(pid int) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("proc: read stat of %d: %w", pid, err)
 	}
+	return FromStat(pid, data)
+}
+
+// FromStat is Lookup from the content of /proc/<pid>/stat, read by the
+// caller (from a file it keeps open, say).
+func FromStat(pid int, data []byte) (Info, error) {
 	info, state, err := parseStat(pid, data)
 	if err != nil {
 		return Info{}, err

@@ -129,7 +129,10 @@ type Sources struct {
 // Sampler takes snapshots and keeps the previous reading to turn counters
 // into rates. It is safe for one caller at a time.
 type Sampler struct {
-	src       Sources
+	src Sources
+	// status reads the supervisor's status, looking for each tree's
+	// descendants every few seconds rather than every tick.
+	status    *supervisor.StatusReader
 	prev      *reading
 	kvMetrics scraper // the KV server's /metrics
 	gwMetrics scraper // the gateway's /metrics
@@ -151,8 +154,13 @@ func NewSampler(src Sources) *Sampler {
 	if src.Client == nil {
 		src.Client = &http.Client{Timeout: 2 * time.Second}
 	}
+	var status *supervisor.StatusReader
+	if src.Sup != nil {
+		status = src.Sup.NewStatusReader(0)
+	}
 	return &Sampler{
-		src: src,
+		src:    src,
+		status: status,
 		kvMetrics: scraper{families: setOf(
 			"devkit_kv_keys", "devkit_kv_data_bytes", "devkit_kv_log_bytes", "devkit_kv_log_segments",
 			"devkit_kv_open_connections", "devkit_kv_read_only", "process_resident_memory_bytes",
@@ -186,7 +194,7 @@ func (s *Sampler) Sample(ctx context.Context) Snapshot {
 	}
 	if s.src.Sup != nil {
 		snap.Project = s.src.Sup.Project()
-		sts, err := s.src.Sup.Status(ctx, nil)
+		sts, err := s.status.Status(ctx, nil)
 		if err != nil {
 			snap.StatusError = err.Error()
 		}

@@ -86,13 +86,18 @@ func rowOf(screen, name string) (row, bool) {
 	return row{}, false
 }
 
-// writeScreenshot writes the screen, without trailing blanks, to
-// docs/top.txt for the README.
+// writeScreenshot writes the screen, without trailing blanks and with
+// the log pane's empty rows squeezed to one, to docs/top.txt, which the
+// README shows (TestReadme_ShowsTheTopCapture).
 func writeScreenshot(t *testing.T, screen string) {
 	t.Helper()
-	lines := strings.Split(screen, "\n")
-	for i := range lines {
-		lines[i] = strings.TrimRight(lines[i], " ")
+	var lines []string
+	for line := range strings.SplitSeq(screen, "\n") {
+		line = strings.TrimRight(line, " ")
+		if line == "" && len(lines) > 0 && lines[len(lines)-1] == "" {
+			continue
+		}
+		lines = append(lines, line)
 	}
 	out := strings.TrimRight(strings.Join(lines, "\n"), "\n") + "\n"
 	if err := os.WriteFile(filepath.Join("..", "..", "..", "..", "..", "docs", "top.txt"), []byte(out), 0o644); err != nil {
