@@ -45,6 +45,14 @@ func TestStaleRecord_UnrelatedProcessIsNeverSignalled(t *testing.T) {
 	if err := h.sup.home.WriteRecord(&state.ProcessRecord{Name: "app", Process: forged, StopSignal: "KILL", StopTimeout: time.Second}); err != nil {
 		t.Fatal(err)
 	}
+	// A live view's reader reports it and leaves the home as it was.
+	sts, err := h.sup.NewStatusReader(0).Status(context.Background(), []string{"app"})
+	if err != nil || sts[0].State != StateStale {
+		t.Fatalf("status reader = %+v, %v; want stale", sts, err)
+	}
+	if r, _ := h.sup.home.ReadRecord("app"); r == nil {
+		t.Fatal("a status reader removed the stale record: a view must only read")
+	}
 	if st := h.status("app"); st.State != StateStale || !strings.Contains(st.Reason, "another process") {
 		t.Fatalf("status = %+v, want stale", st)
 	}

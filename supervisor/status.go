@@ -113,7 +113,9 @@ const DefaultRescan = 5 * time.Second
 // a tree (its descendants, through /proc) only every rescan: in between it
 // reuses those it found while the same leader and monitor live, each read
 // for usage only while its start time still matches. A descendant started
-// since is counted from the next rescan. It never decides what is signalled.
+// since is counted from the next rescan. It never decides what is signalled,
+// and it only reads: a stale record is reported, not removed, so a live
+// view that opens and quits changes nothing in the home.
 type StatusReader struct {
 	s     *Supervisor
 	trees *treeCache
@@ -129,9 +131,9 @@ func (s *Supervisor) NewStatusReader(rescan time.Duration) *StatusReader {
 }
 
 // Status reports on names, or on every known process when names is empty,
-// as Supervisor.Status does.
+// as Supervisor.Status does, without cleaning stale records.
 func (r *StatusReader) Status(ctx context.Context, names []string) ([]ProcessStatus, error) {
-	return r.s.status(ctx, names, true, r.trees)
+	return r.s.status(ctx, names, false, r.trees)
 }
 
 // status reports on names; clean says whether stale records are removed;
