@@ -20,6 +20,9 @@ var (
 	ErrReadOnly = errors.New("kvstore: engine is read-only after a failed write")
 	// ErrCorrupt: the log or snapshots are damaged beyond a torn tail.
 	ErrCorrupt = errors.New("kvstore: data is corrupt")
+	// ErrNewerFormat: a log segment or snapshot was written by a newer
+	// devkit, in a format this build does not read; nothing was changed.
+	ErrNewerFormat = errors.New("kvstore: data written by a newer devkit")
 	// ErrLocked: another process owns the data directory.
 	ErrLocked = dirlock.ErrLocked
 	// ErrKeyTooLarge, ErrValueTooLarge, ErrEmptyKey: a write that breaks the
