@@ -30,6 +30,8 @@ var (
 	ErrKeyTooLarge   = errors.New("kvstore: key too large")
 	ErrValueTooLarge = errors.New("kvstore: value too large")
 	ErrEmptyKey      = errors.New("kvstore: empty key")
+	// ErrReadOnlyView: a write inside DB.View.
+	ErrReadOnlyView = errors.New("kvstore: write in a read-only view")
 	// ErrBatchTooLarge: a batch whose encoding passes the format's record bound.
 	ErrBatchTooLarge = errors.New("kvstore: batch too large")
 )

@@ -116,7 +116,7 @@ func cmdLRange(c *call) {
 		return
 	}
 	var out [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		out, err = tx.LRange(c.args[1], clampInt(start), clampInt(stop))
 		return err
 	})
@@ -134,7 +134,7 @@ func cmdLIndex(c *call) {
 	}
 	var v []byte
 	found := false
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		v, err = tx.LIndex(c.args[1], clampInt(i))
 		found = err == nil
 		if errorsIsNotFound(err) {
@@ -259,7 +259,7 @@ func cmdLPos(c *call) {
 		}
 	}
 	var all [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = tx.LRange(c.args[1], 0, -1)
 		return err
 	})

@@ -209,7 +209,7 @@ func cmdZScore(c *call) {
 	members := c.args[2:]
 	scores := make([]float64, len(members))
 	found := make([]bool, len(members))
-	err := c.update(func(tx txn) error {
+	err := c.read(func(tx txn) error {
 		for i, m := range members {
 			var err error
 			if scores[i], found[i], err = tx.ZScore(c.args[1], m); err != nil {
@@ -340,7 +340,7 @@ func cmdZCount(c *call) {
 		return
 	}
 	var all []kvstore.ZMember
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = zmembers(tx, c.args[1])
 		return err
 	})
@@ -359,7 +359,7 @@ func cmdZCount(c *call) {
 
 func cmdZRank(c *call) {
 	var all []kvstore.ZMember
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = zmembers(tx, c.args[1])
 		return err
 	})
@@ -545,7 +545,7 @@ func cmdZRange(c *call) {
 		return
 	}
 	var out []kvstore.ZMember
-	err := c.update(func(tx txn) error {
+	err := c.read(func(tx txn) error {
 		all, err := zmembers(tx, args[0])
 		if err != nil {
 			return err
@@ -981,7 +981,7 @@ func cmdZRandMember(c *call) {
 		}
 	}
 	var all []kvstore.ZMember
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = zmembers(tx, c.args[1])
 		return err
 	})
@@ -1014,7 +1014,7 @@ func cmdZScan(c *call) {
 		return
 	}
 	var all []kvstore.ZMember
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = zmembers(tx, c.args[1])
 		return err
 	})
