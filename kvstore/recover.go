@@ -298,9 +298,9 @@ type replay struct {
 }
 
 type tailSegment struct {
-	path     string
-	header   wal.Header
-	size     int64
+	path   string
+	header wal.Header
+	size   int64
 	// zeroTail: only zeros follow size (a preallocated segment); they are
 	// kept and written over.
 	zeroTail bool
