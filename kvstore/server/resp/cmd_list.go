@@ -46,13 +46,12 @@ func cmdPush(c *call) {
 		} else {
 			n, err = tx.RPush(c.args[1], c.args[2:]...)
 		}
-		return err
+		return readyAfter(tx, c.args[1], err)
 	})
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	c.s.wakeList(c.args[1])
 	c.w.integer(int64(n))
 }
 
@@ -365,14 +364,14 @@ func cmdLMove(c *call) {
 	var ok bool
 	err := c.update(func(tx txn) (err error) {
 		v, ok, err = lmoveIn(tx, c.args[1], c.args[2], fromLeft, toLeft)
+		if ok {
+			markReady(tx, c.args[2])
+		}
 		return err
 	})
 	if err != nil {
 		c.fail(err)
 		return
-	}
-	if ok {
-		c.s.wakeList(c.args[2])
 	}
 	c.w.bulkOrNull(v, ok)
 }

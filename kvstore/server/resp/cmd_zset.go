@@ -172,11 +172,11 @@ func zaddRun(c *call, key []byte, rest [][]byte, scores []float64, f zaddFlags) 
 				updated++
 			}
 		}
+		if added > 0 {
+			markReady(tx, key)
+		}
 		return nil
 	})
-	if err == nil && added > 0 {
-		c.s.wakeList(key)
-	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -554,11 +554,8 @@ func cmdZRange(c *call) {
 		if !store {
 			return nil
 		}
-		return storeZSet(tx, c.args[1], out)
+		return readyAfter(tx, c.args[1], storeZSet(tx, c.args[1], out))
 	})
-	if err == nil && store && len(out) > 0 {
-		c.s.wakeList(c.args[1])
-	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -829,13 +826,10 @@ func cmdZSetOp(c *call) {
 		}
 		out = combineZSets(op, inputs, weights, aggregate)
 		if store {
-			return storeZSet(tx, c.args[1], out)
+			return readyAfter(tx, c.args[1], storeZSet(tx, c.args[1], out))
 		}
 		return nil
 	})
-	if err == nil && store && len(out) > 0 {
-		c.s.wakeList(c.args[1])
-	}
 	switch {
 	case err != nil:
 		c.fail(err)
