@@ -139,7 +139,7 @@ func (db *DB) freezeAtSegmentBoundary() (frozen, error) {
 		if err := db.failure(); err != nil {
 			return err
 		}
-		if db.seg.Size() > wal.HeaderSize {
+		if db.seg.HasRecords() {
 			if err := db.rotate(); err != nil {
 				return db.fail(fmt.Errorf("start a new log segment: %w", err))
 			}

@@ -20,6 +20,9 @@ var (
 	ErrReadOnly = errors.New("kvstore: engine is read-only after a failed write")
 	// ErrCorrupt: the log or snapshots are damaged beyond a torn tail.
 	ErrCorrupt = errors.New("kvstore: data is corrupt")
+	// ErrNewerFormat: a log segment or snapshot was written by a newer
+	// devkit, in a format this build does not read; nothing was changed.
+	ErrNewerFormat = errors.New("kvstore: data written by a newer devkit")
 	// ErrLocked: another process owns the data directory.
 	ErrLocked = dirlock.ErrLocked
 	// ErrKeyTooLarge, ErrValueTooLarge, ErrEmptyKey: a write that breaks the
@@ -27,6 +30,8 @@ var (
 	ErrKeyTooLarge   = errors.New("kvstore: key too large")
 	ErrValueTooLarge = errors.New("kvstore: value too large")
 	ErrEmptyKey      = errors.New("kvstore: empty key")
+	// ErrReadOnlyView: a write inside DB.View.
+	ErrReadOnlyView = errors.New("kvstore: write in a read-only view")
 	// ErrBatchTooLarge: a batch whose encoding passes the format's record bound.
 	ErrBatchTooLarge = errors.New("kvstore: batch too large")
 )

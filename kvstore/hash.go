@@ -112,9 +112,9 @@ func (db *DB) HSet(key []byte, pairs ...[]byte) (added int, err error) {
 	return added, err
 }
 
-// HGet is Tx.HGet in a transaction of its own.
+// HGet is Tx.HGet in a read-only view of its own (View).
 func (db *DB) HGet(key, field []byte) (v []byte, err error) {
-	err = db.Update(func(tx *Tx) error {
+	err = db.View(func(tx *Tx) error {
 		v, err = tx.HGet(key, field)
 		return err
 	})
@@ -130,10 +130,10 @@ func (db *DB) HDel(key []byte, fields ...[]byte) (n int, err error) {
 	return n, err
 }
 
-// HAll is Tx.HAll in a transaction of its own: the iterator ranges over
+// HAll is Tx.HAll in a read-only view of its own (View): the iterator ranges over
 // the hash as it was then.
 func (db *DB) HAll(key []byte) (seq iter.Seq2[[]byte, []byte], err error) {
-	err = db.Update(func(tx *Tx) error {
+	err = db.View(func(tx *Tx) error {
 		seq, err = tx.HAll(key)
 		return err
 	})

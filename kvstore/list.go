@@ -325,8 +325,8 @@ func (db *DB) RPop(key []byte, count int) (out [][]byte, err error) {
 	return out, err
 }
 
-// LRange is Tx.LRange in a transaction of its own.
+// LRange is Tx.LRange in a read-only view of its own (View).
 func (db *DB) LRange(key []byte, start, stop int) (out [][]byte, err error) {
-	err = db.Update(func(tx *Tx) error { out, err = tx.LRange(key, start, stop); return err })
+	err = db.View(func(tx *Tx) error { out, err = tx.LRange(key, start, stop); return err })
 	return out, err
 }

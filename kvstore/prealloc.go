@@ -159,5 +159,5 @@ func (db *DB) notePreallocation() {
 // (a new segment named after the next record must not replace an empty
 // one) and a prepared segment is ready.
 func (db *DB) rotateEarly() bool {
-	return !db.seg.Preallocated() && db.seg.Size() > wal.HeaderSize && db.prep.ready.Load()
+	return !db.seg.Preallocated() && db.seg.HasRecords() && db.prep.ready.Load()
 }

@@ -158,7 +158,10 @@ func (db *DB) recoverForOpen(act recoveryActions) error {
 		db.stats.snapshotPath.Store(&rc.report.Snapshot)
 	}
 	if rc.tail != nil {
-		db.seg, err = wal.OpenSegmentForAppend(db.opts.fs, rc.tail.path, rc.tail.firstSeq, rc.tail.size, rc.tail.zeroTail)
+		db.seg, err = wal.OpenSegmentForAppend(db.opts.fs, rc.tail.path, rc.tail.header, rc.tail.size, rc.tail.zeroTail)
+		if err == nil && rc.tail.header.Version < wal.Version {
+			err = db.retireOlderFormatTail(rc)
+		}
 	} else {
 		db.seg, err = wal.CreateSegment(db.opts.fs, db.dir, rc.next, true)
 		db.stats.segments.Add(1)
@@ -173,6 +176,32 @@ func (db *DB) recoverForOpen(act recoveryActions) error {
 			"duration", rc.report.Duration)
 	}
 	return nil
+}
+
+// retireOlderFormatTail ends the newest segment, written in a format
+// before collections, at its last record and starts a segment in this
+// build's format: a collection op is never appended where a reader of the
+// older format would take it for damage. OpenSegmentForAppend has cut any
+// torn tail already.
+func (db *DB) retireOlderFormatTail(rc *recovery) error {
+	old := db.seg
+	err := old.TrimTail()
+	if err == nil {
+		err = old.Sync()
+	}
+	if cerr := old.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if old.HasRecords() {
+		db.stats.segments.Add(1)
+	}
+	// With no record in it, the old segment has the new one's name and is
+	// replaced by it.
+	db.seg, err = wal.CreateSegment(db.opts.fs, db.dir, rc.next, true)
+	return err
 }
 
 // snapshotBytes is the size of the snapshot recovery used, 0 without one.
@@ -263,14 +292,15 @@ type replay struct {
 	load    *loader
 	buf     []byte
 	tail    *tailSegment // the segment to keep appending to
+	header  wal.Header   // of the segment being replayed
 	// dataEnd is where the records of a segment with a zero tail end.
 	dataEnd map[string]int64
 }
 
 type tailSegment struct {
-	path     string
-	firstSeq uint64
-	size     int64
+	path   string
+	header wal.Header
+	size   int64
 	// zeroTail: only zeros follow size (a preallocated segment); they are
 	// kept and written over.
 	zeroTail bool
@@ -287,10 +317,15 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 		return false, false, fmt.Errorf("kvstore: read %s: %w", seg.Path, err)
 	}
 	maxPayload := wal.MaxPayload(MaxKeySizeLimit, MaxValueSizeLimit)
-	first, herr := wal.DecodeHeader(buf)
-	if herr == nil && first != seg.FirstSeq {
-		herr = fmt.Errorf("header says first record %d, the file name says %d", first, seg.FirstSeq)
+	h, herr := wal.DecodeHeader(buf)
+	if errors.Is(herr, wal.ErrNewerFormat) {
+		// Never damage, whatever the mode: a newer build's records.
+		return false, false, fmt.Errorf("%w: %s: %w", ErrNewerFormat, seg.Path, herr)
 	}
+	if herr == nil && h.FirstSeq != seg.FirstSeq {
+		herr = fmt.Errorf("header says first record %d, the file name says %d", h.FirstSeq, seg.FirstSeq)
+	}
+	rp.header = h
 	if herr != nil {
 		if _, valid := wal.ValidRecordAfter(buf, -1, rp.next-1, maxPayload); newest && !valid {
 			// A crash while the segment was being created: nothing in it.
@@ -308,8 +343,8 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 		stop, err := rp.damaged(seg, buf, 0, fmt.Errorf("records %d..%d are missing from the log", rp.next, seg.FirstSeq-1))
 		return stop, stop && rp.tail == nil, err
 	}
-	off := wal.HeaderSize
-	prealloc, zeroTail := wal.Preallocated(buf), false
+	off := h.Size
+	prealloc, zeroTail := h.Preallocated(), false
 	for off < len(buf) {
 		rec, n, err := wal.DecodeRecord(buf[off:], maxPayload)
 		if err == nil && rec.Seq >= rp.next && rec.Seq != rp.next {
@@ -342,7 +377,7 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 				// Zeros after the torn bytes are a preallocated segment's
 				// zero tail: cut with them, but not counted as torn.
 				rc.report.TornTailBytes += int64(max(end, off) - off)
-				rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off)}
+				rp.tail = &tailSegment{path: seg.Path, header: h, size: int64(off)}
 				return false, false, nil
 			}
 			stop, err := rp.damaged(seg, buf, off, err)
@@ -376,7 +411,7 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 		off += n
 	}
 	if newest {
-		rp.tail = &tailSegment{path: seg.Path, firstSeq: seg.FirstSeq, size: int64(off), zeroTail: zeroTail}
+		rp.tail = &tailSegment{path: seg.Path, header: h, size: int64(off), zeroTail: zeroTail}
 	}
 	return false, false, nil
 }
@@ -435,14 +470,14 @@ func (rp *replay) damaged(seg wal.SegmentInfo, buf []byte, off int, cause error)
 	rc.logger.Error("kvstore: RecoverTruncate: dropping the log from a damaged record on",
 		"file", path, "offset", off, "bytes", len(buf)-off, "reason", cause)
 	rc.report.DroppedBytes += int64(len(buf) - off)
-	if off < wal.HeaderSize {
+	if off < max(rp.header.Size, wal.HeaderSize) {
 		// Nothing usable in this segment: start a fresh one in its place.
 		if err := rc.act.removeSegment(path, "RecoverTruncate: damaged header"); err != nil {
 			return false, err
 		}
 		return true, rc.act.syncDir()
 	}
-	rp.tail = &tailSegment{path: path, firstSeq: seg.FirstSeq, size: int64(off)}
+	rp.tail = &tailSegment{path: path, header: rp.header, size: int64(off)}
 	return true, nil
 }
 
@@ -498,6 +533,10 @@ func (rc *recovery) loadSnapshot(segs []wal.SegmentInfo) (*loader, uint64, error
 			return ld, h.Seq, nil
 		}
 		ld.abort()
+		if errors.Is(err, snapshot.ErrNewerFormat) {
+			// An older snapshot would be a silent step back in time.
+			return nil, 0, fmt.Errorf("%w: %s: %w", ErrNewerFormat, snaps[i].path, err)
+		}
 		rc.report.DamagedSnapshots = append(rc.report.DamagedSnapshots, DamagedFile{Path: snaps[i].path, Err: err.Error()})
 		rc.report.SnapshotsSkipped++
 		rc.logger.Error("kvstore: skipping a damaged snapshot", "file", snaps[i].path, "err", err)

@@ -39,7 +39,7 @@ func segmentsOf(t *testing.T, dir string) []wal.SegmentInfo {
 func recordEnds(t *testing.T, buf []byte) []int {
 	t.Helper()
 	var ends []int
-	for off := wal.HeaderSize; off < len(buf); {
+	for off := segmentHeaderSize(t, buf); off < len(buf); {
 		_, n, err := wal.DecodeRecord(buf[off:], 1<<30)
 		if err != nil {
 			t.Fatalf("decode at %d: %v", off, err)
@@ -48,6 +48,16 @@ func recordEnds(t *testing.T, buf []byte) []int {
 		ends = append(ends, off)
 	}
 	return ends
+}
+
+// segmentHeaderSize is the length of the header at the start of buf.
+func segmentHeaderSize(t *testing.T, buf []byte) int {
+	t.Helper()
+	h, err := wal.DecodeHeader(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.Size
 }
 
 // wantPrefix checks that exactly k000..k(n-1) are present.
@@ -99,9 +109,10 @@ func TestReplay_CutAtEveryOffsetYieldsAPrefixAndLaterWritesSurvive(t *testing.T)
 		t.Fatal(err)
 	}
 	ends := recordEnds(t, full)
+	hsize := segmentHeaderSize(t, full)
 	// Every offset of the last four records, and every offset of the header.
 	var cuts []int
-	for off := 0; off <= wal.HeaderSize; off++ {
+	for off := 0; off <= hsize; off++ {
 		cuts = append(cuts, off)
 	}
 	for off := ends[total-5] + 1; off <= len(full); off++ {
@@ -118,14 +129,14 @@ func TestReplay_CutAtEveryOffsetYieldsAPrefixAndLaterWritesSurvive(t *testing.T)
 		}
 		db := openT(t, dir, Options{Sync: SyncNone})
 		wantPrefix(t, db, complete, total)
-		goodEnd := wal.HeaderSize
+		goodEnd := hsize
 		if complete > 0 {
 			goodEnd = ends[complete-1]
 		}
 		wantTorn := int64(cut - goodEnd)
-		if cut < wal.HeaderSize || (cut == wal.HeaderSize && complete == 0) {
+		if cut < hsize || (cut == hsize && complete == 0) {
 			wantTorn = int64(cut) // a torn header: the segment is removed whole
-			if cut == wal.HeaderSize {
+			if cut == hsize {
 				wantTorn = 0 // a complete header with no record is a clean, empty log
 			}
 		}

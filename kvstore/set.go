@@ -89,8 +89,8 @@ func (db *DB) SRem(key []byte, members ...[]byte) (n int, err error) {
 	return n, err
 }
 
-// SMembers is Tx.SMembers in a transaction of its own.
+// SMembers is Tx.SMembers in a read-only view of its own (View).
 func (db *DB) SMembers(key []byte) (out [][]byte, err error) {
-	err = db.Update(func(tx *Tx) error { out, err = tx.SMembers(key); return err })
+	err = db.View(func(tx *Tx) error { out, err = tx.SMembers(key); return err })
 	return out, err
 }

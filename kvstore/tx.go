@@ -34,6 +34,8 @@ type Tx struct {
 	own    map[string]int // key -> index in ops of the transaction's last write of it
 	sets   int
 	dels   int
+	// readOnly: a View, which reads the memtable alone and refuses writes.
+	readOnly bool
 }
 
 // Update runs fn atomically with respect to every other write (Set, Delete,
@@ -47,6 +49,20 @@ type Tx struct {
 func (db *DB) Update(fn func(tx *Tx) error) error {
 	_, err := db.UpdateWith(WriteOptions{}, fn)
 	return err
+}
+
+// View runs fn on a read-only view of the keyspace: what the reads in fn
+// see is what Get sees, the writes acknowledged so far (applied to the
+// memtable). It takes no lock of the commit pipeline and never waits for
+// a write or the disk, so reads scale with the cores and are never held
+// behind an fsync. Each key is read as of the moment fn reads it: a view
+// of several keys is not one point in time (use Update for that). A write
+// in fn fails with ErrReadOnlyView.
+func (db *DB) View(fn func(tx *Tx) error) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return fn(&Tx{db: db, now: db.opts.now().UnixNano(), readOnly: true})
 }
 
 // errNoWrites stops enqueue for a transaction that wrote nothing.
@@ -123,7 +139,9 @@ func (tx *Tx) lookup(key []byte) view {
 		op := tx.ops[i]
 		return view{value: op.Value, expireAt: op.ExpireAt, seq: tx.seq, ok: op.Type != wal.TypeDelete}
 	}
-	if w, ok := tx.p.pendingWrite(key); ok {
+	if tx.readOnly {
+		// nothing pending: a view reads what is applied
+	} else if w, ok := tx.p.pendingWrite(key); ok {
 		return view{kind: w.kind, value: w.value, expireAt: w.expireAt, seq: w.seq, ok: !w.del}
 	}
 	e, ok := tx.db.mem.get(nil, key)
@@ -255,8 +273,7 @@ func (tx *Tx) put(typ wal.RecordType, key, value []byte, expireAt int64) error {
 	if err := tx.db.checkSizes(key, value); err != nil {
 		return err
 	}
-	tx.add(wal.Op{Type: typ, Key: clone(key), Value: clone(value), ExpireAt: expireAt}, txWrite{})
-	return nil
+	return tx.add(wal.Op{Type: typ, Key: clone(key), Value: clone(value), ExpireAt: expireAt}, txWrite{})
 }
 
 // putWrite adds an op of a collection (a delta, a typed value or an
@@ -272,11 +289,13 @@ func (tx *Tx) putWrite(op wal.Op, w txWrite) error {
 		return fmt.Errorf("%w: a collection of %d bytes, the limit is %d", ErrValueTooLarge, max(len(op.Value), len(w.value)), MaxValueSizeLimit)
 	}
 	op.Key, op.Value = clone(op.Key), clone(op.Value)
-	tx.add(op, w)
-	return nil
+	return tx.add(op, w)
 }
 
-func (tx *Tx) add(op wal.Op, w txWrite) {
+func (tx *Tx) add(op wal.Op, w txWrite) error {
+	if tx.readOnly {
+		return ErrReadOnlyView
+	}
 	if tx.own == nil {
 		tx.own = make(map[string]int)
 	}
@@ -288,4 +307,5 @@ func (tx *Tx) add(op wal.Op, w txWrite) {
 	} else {
 		tx.sets++
 	}
+	return nil
 }

@@ -122,14 +122,14 @@ func (db *DB) ZAdd(key []byte, members ...ZMember) (n int, err error) {
 	return n, err
 }
 
-// ZRange is Tx.ZRange in a transaction of its own.
+// ZRange is Tx.ZRange in a read-only view of its own (View).
 func (db *DB) ZRange(key []byte, start, stop int) (out []ZMember, err error) {
-	err = db.Update(func(tx *Tx) error { out, err = tx.ZRange(key, start, stop); return err })
+	err = db.View(func(tx *Tx) error { out, err = tx.ZRange(key, start, stop); return err })
 	return out, err
 }
 
-// ZScore is Tx.ZScore in a transaction of its own.
+// ZScore is Tx.ZScore in a read-only view of its own (View).
 func (db *DB) ZScore(key, member []byte) (score float64, ok bool, err error) {
-	err = db.Update(func(tx *Tx) error { score, ok, err = tx.ZScore(key, member); return err })
+	err = db.View(func(tx *Tx) error { score, ok, err = tx.ZScore(key, member); return err })
 	return score, ok, err
 }

@@ -40,6 +40,10 @@ const (
 // ErrCorrupt reports a snapshot that fails its checksum or framing rules.
 var ErrCorrupt = errors.New("snapshot: corrupt")
 
+// ErrNewerFormat reports an intact snapshot in a format newer than this
+// build reads: written by a newer devkit.
+var ErrNewerFormat = errors.New("snapshot: written in a newer format")
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Header is what a snapshot covers.
@@ -139,6 +143,19 @@ func Read(r io.Reader, size int64, lim Limits, fn func(key, value []byte, expire
 		return Header{}, fmt.Errorf("%w: not a devkit snapshot", ErrCorrupt)
 	}
 	v := binary.LittleEndian.Uint32(hdr[8:])
+	if v > version {
+		// A newer build's snapshot, if the checksum says it is intact: to be
+		// refused, never passed over for an older one as if damaged.
+		if _, err := io.Copy(io.Discard, br); err != nil {
+			return Header{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		var sum [4]byte
+		if _, err := io.ReadFull(r, sum[:]); err != nil || binary.LittleEndian.Uint32(sum[:]) != crc.Sum32() {
+			return Header{}, fmt.Errorf("%w: version %d and a checksum mismatch", ErrCorrupt, v)
+		}
+		return Header{}, fmt.Errorf("%w: version %d; this build reads versions %d to %d: "+
+			"run the devkit that wrote it, or a newer one, on this data directory", ErrNewerFormat, v, versionV1, version)
+	}
 	if v != version && v != versionV2 && v != versionV1 {
 		return Header{}, fmt.Errorf("%w: version %d, this build reads versions %d to %d", ErrCorrupt, v, versionV1, version)
 	}

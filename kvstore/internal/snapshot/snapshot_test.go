@@ -153,3 +153,25 @@ func TestSnapshot_KindsRoundTrip(t *testing.T) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 }
+
+func TestSnapshot_AnIntactNewerVersionIsRefusedAsNewerNotCalledDamaged(t *testing.T) {
+	b := encode(t, 5, []Entry{{Key: "a", Value: []byte("1")}})
+	withVersion := func(v uint32, fixCRC bool) []byte {
+		bad := bytes.Clone(b)
+		binary.LittleEndian.PutUint32(bad[8:], v)
+		if fixCRC {
+			binary.LittleEndian.PutUint32(bad[len(bad)-4:], crc32.Checksum(bad[:len(bad)-4], castagnoli))
+		}
+		return bad
+	}
+	read := func(b []byte) error {
+		_, err := Read(bytes.NewReader(b), int64(len(b)), lim, func([]byte, []byte, int64, uint8) error { return nil })
+		return err
+	}
+	if err := read(withVersion(version+1, true)); !errors.Is(err, ErrNewerFormat) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("an intact version %d: %v; want ErrNewerFormat only", version+1, err)
+	}
+	if err := read(withVersion(version+1, false)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("version %d with a bad checksum: %v; want ErrCorrupt", version+1, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,24 +22,46 @@ import (
 // is named after the sequence number of its first record, so the covered
 // range of every segment is known from the directory listing alone.
 //
-// Header layout: magic "DKVWAL\r\n", version u32, first seq u64, crc32c u32.
+// Header layout: magic "DKVWAL\r\n", version u32, first seq u64, crc32c u32;
+// from version 3 on, a format record follows (see below).
 //
-// Version 2 is version 1 written over a preallocated file: the records are
-// the same, and zeros after the last one are the segment's clean end (its
-// zero tail). In a version-1 segment zeros after the last record are what a
-// crash leaves when the file's new size reached the disk before its data —
-// a torn tail, as always.
+// Versions: 1 plain; 2 is version 1 written over a preallocated file (zeros
+// after the last record are the segment's clean end, its zero tail; in a
+// version-1 segment such zeros are what a crash leaves when the file's new
+// size reached the disk before its data — a torn tail). Versions 3 and 4 are
+// 1 and 2 with the collection ops (batch op types 6..8) allowed: a build that
+// reads only versions 1 and 2 must refuse them, never read a delta op as a
+// torn tail and cut it.
+//
+// The format record of a version 3+ header is a delete record (type 2) with
+// sequence number firstSeq whose key names the format and the writer. It is
+// part of the header, never applied. It is there for readers of versions 1
+// and 2: they take a segment whose header they refuse and in which no record
+// decodes for the remains of a crash during its creation, and remove it; a
+// record they can decode makes them refuse the directory instead.
 const (
+	// HeaderSize is the fixed part of every header (versions 1 and 2: all of it).
 	HeaderSize = 8 + 4 + 8 + 4
-	Version    = 1
-	// VersionPreallocated marks a segment that may end in zeros.
+	// VersionPlain and VersionPreallocated are the formats before
+	// collections: still read, never written.
+	VersionPlain        = 1
 	VersionPreallocated = 2
-	magic               = "DKVWAL\r\n"
-	suffix              = ".wal"
+	// Version is the format this build writes, and VersionPreallocatedColl
+	// its preallocated form: the records may hold collection ops.
+	Version                 = 3
+	VersionPreallocatedColl = 4
+	// NewestVersion is the newest format this build reads.
+	NewestVersion = VersionPreallocatedColl
+	magic         = "DKVWAL\r\n"
+	suffix        = ".wal"
 )
 
 // ErrBadHeader reports a segment whose header is missing or damaged.
 var ErrBadHeader = errors.New("wal: bad segment header")
+
+// ErrNewerFormat reports a segment whose intact header names a format newer
+// than this build reads: written by a newer devkit. It is never damage.
+var ErrNewerFormat = errors.New("wal: segment written in a newer log format")
 
 // SegmentName is the file name of the segment whose first record is seq.
 func SegmentName(firstSeq uint64) string { return fmt.Sprintf("%020d%s", firstSeq, suffix) }
@@ -80,9 +103,9 @@ func ListSegments(fs vfs.FS, dir string) ([]SegmentInfo, error) {
 func AppendHeader(dst []byte, firstSeq uint64) []byte { return appendHeader(dst, firstSeq, Version) }
 
 // AppendPreallocatedHeader appends the header of a preallocated segment
-// (VersionPreallocated) for firstSeq to dst.
+// (VersionPreallocatedColl) for firstSeq to dst.
 func AppendPreallocatedHeader(dst []byte, firstSeq uint64) []byte {
-	return appendHeader(dst, firstSeq, VersionPreallocated)
+	return appendHeader(dst, firstSeq, VersionPreallocatedColl)
 }
 
 func appendHeader(dst []byte, firstSeq uint64, version uint32) []byte {
@@ -90,31 +113,104 @@ func appendHeader(dst []byte, firstSeq uint64, version uint32) []byte {
 	dst = append(dst, magic...)
 	dst = binary.LittleEndian.AppendUint32(dst, version)
 	dst = binary.LittleEndian.AppendUint64(dst, firstSeq)
-	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	if version < Version {
+		return dst // written by tests only: the formats before collections
+	}
+	return AppendRecord(dst, Record{Type: TypeDelete, Seq: firstSeq, Key: []byte(formatNote(version))})
 }
 
-// DecodeHeader checks a segment header and returns its first sequence number.
-func DecodeHeader(b []byte) (uint64, error) {
-	if len(b) < HeaderSize {
-		return 0, fmt.Errorf("%w: %d of %d bytes", ErrBadHeader, len(b), HeaderSize)
+// formatNote is the key of the format record: the format and the writer.
+func formatNote(version uint32) string {
+	return fmt.Sprintf("devkit log format %d, written by kvstore %s", version, moduleVersion())
+}
+
+// moduleVersion is the kvstore module's version in this binary's build
+// information ("devel" when it has none, as in tests).
+func moduleVersion() string {
+	const path = "github.com/devkit-go/devkit/kvstore"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path == path && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			return bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == path && d.Version != "" && d.Version != "(devel)" {
+				return d.Version
+			}
+		}
 	}
-	if string(b[:8]) != magic {
-		return 0, fmt.Errorf("%w: not a devkit log segment", ErrBadHeader)
-	}
-	if crc32.Checksum(b[:20], castagnoli) != binary.LittleEndian.Uint32(b[20:24]) {
-		return 0, fmt.Errorf("%w: checksum mismatch", ErrBadHeader)
-	}
-	if v := binary.LittleEndian.Uint32(b[8:12]); v != Version && v != VersionPreallocated {
-		return 0, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrBadHeader, v, Version, VersionPreallocated)
-	}
-	return binary.LittleEndian.Uint64(b[12:20]), nil
+	return "devel"
+}
+
+// Header is a decoded segment header.
+type Header struct {
+	FirstSeq uint64
+	Version  uint32
+	// Size is the header's length: where the first record starts.
+	Size int
+	// Writer is the format record's note ("" before version 3).
+	Writer string
+}
+
+// Preallocated reports whether the segment may end in a zero tail.
+func (h Header) Preallocated() bool {
+	return h.Version == VersionPreallocated || h.Version == VersionPreallocatedColl
 }
 
 // Preallocated reports whether the header at the start of b, checked by
 // DecodeHeader, is a preallocated segment's: one whose zeros after the last
 // record are its clean end.
 func Preallocated(b []byte) bool {
-	return len(b) >= 12 && binary.LittleEndian.Uint32(b[8:12]) == VersionPreallocated
+	return len(b) >= 12 && Header{Version: binary.LittleEndian.Uint32(b[8:12])}.Preallocated()
+}
+
+// DecodeHeader checks the header at the start of b.
+func DecodeHeader(b []byte) (Header, error) { return decodeHeader(b, NewestVersion) }
+
+// decodeHeader is DecodeHeader for a reader whose newest format is newest:
+// tests play a reader of the formats before collections with it.
+func decodeHeader(b []byte, newest uint32) (Header, error) {
+	if len(b) < HeaderSize {
+		return Header{}, fmt.Errorf("%w: %d of %d bytes", ErrBadHeader, len(b), HeaderSize)
+	}
+	if string(b[:8]) != magic {
+		return Header{}, fmt.Errorf("%w: not a devkit log segment", ErrBadHeader)
+	}
+	if crc32.Checksum(b[:20], castagnoli) != binary.LittleEndian.Uint32(b[20:24]) {
+		return Header{}, fmt.Errorf("%w: checksum mismatch", ErrBadHeader)
+	}
+	h := Header{FirstSeq: binary.LittleEndian.Uint64(b[12:20]), Version: binary.LittleEndian.Uint32(b[8:12]), Size: HeaderSize}
+	if err := checkVersion(h.Version, newest, b); err != nil {
+		return Header{}, err
+	}
+	if h.Version < Version {
+		return h, nil
+	}
+	rec, n, err := DecodeRecord(b[HeaderSize:], 1<<10)
+	if err != nil || rec.Type != TypeDelete || rec.Seq != h.FirstSeq {
+		return Header{}, fmt.Errorf("%w: version %d without its format record", ErrBadHeader, h.Version)
+	}
+	h.Size += n
+	h.Writer = string(rec.Key)
+	return h, nil
+}
+
+// checkVersion refuses a version this reader does not know. A version past
+// newest in an intact header was written by a newer build: the error says
+// which, when the format record says so, and what to do.
+func checkVersion(v, newest uint32, b []byte) error {
+	if v >= VersionPlain && v <= newest {
+		return nil
+	}
+	if v == 0 {
+		return fmt.Errorf("%w: version 0", ErrBadHeader)
+	}
+	writer := "a newer devkit"
+	if rec, _, err := DecodeRecord(b[HeaderSize:], 1<<10); err == nil && rec.Type == TypeDelete {
+		writer = fmt.Sprintf("%q", rec.Key)
+	}
+	return fmt.Errorf("%w: format %d, written by %s; this build reads formats 1 to %d: "+
+		"run the devkit that wrote it, or a newer one, on this data directory", ErrNewerFormat, v, writer, newest)
 }
 
 // Writer writes one segment file at its data end. It does no buffering of
@@ -131,6 +227,8 @@ type Writer struct {
 	firstSeq uint64
 	size     int64 // the data end: header and records
 	extent   int64 // the file's length: size, or more with a zero tail
+	// headerSize is where the records start.
+	headerSize int64
 }
 
 // CreateSegment creates the segment for firstSeq in dir and writes its
@@ -143,7 +241,9 @@ func CreateSegment(fs vfs.FS, dir string, firstSeq uint64, syncDir bool) (*Write
 		return nil, err
 	}
 	w := &Writer{f: f, path: path, firstSeq: firstSeq}
-	if _, err := w.Write(AppendHeader(nil, firstSeq)); err != nil {
+	header := AppendHeader(nil, firstSeq)
+	w.headerSize = int64(len(header))
+	if _, err := w.Write(header); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -160,11 +260,11 @@ func CreateSegment(fs vfs.FS, dir string, firstSeq uint64, syncDir bool) (*Write
 	return w, nil
 }
 
-// OpenSegmentForAppend reopens an existing segment whose valid content ends
-// at size. Anything after it is cut off first — a new record is never
+// OpenSegmentForAppend reopens an existing segment whose header is h and
+// whose valid content ends at size. Anything after it is cut off first — a new record is never
 // written behind garbage — unless zeroTail says recovery found only zeros
 // there: then the segment keeps its zero tail and records go on over it.
-func OpenSegmentForAppend(fs vfs.FS, path string, firstSeq uint64, size int64, zeroTail bool) (*Writer, error) {
+func OpenSegmentForAppend(fs vfs.FS, path string, h Header, size int64, zeroTail bool) (*Writer, error) {
 	f, err := fs.OpenFile(path, os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -190,7 +290,7 @@ func OpenSegmentForAppend(fs vfs.FS, path string, firstSeq uint64, size int64, z
 		f.Close()
 		return nil, err
 	}
-	return &Writer{f: f, path: path, firstSeq: firstSeq, size: size, extent: extent}, nil
+	return &Writer{f: f, path: path, firstSeq: h.FirstSeq, size: size, extent: extent, headerSize: int64(h.Size)}, nil
 }
 
 // PrepareSegment creates the file at path (a temp name, which recovery
@@ -253,7 +353,8 @@ func InstallPrepared(fs vfs.FS, dir, tmp string, firstSeq uint64) (*Writer, erro
 	if err != nil {
 		return nil, err
 	}
-	_, err = f.Write(AppendPreallocatedHeader(nil, firstSeq))
+	header := AppendPreallocatedHeader(nil, firstSeq)
+	_, err = f.Write(header)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -277,13 +378,14 @@ func InstallPrepared(fs vfs.FS, dir, tmp string, firstSeq uint64) (*Writer, erro
 	}
 	fi, err := f.Stat()
 	if err == nil {
-		_, err = f.Seek(HeaderSize, io.SeekStart)
+		_, err = f.Seek(int64(len(header)), io.SeekStart)
 	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &Writer{f: f, path: path, firstSeq: firstSeq, size: HeaderSize, extent: max(fi.Size(), HeaderSize)}, nil
+	hsize := int64(len(header))
+	return &Writer{f: f, path: path, firstSeq: firstSeq, size: hsize, extent: max(fi.Size(), hsize), headerSize: hsize}, nil
 }
 
 // Write writes b at the data end with a single write system call (the OS
@@ -330,6 +432,9 @@ func (w *Writer) Close() error { return w.f.Close() }
 // Size is the segment's data length in bytes, header included: where the
 // next record goes.
 func (w *Writer) Size() int64 { return w.size }
+
+// HasRecords reports whether the segment holds a record after its header.
+func (w *Writer) HasRecords() bool { return w.size > w.headerSize }
 
 // Preallocated reports whether zeros lie beyond the data end: the next
 // write goes over them in place.

@@ -3,8 +3,10 @@ package wal
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/devkit-go/devkit/kvstore/internal/vfs"
@@ -72,18 +74,19 @@ func TestInstallPrepared_NamesAFileWithAPreallocatedHeaderAndWritesInPlace(t *te
 	if _, err := w.Write(rec); err != nil {
 		t.Fatal(err)
 	}
-	if !w.Preallocated() || w.Size() != int64(HeaderSize+len(rec)) {
-		t.Fatalf("preallocated %v, size %d; want true, %d", w.Preallocated(), w.Size(), HeaderSize+len(rec))
+	hsize := len(AppendPreallocatedHeader(nil, 42))
+	if !w.Preallocated() || w.Size() != int64(hsize+len(rec)) {
+		t.Fatalf("preallocated %v, size %d; want true, %d", w.Preallocated(), w.Size(), hsize+len(rec))
 	}
 	b, err := os.ReadFile(filepath.Join(dir, SegmentName(42)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := DecodeHeader(b)
-	if err != nil || first != 42 || !Preallocated(b) || len(b) != 3<<20+7 {
-		t.Fatalf("header: %d, %v, preallocated %v, %d bytes; want 42, a version-2 header, %d bytes", first, err, Preallocated(b), len(b), 3<<20+7)
+	h, err := DecodeHeader(b)
+	if err != nil || h.FirstSeq != 42 || h.Size != hsize || !h.Preallocated() || len(b) != 3<<20+7 {
+		t.Fatalf("header: %+v, %v, %d bytes; want 42, a preallocated header, %d bytes", h, err, len(b), 3<<20+7)
 	}
-	if !bytes.Equal(b[HeaderSize:HeaderSize+len(rec)], rec) || NonZeroEnd(b) != HeaderSize+len(rec) {
+	if !bytes.Equal(b[hsize:hsize+len(rec)], rec) || NonZeroEnd(b) != hsize+len(rec) {
 		t.Fatal("the record was not written over the zeros right after the header")
 	}
 	if err := w.TrimTail(); err != nil {
@@ -132,5 +135,74 @@ func TestZeroSectorIn_OnlyAWholeAlignedSector(t *testing.T) {
 		if got := ZeroSectorIn(tc.b, tc.from, tc.to); got != tc.want {
 			t.Errorf("%s: ZeroSectorIn = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// collectionSegment is a segment in this build's format whose only record
+// is a batch with a collection delta op: what a reader of the formats
+// before collections cannot decode.
+func collectionSegment(firstSeq uint64) []byte {
+	buf := AppendHeader(nil, firstSeq)
+	return AppendBatchRecord(buf, firstSeq, []Op{{Type: TypeDelta, Key: []byte("h"), Value: []byte{2, 1, 2, 3}}},
+		func(int, int, int, int, int) {})
+}
+
+func TestSegmentHeader_ACollectionFormatSegmentIsRefusedByAReaderOfTheOlderFormatsNotTakenForATornOne(t *testing.T) {
+	buf := collectionSegment(7)
+	_, err := decodeHeader(buf, VersionPreallocated)
+	if !errors.Is(err, ErrNewerFormat) {
+		t.Fatalf("a reader of formats 1 and 2: %v; want ErrNewerFormat", err)
+	}
+	for _, want := range []string{"format 3", `"devkit log format 3, written by kvstore devel"`, "reads formats 1 to 2",
+		"run the devkit that wrote it, or a newer one"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	// A reader of formats 1 and 2 removes a newest segment whose header it
+	// refuses when no record in it decodes (a crash while it was created).
+	// The format record decodes in every format, so that reader refuses the
+	// directory instead.
+	off, ok := ValidRecordAfter(buf, -1, 6, MaxPayload(1024, 1024))
+	if !ok || off != HeaderSize {
+		t.Fatalf("ValidRecordAfter = %d, %v; want the format record at %d", off, ok, HeaderSize)
+	}
+	r, _, err := DecodeRecord(buf[off:], MaxPayload(1024, 1024))
+	if err != nil || r.Type != TypeDelete || r.Seq != 7 {
+		t.Fatalf("format record: %+v, %v; want a delete with sequence 7", r, err)
+	}
+}
+
+func TestSegmentHeader_ThisBuildReadsEveryFormatAndFindsTheFirstRecordAfterTheHeader(t *testing.T) {
+	for _, tc := range []struct {
+		version  uint32
+		prealloc bool
+	}{{VersionPlain, false}, {VersionPreallocated, true}, {Version, false}, {VersionPreallocatedColl, true}} {
+		buf := appendHeader(nil, 9, tc.version)
+		hsize := len(buf)
+		buf = AppendRecord(buf, Record{Type: TypeSet, Seq: 9, Key: []byte("k"), Value: []byte("v")})
+		h, err := DecodeHeader(buf)
+		if err != nil || h.FirstSeq != 9 || h.Version != tc.version || h.Size != hsize || h.Preallocated() != tc.prealloc {
+			t.Fatalf("version %d: %+v, %v; want first 9, size %d, preallocated %v", tc.version, h, err, hsize, tc.prealloc)
+		}
+		if tc.version < Version && h.Size != HeaderSize {
+			t.Fatalf("version %d: header of %d bytes; the formats before collections have %d", tc.version, h.Size, HeaderSize)
+		}
+		if r, _, err := DecodeRecord(buf[h.Size:], 1024); err != nil || string(r.Key) != "k" {
+			t.Fatalf("version %d: first record %+v, %v", tc.version, r, err)
+		}
+	}
+}
+
+func TestSegmentHeader_AFormatNewerThanThisBuildIsRefusedNamingItsWriter(t *testing.T) {
+	buf := appendHeader(nil, 3, NewestVersion+1)[:HeaderSize]
+	buf = AppendRecord(buf, Record{Type: TypeDelete, Seq: 3, Key: []byte("devkit log format 5, written by kvstore v9.9.9")})
+	_, err := DecodeHeader(buf)
+	if !errors.Is(err, ErrNewerFormat) || errors.Is(err, ErrBadHeader) || !strings.Contains(err.Error(), "kvstore v9.9.9") {
+		t.Fatalf("DecodeHeader = %v; want ErrNewerFormat naming kvstore v9.9.9", err)
+	}
+	// A format record cut short is a torn header, not a newer format.
+	if _, err := DecodeHeader(AppendHeader(nil, 3)[:HeaderSize+5]); !errors.Is(err, ErrBadHeader) {
+		t.Fatalf("a torn format record: %v; want ErrBadHeader", err)
 	}
 }

@@ -31,6 +31,9 @@ type Store interface {
 	// Update runs an atomic read-modify-write (see kvstore.DB.Update).
 	Update(fn func(tx *kvstore.Tx) error) error
 	UpdateWith(o kvstore.WriteOptions, fn func(tx *kvstore.Tx) error) (wait func() error, err error)
+	// View runs reads on what is acknowledged, without the write lock or
+	// the disk (see kvstore.DB.View).
+	View(fn func(tx *kvstore.Tx) error) error
 	// Version is a key's version for WATCH.
 	Version(key []byte) uint64
 	// Expiry reads existence and expiry in one lookup (TTL, PTTL):

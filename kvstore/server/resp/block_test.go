@@ -390,3 +390,73 @@ func TestBlockingPops_AWokenMoveTouchesAWatchedDestination(t *testing.T) {
 		}
 	})
 }
+
+// The command that makes a key ready serves the clients blocked on it
+// inside its own update, as Redis does: the pusher's next command, sent
+// in the same burst, finds the elements taken. The moves here push onto a
+// 300k-element list, each a copy of it, so serving them takes far longer
+// than a wait for the woken clients could be capped at.
+func TestBlockingPops_ThePushersNextCommandSeesTheElementsTheBlockedClientsTook(t *testing.T) {
+	bothPaths(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		admin := goRedis(t, addr)
+
+		// One BLPOP: LPUSH k a, then LLEN k answers 0.
+		for i := range 20 {
+			popper := goRedis(t, addr)
+			got := make(chan []string, 1)
+			go func() { v, _ := popper.BLPop(ctx, 0, "k").Result(); got <- v }()
+			waitBlocked(t, admin, 1, "blpop")
+			cmds, err := admin.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.LPush(ctx, "k", "a")
+				p.LLen(ctx, "k")
+				return nil
+			})
+			if err != nil || cmds[1].(*redis.IntCmd).Val() != 0 {
+				t.Fatalf("round %d: LPUSH k a; LLEN k = %v, %v; want 0 (the blocked client took it)", i, cmds[1], err)
+			}
+			if v := <-got; len(v) != 2 || v[1] != "a" {
+				t.Fatalf("round %d: the blocked client got %v", i, v)
+			}
+			popper.Close()
+		}
+
+		const big, movers = 300_000, 30
+		for i := 0; i < big; i += 10_000 {
+			elems := make([]any, 10_000)
+			for j := range elems {
+				elems[j] = fmt.Sprintf("e%07d", i+j)
+			}
+			if err := admin.RPush(ctx, "big", elems...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan string, movers)
+		for i := range movers {
+			c := goRedis(t, addr)
+			go func() { v, err := c.BLMove(ctx, "src", "big", "RIGHT", "LEFT", 0).Result(); done <- fmt.Sprint(v, err) }()
+			waitBlocked(t, admin, i+1, "blmove")
+		}
+		pushed := make([]any, movers)
+		for i := range pushed {
+			pushed[i] = fmt.Sprintf("job%02d", i)
+		}
+		// Serving the 30 moves copies the list 30 times: slow under -race.
+		pusher := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: time.Minute})
+		defer pusher.Close()
+		cmds, err := pusher.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.RPush(ctx, "src", pushed...)
+			p.LLen(ctx, "src")
+			p.LLen(ctx, "big")
+			return nil
+		})
+		if err != nil || cmds[1].(*redis.IntCmd).Val() != 0 || cmds[2].(*redis.IntCmd).Val() != big+movers {
+			t.Fatalf("RPUSH src 30 jobs; LLEN src; LLEN big = %v, %v, %v; want 0 and %d", cmds[1], cmds[2], err, big+movers)
+		}
+		for range movers {
+			if v := <-done; !strings.HasPrefix(v, "job") {
+				t.Fatalf("a mover got %s", v)
+			}
+		}
+	})
+}

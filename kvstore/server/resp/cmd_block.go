@@ -3,15 +3,17 @@ package resp
 // Blocking pops: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
 // BZPOPMAX, BZMPOP.
 //
-// Invariant: a blocked client takes an element only through its own
-// atomic update, run on its own connection (goroutine or event loop), so
-// an element is never taken for a client that is gone; clients blocked on
-// a key are woken one at a time in the order they blocked (FIFO), each
-// woken client tries once and keeps its place if it finds nothing, and a
-// client that leaves with a wake it did not use passes it on. A client
-// registers before its first try, so a push after that try always wakes
-// it. Inside MULTI/EXEC a blocking pop never blocks: it answers at once.
-// CLIENT UNBLOCK ends a wait through the same wake, marked on the waiter.
+// Invariant: a client blocks (registers) inside the atomic update in which
+// it found nothing, and the command that makes a key ready (LPUSH, ZADD,
+// LMOVE, RESTORE, RENAME, EXEC, a script...) serves the clients blocked on
+// it inside its own atomic update, in the order they blocked (FIFO), as
+// Redis serves them after the command and before the next: so no push
+// falls between a client's empty try and its registration, and once the
+// push is answered its clients have taken their elements (a following
+// command sees that). A served client's reply leaves on its own connection
+// once the update is acknowledged. A client that left or was unblocked is
+// out of the registry before it could be served; inside MULTI/EXEC a
+// blocking pop never blocks: it answers at once.
 
 import (
 	"math"
@@ -26,73 +28,36 @@ import (
 
 // blockRegistry holds the clients blocked on each key, in FIFO order.
 type blockRegistry struct {
-	count   atomic.Int64 // waiters registered: wakes are free when none
-	mu      sync.Mutex
-	byKey   map[string][]*waiter
-	pending int      // wakes given whose retry has not finished (guarded by mu)
-	settled []func() // called when pending drops to 0 (guarded by mu)
+	count atomic.Int64 // waiters registered: serving is free when none
+	mu    sync.Mutex
+	byKey map[string][]*waiter
 }
 
-// settleCap bounds how long a command's reply waits for the clients it
-// woke (settle).
-const settleCap = 50 * time.Millisecond
-
-// finish ends one woken client's retry (rearm reported a wake); when no
-// retry is left, the replies held for them go out.
-func (r *blockRegistry) finish() {
-	r.mu.Lock()
-	r.pending--
-	var fs []func()
-	if r.pending == 0 {
-		fs, r.settled = r.settled, nil
-	}
-	r.mu.Unlock()
-	for _, f := range fs {
-		f()
-	}
-}
-
-// onSettled calls f once no woken client is retrying (at once if none
-// is) and reports whether it had to wait.
-func (r *blockRegistry) onSettled(f func()) bool {
-	if r.count.Load() == 0 {
-		return false
-	}
-	r.mu.Lock()
-	if r.pending == 0 {
-		r.mu.Unlock()
-		return false
-	}
-	r.settled = append(r.settled, f)
-	r.mu.Unlock()
-	return true
-}
-
-// settle waits (at most settleCap) until the clients woken so far have
-// retried: a command's reply leaves after the blocked clients it served,
-// as Redis serves them before answering the next command, so a client
-// that reads after the reply sees their moves (and its WATCH sees them).
-func (r *blockRegistry) settle() {
-	done := make(chan struct{})
-	var once sync.Once
-	if !r.onSettled(func() { once.Do(func() { close(done) }) }) {
-		return
-	}
-	t := time.NewTimer(settleCap)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
-
-// waiter is one blocked client's entry.
+// waiter is one blocked client's entry. Its fields after wake and serve
+// are guarded by the registry's mu.
 type waiter struct {
 	keys     []string
 	clientID int64
-	wake     func()      // tells the client to try again; called with mu held, must not block
-	woken    bool        // a wake is pending (guarded by mu)
-	ended    unblockMode // CLIENT UNBLOCK ended the wait (guarded by mu)
+	// wake tells the client to look at its entry again (served, unblocked,
+	// released); called without mu held, it must not block.
+	wake func()
+	// serve runs the blocked command once inside the update of the command
+	// that made one of its keys ready, writing its reply to w; it reports
+	// whether it answered (false: nothing there for it).
+	serve func(tx txn, w *replyWriter) bool
+
+	registered bool
+	claimed    bool         // being served inside an update not yet finished
+	served     *servedReply // that update's outcome: the reply to send
+	ended      unblockMode  // CLIENT UNBLOCK ended the wait
+}
+
+// servedReply is the reply of a client served inside another command's
+// update, and that update's wait for durability.
+type servedReply struct {
+	buf  []byte
+	errs int
+	wait func() error
 }
 
 // unblockMode is how CLIENT UNBLOCK ends a wait: as its timeout or with
@@ -109,26 +74,26 @@ const (
 // UNBLOCK) and reports whether it was blocked.
 func (r *blockRegistry) unblockClient(id int64, mode unblockMode) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var found *waiter
 	for _, q := range r.byKey {
 		for _, w := range q {
-			if w.clientID != id {
-				continue
+			if w.clientID == id && found == nil {
+				found = w
 			}
-			if w.ended == unblockNone {
-				w.ended = mode
-			}
-			if !w.woken {
-				w.woken = true
-				r.pending++
-				w.wake()
-			}
-			return true
 		}
 	}
-	return false
+	if found != nil && found.ended == unblockNone {
+		found.ended = mode
+	}
+	r.mu.Unlock()
+	if found == nil {
+		return false
+	}
+	found.wake()
+	return true
 }
 
+// add registers w at the end of the queue of each of its keys.
 func (r *blockRegistry) add(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -138,13 +103,21 @@ func (r *blockRegistry) add(w *waiter) {
 	for _, k := range w.keys {
 		r.byKey[k] = append(r.byKey[k], w)
 	}
+	w.registered = true
 	r.count.Add(1)
 }
 
-// remove drops w; a wake it had not used goes to the next client.
+// remove drops w (a no-op when it is not registered).
 func (r *blockRegistry) remove(w *waiter) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.removeLocked(w)
+	r.mu.Unlock()
+}
+
+func (r *blockRegistry) removeLocked(w *waiter) {
+	if !w.registered {
+		return
+	}
 	for _, k := range w.keys {
 		q := r.byKey[k]
 		for i, x := range q {
@@ -159,53 +132,141 @@ func (r *blockRegistry) remove(w *waiter) {
 			r.byKey[k] = q
 		}
 	}
+	w.registered = false
 	r.count.Add(-1)
-	if w.woken {
-		for _, k := range w.keys {
-			r.wakeLocked(k)
-		}
-		w.woken = false
-		r.pending--
-		if r.pending == 0 {
-			fs := r.settled
-			r.settled = nil
-			for _, f := range fs {
-				f() // must not block: they close a channel or post to a loop
-			}
-		}
-	}
 }
 
-// rearm clears w's pending wake before it tries again, and reports
-// whether CLIENT UNBLOCK ended the wait instead and whether a wake was
-// pending (then finish follows the retry).
-func (r *blockRegistry) rearm(w *waiter) (unblockMode, bool) {
+// queue is a copy of the clients blocked on key, oldest first.
+func (r *blockRegistry) queue(key string) []*waiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	was := w.woken
-	w.woken = false
-	return w.ended, was
+	return append([]*waiter(nil), r.byKey[key]...)
 }
 
-// wakeKey wakes the first client blocked on key, unless it has a wake
-// pending already: clients are woken one at a time, each passing the turn
-// on when it answers or leaves, so they are served in the order they
-// blocked.
-func (r *blockRegistry) wakeKey(key []byte) {
-	if r.count.Load() == 0 {
-		return
-	}
+// claim marks w as being served, unless it left, was unblocked or is
+// served already.
+func (r *blockRegistry) claim(w *waiter) bool {
 	r.mu.Lock()
-	r.wakeLocked(string(key))
+	defer r.mu.Unlock()
+	if !w.registered || w.claimed || w.served != nil || w.ended != unblockNone {
+		return false
+	}
+	w.claimed = true
+	return true
+}
+
+func (r *blockRegistry) unclaim(w *waiter) {
+	r.mu.Lock()
+	w.claimed = false
 	r.mu.Unlock()
 }
 
-func (r *blockRegistry) wakeLocked(key string) {
-	if q := r.byKey[key]; len(q) > 0 && !q[0].woken {
-		q[0].woken = true
-		r.pending++
-		q[0].wake()
+// blockedServe is what an update served: the clients and their replies.
+type blockedServe struct {
+	waiters []*waiter
+	replies []replyWriter
+}
+
+// resolve ends the claims of an update once it has its place in the log:
+// each client served gets its reply and the update's wait (err == nil), or
+// waits on (the update failed, nothing it did happened); each is woken.
+func (r *blockRegistry) resolve(sv blockedServe, wait func() error, err error) {
+	if len(sv.waiters) == 0 {
+		return
 	}
+	r.mu.Lock()
+	for i, w := range sv.waiters {
+		w.claimed = false
+		if err == nil {
+			w.served = &servedReply{buf: sv.replies[i].buf, errs: sv.replies[i].errs, wait: wait}
+			r.removeLocked(w)
+		}
+	}
+	r.mu.Unlock()
+	for _, w := range sv.waiters {
+		w.wake()
+	}
+}
+
+// blockOutcome is what a blocked client finds when it looks at its entry.
+type blockOutcome int
+
+const (
+	blockWaits    blockOutcome = iota // nothing yet (or an update serving it has not finished)
+	blockServed                       // served: send the reply
+	blockEnded                        // CLIENT UNBLOCK
+	blockTimedOut                     // its deadline passed
+)
+
+// outcome looks at w; an ended or timed-out client leaves the registry in
+// the same step, so no update can serve it afterwards.
+func (r *blockRegistry) outcome(w *waiter, expired bool) (blockOutcome, *servedReply, unblockMode) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case w.served != nil:
+		return blockServed, w.served, unblockNone
+	case w.claimed:
+		return blockWaits, nil, unblockNone
+	case w.ended != unblockNone:
+		r.removeLocked(w)
+		return blockEnded, nil, w.ended
+	case expired:
+		r.removeLocked(w)
+		return blockTimedOut, nil, unblockNone
+	}
+	return blockWaits, nil, unblockNone
+}
+
+// updateTx is the transaction of a top-level update (call.update): the
+// engine's, and the keys its commands made ready for blocked clients
+// (markReady), which the update serves before it ends (serveBlocked).
+// EXEC's queued commands and a script's calls share it.
+type updateTx struct {
+	txn
+	ready [][]byte
+}
+
+// markReady notes that key may now hold what a blocked client waits for
+// (a list or a sorted set was pushed to, stored, restored, renamed...).
+func markReady(tx txn, key []byte) {
+	if ut, ok := tx.(*updateTx); ok {
+		ut.ready = append(ut.ready, key)
+	}
+}
+
+// readyAfter is markReady(tx, key) when err is nil, and err.
+func readyAfter(tx txn, key []byte, err error) error {
+	if err == nil {
+		markReady(tx, key)
+	}
+	return err
+}
+
+// serveBlocked serves, inside ut's update, the clients blocked on the keys
+// it made ready: for each key, oldest client first, each that finds
+// something of its kind takes it; a client served by a move makes its
+// destination ready in turn (Redis's handleClientsBlockedOnKeys).
+func (s *Server) serveBlocked(ut *updateTx) blockedServe {
+	var sv blockedServe
+	if s.blocks.count.Load() == 0 {
+		return sv
+	}
+	for i := 0; i < len(ut.ready); i++ {
+		for _, w := range s.blocks.queue(string(ut.ready[i])) {
+			if !s.blocks.claim(w) {
+				continue
+			}
+			var rw replyWriter
+			if !w.serve(ut, &rw) {
+				s.blocks.unclaim(w)
+				continue
+			}
+			sv.waiters = append(sv.waiters, w)
+			sv.replies = append(sv.replies, rw)
+		}
+	}
+	return sv
 }
 
 // blockedCall is a connection's blocked command (client.blocked).
@@ -218,9 +279,10 @@ type blockedCall struct {
 	timer    *time.Timer
 }
 
-// wakeList wakes a client blocked on key (a list or a sorted set there
-// may have elements now).
-func (s *Server) wakeList(key []byte) { s.blocks.wakeKey(key) }
+// expired reports whether the blocked command's timeout has passed.
+func (bc *blockedCall) expired() bool {
+	return !bc.deadline.IsZero() && !time.Now().Before(bc.deadline)
+}
 
 // unblock ends the connection's blocked command, if any.
 func (s *Server) unblock(cl *client) {
@@ -233,19 +295,6 @@ func (s *Server) unblock(cl *client) {
 		bc.timer.Stop()
 	}
 	s.blocks.remove(bc.w)
-}
-
-// unblockPassingOn ends a woken command that answered (an element, or an
-// error such as a destination of another kind) and wakes the next client
-// on its keys: what it did not take may be theirs.
-func (s *Server) unblockPassingOn(cl *client) {
-	bc := cl.blocked
-	s.unblock(cl)
-	if bc != nil {
-		for _, k := range bc.w.keys {
-			s.blocks.wakeKey([]byte(k))
-		}
-	}
 }
 
 // parseTimeout parses a blocking command's timeout in seconds (0: none).
@@ -266,36 +315,36 @@ func (c *call) parseTimeout(b []byte) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// blockOn runs a blocking command: try is one non-blocking attempt, which
-// reports whether it answered (a value or an error; woken: a retry, where a
-// key of another kind is passed over, as Redis serves a blocked client only
-// from a key of its kind); timedOut answers the timeout (inMulti: at once,
-// inside a transaction).
-func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool) bool, timedOut func(inMulti bool)) {
+// blockPop is one non-blocking attempt of a blocking command inside tx: it
+// writes its reply to w and reports whether it answered (an error is
+// answered too). woken: serving a blocked client, where a key of another
+// kind is passed over, as Redis serves a blocked client only from a key of
+// its kind.
+type blockPop func(tx txn, woken bool, w *replyWriter) (bool, error)
+
+// blockOn runs a blocking command: pop is one attempt; timedOut answers
+// the timeout (inMulti: at once, inside a transaction).
+func (c *call) blockOn(keys [][]byte, timeout time.Duration, pop blockPop, timedOut func(inMulti bool)) {
+	if c.serving { // inside the update of the command that made a key ready
+		answered, err := pop(c.tx, true, c.w)
+		if err != nil {
+			c.fail(err)
+		}
+		c.answered = answered || err != nil
+		return
+	}
 	s, cl := c.s, c.cl
 	if bc := cl.blocked; bc != nil { // woken or timed out: the event loop runs it again
 		bc.fired.Store(false)
-		mode, woken := s.blocks.rearm(bc.w)
-		if woken {
-			defer s.blocks.finish()
-		}
-		if mode != unblockNone {
-			s.unblock(cl)
-			c.answerUnblocked(mode, timedOut)
-			return
-		}
-		if try(true) {
-			s.unblockPassingOn(cl)
-			return
-		}
-		if !bc.deadline.IsZero() && !time.Now().Before(bc.deadline) {
-			s.unblock(cl)
-			timedOut(false)
-		}
+		c.blockedOutcome(bc, timedOut)
 		return
 	}
 	if c.tx != nil {
-		if !try(false) {
+		answered, err := pop(c.tx, false, c.w)
+		switch {
+		case err != nil:
+			c.fail(err)
+		case !answered:
 			timedOut(true)
 		}
 		return
@@ -307,31 +356,58 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool
 	if timeout > 0 {
 		bc.deadline = time.Now().Add(timeout)
 	}
-	bc.w = &waiter{keys: make([]string, len(keys)), clientID: cl.id}
+	w := &waiter{keys: make([]string, len(keys)), clientID: cl.id}
 	for i, k := range keys {
-		bc.w.keys[i] = string(k)
+		w.keys[i] = string(k)
 	}
+	cmd, args := c.cmd, bc.args
+	w.serve = func(tx txn, rw *replyWriter) bool {
+		sub := call{s: s, cl: cl, cmd: cmd, args: args, w: rw, tx: tx, serving: true}
+		cmd.run(&sub)
+		return sub.answered
+	}
+	bc.w = w
 	resume := cl.resume
 	if resume == nil {
 		bc.signal = make(chan struct{}, 1)
-		bc.w.wake = func() {
+		w.wake = func() {
 			select {
 			case bc.signal <- struct{}{}:
 			default:
 			}
 		}
 	} else {
-		bc.w.wake = func() {
+		w.wake = func() {
 			bc.fired.Store(true)
 			resume()
 		}
 	}
-	s.blocks.add(bc.w)
-	cl.blocked = bc
-	if try(false) {
-		s.unblock(cl)
+	// The try and the registration are one update: a push is ordered
+	// before the try (found) or after the registration (served).
+	var out replyWriter
+	answered, registered := false, false
+	err := c.update(func(tx txn) (err error) {
+		out.buf, out.errs = out.buf[:0], 0
+		if answered, err = pop(tx, false, &out); err != nil || answered {
+			return err
+		}
+		s.blocks.add(w)
+		registered = true
+		return nil
+	})
+	switch {
+	case err != nil:
+		if registered {
+			s.blocks.remove(w)
+		}
+		c.fail(err)
+		return
+	case answered:
+		c.w.buf = append(c.w.buf, out.buf...)
+		c.w.errs += out.errs
 		return
 	}
+	cl.blocked = bc
 	if resume != nil {
 		if timeout > 0 {
 			bc.timer = time.AfterFunc(timeout, func() {
@@ -346,12 +422,36 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, try func(woken bool
 		cl.quit = true
 		return
 	}
-	c.waitBlocked(bc, try, timedOut)
+	c.waitBlocked(bc, timedOut)
+}
+
+// blockedOutcome answers a blocked command that fired, if it can: its
+// reply when it was served, the end CLIENT UNBLOCK asked for, or its
+// timeout; it reports whether it answered.
+func (c *call) blockedOutcome(bc *blockedCall, timedOut func(bool)) bool {
+	o, sr, mode := c.s.blocks.outcome(bc.w, bc.expired())
+	switch o {
+	case blockServed:
+		c.s.unblock(c.cl)
+		// Its reply leaves once the update that served it is acknowledged.
+		c.cl.pend(sr.wait, len(c.w.buf))
+		c.w.buf = append(c.w.buf, sr.buf...)
+		c.w.errs += sr.errs
+	case blockEnded:
+		c.s.unblock(c.cl)
+		c.answerUnblocked(mode, timedOut)
+	case blockTimedOut:
+		c.s.unblock(c.cl)
+		timedOut(false)
+	default:
+		return false
+	}
+	return true
 }
 
 // waitBlocked blocks a goroutine connection until its command answers,
 // times out or the server drains.
-func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(bool)) {
+func (c *call) waitBlocked(bc *blockedCall, timedOut func(bool)) {
 	var expire <-chan time.Time
 	if !bc.deadline.IsZero() {
 		t := time.NewTimer(time.Until(bc.deadline))
@@ -363,50 +463,18 @@ func (c *call) waitBlocked(bc *blockedCall, try func(bool) bool, timedOut func(b
 	for {
 		select {
 		case <-bc.signal:
-			if peerClosed(c.cl.conn.Conn) {
-				c.s.unblock(c.cl) // its wake goes to the next client
-				c.cl.quit = true
-				return
-			}
-			mode, woken := c.s.blocks.rearm(bc.w)
-			answered := true
-			switch {
-			case mode != unblockNone:
-				c.s.unblock(c.cl)
-				c.answerUnblocked(mode, timedOut)
-			case try(true):
-				c.s.unblockPassingOn(c.cl)
-			default:
-				answered = false
-			}
-			if woken {
-				c.s.blocks.finish()
-			}
-			if answered {
-				return
-			}
 		case <-expire:
-			mode, woken := c.s.blocks.rearm(bc.w)
-			if woken {
-				defer c.s.blocks.finish()
-			}
-			if mode != unblockNone {
-				c.s.unblock(c.cl)
-				c.answerUnblocked(mode, timedOut)
-				return
-			}
-			answered := try(true)
-			c.s.unblock(c.cl)
-			if !answered {
-				timedOut(false)
-			}
-			return
+			expire = nil // an update serving it may still finish: its wake comes on signal
 		case <-poll.C:
 			if c.cl.conn.Draining() || peerClosed(c.cl.conn.Conn) {
 				c.s.unblock(c.cl)
 				c.cl.quit = true
 				return
 			}
+			continue
+		}
+		if c.blockedOutcome(bc, timedOut) {
+			return
 		}
 	}
 }
@@ -439,28 +507,18 @@ func cmdBPop(c *call) {
 		return
 	}
 	left := c.cmd.name == "blpop"
-	c.blockOn(keys, timeout, func(woken bool) bool {
-		var key []byte
-		var out [][]byte
-		err := c.update(func(tx txn) (err error) {
-			if err := listKinds(tx, keys, kvstore.KindList); err != nil && !woken {
-				return err
-			}
-			key, out, err = lmpopIn(tx, mpopArgs{keys: keys, left: left, count: 1, skipWrong: woken})
-			return err
-		})
-		switch {
-		case err != nil:
-			c.fail(err)
-		case key == nil:
-			return false
-		default:
-			c.w.array(2)
-			c.w.bulk(key)
-			c.w.bulk(out[0])
-			c.s.wakeList(key) // more elements may be left for the next client
+	c.blockOn(keys, timeout, func(tx txn, woken bool, w *replyWriter) (bool, error) {
+		if err := listKinds(tx, keys, kvstore.KindList); err != nil && !woken {
+			return false, err
 		}
-		return true
+		key, out, err := lmpopIn(tx, mpopArgs{keys: keys, left: left, count: 1, skipWrong: woken})
+		if err != nil || key == nil {
+			return false, err
+		}
+		w.array(2)
+		w.bulk(key)
+		w.bulk(out[0])
+		return true, nil
 	}, func(bool) { c.w.nullArray() })
 }
 
@@ -482,27 +540,17 @@ func cmdBLMove(c *call) {
 		return
 	}
 	src, dst := c.args[1], c.args[2]
-	c.blockOn([][]byte{src}, timeout, func(woken bool) bool {
-		var v []byte
-		var moved bool
-		err := c.update(func(tx txn) (err error) {
-			if woken && tx.Kind(src) != kvstore.KindList {
-				return nil // a source of another kind: it waits on (a destination of another kind is an error, as in Redis)
-			}
-			v, moved, err = lmoveIn(tx, src, dst, fromLeft, toLeft)
-			return err
-		})
-		switch {
-		case err != nil:
-			c.fail(err)
-		case !moved:
-			return false
-		default:
-			c.w.bulk(v)
-			c.s.wakeList(dst)
-			c.s.wakeList(src)
+	c.blockOn([][]byte{src}, timeout, func(tx txn, woken bool, w *replyWriter) (bool, error) {
+		if woken && tx.Kind(src) != kvstore.KindList {
+			return false, nil // a source of another kind: it waits on (a destination of another kind is an error, as in Redis)
 		}
-		return true
+		v, moved, err := lmoveIn(tx, src, dst, fromLeft, toLeft)
+		if err != nil || !moved {
+			return false, err
+		}
+		markReady(tx, dst)
+		w.bulk(v)
+		return true, nil
 	}, func(inMulti bool) {
 		if inMulti {
 			c.w.null()
@@ -522,23 +570,13 @@ func cmdBLMPop(c *call) {
 	if !ok {
 		return
 	}
-	c.blockOn(m.keys, timeout, func(woken bool) bool {
-		var key []byte
-		var out [][]byte
-		err := c.update(func(tx txn) (err error) {
-			key, out, err = lmpopIn(tx, mpopArgs{keys: m.keys, left: m.left, count: m.count, skipWrong: woken})
-			return err
-		})
-		switch {
-		case err != nil:
-			c.fail(err)
-		case key == nil:
-			return false
-		default:
-			writeKeyAndItems(c.w, key, out)
-			c.s.wakeList(key)
+	c.blockOn(m.keys, timeout, func(tx txn, woken bool, w *replyWriter) (bool, error) {
+		key, out, err := lmpopIn(tx, mpopArgs{keys: m.keys, left: m.left, count: m.count, skipWrong: woken})
+		if err != nil || key == nil {
+			return false, err
 		}
-		return true
+		writeKeyAndItems(w, key, out)
+		return true, nil
 	}, func(bool) { c.w.nullArray() })
 }
 
@@ -550,29 +588,19 @@ func cmdBZPop(c *call) {
 		return
 	}
 	highest := c.cmd.name == "bzpopmax"
-	c.blockOn(keys, timeout, func(woken bool) bool {
-		var key []byte
-		var out []kvstore.ZMember
-		err := c.update(func(tx txn) (err error) {
-			if err := listKinds(tx, keys, kvstore.KindZSet); err != nil && !woken {
-				return err
-			}
-			key, out, err = zmpopIn(tx, mpopArgs{keys: keys, left: !highest, count: 1, skipWrong: woken})
-			return err
-		})
-		switch {
-		case err != nil:
-			c.fail(err)
-		case key == nil:
-			return false
-		default:
-			c.w.array(3)
-			c.w.bulk(key)
-			c.w.bulk(out[0].Member)
-			c.w.double(out[0].Score)
-			c.s.wakeList(key)
+	c.blockOn(keys, timeout, func(tx txn, woken bool, w *replyWriter) (bool, error) {
+		if err := listKinds(tx, keys, kvstore.KindZSet); err != nil && !woken {
+			return false, err
 		}
-		return true
+		key, out, err := zmpopIn(tx, mpopArgs{keys: keys, left: !highest, count: 1, skipWrong: woken})
+		if err != nil || key == nil {
+			return false, err
+		}
+		w.array(3)
+		w.bulk(key)
+		w.bulk(out[0].Member)
+		w.double(out[0].Score)
+		return true, nil
 	}, func(bool) { c.w.nullArray() })
 }
 
@@ -586,23 +614,13 @@ func cmdBZMPop(c *call) {
 	if !ok {
 		return
 	}
-	c.blockOn(m.keys, timeout, func(woken bool) bool {
-		var key []byte
-		var out []kvstore.ZMember
-		err := c.update(func(tx txn) (err error) {
-			key, out, err = zmpopIn(tx, mpopArgs{keys: m.keys, left: m.left, count: m.count, skipWrong: woken})
-			return err
-		})
-		switch {
-		case err != nil:
-			c.fail(err)
-		case key == nil:
-			return false
-		default:
-			writeKeyAndZMembers(c.w, key, out)
-			c.s.wakeList(key)
+	c.blockOn(m.keys, timeout, func(tx txn, woken bool, w *replyWriter) (bool, error) {
+		key, out, err := zmpopIn(tx, mpopArgs{keys: m.keys, left: m.left, count: m.count, skipWrong: woken})
+		if err != nil || key == nil {
+			return false, err
 		}
-		return true
+		writeKeyAndZMembers(w, key, out)
+		return true, nil
 	}, func(bool) { c.w.nullArray() })
 }
 

@@ -470,7 +470,6 @@ func cmdRestore(c *call) {
 	if !ok {
 		return
 	}
-	var kind kvstore.Kind
 	err := c.update(func(tx txn) error {
 		if !o.replace && tx.Kind(key) != kvstore.KindNone {
 			return errBusyKey
@@ -504,12 +503,8 @@ func cmdRestore(c *call) {
 				return err
 			}
 		}
-		kind = v.kind
-		return restoreValue(tx, key, v, at)
+		return readyAfter(tx, key, restoreValue(tx, key, v, at)) // a client may be blocked on the key (BLPOP, BZPOPMIN)
 	})
-	if err == nil && (kind == kvstore.KindList || kind == kvstore.KindZSet) {
-		c.s.wakeList(key) // a client may be blocked on the key (BLPOP, BZPOPMIN)
-	}
 	if err != nil {
 		c.fail(err)
 		return

@@ -58,7 +58,7 @@ func hget(tx txn, key, field []byte) ([]byte, bool, error) {
 func cmdHGet(c *call) {
 	var v []byte
 	var ok bool
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		v, ok, err = hget(tx, c.args[1], c.args[2])
 		return err
 	})
@@ -73,7 +73,7 @@ func cmdHMGet(c *call) {
 	fields := c.args[2:]
 	vals := make([][]byte, len(fields))
 	found := make([]bool, len(fields))
-	err := c.update(func(tx txn) error {
+	err := c.read(func(tx txn) error {
 		if k := tx.Kind(c.args[1]); k != kvstore.KindNone && k != kvstore.KindHash {
 			return kvstore.ErrWrongType
 		}
@@ -101,7 +101,7 @@ func cmdHDel(c *call) {
 
 func cmdHExists(c *call) {
 	var ok bool
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		_, ok, err = hget(tx, c.args[1], c.args[2])
 		return err
 	})
@@ -114,7 +114,7 @@ func cmdHExists(c *call) {
 
 func cmdHStrlen(c *call) {
 	var v []byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		v, _, err = hget(tx, c.args[1], c.args[2])
 		return err
 	})
@@ -132,7 +132,7 @@ func cmdHLen(c *call) {
 // cmdHGetAll answers HGETALL, HKEYS and HVALS.
 func cmdHGetAll(c *call) {
 	var all [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = tx.HGetAll(c.args[1])
 		return err
 	})
@@ -275,7 +275,7 @@ func cmdHRandField(c *call) {
 		}
 	}
 	var all [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = tx.HGetAll(c.args[1])
 		return err
 	})
@@ -314,7 +314,7 @@ func cmdHScan(c *call) {
 		return
 	}
 	var all [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = tx.HGetAll(c.args[1])
 		return err
 	})

@@ -46,13 +46,12 @@ func cmdPush(c *call) {
 		} else {
 			n, err = tx.RPush(c.args[1], c.args[2:]...)
 		}
-		return err
+		return readyAfter(tx, c.args[1], err)
 	})
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	c.s.wakeList(c.args[1])
 	c.w.integer(int64(n))
 }
 
@@ -116,7 +115,7 @@ func cmdLRange(c *call) {
 		return
 	}
 	var out [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		out, err = tx.LRange(c.args[1], clampInt(start), clampInt(stop))
 		return err
 	})
@@ -134,7 +133,7 @@ func cmdLIndex(c *call) {
 	}
 	var v []byte
 	found := false
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		v, err = tx.LIndex(c.args[1], clampInt(i))
 		found = err == nil
 		if errorsIsNotFound(err) {
@@ -259,7 +258,7 @@ func cmdLPos(c *call) {
 		}
 	}
 	var all [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = tx.LRange(c.args[1], 0, -1)
 		return err
 	})
@@ -365,14 +364,14 @@ func cmdLMove(c *call) {
 	var ok bool
 	err := c.update(func(tx txn) (err error) {
 		v, ok, err = lmoveIn(tx, c.args[1], c.args[2], fromLeft, toLeft)
+		if ok {
+			markReady(tx, c.args[2])
+		}
 		return err
 	})
 	if err != nil {
 		c.fail(err)
 		return
-	}
-	if ok {
-		c.s.wakeList(c.args[2])
 	}
 	c.w.bulkOrNull(v, ok)
 }

@@ -19,7 +19,7 @@ func cmdSRem(c *call) {
 
 func cmdSIsMember(c *call) {
 	var ok bool
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		ok, err = tx.SIsMember(c.args[1], c.args[2])
 		return err
 	})
@@ -32,7 +32,7 @@ func cmdSIsMember(c *call) {
 
 func cmdSMIsMember(c *call) {
 	res := make([]bool, len(c.args)-2)
-	err := c.update(func(tx txn) error {
+	err := c.read(func(tx txn) error {
 		for i, m := range c.args[2:] {
 			var err error
 			if res[i], err = tx.SIsMember(c.args[1], m); err != nil {
@@ -53,7 +53,7 @@ func cmdSMIsMember(c *call) {
 
 func cmdSMembers(c *call) {
 	var all [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = tx.SMembers(c.args[1])
 		return err
 	})
@@ -130,7 +130,7 @@ func cmdSRandMember(c *call) {
 		return
 	}
 	var all [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = tx.SMembers(c.args[1])
 		return err
 	})
@@ -315,7 +315,7 @@ func cmdSScan(c *call) {
 		return
 	}
 	var all [][]byte
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = tx.SMembers(c.args[1])
 		return err
 	})

@@ -1,10 +1,14 @@
 package resp
 
 // The collection commands (hashes, lists, sets, sorted sets): their rows of
-// the command table and what they share. Each command reads and writes its
-// keys through one transaction (c.update), as the string commands do, so
-// it is atomic, runs inside EXEC's update, and its writes are one engine
-// record of the size of the change.
+// the command table and what they share. Each command that writes reads and
+// writes its keys through one transaction (c.update), as the string
+// commands do, so it is atomic, runs inside EXEC's update, and its writes
+// are one engine record of the size of the change. A command that reads one
+// key and writes nothing (HGET, LRANGE, SMEMBERS, ZRANGE...) reads it on the
+// engine's read view (c.read): no write lock, no place in a commit group,
+// never behind an fsync. Commands that read several keys (SINTER, ZUNION...)
+// stay in an update, which sees them all at one point of the log order.
 
 import (
 	"errors"
@@ -274,7 +278,7 @@ func cmdMemory(c *call) {
 	}
 	var n int
 	found := false
-	err := c.update(func(tx txn) error {
+	err := c.read(func(tx txn) error {
 		v, err := tx.Dump(c.args[2])
 		if errors.Is(err, kvstore.ErrNotFound) {
 			return nil
@@ -295,11 +299,26 @@ func cmdMemory(c *call) {
 // recordOverhead is a memtable record's header and its index slots.
 const recordOverhead = 24 + 8 + 8
 
-// updateCount runs one write update and answers the count it returns (the
-// SADD, SREM, HDEL... shape), or the update's error.
+// read runs fn, the reads of a command that reads one key, on the
+// engine's read view: what is acknowledged, with the Tx methods the update
+// uses, so WRONGTYPE and expiry answer the same. The connection's own
+// earlier writes are acknowledged before a command without flagDefers runs
+// (Server.execute), so it reads them. Inside EXEC (or a script) fn runs on
+// its transaction, and a writing command that shares the reply code (ZRANGESTORE
+// with ZRANGE, SADD with SCARD's count) goes on using an update.
+func (c *call) read(fn func(tx txn) error) error {
+	if c.tx != nil || c.cmd.flags&flagWrite != 0 {
+		return c.update(fn)
+	}
+	return c.s.store.View(func(tx *kvstore.Tx) error { return fn(tx) })
+}
+
+// updateCount runs f, one write update or (for a command that only reads)
+// a read, and answers the count it returns (the SADD, SREM, HDEL, HLEN...
+// shape), or its error.
 func updateCount(c *call, f func(tx txn) (int, error)) {
 	var n int
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		n, err = f(tx)
 		return err
 	})

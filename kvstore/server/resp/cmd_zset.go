@@ -172,11 +172,11 @@ func zaddRun(c *call, key []byte, rest [][]byte, scores []float64, f zaddFlags) 
 				updated++
 			}
 		}
+		if added > 0 {
+			markReady(tx, key)
+		}
 		return nil
 	})
-	if err == nil && added > 0 {
-		c.s.wakeList(key)
-	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -209,7 +209,7 @@ func cmdZScore(c *call) {
 	members := c.args[2:]
 	scores := make([]float64, len(members))
 	found := make([]bool, len(members))
-	err := c.update(func(tx txn) error {
+	err := c.read(func(tx txn) error {
 		for i, m := range members {
 			var err error
 			if scores[i], found[i], err = tx.ZScore(c.args[1], m); err != nil {
@@ -340,7 +340,7 @@ func cmdZCount(c *call) {
 		return
 	}
 	var all []kvstore.ZMember
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = zmembers(tx, c.args[1])
 		return err
 	})
@@ -359,7 +359,7 @@ func cmdZCount(c *call) {
 
 func cmdZRank(c *call) {
 	var all []kvstore.ZMember
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = zmembers(tx, c.args[1])
 		return err
 	})
@@ -545,7 +545,7 @@ func cmdZRange(c *call) {
 		return
 	}
 	var out []kvstore.ZMember
-	err := c.update(func(tx txn) error {
+	err := c.read(func(tx txn) error {
 		all, err := zmembers(tx, args[0])
 		if err != nil {
 			return err
@@ -554,11 +554,8 @@ func cmdZRange(c *call) {
 		if !store {
 			return nil
 		}
-		return storeZSet(tx, c.args[1], out)
+		return readyAfter(tx, c.args[1], storeZSet(tx, c.args[1], out))
 	})
-	if err == nil && store && len(out) > 0 {
-		c.s.wakeList(c.args[1])
-	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -829,13 +826,10 @@ func cmdZSetOp(c *call) {
 		}
 		out = combineZSets(op, inputs, weights, aggregate)
 		if store {
-			return storeZSet(tx, c.args[1], out)
+			return readyAfter(tx, c.args[1], storeZSet(tx, c.args[1], out))
 		}
 		return nil
 	})
-	if err == nil && store && len(out) > 0 {
-		c.s.wakeList(c.args[1])
-	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -981,7 +975,7 @@ func cmdZRandMember(c *call) {
 		}
 	}
 	var all []kvstore.ZMember
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = zmembers(tx, c.args[1])
 		return err
 	})
@@ -1014,7 +1008,7 @@ func cmdZScan(c *call) {
 		return
 	}
 	var all []kvstore.ZMember
-	err := c.update(func(tx txn) (err error) {
+	err := c.read(func(tx txn) (err error) {
 		all, err = zmembers(tx, c.args[1])
 		return err
 	})

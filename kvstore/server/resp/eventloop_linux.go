@@ -123,7 +123,6 @@ type elConn struct {
 	wblocked int64 // unix nanos a write began waiting for room; 0: none
 	closing  bool  // close once the replies are written
 	holding  bool  // held after a wrong password, its timer armed (hold)
-	settling bool  // held until the clients its command woke are served
 	closed   bool
 	settled  uint64 // the loop's settles count when this connection's writes were last awaited
 }
@@ -522,10 +521,10 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 		l.close(c)
 	}
 	for _, c := range resumed {
-		if !c.settling && time.Now().Before(c.cl.holdUntil) {
+		if time.Now().Before(c.cl.holdUntil) {
 			continue // a stale resume: a wrong password's hold runs its course
 		}
-		c.holding, c.settling, c.cl.holdUntil = false, false, time.Time{}
+		c.holding, c.cl.holdUntil = false, time.Time{}
 		if !c.closed {
 			*touched = append(*touched, c)
 		}
@@ -715,11 +714,6 @@ func (l *loop) runCommands(c *elConn) bool {
 		if len(args) > 0 {
 			l.s.execute(cl, args, l.now)
 			l.afterBusy()
-			if cl.holdUntil.IsZero() && cl.blocked == nil && l.s.blocks.onSettled(func() { l.post(func() { l.resumed = append(l.resumed, c) }) }) {
-				// The clients it woke are served before its reply goes
-				// out (cmd_block.go, settle); at most settleCap.
-				cl.holdUntil, c.settling = time.Now().Add(settleCap), true
-			}
 		}
 		if c.cc.Draining() {
 			break

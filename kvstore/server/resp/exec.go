@@ -29,6 +29,9 @@ type call struct {
 	args [][]byte
 	w    *replyWriter
 	tx   txn // non-nil inside EXEC
+	// serving: a blocked command run inside the update of the command that
+	// made its key ready; answered is its outcome (cmd_block.go).
+	serving, answered bool
 }
 
 // txn is what a command sees of the keyspace inside one atomic update
@@ -95,7 +98,16 @@ func (c *call) update(fn func(tx txn) error) error {
 	if c.tx != nil {
 		return fn(c.tx)
 	}
-	wait, err := c.s.store.UpdateWith(noSyncWait, func(tx *kvstore.Tx) error { return fn(tx) })
+	var served blockedServe
+	wait, err := c.s.store.UpdateWith(noSyncWait, func(tx *kvstore.Tx) error {
+		ut := &updateTx{txn: tx}
+		if err := fn(ut); err != nil {
+			return err
+		}
+		served = c.s.serveBlocked(ut) // the clients blocked on what it made ready (cmd_block.go)
+		return nil
+	})
+	c.s.blocks.resolve(served, wait, err)
 	if err != nil {
 		return err
 	}

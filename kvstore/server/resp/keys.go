@@ -100,11 +100,8 @@ func cmdRename(c *call) {
 			return nil // it exists, nothing moves
 		}
 		moved = true
-		return renameInTx(tx, from, to, v)
+		return readyAfter(tx, to, renameInTx(tx, from, to, v)) // a list or sorted set may have arrived
 	})
-	if err == nil && moved {
-		c.s.wakeList(to) // a list or sorted set may have arrived
-	}
 	switch {
 	case err != nil:
 		c.fail(err)
@@ -159,14 +156,11 @@ func cmdCopy(c *call) {
 			return nil
 		}
 		copied = true
-		return tx.Restore(to, v)
+		return readyAfter(tx, to, tx.Restore(to, v))
 	})
 	if err != nil {
 		c.fail(err)
 		return
-	}
-	if copied {
-		c.s.wakeList(to)
 	}
 	c.w.integer(boolInt64(copied))
 }

@@ -425,7 +425,6 @@ func (s *Server) serveConn(c *connserver.Conn) {
 		c.RequestRead()
 		if err == nil && len(args) > 0 {
 			s.execute(cl, args, time.Now())
-			s.blocks.settle() // the clients it woke are served before its reply
 			if !cl.holdUntil.IsZero() {
 				// A wrong password: its reply, and what follows, wait.
 				time.Sleep(time.Until(cl.holdUntil))
