@@ -3,13 +3,15 @@
 package gateway_test
 
 // Pass-through side by side, in one run, taking turns: the same load (a Go
-// load generator in a process of its own, N kept-alive connections, a fixed
-// time) against nginx with limit_req, devkit's gateway (memory store) and a
-// bare httputil.ReverseProxy, each in front of the same upstream process,
-// at 200 and at 1,000 connections. Every request passes (the limits are far
-// above the load), so each proxy counts it and forwards it.
+// load generator in a process of its own, N connections, a fixed time)
+// against nginx with limit_req, devkit's gateway (memory store), Caddy's
+// reverse_proxy and a bare httputil.ReverseProxy, each in front of the same
+// upstream process, at 200 and at 1,000 connections, kept alive and with
+// Connection: close (a new connection per request). Every request passes
+// (the limits are far above the load), so each proxy counts it and
+// forwards it.
 //
-//	go test -run '^$' -bench '^BenchmarkGateway_PassThroughVsNginxAndReverseProxy$' -benchtime 3x ./gateway
+//	go test -run '^$' -bench '^BenchmarkGateway_PassThroughVsNginxAndReverseProxy$' -benchtime 4x ./gateway
 
 import (
 	"fmt"
@@ -29,23 +31,42 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
-// benchOnlyEnv, when set (gateway, nginx or reverseproxy), makes the
+// benchOnlyEnv, when set (gateway, nginx, caddy or reverseproxy), makes the
 // pass-through comparison drive that proxy alone: a CPU profile of the
 // benchmark is then the gateway's alone.
 const benchOnlyEnv = "GATEWAY_BENCH_ONLY"
 
-// peerSlice is one turn of one proxy at one operating point.
-const peerSlice = 3 * time.Second
+// peerSlice is one turn of one proxy at one operating point; peerSliceEnv
+// (a Go duration) overrides it, for a quick check that the comparison runs.
+const (
+	peerSlice    = 3 * time.Second
+	peerSliceEnv = "GATEWAY_BENCH_SLICE"
+)
+
+// turnLength is peerSlice or what peerSliceEnv says.
+func turnLength(b *testing.B) time.Duration {
+	v := os.Getenv(peerSliceEnv)
+	if v == "" {
+		return peerSlice
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 100*time.Millisecond {
+		b.Fatalf("%s=%q: want a duration of at least 100ms", peerSliceEnv, v)
+	}
+	return d
+}
 
 // latencyGenEnv, when set in the environment of this test binary, makes
 // TestLatencyLoadGenerator the load generator of the pass-through
-// comparison: "url conns milliseconds".
+// comparison: "url conns milliseconds keepalive|close".
 const latencyGenEnv = "GATEWAY_BENCH_LATGEN"
 
 // TestLatencyLoadGenerator is not a test: run in a child process, it drives
-// url from conns kept-alive connections (one goroutine each, a request
-// after each answer) for the time given and prints the requests per second
-// and the p50 and p99 latency in microseconds. Every answer must be a 200.
+// url from conns clients (one goroutine each, a request after each answer)
+// for the time given and prints the requests per second and the p50 and
+// p99 latency in microseconds. Every answer must be a 200. With "close",
+// each request says Connection: close and goes on a new connection (the
+// latency then includes the connect).
 func TestLatencyLoadGenerator(t *testing.T) {
 	spec := os.Getenv(latencyGenEnv)
 	if spec == "" {
@@ -53,10 +74,13 @@ func TestLatencyLoadGenerator(t *testing.T) {
 	}
 	var target string
 	var conns, ms int
-	if _, err := fmt.Sscanf(spec, "%s %d %d", &target, &conns, &ms); err != nil {
-		t.Fatalf("%s=%q: %v", latencyGenEnv, spec, err)
+	var mode string
+	if _, err := fmt.Sscanf(spec, "%s %d %d %s", &target, &conns, &ms, &mode); err != nil || (mode != "keepalive" && mode != "close") {
+		t.Fatalf("%s=%q: want \"url conns milliseconds keepalive|close\" (%v)", latencyGenEnv, spec, err)
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, MaxIdleConns: conns}
+	// DisableKeepAlives sends Connection: close and dials for each request.
+	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, MaxIdleConns: conns,
+		DisableKeepAlives: mode == "close"}
 	client := &http.Client{Transport: tr}
 	run := func(d time.Duration) []time.Duration {
 		var mu sync.Mutex
@@ -105,10 +129,10 @@ func TestLatencyLoadGenerator(t *testing.T) {
 type passTurn struct{ rps, p50, p99 float64 }
 
 // driveLatency runs the load generator against target at conns connections
-// for peerSlice.
-func driveLatency(b *testing.B, target string, conns int) passTurn {
+// for one turn, kept alive or (mode "close") one per request.
+func driveLatency(b *testing.B, target string, conns int, mode string) passTurn {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLatencyLoadGenerator$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d", latencyGenEnv, target, conns, peerSlice.Milliseconds()))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %s", latencyGenEnv, target, conns, turnLength(b).Milliseconds(), mode))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("load generator against %s: %v\n%s", target, err, out)
@@ -193,56 +217,132 @@ http {
 	return target
 }
 
+// startCaddy runs Debian's caddy (reverse_proxy to upstream, the admin
+// endpoint off, automatic HTTPS off, bound to 127.0.0.1 on a free port,
+// its home, storage and log in a temporary directory) and returns its URL;
+// the benchmark stops it by its PID. Its upstream pool keeps up to 1,024
+// idle connections, as nginx's keepalive does (Caddy's default is 32).
+func startCaddy(b *testing.B, upstream string) string {
+	bin, err := exec.LookPath("caddy")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			b.Fatal("caddy not found (apt-get install caddy); CI=true: the peer benchmark must run")
+		}
+		b.Skip("caddy not found: the peer is missing (apt-get install caddy)")
+	}
+	dir := b.TempDir()
+	port := redistest.FreePort(b)
+	u, _ := url.Parse(upstream)
+	conf := fmt.Sprintf(`{
+	admin off
+	auto_https off
+	servers {
+		protocols h1
+	}
+}
+http://:%[1]d {
+	bind 127.0.0.1
+	reverse_proxy %[2]s {
+		transport http {
+			keepalive_idle_conns_per_host 1024
+		}
+	}
+}
+`, port, u.Host)
+	path := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "caddy.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stopNginx(cmd) }) // SIGINT, then SIGKILL after 5 s: Caddy's graceful stop too
+	target := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if resp, err := http.Get(target); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "caddy.log"))
+			b.Fatalf("caddy did not answer 200 at %s:\n%s", target, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return target
+}
+
 // BenchmarkGateway_PassThroughVsNginxAndReverseProxy takes turns (max(b.N,
-// 3) rounds, the order rotating each round) at each operating point and
-// reports each proxy's median throughput and p50/p99 latency, the median
-// of the per-round ratios, and the load average at the end: the machine is
-// shared, so the figures are for ratios within one run.
+// 4) rounds, the order rotating each round, so that each proxy takes each
+// place) at each operating point — conns=N kept alive, close/conns=N with
+// Connection: close — and reports each proxy's median throughput and
+// p50/p99 latency, the median of the per-round ratios (gateway/nginx,
+// gateway/caddy, gateway/reverseproxy), and the load average at the end:
+// the machine is shared, so the figures are for ratios within one run.
 func BenchmarkGateway_PassThroughVsNginxAndReverseProxy(b *testing.B) {
 	upstream := processUpstream(b)
 	nginx := startNginxPassing(b, upstream)
+	caddy := startCaddy(b, upstream)
 	gw := "http://" + benchGateway(b, upstream, openPolicy).Addr() + "/"
 	bare := bareProxy(b, upstream) + "/"
-	targets := []struct{ name, url string }{{"gateway", gw}, {"nginx", nginx}, {"reverseproxy", bare}}
+	type target struct{ name, url string }
+	all := []target{{"gateway", gw}, {"nginx", nginx}, {"caddy", caddy}, {"reverseproxy", bare}}
+	targets := all
 	if only := os.Getenv(benchOnlyEnv); only != "" {
 		// Profiling one proxy (-cpuprofile): drive it alone.
-		targets = slices.DeleteFunc(targets, func(t struct{ name, url string }) bool { return t.name != only })
+		targets = slices.DeleteFunc(slices.Clone(all), func(t target) bool { return t.name != only })
+	}
+	point := func(b *testing.B, conns int, mode string) {
+		rounds := max(b.N, len(targets))
+		turns := make(map[string][]passTurn)
+		ratios := make(map[string][]float64) // peer name → gateway/peer per round
+		b.ResetTimer()
+		for r := range rounds {
+			got := map[string]passTurn{}
+			for i := range targets {
+				t := targets[(r+i)%len(targets)]
+				got[t.name] = driveLatency(b, t.url, conns, mode)
+				turns[t.name] = append(turns[t.name], got[t.name])
+			}
+			if len(targets) == len(all) {
+				for _, peer := range all[1:] {
+					ratios[peer.name] = append(ratios[peer.name], got["gateway"].rps/got[peer.name].rps)
+				}
+			}
+		}
+		b.StopTimer()
+		for _, t := range targets {
+			var rps, p50, p99 []float64
+			for _, x := range turns[t.name] {
+				rps, p50, p99 = append(rps, x.rps), append(p50, x.p50), append(p99, x.p99)
+			}
+			b.ReportMetric(median(rps), t.name+"-req/s")
+			b.ReportMetric(median(p50), t.name+"-p50-µs")
+			b.ReportMetric(median(p99), t.name+"-p99-µs")
+		}
+		for peer, rs := range ratios {
+			b.ReportMetric(median(rs), "gateway/"+peer)
+		}
+		if load, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+			b.ReportMetric(load, "loadavg")
+		}
 	}
 	for _, conns := range []int{200, 1000} {
-		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
-			rounds := max(b.N, 3)
-			turns := make(map[string][]passTurn)
-			var vsNginx, vsBare []float64
-			b.ResetTimer()
-			for r := range rounds {
-				got := map[string]passTurn{}
-				for i := range targets {
-					t := targets[(r+i)%len(targets)]
-					got[t.name] = driveLatency(b, t.url, conns)
-					turns[t.name] = append(turns[t.name], got[t.name])
-				}
-				if len(targets) == 3 {
-					vsNginx = append(vsNginx, got["gateway"].rps/got["nginx"].rps)
-					vsBare = append(vsBare, got["gateway"].rps/got["reverseproxy"].rps)
-				}
-			}
-			b.StopTimer()
-			for _, t := range targets {
-				var rps, p50, p99 []float64
-				for _, x := range turns[t.name] {
-					rps, p50, p99 = append(rps, x.rps), append(p50, x.p50), append(p99, x.p99)
-				}
-				b.ReportMetric(median(rps), t.name+"-req/s")
-				b.ReportMetric(median(p50), t.name+"-p50-µs")
-				b.ReportMetric(median(p99), t.name+"-p99-µs")
-			}
-			if len(targets) == 3 {
-				b.ReportMetric(median(vsNginx), "gateway/nginx")
-				b.ReportMetric(median(vsBare), "gateway/reverseproxy")
-			}
-			if load, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
-				b.ReportMetric(load, "loadavg")
-			}
-		})
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) { point(b, conns, "keepalive") })
 	}
+	b.Run("close", func(b *testing.B) {
+		for _, conns := range []int{200, 1000} {
+			b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) { point(b, conns, "close") })
+		}
+	})
 }

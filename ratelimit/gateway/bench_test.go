@@ -212,13 +212,16 @@ const wrkSlice = time.Second
 // measurements, a C event loop whose parser allocates nothing, so what it
 // costs per answer hardly depends on the answer's fields. Every answer must
 // be a want (wrk counts the answers outside 2xx and 3xx; want is a 429).
-func driveWrk(threads int) driver {
+func driveWrk(threads int) driver { return driveWrkConns(threads, benchConcurrency) }
+
+// driveWrkConns is driveWrk with conns connections.
+func driveWrkConns(threads, conns int) driver {
 	return func(b *testing.B, target string, want int) (float64, float64, float64) {
 		bin := requireWrk(b)
 		if want < 400 {
 			b.Fatalf("driveWrk checks only that every answer is an error, want %d", want)
 		}
-		cmd := exec.Command(bin, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(benchConcurrency),
+		cmd := exec.Command(bin, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(conns),
 			"-d", fmt.Sprintf("%ds", int(wrkSlice.Seconds())), target)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -384,6 +387,21 @@ func BenchmarkGateway_RejectionVsNginx(b *testing.B) { rejectionVsNginx(b, drive
 func BenchmarkGateway_RejectionVsNginxWrk1(b *testing.B) { rejectionVsNginx(b, driveWrk(1)) }
 func BenchmarkGateway_RejectionVsNginxWrk2(b *testing.B) { rejectionVsNginx(b, driveWrk(2)) }
 
+// BenchmarkGateway_RejectionVsNginxWrkConns is the rejection flood at the
+// issue's operating points: wrk (two threads) at 50 and at 1,000
+// connections, every request over the limit, the gateway's 429 against
+// nginx limit_req's, in turns.
+func BenchmarkGateway_RejectionVsNginxWrkConns(b *testing.B) {
+	for _, conns := range []int{50, 1000} {
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
+			rejectionVsNginx(b, driveWrkConns(2, conns))
+			if load, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+				b.ReportMetric(load, "loadavg")
+			}
+		})
+	}
+}
+
 func rejectionVsNginx(b *testing.B, drive driver) {
 	up := upstreamServer(b)
 	nginx, pid := startNginx(b, up.URL, "")
@@ -514,6 +532,7 @@ func startNginx(b *testing.B, upstream, limited string) (target string, pid int)
 	ln.Close()
 	u, _ := url.Parse(upstream)
 	conf := fmt.Sprintf(`worker_processes 2;
+worker_rlimit_nofile 8192;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log warn;
 events { worker_connections 4096; }

@@ -141,3 +141,39 @@ func TestPage_IsWhatTheRawFileGives(t *testing.T) {
 		t.Error("docs/benchmarks.md is not what docs/benchmarks-raw.txt renders: go run ./tools/benchdoc -in docs/benchmarks-raw.txt -out docs/benchmarks.md")
 	}
 }
+
+// The pass-through comparison's Connection: close points (a sub-benchmark
+// two levels deep, close/conns=N) render beside nginx, Caddy and the bare
+// ReverseProxy with the benchmark's own median ratios, and the rejection
+// flood at 1,000 connections beside nginx limit_req.
+func TestRender_PassThroughBesideCaddyAndRejectionsAtOperatingPoints(t *testing.T) {
+	const lines = `pkg: github.com/devkit-go/devkit/ratelimit/gateway
+BenchmarkGateway_PassThroughVsNginxAndReverseProxy/conns=200-2	1	23556998587 ns/op	3713 caddy-req/s	4997 gateway-req/s	1.541 gateway/caddy	0.7268 gateway/nginx	8120 nginx-req/s
+BenchmarkGateway_PassThroughVsNginxAndReverseProxy/close/conns=200-2	1	25758002715 ns/op	1700 caddy-req/s	1326 gateway-req/s	0.8274 gateway/caddy	0.4981 gateway/nginx	0.9404 gateway/reverseproxy	2662 nginx-req/s	1456 reverseproxy-req/s
+BenchmarkGateway_RejectionVsNginxWrkConns/conns=1000-2	4	2670068027 ns/op	4690 gateway-req/s	0.7756 gateway/nginx	10707 nginx-req/s
+`
+	run, err := Parse(strings.NewReader(lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := Render(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	cmd := "`cd ratelimit && go test -run '^$' -bench '^BenchmarkGateway_PassThroughVsNginxAndReverseProxy$' -benchmem ./gateway` |"
+	for _, want := range []string{
+		"| gateway (memory store): requests proxied, 200 connections; goal ≥ 1.0× | 4,997 req/s | Caddy reverse_proxy: 3,713 req/s | 1.54× | " + cmd,
+		"| gateway (memory store): requests proxied, 200 connections, Connection: close; goal ≥ 0.5× | 1,326 req/s | nginx limit_req + proxy_pass: 2,662 req/s | 0.50× | " + cmd,
+		"| gateway (memory store): requests proxied, 200 connections, Connection: close; goal ≥ 1.0× | 1,326 req/s | Caddy reverse_proxy: 1,700 req/s | 0.83× | " + cmd,
+		"| gateway (memory store): requests proxied, 200 connections, Connection: close | 1,326 req/s | httputil.ReverseProxy: 1,456 req/s | 0.94× | " + cmd,
+		"| gateway: 429s to a flood (wrk, 2 threads, 1000 connections); goal ≥ 0.8× | 4,690 req/s | nginx limit_req: 10,707 req/s | 0.78× | `cd ratelimit && go test -run '^$' -bench '^BenchmarkGateway_RejectionVsNginxWrkConns$' -benchmem ./gateway` |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "1000 connections, Connection: close") {
+		t.Errorf("a point the run lacks has a row:\n%s", out)
+	}
+}
