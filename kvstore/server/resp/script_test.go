@@ -49,6 +49,38 @@ return {v, redis.call('ttl', KEYS[1])}`)
 	}
 }
 
+// The rate limiter's script reads its key with pcall (a foreign type reads
+// as no state) and then SETs a new value with PX: over a hash, as over a
+// string, the SET replaces it, inside a script as outside.
+func TestScript_SetWithOptionsReplacesACollection(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	replace := redis.NewScript(`
+local raw = redis.pcall('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', 60000)
+return {type(raw), redis.call('GET', KEYS[1]), redis.call('SETNX', KEYS[1], 'again')}`)
+	for _, foreign := range []func(key string) error{
+		func(key string) error { return c.HSet(ctx, key, "n", 7).Err() },
+		func(key string) error { return c.RPush(ctx, key, "a").Err() },
+		func(key string) error { return c.Set(ctx, key, "3", time.Minute).Err() },
+	} {
+		if err := foreign("k"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := replace.Run(ctx, c, []string{"k"}, "4|x").Slice()
+		if err != nil {
+			t.Fatalf("the script over %s: %v", c.Type(ctx, "k").Val(), err)
+		}
+		if want := []any{"table", "4|x", int64(0)}; len(got) != 3 || got[1] != want[1] || got[2] != want[2] {
+			t.Fatalf("the script = %v, want the value replaced and SETNX 0 (%v)", got, want)
+		}
+		if kind := c.Type(ctx, "k").Val(); kind != "string" {
+			t.Fatalf("TYPE after the script = %s, want string", kind)
+		}
+		c.Del(ctx, "k")
+	}
+}
+
 // A script's writes are one engine batch: one record, one fsync, and no
 // other client's write between them.
 func TestScript_WritesAreOneBatchWithOneFsync(t *testing.T) {
