@@ -14,6 +14,9 @@ func TestRedisDiff_ScriptConversionsErrorsAndSandbox(t *testing.T) {
 	p := newPair(t, resp.Options{})
 	p.same(
 		cmd("eval", "return 1", "0"),
+		cmd("eval", "return select('#', ...)", "0"),
+		cmd("eval", "local function f(...) return {arg.n, arg[2]} end return f(1, 2)", "0"),
+		cmd("eval", "local function f(...) return {type(arg), ...} end return f(1, 2)", "0"),
 		cmd("eval", "return 3.99", "0"),
 		cmd("eval", "return -3.99", "0"),
 		cmd("eval", "return 'hello'", "0"),
