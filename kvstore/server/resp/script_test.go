@@ -1,8 +1,11 @@
 package resp_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -186,6 +189,79 @@ func TestScript_BusyScriptIsKilledAndTheServerAnswersAgain(t *testing.T) {
 		if err := other.ScriptKill(ctx).Err(); err == nil || err.Error() != "NOTBUSY No scripts in execution right now." {
 			t.Fatalf("SCRIPT KILL with none running: %v", err)
 		}
+	}
+}
+
+// A command that reached the server in the same event-loop round as the
+// script (so its readiness was already taken from epoll) is answered BUSY
+// once the script is busy, not left unread until the script ends: Redis's
+// unit/scripting stalled on this ("killed by SCRIPT KILL even when use
+// pcall": its PING never came back, so the kill was never sent).
+func TestScript_CommandReadyWithTheScriptIsAnsweredBusy(t *testing.T) {
+	addr := start(t, servertest.OpenDB(t), resp.Options{BusyScriptTime: 100 * time.Millisecond, EventLoops: 1})
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	send := func(c net.Conn, args ...string) {
+		b := fmt.Appendf(nil, "*%d\r\n", len(args))
+		for _, a := range args {
+			b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line := func(c net.Conn, r *bufio.Reader) string {
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		l, err := r.ReadString('\n')
+		if err != nil {
+			return "read: " + err.Error()
+		}
+		return strings.TrimSpace(l)
+	}
+	hold, holdR := dial()
+	runner, runnerR := dial()
+	other, otherR := dial()
+	for _, c := range []struct {
+		c net.Conn
+		r *bufio.Reader
+	}{{hold, holdR}, {runner, runnerR}, {other, otherR}} {
+		send(c.c, "PING")
+		if got := line(c.c, c.r); got != "+PONG" {
+			t.Fatalf("PING = %q", got)
+		}
+	}
+	// hold keeps the loop in a script for 50 ms (under the busy time), so
+	// that runner's script and other's PING arrive meanwhile and are read
+	// from epoll in one round, the script first.
+	send(hold, "EVAL", `local t = redis.call('TIME') local t0 = t[1] * 1000000 + t[2]
+while true do t = redis.call('TIME') if t[1] * 1000000 + t[2] - t0 > 50000 then return 1 end end`, "0")
+	time.Sleep(10 * time.Millisecond)
+	send(runner, "EVAL", "while true do end", "0")
+	time.Sleep(5 * time.Millisecond)
+	send(other, "PING")
+	if got := line(hold, holdR); got != ":1" {
+		t.Fatalf("the holding script = %q", got)
+	}
+	// A goroutine per connection answers it at once; the loop, busy in
+	// the script, once the script is busy.
+	for got := line(other, otherR); !strings.HasPrefix(got, "-BUSY"); got = line(other, otherR) {
+		if got != "+PONG" {
+			t.Fatalf("PING sent with the script = %q, want BUSY (or PONG before the busy time)", got)
+		}
+		send(other, "PING")
+	}
+	send(other, "SCRIPT", "KILL")
+	if got := line(other, otherR); got != "+OK" {
+		t.Fatalf("SCRIPT KILL = %q", got)
+	}
+	if got := line(runner, runnerR); !strings.Contains(got, "Script killed by user") {
+		t.Fatalf("the killed script's reply = %q", got)
 	}
 }
 
