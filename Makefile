@@ -51,9 +51,9 @@ test-redis-suite: build ## Redis's own TCL tests against devkit kv (REDIS_SRC=<r
 	@test -n "$(REDIS_SRC)" || { echo "set REDIS_SRC to a Redis source tree of the installed redis-server's version (docs/kvstore-server.md)"; exit 2; }
 	REDIS_SRC="$(REDIS_SRC)" DEVKIT=$(BIN) tools/redis-suite.sh $(UNITS)
 
-bench: ## run the benchmarks and rewrite docs/benchmarks.md and its data, docs/benchmarks-raw.txt
+bench: build ## run the benchmarks and rewrite docs/benchmarks.md and its data, docs/benchmarks-raw.txt
 	@mkdir -p bin
-	$(call EACH_OF,$(BENCH_MODULES),$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./... ) | tee bin/bench.txt
+	$(call EACH_OF,$(BENCH_MODULES),DEVKIT_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./... ) | tee bin/bench.txt
 	$(GO) run ./tools/benchdoc -in bin/bench.txt -out docs/benchmarks.md -raw docs/benchmarks-raw.txt
 
 fuzz: ## run every Fuzz* target of every module briefly (FUZZTIME, default 15s each)

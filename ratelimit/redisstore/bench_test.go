@@ -3,7 +3,9 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,4 +174,83 @@ func BenchmarkRedis_50Goroutines_PipelineWorkers(b *testing.B) {
 // batching off (Pipeline: -1): what batching costs at low load.
 func BenchmarkRedis_1Goroutine_Unbatched(b *testing.B) {
 	benchChecksWith(b, 1, oneLimit, redisstore.Options{Pipeline: -1})
+}
+
+// BenchmarkStore_DevkitKVVsRedis runs the store's default checks (one
+// fixed-window limit over 10k keys, 50 goroutines) against a real `devkit
+// kv serve` ($DEVKIT_BIN) and a real redis-server of matching durability,
+// alternating the two 3 times in one run (each turn is b.N checks), and
+// reports each one's median checks/s and their ratio (devkit/redis; issue
+// 21 wants ≥ 1.0 at both points). sync=everysec: devkit kv --sync
+// periodic (1 s) against appendfsync everysec; sync=always: --sync always
+// against appendfsync always. Use -benchtime 20000x for figures.
+func BenchmarkStore_DevkitKVVsRedis(b *testing.B) {
+	for _, c := range []struct {
+		name          string
+		devkit, redis []string
+	}{
+		{"sync=everysec", []string{"--sync", "periodic", "--sync-interval", "1s"}, []string{"--appendonly", "yes", "--appendfsync", "everysec"}},
+		{"sync=always", []string{"--sync", "always"}, []string{"--appendonly", "yes", "--appendfsync", "always"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			servers := []struct {
+				name string
+				srv  *redistest.Server
+				rps  []float64
+			}{
+				{name: "devkit", srv: redistest.StartDevkitKV(b, c.devkit...)},
+				{name: "redis", srv: redistest.StartRedisServer(b, c.redis...)},
+			}
+			stores := make([]*redisstore.Store, len(servers))
+			for i, s := range servers {
+				client, err := redisstore.NewClient(s.srv.URL())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer client.Close()
+				stores[i] = redisstore.New(client, redisstore.Options{})
+				defer stores[i].Close()
+				storeTurn(b, stores[i], 50, 500) // load the scripts, open the connections
+			}
+			b.ResetTimer()
+			for range 3 {
+				for i := range servers {
+					servers[i].rps = append(servers[i].rps, storeTurn(b, stores[i], 50, b.N))
+				}
+			}
+			b.StopTimer()
+			dk, rs := medianOf(servers[0].rps), medianOf(servers[1].rps)
+			b.ReportMetric(dk, "devkit-checks/s")
+			b.ReportMetric(rs, "redis-checks/s")
+			b.ReportMetric(dk/rs, "devkit/redis")
+		})
+	}
+}
+
+// storeTurn makes n checks from goroutines goroutines and returns checks per second.
+func storeTurn(b *testing.B, store *redisstore.Store, goroutines, n int) float64 {
+	keys := benchKeys()
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range goroutines {
+		wg.Go(func() {
+			out := make([]ratelimit.LimitResult, len(oneLimit))
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if err := store.Check(ctx, ratelimit.CheckRequest{Key: keys[i%int64(len(keys))], Limits: oneLimit, Cost: 1}, out); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

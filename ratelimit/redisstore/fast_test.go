@@ -23,9 +23,6 @@ import (
 // type, a value with a second limit's segment, a segment with an expiry
 // suffix, a value of hits alone.
 func TestFastPath_WritesWhatTheGeneralDriverWrites(t *testing.T) {
-	// An open bug, not a missing feature: against devkit kv the general
-	// driver's script answers WRONGTYPE where redis-server runs it.
-	redistest.SkipOnDevkitKV(t, "KNOWN BUG (open): devkit kv answers WRONGTYPE inside the general driver's script where redis-server does not")
 	srv := redistest.StartRedis(t)
 	c := srv.Client(t)
 	ctx := context.Background()

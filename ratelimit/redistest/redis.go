@@ -168,10 +168,19 @@ func DevkitKVLacks(bin string, names ...string) ([]string, error) {
 	return missing, nil
 }
 
+// StartRedisServer starts a real redis-server (whatever AsDevkitKV says)
+// with the extra arguments (say "--appendonly", "yes"), as StartRedis does.
+func StartRedisServer(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	RequireBinaries(t, "redis-server")
+	return startServer(t, FreePort, t.TempDir(), extra...)
+}
+
 // StartDevkitKV starts `devkit kv serve` with only its RESP listener on a
-// free port and a data directory in t.TempDir(), and returns it once it
-// answers PING; it is stopped at cleanup.
-func StartDevkitKV(t testing.TB) *Server {
+// free port and a data directory in t.TempDir(), and the extra arguments
+// (say "--sync", "periodic"), and returns it once it answers PING; it is
+// stopped at cleanup.
+func StartDevkitKV(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	bin := DevkitBin(t)
 	dir := t.TempDir()
@@ -186,6 +195,7 @@ func StartDevkitKV(t testing.TB) *Server {
 		}
 		cmd := exec.Command(bin, "kv", "serve", "--data", filepath.Join(dir, "data"), "--http", "", "--tcp", "",
 			"--resp", addr, "--log-level", "warn", "--allow-flush")
+		cmd.Args = append(cmd.Args, extra...)
 		cmd.Stdout, cmd.Stderr = f, f
 		s := start(t, cmd, addr, logFile)
 		f.Close()

@@ -626,14 +626,15 @@ func cmdBZMPop(c *call) {
 
 func blockingCommands() []command {
 	const w = flagWrite | flagTx
+	const wns = w | flagNoScript // Redis 7 refuses these in scripts; BLMPOP and BZMPOP run there without blocking
 	return []command{
-		collectionRow("blpop", -3, w, 1, -2, 1, "list", "LPOP that waits for an element; timeout in seconds (0: forever).", cmdBPop),
-		collectionRow("brpop", -3, w, 1, -2, 1, "list", "RPOP that waits for an element.", cmdBPop),
-		collectionRow("blmove", 6, w, 1, 2, 1, "list", "LMOVE that waits for an element.", cmdBLMove),
-		collectionRow("brpoplpush", 4, w, 1, 2, 1, "list", "RPOPLPUSH that waits for an element.", cmdBLMove),
+		collectionRow("blpop", -3, wns, 1, -2, 1, "list", "LPOP that waits for an element; timeout in seconds (0: forever).", cmdBPop),
+		collectionRow("brpop", -3, wns, 1, -2, 1, "list", "RPOP that waits for an element.", cmdBPop),
+		collectionRow("blmove", 6, wns, 1, 2, 1, "list", "LMOVE that waits for an element.", cmdBLMove),
+		collectionRow("brpoplpush", 4, wns, 1, 2, 1, "list", "RPOPLPUSH that waits for an element.", cmdBLMove),
 		collectionRow("blmpop", -5, w, 0, 0, 0, "list", "LMPOP that waits for an element.", cmdBLMPop),
-		collectionRow("bzpopmin", -3, w, 1, -2, 1, "sorted-set", "ZPOPMIN that waits for a member.", cmdBZPop),
-		collectionRow("bzpopmax", -3, w, 1, -2, 1, "sorted-set", "ZPOPMAX that waits for a member.", cmdBZPop),
+		collectionRow("bzpopmin", -3, wns, 1, -2, 1, "sorted-set", "ZPOPMIN that waits for a member.", cmdBZPop),
+		collectionRow("bzpopmax", -3, wns, 1, -2, 1, "sorted-set", "ZPOPMAX that waits for a member.", cmdBZPop),
 		collectionRow("bzmpop", -5, w, 0, 0, 0, "sorted-set", "ZMPOP that waits for a member.", cmdBZMPop),
 	}
 }

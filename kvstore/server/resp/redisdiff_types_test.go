@@ -137,3 +137,40 @@ func TestRedisDiff_SortedSets(t *testing.T) {
 		cmd("zadd", "f", "1.1", "a", "0.1", "b", "-0", "c", "1e20", "d", "123456789012345678", "e"), cmd("zrange", "f", "0", "-1", "withscores"),
 	)
 }
+
+// A string write that does not read the old value (SET and its options,
+// SETEX, PSETEX, MSET) replaces a key of any kind, as Redis's does; one that
+// only tests existence (NX, XX, SETNX, MSETNX) sees a collection as a key
+// that exists; one that returns or changes the old string (GET, GETSET,
+// GETDEL, GETEX, APPEND, INCR) answers WRONGTYPE. The same inside a script
+// and a transaction (the rate limiter's script SETs over a foreign hash).
+func TestRedisDiff_StringWritesOverACollectionKey(t *testing.T) {
+	p := newPair(t, resp.Options{})
+	kinds := [][]any{
+		cmd("hset", "c", "f", "1"), cmd("rpush", "c", "a"), cmd("sadd", "c", "m"), cmd("zadd", "c", "1", "m"),
+	}
+	writes := [][]any{
+		cmd("set", "c", "v", "px", "100000"), cmd("set", "c", "v", "ex", "100"), cmd("set", "c", "v", "keepttl"),
+		cmd("set", "c", "v", "nx"), cmd("set", "c", "v", "xx"), cmd("set", "c", "v", "xx", "get"),
+		cmd("set", "c", "v", "get"), cmd("set", "c", "v", "nx", "get"), cmd("set", "c", "v"),
+		cmd("setnx", "c", "v"), cmd("setex", "c", "100", "v"), cmd("psetex", "c", "100000", "v"),
+		cmd("msetnx", "c", "v"), cmd("msetnx", "fresh", "v", "c", "v"), cmd("mset", "c", "v", "other", "w"),
+		cmd("getset", "c", "v"), cmd("getdel", "c"), cmd("getex", "c", "px", "100"), cmd("get", "c"),
+		cmd("append", "c", "v"), cmd("incr", "c"), cmd("setrange", "c", "0", "v"), cmd("strlen", "c"),
+		cmd("eval", "return redis.call('set', KEYS[1], 'v', 'px', 100000)", "1", "c"),
+		cmd("eval", "return redis.call('set', KEYS[1], 'v', 'keepttl')", "1", "c"),
+		cmd("eval", "return redis.call('set', KEYS[1], 'v')", "1", "c"),
+		cmd("eval", "return redis.call('setnx', KEYS[1], 'v')", "1", "c"),
+		cmd("eval", "return redis.call('mset', KEYS[1], 'v')", "1", "c"),
+		cmd("eval", "return redis.call('msetnx', KEYS[1], 'v')", "1", "c"),
+		cmd("eval", "local r = redis.pcall('get', KEYS[1]); redis.call('set', KEYS[1], 'v', 'px', 100000); return {type(r), redis.call('get', KEYS[1])}", "1", "c"),
+	}
+	for _, kind := range kinds {
+		for _, w := range writes {
+			p.sameOn(cmd("del", "c", "fresh", "other"), kind, cmd("pexpire", "c", "50000"), w,
+				cmd("type", "c"), cmd("get", "c"), cmd("ttl", "c"), cmd("exists", "fresh", "other"))
+			p.sameOn(cmd("del", "c", "fresh", "other"), kind, cmd("multi"), w, cmd("exec"),
+				cmd("type", "c"), cmd("ttl", "c"), cmd("exists", "fresh", "other"))
+		}
+	}
+}

@@ -9,8 +9,9 @@ package resp
 // write keeps what it wrote, as Redis does (the update commits whatever
 // the transaction holds); the log holds the writes, never the script, so
 // recovery never runs Lua. One script runs at a time (the update holds
-// the commit pipeline), on a goroutine of its own, so that the connection's
-// side can answer others BUSY once it runs too long (script_busy.go).
+// the commit pipeline), on the goroutine of the connection that called it;
+// the engine's one watchdog answers others BUSY once it runs too long
+// (script_busy.go).
 
 import (
 	"context"
@@ -51,6 +52,8 @@ type scriptEngine struct {
 	persistErr          error        // the functions file could not be read at start
 
 	running atomic.Pointer[scriptRun]
+	runs    atomic.Uint64 // scripts started, for the watchdog's idle test
+	watched atomic.Bool   // the watchdog goroutine is alive
 
 	busyAfterNanos atomic.Int64 // busy-reply-threshold (CONFIG SET changes it)
 	maxMemory      int64
@@ -79,6 +82,12 @@ type scriptRun struct {
 	cancel   context.CancelFunc
 	cause    atomic.Value // string: why the script was stopped
 	command  [][]byte     // the EVAL or FCALL (FUNCTION STATS)
+	// serveBusy serves the other connections of the event loop that runs
+	// the script (nil off the event loops); the watchdog calls it, under
+	// serving, which end takes before the loop goes on.
+	serveBusy func()
+	serving   sync.Mutex
+	ended     bool // (serving) the script returned: serve no more
 }
 
 // scriptCtx is one run as the Lua side sees it (redis.call).
@@ -314,14 +323,11 @@ func (e *scriptEngine) run(c *call, pick func(e *scriptEngine) (*luaVM, runSpec,
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		run := &scriptRun{start: time.Now(), eval: spec.eval, name: spec.name, cancel: cancel, command: c.args}
+		run := &scriptRun{start: time.Now(), eval: spec.eval, name: spec.name, cancel: cancel, command: c.args, serveBusy: c.cl.serveBusy}
 		sc := &scriptCtx{e: e, c: c, tx: tx, run: run, readOnly: spec.readOnly, resp3: spec.resp3, fn: spec.name, source: spec.source}
-		e.running.Store(run)
-		defer e.running.Store(nil)
-
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
+		e.begin(run)
+		func() {
+			defer e.end(run)
 			defer func() {
 				if p := recover(); p != nil {
 					e.log.Error("script panicked", "script", spec.name, "panic", fmt.Sprint(p))
@@ -331,7 +337,6 @@ func (e *scriptEngine) run(c *call, pick func(e *scriptEngine) (*luaVM, runSpec,
 			}()
 			vm.call(ctx, sc, spec, &reply)
 		}()
-		e.await(c, run, done)
 		if spec.eval && !vm.intact() {
 			vm.L.Close()
 			e.vm = nil

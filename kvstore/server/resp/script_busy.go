@@ -5,7 +5,8 @@ package resp
 // Invariants: while a script runs past Options.BusyScriptTime every other
 // connection is answered Redis's BUSY error for everything but SCRIPT KILL,
 // FUNCTION KILL/STATS and SHUTDOWN NOSAVE — also the connections of the
-// event loop that runs the script, which serves them from the wait — and a
+// event loop that runs the script, which the watchdog serves while the
+// loop's goroutine runs the script — and a
 // script that wrote cannot be killed (its writes would be half a script);
 // a script that allocates past Options.ScriptMaxMemory is stopped with an
 // error. The process never exits or crashes because of a script.
@@ -18,37 +19,94 @@ import (
 	"time"
 )
 
-// busyPoll is how often the waiting side checks the script's time and
+// busyPoll is how often the watchdog checks the running script's time and
 // memory and, once the script is busy, serves the other connections.
 const busyPoll = 5 * time.Millisecond
 
-// await waits for the script's goroutine, watching its time and memory.
-func (e *scriptEngine) await(c *call, run *scriptRun, done <-chan struct{}) {
-	select {
-	case <-done:
-		return
-	default:
+// watchIdle is how long the watchdog outlives the last script: a server
+// that runs scripts keeps one goroutine ticking, an idle one none.
+const watchIdle = time.Second
+
+// begin publishes run as the running script (BUSY, SCRIPT KILL and FUNCTION
+// STATS see it from now on) and makes sure the watchdog is alive. The
+// script then runs on the caller's goroutine: no hand-off, no timer per call.
+func (e *scriptEngine) begin(run *scriptRun) {
+	e.runs.Add(1)
+	e.running.Store(run)
+	if !e.watched.Load() && e.watched.CompareAndSwap(false, true) {
+		go e.watch()
 	}
+}
+
+// end takes run down once its script returned. It waits for a serving of
+// the loop's other connections that is under way (the watchdog serves them
+// on its goroutine while the loop's own runs the script), so the loop's
+// state is the loop's again when end returns; running stays set until
+// then, so the connections served meanwhile were all answered BUSY.
+func (e *scriptEngine) end(run *scriptRun) {
+	run.serving.Lock()
+	run.ended = true
+	run.serving.Unlock()
+	e.running.Store(nil)
+}
+
+// watch is the engine's one watchdog: every busyPoll it looks at the
+// running script, stops it past Options.ScriptMaxMemory, marks it busy past
+// the busy time and then serves the other connections of its event loop.
+// It exits after watchIdle without a script (begin starts it again).
+func (e *scriptEngine) watch() {
 	tick := time.NewTicker(busyPoll)
 	defer tick.Stop()
-	heap0 := heapObjectBytes()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
+	var seen *scriptRun
+	var heap0 uint64
+	runs, idleSince := e.runs.Load(), time.Now()
+	for now := range tick.C {
+		run := e.running.Load()
+		if n := e.runs.Load(); run != nil || n != runs {
+			runs, idleSince = n, now
+		} else if now.Sub(idleSince) >= watchIdle {
+			e.watched.Store(false)
+			// A script that began after the load above has seen watched
+			// true: take the watch back for it, or leave.
+			if e.running.Load() == nil && e.runs.Load() == runs || !e.watched.CompareAndSwap(false, true) {
+				return
+			}
 		}
-		if now := heapObjectBytes(); e.maxMemory > 0 && now > heap0 && now-heap0 > uint64(e.maxMemory) {
-			run.stop(fmt.Sprintf("ERR Script exceeded the memory limit of %d bytes (devkit kv serve --script-max-memory)", e.maxMemory))
+		if run == nil {
+			seen = nil
+			continue
 		}
-		if after := time.Duration(e.busyAfterNanos.Load()); !run.busy.Load() && after > 0 && time.Since(run.start) >= after {
-			run.busy.Store(true)
-			e.log.Warn("a script has run longer than the busy time; other clients get BUSY until it ends (SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE)",
-				"script", run.name, "busy_after", after)
+		heap := heapObjectBytes()
+		if run != seen {
+			// A script seen for the first time: what it allocates is the
+			// heap's growth from its lowest point since, give or take a
+			// GC cycle (garbage of before the script is swept meanwhile).
+			seen, heap0 = run, heap
+			continue
 		}
-		if run.busy.Load() && c.cl.serveBusy != nil {
-			c.cl.serveBusy()
-		}
+		heap0 = min(heap0, heap)
+		e.watchRun(run, heap-heap0)
+	}
+}
+
+// watchRun is one look of the watchdog at a script it saw before, which
+// has grown the heap by grown bytes.
+func (e *scriptEngine) watchRun(run *scriptRun, grown uint64) {
+	if e.maxMemory > 0 && grown > uint64(e.maxMemory) {
+		run.stop(fmt.Sprintf("ERR Script exceeded the memory limit of %d bytes (devkit kv serve --script-max-memory)", e.maxMemory))
+	}
+	if after := time.Duration(e.busyAfterNanos.Load()); !run.busy.Load() && after > 0 && time.Since(run.start) >= after {
+		run.busy.Store(true)
+		e.log.Warn("a script has run longer than the busy time; other clients get BUSY until it ends (SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE)",
+			"script", run.name, "busy_after", after)
+	}
+	if !run.busy.Load() || run.serveBusy == nil {
+		return
+	}
+	run.serving.Lock()
+	defer run.serving.Unlock()
+	if !run.ended {
+		run.serveBusy()
 	}
 }
 

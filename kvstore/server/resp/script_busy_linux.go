@@ -7,17 +7,24 @@ import (
 )
 
 // serveWhileBusy serves the loop's other connections while self's script
-// runs past the busy time (called on the loop's goroutine, from the wait
-// for the script): their commands are answered BUSY, or run when Redis
-// lets them (SCRIPT KILL, SHUTDOWN NOSAVE), and none of them reaches the
-// engine, so no connection is parked. Readiness seen here is kept: self's
-// for after its script, the loop's wake-up posted again.
+// runs past the busy time (called by the script engine's watchdog, while
+// the loop's goroutine runs the script): their commands are answered BUSY,
+// or run when Redis lets them (SCRIPT KILL, SHUTDOWN NOSAVE), and none of
+// them reaches the engine, so no connection is parked. Readiness seen here
+// is kept: self's for after its script, the loop's wake-up posted again.
+// Connections whose readiness the loop took from epoll in self's round
+// (so epoll reports them no more) are served too.
 func (l *loop) serveWhileBusy(self *elConn) {
 	if l.busyServing {
 		return
 	}
 	l.busyServing = true
 	defer func() { l.busyServing = false }()
+	for _, c := range l.conns {
+		if c != self && c.readable {
+			l.service(c)
+		}
+	}
 	var events [64]unix.EpollEvent
 	n, err := unix.EpollWait(l.epfd, events[:], 0)
 	if err != nil || n <= 0 {

@@ -14,6 +14,14 @@ func TestRedisDiff_ScriptConversionsErrorsAndSandbox(t *testing.T) {
 	p := newPair(t, resp.Options{})
 	p.same(
 		cmd("eval", "return 1", "0"),
+		cmd("eval", "return select('#', ...)", "0"),
+		cmd("eval", "return redis.pcall('blpop', 'x', 0)", "0"), cmd("eval", "return redis.pcall('brpop', 'x', 0)", "0"),
+		cmd("eval", "return redis.pcall('blmove', 'x', 'y', 'LEFT', 'LEFT', 0)", "0"),
+		cmd("eval", "return redis.pcall('brpoplpush', 'x', 'y', 0)", "0"),
+		cmd("eval", "return redis.pcall('bzpopmin', 'z', 0)", "0"), cmd("eval", "return redis.pcall('bzpopmax', 'z', 0)", "0"),
+		cmd("eval", "return redis.pcall('blmpop', 0, 1, 'x', 'LEFT')", "0"), cmd("eval", "return redis.pcall('bzmpop', 0, 1, 'z', 'MIN')", "0"),
+		cmd("eval", "local function f(...) return {arg.n, arg[2]} end return f(1, 2)", "0"),
+		cmd("eval", "local function f(...) return {type(arg), ...} end return f(1, 2)", "0"),
 		cmd("eval", "return 3.99", "0"),
 		cmd("eval", "return -3.99", "0"),
 		cmd("eval", "return 'hello'", "0"),

@@ -219,7 +219,15 @@ func compileLua(body, chunk string) (*lua.FunctionProto, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lua.Compile(stmts, chunk)
+	proto, err := lua.Compile(stmts, chunk)
+	if err != nil {
+		return nil, err
+	}
+	// The main chunk has no "arg" table in Lua 5.1 (only a vararg function
+	// inside it does, with CompatVarArg): without this gopher-lua builds
+	// one, a table with a map, at every call of the script.
+	proto.IsVarArg &^= lua.VarArgNeedsArg
+	return proto, nil
 }
 
 // sha1hex is Redis's script id: the SHA1 of the body in lower-case hex.

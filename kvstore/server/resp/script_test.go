@@ -1,8 +1,11 @@
 package resp_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +49,38 @@ return {v, redis.call('ttl', KEYS[1])}`)
 	}
 	if v, err := incrBy.Run(ctx, c, []string{"counter"}, 1).Int64Slice(); err != nil || v[0] != 11 {
 		t.Fatalf("run after flush = %v, %v", v, err)
+	}
+}
+
+// The rate limiter's script reads its key with pcall (a foreign type reads
+// as no state) and then SETs a new value with PX: over a hash, as over a
+// string, the SET replaces it, inside a script as outside.
+func TestScript_SetWithOptionsReplacesACollection(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	replace := redis.NewScript(`
+local raw = redis.pcall('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', 60000)
+return {type(raw), redis.call('GET', KEYS[1]), redis.call('SETNX', KEYS[1], 'again')}`)
+	for _, foreign := range []func(key string) error{
+		func(key string) error { return c.HSet(ctx, key, "n", 7).Err() },
+		func(key string) error { return c.RPush(ctx, key, "a").Err() },
+		func(key string) error { return c.Set(ctx, key, "3", time.Minute).Err() },
+	} {
+		if err := foreign("k"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := replace.Run(ctx, c, []string{"k"}, "4|x").Slice()
+		if err != nil {
+			t.Fatalf("the script over %s: %v", c.Type(ctx, "k").Val(), err)
+		}
+		if want := []any{"table", "4|x", int64(0)}; len(got) != 3 || got[1] != want[1] || got[2] != want[2] {
+			t.Fatalf("the script = %v, want the value replaced and SETNX 0 (%v)", got, want)
+		}
+		if kind := c.Type(ctx, "k").Val(); kind != "string" {
+			t.Fatalf("TYPE after the script = %s, want string", kind)
+		}
+		c.Del(ctx, "k")
 	}
 }
 
@@ -154,6 +189,79 @@ func TestScript_BusyScriptIsKilledAndTheServerAnswersAgain(t *testing.T) {
 		if err := other.ScriptKill(ctx).Err(); err == nil || err.Error() != "NOTBUSY No scripts in execution right now." {
 			t.Fatalf("SCRIPT KILL with none running: %v", err)
 		}
+	}
+}
+
+// A command that reached the server in the same event-loop round as the
+// script (so its readiness was already taken from epoll) is answered BUSY
+// once the script is busy, not left unread until the script ends: Redis's
+// unit/scripting stalled on this ("killed by SCRIPT KILL even when use
+// pcall": its PING never came back, so the kill was never sent).
+func TestScript_CommandReadyWithTheScriptIsAnsweredBusy(t *testing.T) {
+	addr := start(t, servertest.OpenDB(t), resp.Options{BusyScriptTime: 100 * time.Millisecond, EventLoops: 1})
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	send := func(c net.Conn, args ...string) {
+		b := fmt.Appendf(nil, "*%d\r\n", len(args))
+		for _, a := range args {
+			b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line := func(c net.Conn, r *bufio.Reader) string {
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		l, err := r.ReadString('\n')
+		if err != nil {
+			return "read: " + err.Error()
+		}
+		return strings.TrimSpace(l)
+	}
+	hold, holdR := dial()
+	runner, runnerR := dial()
+	other, otherR := dial()
+	for _, c := range []struct {
+		c net.Conn
+		r *bufio.Reader
+	}{{hold, holdR}, {runner, runnerR}, {other, otherR}} {
+		send(c.c, "PING")
+		if got := line(c.c, c.r); got != "+PONG" {
+			t.Fatalf("PING = %q", got)
+		}
+	}
+	// hold keeps the loop in a script for 50 ms (under the busy time), so
+	// that runner's script and other's PING arrive meanwhile and are read
+	// from epoll in one round, the script first.
+	send(hold, "EVAL", `local t = redis.call('TIME') local t0 = t[1] * 1000000 + t[2]
+while true do t = redis.call('TIME') if t[1] * 1000000 + t[2] - t0 > 50000 then return 1 end end`, "0")
+	time.Sleep(10 * time.Millisecond)
+	send(runner, "EVAL", "while true do end", "0")
+	time.Sleep(5 * time.Millisecond)
+	send(other, "PING")
+	if got := line(hold, holdR); got != ":1" {
+		t.Fatalf("the holding script = %q", got)
+	}
+	// A goroutine per connection answers it at once; the loop, busy in
+	// the script, once the script is busy.
+	for got := line(other, otherR); !strings.HasPrefix(got, "-BUSY"); got = line(other, otherR) {
+		if got != "+PONG" {
+			t.Fatalf("PING sent with the script = %q, want BUSY (or PONG before the busy time)", got)
+		}
+		send(other, "PING")
+	}
+	send(other, "SCRIPT", "KILL")
+	if got := line(other, otherR); got != "+OK" {
+		t.Fatalf("SCRIPT KILL = %q", got)
+	}
+	if got := line(runner, runnerR); !strings.Contains(got, "Script killed by user") {
+		t.Fatalf("the killed script's reply = %q", got)
 	}
 }
 

@@ -87,15 +87,20 @@ func cmdSet(c *call) {
 	var old []byte
 	var had, written bool
 	err = c.update(func(tx txn) error {
-		cur, err := tx.Get(key)
-		switch {
-		case errors.Is(err, kvstore.ErrNotFound):
-			had = false
-		case err != nil:
-			return err
-		default:
-			had = true
-			old = cur
+		if !o.get {
+			// SET replaces a value of any kind, as Redis's does: only
+			// NX and XX look at the key, and only at whether it exists.
+			had = exists(tx, key)
+		} else {
+			cur, err := tx.Get(key) // WRONGTYPE for a collection, as in Redis 7
+			switch {
+			case errors.Is(err, kvstore.ErrNotFound):
+				had = false
+			case err != nil:
+				return err
+			default:
+				had, old = true, cur
+			}
 		}
 		if (o.nx && had) || (o.xx && !had) {
 			written = false
@@ -116,16 +121,18 @@ func cmdSet(c *call) {
 	}
 }
 
+// exists reports whether key holds a live value of any kind. The string
+// writes that only test existence (SET NX/XX, SETNX, MSETNX) see a
+// collection as a key that exists, as Redis does, not as WRONGTYPE.
+func exists(tx txn, key []byte) bool { return tx.Kind(key) != kvstore.KindNone }
+
 func cmdSetNX(c *call) {
 	key, value := c.args[1], c.args[2]
 	var set bool
 	err := c.update(func(tx txn) error {
-		_, err := tx.Get(key)
-		if !errors.Is(err, kvstore.ErrNotFound) {
-			set = false
-			return err
+		if set = !exists(tx, key); !set {
+			return nil
 		}
-		set = true
 		return tx.Set(key, value)
 	})
 	if err != nil {
@@ -251,8 +258,8 @@ func cmdMSetNX(c *call) {
 	err := c.update(func(tx txn) error {
 		set = false
 		for i := 1; i < len(c.args); i += 2 {
-			if _, err := tx.Get(c.args[i]); !errors.Is(err, kvstore.ErrNotFound) {
-				return err // nil: the key exists
+			if exists(tx, c.args[i]) {
+				return nil
 			}
 		}
 		for i := 1; i < len(c.args); i += 2 {
