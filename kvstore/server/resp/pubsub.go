@@ -482,6 +482,10 @@ func cmdPubsub(c *call) {
 	h, w := c.s.pubsub, c.w
 	sub, n := strings.ToUpper(string(c.args[1])), len(c.args)
 	switch {
+	case (sub == "HELP" || sub == "NUMPAT") && n != 2:
+		wrongArgs(w, "pubsub|"+strings.ToLower(sub)) // their arity is 2 in Redis's table
+	case sub != "HELP" && sub != "NUMPAT" && sub != "CHANNELS" && sub != "SHARDCHANNELS" && sub != "NUMSUB" && sub != "SHARDNUMSUB":
+		unknownSubcommand(w, c.args[1], "PUBSUB")
 	case sub == "HELP" && n == 2:
 		w.bulkStrings(pubsubHelp...)
 	case (sub == "CHANNELS" || sub == "SHARDCHANNELS") && (n == 2 || n == 3):
