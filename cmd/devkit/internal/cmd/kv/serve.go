@@ -207,6 +207,8 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	cfg.RESP.OnShutdown = func(context.Context) { shutdown() }
 	// Redis 7 functions survive restarts: a file beside the engine's log.
 	cfg.RESP.FunctionsFile = filepath.Join(opts.DataDir, resp.FunctionsFileName)
+	// and a backup carries them with its checkpoint.
+	cfg.TCP.BackupFiles = []string{cfg.RESP.FunctionsFile}
 	if opts.TLSCert != "" {
 		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
 		if err != nil {
