@@ -88,10 +88,3 @@ func cmdWait(c *call) {
 		c.w.integer(0)
 	}
 }
-
-// cmdPublish answers PUBLISH channel message with the number of clients
-// that received it. devkit kv serves no SUBSCRIBE, so nobody can be
-// listening and the answer is 0, as Redis answers a channel without
-// subscribers. Clients that publish notifications (the rate limiter's
-// reset, for one) work unchanged; nothing is delivered.
-func cmdPublish(c *call) { c.w.integer(0) }

@@ -45,6 +45,9 @@ const (
 	flagNoMulti
 	// flagNoScript: refused inside a script (Redis's noscript: EVAL, SCRIPT).
 	flagNoScript
+	// flagPubSub: served in subscribed mode (the (un)subscribe commands,
+	// PING, QUIT, RESET); every other command is refused there.
+	flagPubSub
 )
 
 // flagNames are the Redis names COMMAND INFO reports.
@@ -95,11 +98,19 @@ func runCounted(c *call) {
 func commandTable() []command {
 	return []command{
 		// connection
-		{name: "ping", arity: -1, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns PONG, or the argument.", run: cmdPing},
+		{name: "ping", arity: -1, flags: flagFast | flagTx | flagPubSub, op: metrics.OpPing, group: "connection", summary: "Returns PONG, or the argument.", run: cmdPing},
 		{name: "echo", arity: 2, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns the argument.", run: cmdEcho},
-		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
+		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue | flagPubSub, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
 		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
-		{name: "publish", arity: 3, flags: flagTx, op: metrics.OpOther, group: "pubsub", summary: "Answers 0: SUBSCRIBE is not served, so no client can be listening.", run: cmdPublish},
+		{name: "publish", arity: 3, flags: flagTx | flagFast, op: metrics.OpOther, group: "pubsub", summary: "Delivers a message to a channel's subscribers; returns how many received it.", run: cmdPublish},
+		{name: "spublish", arity: 3, flags: flagTx | flagFast, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpOther, group: "pubsub", summary: "As PUBLISH, to a shard channel (one node holds every slot).", run: cmdSPublish},
+		{name: "subscribe", arity: -2, flags: flagTx | flagNoScript | flagPubSub, op: metrics.OpOther, group: "pubsub", summary: "Listens for messages published to channels.", run: cmdSubscribe},
+		{name: "unsubscribe", arity: -1, flags: flagTx | flagNoScript | flagPubSub, op: metrics.OpOther, group: "pubsub", summary: "Stops listening to channels (all without arguments).", run: cmdUnsubscribe},
+		{name: "psubscribe", arity: -2, flags: flagTx | flagNoScript | flagPubSub, op: metrics.OpOther, group: "pubsub", summary: "Listens for messages published to channels matching glob patterns.", run: cmdPSubscribe},
+		{name: "punsubscribe", arity: -1, flags: flagTx | flagNoScript | flagPubSub, op: metrics.OpOther, group: "pubsub", summary: "Stops listening to patterns (all without arguments).", run: cmdPUnsubscribe},
+		{name: "ssubscribe", arity: -2, flags: flagTx | flagNoScript | flagPubSub, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpOther, group: "pubsub", summary: "Listens for messages published to shard channels.", run: cmdSSubscribe},
+		{name: "sunsubscribe", arity: -1, flags: flagTx | flagNoScript | flagPubSub, firstKey: 1, lastKey: -1, step: 1, op: metrics.OpOther, group: "pubsub", summary: "Stops listening to shard channels (all without arguments).", run: cmdSUnsubscribe},
+		{name: "pubsub", arity: -2, flags: flagTx, op: metrics.OpOther, group: "pubsub", summary: "PUBSUB CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB.", run: cmdPubsub},
 		{name: "wait", arity: 3, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "generic", summary: "Answers 0 at once: there are no replicas to wait for.", run: cmdWait},
 		{name: "select", arity: 2, flags: flagFast | flagTx, op: metrics.OpOther, group: "connection", summary: "Selects database 0 (the only one).", run: cmdSelect},
 		{name: "client", arity: -2, flags: flagTx | flagNoScript, op: metrics.OpOther, group: "connection", summary: "CLIENT LIST, INFO, ID, SETNAME, GETNAME, SETINFO.", run: cmdClient},
@@ -294,6 +305,19 @@ func (cmd *command) flagList() []string {
 		}
 	}
 	return out
+}
+
+// containers are the commands whose first argument names a subcommand:
+// Redis names them "command|sub" in its errors.
+var containers = map[string]bool{"client": true, "command": true, "config": true, "function": true,
+	"script": true, "object": true, "pubsub": true}
+
+// fullName is the command's name as Redis's errors give it.
+func fullName(cmd *command, args [][]byte) string {
+	if containers[cmd.name] && len(args) > 1 {
+		return cmd.name + "|" + strings.ToLower(string(args[1]))
+	}
+	return cmd.name
 }
 
 func wrongArgs(w *replyWriter, name string) {

@@ -9,6 +9,17 @@ import (
 )
 
 func cmdPing(c *call) {
+	if c.cl.subscribed() && len(c.args) <= 2 {
+		// In subscribed mode PING answers as a message would (RESP2).
+		c.w.array(2)
+		c.w.bulkString("pong")
+		if len(c.args) == 2 {
+			c.w.bulk(c.args[1])
+		} else {
+			c.w.bulkString("")
+		}
+		return
+	}
 	switch len(c.args) {
 	case 1:
 		c.w.simple("PONG")
@@ -127,16 +138,24 @@ func (s *Server) clientLine(cl *client, now time.Time) string {
 		last = cmd.name
 	}
 	idle := now.Sub(time.Unix(0, cl.lastActive.Load()))
-	flags := "N"
+	flags := ""
 	if cl.multiLen.Load() >= 0 {
-		flags = "x"
+		flags += "x"
+	}
+	subs, psubs, ssubs := cl.subs.Load(), cl.psubs.Load(), cl.ssubs.Load()
+	if subs+psubs+ssubs > 0 {
+		flags += "P"
+	}
+	if flags == "" {
+		flags = "N"
 	}
 	return "id=" + strconv.FormatInt(cl.id, 10) +
 		" addr=" + cl.addr + " laddr=" + cl.laddr +
 		" name=" + name +
 		" age=" + strconv.FormatInt(int64(now.Sub(cl.created)/time.Second), 10) +
 		" idle=" + strconv.FormatInt(int64(idle/time.Second), 10) +
-		" flags=" + flags + " db=0 sub=0 psub=0" +
+		" flags=" + flags + " db=0" +
+		" sub=" + strconv.Itoa(int(subs)) + " psub=" + strconv.Itoa(int(psubs)) + " ssub=" + strconv.Itoa(int(ssubs)) +
 		" multi=" + strconv.FormatInt(cl.multiLen.Load(), 10) +
 		" cmd=" + last + " user=default resp=2\n"
 }

@@ -75,6 +75,7 @@ type loop struct {
 	incoming []*elConn
 	kills    []*elConn
 	resumed  []*elConn // held connections whose hold ended
+	pushed   []*elConn // subscribers with messages to write (pubsub.go)
 	drain    bool
 	quit     bool
 	woken    bool // a wake is pending (so one eventfd write serves many)
@@ -213,6 +214,8 @@ func (ls *eventLoops) adopt(c *connserver.Conn) bool {
 	cl.serveBusy = func() { l.serveWhileBusy(ec) }
 	ec.p.cr = ls.s.newCommandReader(nil)
 	cl.resume = func() { l.post(func() { l.resumed = append(l.resumed, ec) }) } // a blocked command fired (cmd_block.go)
+	cl.pushWake = func() { l.post(func() { l.pushed = append(l.pushed, ec) }) } // a message for a subscriber (pubsub.go)
+	cl.kill = func() { l.post(func() { l.kills = append(l.kills, ec) }) }
 	c.MarkIdle(time.Now())
 	c.Detach(connserver.Hooks{
 		Close: func() { l.post(func() { l.kills = append(l.kills, ec) }) },
@@ -496,8 +499,8 @@ func (l *loop) countWriters(batch []*elConn) {
 func (l *loop) takeWork(touched *[]*elConn) bool {
 	l.mu.Lock()
 	l.woken = false
-	incoming, kills, drain, quit, resumed := l.incoming, l.kills, l.drain, l.quit, l.resumed
-	l.incoming, l.kills, l.drain, l.resumed = nil, nil, false, nil
+	incoming, kills, drain, quit, resumed, pushed := l.incoming, l.kills, l.drain, l.quit, l.resumed, l.pushed
+	l.incoming, l.kills, l.drain, l.resumed, l.pushed = nil, nil, false, nil, nil
 	l.timeoutsDue = l.timeoutsDue || l.tickDue
 	l.tickDue = false
 	if quit {
@@ -525,6 +528,11 @@ func (l *loop) takeWork(touched *[]*elConn) bool {
 			continue // a stale resume: a wrong password's hold runs its course
 		}
 		c.holding, c.cl.holdUntil = false, time.Time{}
+		if !c.closed {
+			*touched = append(*touched, c)
+		}
+	}
+	for _, c := range pushed {
 		if !c.closed {
 			*touched = append(*touched, c)
 		}
@@ -576,6 +584,16 @@ func (l *loop) service(c *elConn) {
 			if !l.writeOut(c) {
 				return
 			}
+			continue
+		}
+		if ps := c.cl.ps; ps != nil && ps.queued.Load() && !c.closing {
+			// Messages arrived: the replies are out (a burst ends in a
+			// write or a park), so they go out now, in order.
+			if !ps.takeInto(&c.cl.out) {
+				l.close(c) // over its output limit
+				return
+			}
+			l.startWrite(c)
 			continue
 		}
 		if c.cl.blocked != nil {
@@ -747,6 +765,10 @@ func (l *loop) endBurst(c *elConn) {
 // startWrite begins writing the replies collected; the connection then
 // waits for its next request unless there is more to do.
 func (l *loop) startWrite(c *elConn) {
+	if ps := c.cl.ps; ps != nil && !ps.takeInto(&c.cl.out) {
+		c.closing = true // over its output limit: its replies are dropped with it
+		c.cl.out.buf = c.cl.out.buf[:0]
+	}
 	if len(c.cl.out.buf) > 0 {
 		c.wbuf = c.cl.out.buf
 	} else {
@@ -780,6 +802,9 @@ func (l *loop) writeOut(c *elConn) bool {
 	}
 	c.wbuf, c.wblocked = nil, 0
 	cl := c.cl
+	if cl.ps != nil {
+		cl.ps.wrote()
+	}
 	cl.out.buf = cl.out.buf[:0]
 	if cap(cl.out.buf) > keepOutBytes {
 		cl.out.buf = nil
@@ -800,6 +825,7 @@ func (l *loop) checkTimeouts(now time.Time) {
 	for _, c := range l.conns {
 		switch {
 		case c.parked, c.cl.blocked != nil: // a blocked client waits as long as it asked
+		case c.wblocked == 0 && c.cl.subscribed(): // a subscriber waits for messages (Redis exempts it from timeout)
 		case c.wblocked != 0:
 			if o.WriteTimeout > 0 && nanos-c.wblocked > int64(o.WriteTimeout) {
 				c.cl.log.Debug("write timed out; closing the connection")

@@ -255,6 +255,11 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 		cl.multiDirty = cl.multi
 		return
 	}
+	if cmd.flags&flagPubSub == 0 && cl.subscribed() {
+		cmd.stats.rejected.Add(1)
+		cl.out.error(subscribedModeError(fullName(cmd, args)))
+		return
+	}
 	if busy := s.busyReply(cmd, args); busy != "" {
 		cmd.stats.rejected.Add(1)
 		cl.out.error(busy)
@@ -483,6 +488,8 @@ type clientState struct {
 	lastCmd    atomic.Pointer[command]
 	lastActive atomic.Int64 // unix nanos of the last command
 	multiLen   atomic.Int64 // -1 outside MULTI
+	// subscriptions to channels, patterns and shard channels (pubsub.go)
+	subs, psubs, ssubs atomic.Int32
 }
 
 // engineError writes an engine error in Redis's style.

@@ -120,6 +120,10 @@ func (s *Server) info(sections [][]byte) string {
 		line("total_deletes", st.Deletes)
 		line("expired_keys", st.ExpiredKeys)
 		line("evicted_keys", 0)
+		channels, patterns, shard := s.pubsub.counts()
+		line("pubsub_channels", channels)
+		line("pubsub_patterns", patterns)
+		line("pubsubshard_channels", shard)
 	}
 	if want("replication") {
 		section("Replication")

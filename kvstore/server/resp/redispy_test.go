@@ -108,3 +108,43 @@ func TestRedisPy_CollectionsAndABlockingPop(t *testing.T) {
 		}
 	}
 }
+
+// redis-py's PubSub (subscribe, psubscribe, get_message, a handler on
+// run_in_thread, unsubscribing) works against devkit kv.
+func TestRedisPy_PubSubMessagesPatternsAndAHandlerThread(t *testing.T) {
+	requireRedisPy(t)
+	host, port, _ := net.SplitHostPort(start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, systemPython, "testdata/redispy_pubsub.py", host, port).Output()
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("redis-py script: %v\n%s", err, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("script output %q: %v", out, err)
+	}
+	msg := func(typ string, pattern, channel, data any) map[string]any {
+		return map[string]any{"type": typ, "pattern": pattern, "channel": channel, "data": data}
+	}
+	want := map[string]any{
+		"subscribed":        msg("subscribe", nil, "orders", 1.0),
+		"psubscribed":       msg("psubscribe", nil, "audit.*", 2.0),
+		"numsub":            []any{[]any{"orders", 1.0}, []any{"none", 0.0}},
+		"numpat":            1.0,
+		"channels":          []any{"orders"},
+		"published":         []any{1.0, 1.0, 0.0},
+		"messages":          []any{msg("message", nil, "orders", "o-1"), msg("pmessage", "audit.*", "audit.login", "a-1")},
+		"handled":           []any{"e-1"},
+		"after_unsubscribe": []any{0.0, 0.0},
+	}
+	for k, w := range want {
+		if !reflect.DeepEqual(got[k], w) {
+			t.Errorf("%s = %#v, want %#v", k, got[k], w)
+		}
+	}
+}

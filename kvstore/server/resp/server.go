@@ -128,8 +128,17 @@ type Options struct {
 	// persist the function libraries (replaced atomically), read back by
 	// NewServer; empty: functions live in memory only.
 	FunctionsFile string
-	Logger        *slog.Logger
-	Metrics       *metrics.Metrics
+	// PubSubBufferHard and PubSubBufferSoft bound the messages waiting for
+	// one subscriber (bytes): a subscriber past the hard bound, or past the
+	// soft bound for longer than PubSubBufferSoftTime, is disconnected, so
+	// that a subscriber that does not read can neither hold up PUBLISH nor
+	// exhaust memory (Redis's client-output-buffer-limit pubsub 32mb 8mb 60,
+	// the defaults). Negative: no bound.
+	PubSubBufferHard     int
+	PubSubBufferSoft     int
+	PubSubBufferSoftTime time.Duration
+	Logger               *slog.Logger
+	Metrics              *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -174,6 +183,20 @@ func (o Options) withDefaults() Options {
 	case o.BusyScriptTime < 0:
 		o.BusyScriptTime = 0
 	}
+	for _, p := range []struct {
+		v *int
+		d int
+	}{{&o.PubSubBufferHard, DefaultPubSubBufferHard}, {&o.PubSubBufferSoft, DefaultPubSubBufferSoft}} {
+		switch {
+		case *p.v == 0:
+			*p.v = p.d
+		case *p.v < 0:
+			*p.v = 0
+		}
+	}
+	if o.PubSubBufferSoftTime <= 0 {
+		o.PubSubBufferSoftTime = DefaultPubSubBufferSoftTime
+	}
 	switch {
 	case o.ScriptMaxMemory == 0:
 		o.ScriptMaxMemory = DefaultScriptMaxMemory
@@ -197,6 +220,7 @@ type Server struct {
 	loops *eventLoops // nil: a goroutine per connection
 
 	blocks    blockRegistry    // clients in a blocking pop (cmd_block.go)
+	pubsub    *pubsubHub       // subscriptions (pubsub.go)
 	encodings encodingSettings // CONFIG SET hash-max-listpack-entries... (encodings.go)
 
 	saving atomic.Bool    // a SAVE or BGSAVE runs
@@ -216,7 +240,7 @@ type Server struct {
 func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, auth: newAuthGuard(), cmds: newCommandSet(), limits: store.Limits(),
-		started: time.Now(), clients: map[int64]*client{}}
+		started: time.Now(), clients: map[int64]*client{}, pubsub: newPubsubHub(opts)}
 	s.scripts = newScriptEngine(s)
 	if err := s.scripts.restoreFile(); err != nil {
 		// Refuse to change the libraries rather than overwrite the file.
@@ -309,6 +333,14 @@ type client struct {
 	// serveBusy, when set, serves the other connections of the event loop
 	// that runs this connection's script once the script is busy.
 	serveBusy func()
+
+	// ps is the connection's pub/sub state from its first (un)subscribe
+	// (pubsub.go). An event loop's connection sets pushWake (its loop
+	// writes the outbox) and kill (its loop closes it); a goroutine
+	// connection leaves them nil and gets a push writer.
+	ps       *subscriber
+	pushWake func()
+	kill     func()
 }
 
 // keepScratchBytes is the largest GET buffer a connection keeps.
@@ -369,6 +401,7 @@ func (s *Server) newClient(c *connserver.Conn) *client {
 // dropClient forgets a closed connection's state.
 func (s *Server) dropClient(cl *client) {
 	s.unblock(cl)
+	s.pubsub.leaveAll(cl)
 	s.unregister(cl)
 	s.open.Add(-1)
 }
@@ -399,6 +432,16 @@ func (s *Server) serveConn(c *connserver.Conn) {
 			runtime.Gosched()
 			cl.settle()
 		}
+		if ps := cl.ps; ps != nil {
+			// The push writer writes too: one writer at a time, and the
+			// messages queued go out behind these replies.
+			ps.wmu.Lock()
+			defer ps.wmu.Unlock()
+			if !ps.takeInto(&cl.out) {
+				return false // over its output limit: closed
+			}
+			defer ps.wrote()
+		}
 		if len(cl.out.buf) == 0 {
 			return true
 		}
@@ -416,6 +459,9 @@ func (s *Server) serveConn(c *connserver.Conn) {
 	}
 	cl.flushOut = flush
 	for {
+		// A subscriber waits for messages as long as it likes: Redis
+		// exempts pub/sub clients from the idle timeout.
+		c.ExemptFromIdleTimeout(cl.subscribed())
 		if !c.AwaitRequest() {
 			flush()
 			return

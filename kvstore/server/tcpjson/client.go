@@ -10,11 +10,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/devkit-go/devkit/internal/dirsync"
 	"github.com/devkit-go/devkit/kvstore"
 	"github.com/devkit-go/devkit/kvstore/server/backend"
 )
@@ -358,6 +360,15 @@ func (c *Client) backup(ctx context.Context, dir string) ([]BackupFile, error) {
 		return nil, rerr
 	}
 	files := trailer.Files
+	for i := range files {
+		if files[i].Data == nil {
+			continue
+		}
+		if err := writeBackupFile(dir, files[i]); err != nil {
+			return nil, err
+		}
+		files[i].Name, files[i].Data = filepath.Join(dir, files[i].Name), nil
+	}
 	if len(files) == 1 {
 		files[0].Name = info.Path
 	}
@@ -370,6 +381,38 @@ func (c *Client) readResponse() (Response, error) {
 		return Response{}, err
 	}
 	return c.decodeReply(line)
+}
+
+// writeBackupFile stores a file the trailer carried in the backup's
+// directory: a temporary file written and synced, renamed into place, then
+// the directory synced. Its name must be a plain file name: a server
+// cannot make the client write outside dir.
+func writeBackupFile(dir string, f BackupFile) error {
+	if f.Name == "" || f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." || strings.ContainsAny(f.Name, `/\`) {
+		return fmt.Errorf("backup stream: bad file name %q", f.Name)
+	}
+	tmp, err := os.CreateTemp(dir, f.Name+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	_, err = tmp.Write(f.Data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, f.Name))
+	}
+	if err == nil {
+		err = dirsync.Sync(dir)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("backup: write %s: %w", f.Name, err)
+	}
+	return nil
 }
 
 // ProtocolError is a reply in another protocol than TCP JSON: the address

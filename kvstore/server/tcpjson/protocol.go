@@ -165,10 +165,13 @@ func (j EntryJSON) Entry() kvstore.Entry {
 	return e
 }
 
-// BackupFile is one file of a streamed checkpoint.
+// BackupFile is one file of a streamed checkpoint. The checkpoint's is
+// streamed before the trailer; the others (Options.BackupFiles) come whole
+// in the trailer's Data.
 type BackupFile struct {
 	Name string `json:"name"`
 	Size int64  `json:"size"`
+	Data []byte `json:"data,omitempty"`
 }
 
 // pick returns the bytes of a field sent as text or base64.

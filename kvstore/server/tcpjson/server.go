@@ -15,6 +15,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -59,8 +61,14 @@ type Options struct {
 	// Password, when set, must be sent with an auth request before any
 	// other request on a connection.
 	Password string
-	Logger   *slog.Logger
-	Metrics  *metrics.Metrics
+	// BackupFiles are files beside the engine's (the RESP server's
+	// functions file) that a backup carries with the checkpoint: each is
+	// read as the backup begins, just before the checkpoint is frozen (its
+	// writer replaces it atomically, so a read sees one whole version), and
+	// sent in the trailer. A missing file is left out.
+	BackupFiles []string
+	Logger      *slog.Logger
+	Metrics     *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -450,15 +458,19 @@ func (s *Server) streamBackup(c *connserver.Conn, w *bufio.Writer, enc *json.Enc
 	if err := enc.Encode(resp); err != nil {
 		return err
 	}
+	extra, xerr := readBackupFiles(s.opts.BackupFiles)
 	cw := &chunkWriter{dw: deadlineWriter{c: c, w: w}}
 	info, err := s.store.StreamCheckpoint(context.Background(), cw)
+	if err == nil {
+		err = xerr
+	}
 	if cw.err != nil {
 		return cw.err // the client is gone: nothing more can be said
 	}
 	if _, werr := w.WriteString("0\n"); werr != nil {
 		return werr
 	}
-	trailer := Response{OK: true, Files: []BackupFile{{Name: info.Path, Size: cw.total}}}
+	trailer := Response{OK: true, Files: append([]BackupFile{{Name: info.Path, Size: cw.total}}, extra...)}
 	if err != nil {
 		trailer = engineError(err)
 	}
@@ -467,6 +479,22 @@ func (s *Server) streamBackup(c *connserver.Conn, w *bufio.Writer, enc *json.Enc
 	}
 	c.ArmWrite()
 	return w.Flush()
+}
+
+// readBackupFiles reads the files a backup carries beside the checkpoint.
+func readBackupFiles(paths []string) ([]BackupFile, error) {
+	var out []BackupFile
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("backup: read %s: %w", p, err)
+		}
+		out = append(out, BackupFile{Name: filepath.Base(p), Size: int64(len(b)), Data: b})
+	}
+	return out, nil
 }
 
 // chunkWriter frames what it is given as "<n>\n" and n bytes.

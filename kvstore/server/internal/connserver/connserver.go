@@ -267,6 +267,8 @@ type Conn struct {
 	// (unix nanos), 0 while a request is being served.
 	idleSince atomic.Int64
 	served    bool // a first request was read (owned by the handler)
+	// idleExempt: no idle timeout while set (owned by the handler).
+	idleExempt bool
 
 	// The deadlines are re-armed lazily: a timer update per request is a
 	// measurable share of a small request's cost, so a deadline is moved
@@ -345,6 +347,11 @@ func (c *Conn) Options() *Options { return &c.srv.opts }
 // not start another request.
 func (c *Conn) Draining() bool { return c.draining.Load() }
 
+// ExemptFromIdleTimeout lifts the idle timeout (on) or puts it back for
+// the next AwaitRequest: a pub/sub subscriber waits for messages, not
+// requests.
+func (c *Conn) ExemptFromIdleTimeout(on bool) { c.idleExempt = on }
+
 // AwaitRequest arms the idle deadline before a read that waits for the next
 // request. It returns false when the server is draining.
 func (c *Conn) AwaitRequest() bool {
@@ -358,7 +365,7 @@ func (c *Conn) AwaitRequest() bool {
 	if !c.served && opts.HandshakeTimeout > 0 {
 		return c.armRead(c.accepted.Add(opts.HandshakeTimeout), 0, now)
 	}
-	if opts.IdleTimeout <= 0 {
+	if opts.IdleTimeout <= 0 || c.idleExempt {
 		if c.readArmed != -1 {
 			return c.armRead(time.Time{}, -1, now)
 		}

@@ -26,7 +26,8 @@ func TestArgv_Options(t *testing.T) {
 		CompactionThreshold: kvstore.DefaultCompactionThreshold, HandshakeTimeout: 10 * time.Second,
 		IdleTimeout: 5 * time.Minute, ShutdownTimeout: server.DefaultShutdownTimeout, IdlePoll: resp.DefaultIdlePoll,
 		LogFormat: "text", LogLevel: "info", MaxArgs: resp.DefaultMaxArgs, MaxQueuedCommands: resp.DefaultMaxQueuedCommands,
-		MaxWatchedKeys: resp.DefaultMaxWatchedKeys, BusyScriptTime: resp.DefaultBusyScriptTime, ScriptMaxMemory: resp.DefaultScriptMaxMemory}
+		MaxWatchedKeys: resp.DefaultMaxWatchedKeys, BusyScriptTime: resp.DefaultBusyScriptTime, ScriptMaxMemory: resp.DefaultScriptMaxMemory,
+		PubSubBufferHard: resp.DefaultPubSubBufferHard, PubSubBufferSoft: resp.DefaultPubSubBufferSoft, PubSubBufferSoftTime: resp.DefaultPubSubBufferSoftTime}
 	serveNoPoll := serve
 	serveLimits := serve
 	serveLimits.MaxArgs, serveLimits.MaxQueuedCommands, serveLimits.MaxWatchedKeys = 10, 20, 30
@@ -35,10 +36,14 @@ func TestArgv_Options(t *testing.T) {
 	serveTuned.DataDir, serveTuned.RESPAddr, serveTuned.HTTPAddr, serveTuned.Sync = "/d", ":6380", "", "periodic"
 	serveTuned.SyncInterval, serveTuned.MaxConns, serveTuned.IdleTimeout, serveTuned.ShutdownTimeout = 250*time.Millisecond, 1024, 90*time.Second, 1500*time.Millisecond
 	serveTuned.RequirePass, serveTuned.AllowFlush, serveTuned.TLSCert, serveTuned.TLSKey = "pw", true, "c.pem", "k.pem"
+	servePubSub := serve
+	servePubSub.PubSubBufferHard, servePubSub.PubSubBufferSoft, servePubSub.PubSubBufferSoftTime = 1<<20, 0, 5*time.Second
 	serveEnv := serve
 	serveEnv.RequirePass = "s3cret"
 
 	cmdtest.RunTable(t, NewCmd(cmdtest.Factory(nil)), []cmdtest.Case{
+		{Name: "serve pub/sub limits", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--pubsub-buffer-hard", "1048576",
+			"--pubsub-buffer-soft", "0", "--pubsub-buffer-soft-time", "5s"), Want: servePubSub, Unwired: []string{"Ready"}},
 		{Name: "serve defaults", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve"), Want: serve, Unwired: []string{"Ready"}},
 		{Name: "serve flags", Parse: cmdtest.Parse(newKVNoun, NewCmdServe, "serve", "--data", "/d", "--resp", ":6380", "--http", "",
 			"--sync", "periodic", "--sync-interval", "250ms", "--max-conns", "1024", "--idle-timeout", "90", "--shutdown-timeout", "1.5",
@@ -150,5 +155,13 @@ func TestServerConfig_IdlePollZeroIsNever(t *testing.T) {
 		if cfg.RESP.IdlePoll != tc.want {
 			t.Errorf("--idle-poll %v: RESP IdlePoll %v, want %v", tc.flag, cfg.RESP.IdlePoll, tc.want)
 		}
+	}
+}
+
+// The pub/sub output limits reach the server, 0 as "no bound".
+func TestServerConfig_PubSubLimitsZeroIsNoBound(t *testing.T) {
+	cfg := serverConfig(&ServeOptions{MaxValueSize: 1 << 20, MaxKeySize: 4096, PubSubBufferHard: 1 << 20, PubSubBufferSoft: 0, PubSubBufferSoftTime: 5 * time.Second}, nil)
+	if cfg.RESP.PubSubBufferHard != 1<<20 || cfg.RESP.PubSubBufferSoft != -1 || cfg.RESP.PubSubBufferSoftTime != 5*time.Second {
+		t.Errorf("pub/sub limits %d, %d, %v; want 1048576, -1 (no bound), 5s", cfg.RESP.PubSubBufferHard, cfg.RESP.PubSubBufferSoft, cfg.RESP.PubSubBufferSoftTime)
 	}
 }

@@ -54,6 +54,12 @@ type ServeOptions struct {
 	// bounds what one Lua script allocates.
 	BusyScriptTime  time.Duration
 	ScriptMaxMemory int64
+	// PubSubBufferHard, PubSubBufferSoft and PubSubBufferSoftTime bound
+	// the messages waiting for one subscriber (Redis's
+	// client-output-buffer-limit pubsub).
+	PubSubBufferHard     int
+	PubSubBufferSoft     int
+	PubSubBufferSoftTime time.Duration
 
 	LogFormat string
 	LogLevel  string
@@ -127,6 +133,9 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 	fs.IntVar(&opts.MaxWatchedKeys, "max-watched-keys", resp.DefaultMaxWatchedKeys, "most keys one RESP connection may WATCH")
 	cmdutil.DurationVar(fs, &opts.BusyScriptTime, "busy-reply-threshold", resp.DefaultBusyScriptTime, "Redis's busy-reply-threshold (lua-time-limit): a Lua script running longer makes other RESP clients get BUSY and may be stopped with SCRIPT KILL or FUNCTION KILL; 0: never busy")
 	fs.Int64Var(&opts.ScriptMaxMemory, "script-max-memory", resp.DefaultScriptMaxMemory, "bytes one Lua script may allocate before it is stopped with an error; 0: no bound")
+	fs.IntVar(&opts.PubSubBufferHard, "pubsub-buffer-hard", resp.DefaultPubSubBufferHard, "bytes of messages waiting for one pub/sub subscriber past which it is disconnected (Redis's client-output-buffer-limit pubsub hard limit); 0: no bound")
+	fs.IntVar(&opts.PubSubBufferSoft, "pubsub-buffer-soft", resp.DefaultPubSubBufferSoft, "bytes of messages waiting for one subscriber that disconnect it when they stay above for --pubsub-buffer-soft-time; 0: no bound")
+	cmdutil.DurationVar(fs, &opts.PubSubBufferSoftTime, "pubsub-buffer-soft-time", resp.DefaultPubSubBufferSoftTime, "how long a subscriber may stay above --pubsub-buffer-soft")
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.RequirePass, "requirepass", "", "password every listener asks for (env "+PasswordEnv+"; the variable keeps it out of ps)")
@@ -207,6 +216,8 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	cfg.RESP.OnShutdown = func(context.Context) { shutdown() }
 	// Redis 7 functions survive restarts: a file beside the engine's log.
 	cfg.RESP.FunctionsFile = filepath.Join(opts.DataDir, resp.FunctionsFileName)
+	// and a backup carries them with its checkpoint.
+	cfg.TCP.BackupFiles = []string{cfg.RESP.FunctionsFile}
 	if opts.TLSCert != "" {
 		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
 		if err != nil {
@@ -302,7 +313,18 @@ func serverConfig(opts *ServeOptions, log *slog.Logger) server.Config {
 	if opts.IdlePoll == 0 {
 		cfg.RESP.IdlePoll = -1 // never: the option's zero is its default
 	}
+	cfg.RESP.PubSubBufferHard, cfg.RESP.PubSubBufferSoft = noBoundIfZero(opts.PubSubBufferHard), noBoundIfZero(opts.PubSubBufferSoft)
+	cfg.RESP.PubSubBufferSoftTime = opts.PubSubBufferSoftTime
 	return cfg
+}
+
+// noBoundIfZero maps a flag's 0 ("no bound") to the option's negative
+// (whose zero is its default).
+func noBoundIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // maxIdlePoll bounds --idle-poll.

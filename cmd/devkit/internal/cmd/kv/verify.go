@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/resp"
 )
 
 // VerifyOptions are the inputs of `devkit kv verify`.
@@ -115,6 +117,15 @@ func verifyRun(_ context.Context, opts *VerifyOptions) error {
 		rep.CorruptFile = d.Path
 		rep.Problem = fmt.Sprintf("%d damaged snapshot(s), first %s: %s; the log still holds what they covered",
 			found.SnapshotsSkipped, d.Path, d.Err)
+	}
+	if rep.Problem == "" {
+		// The FUNCTION libraries beside the engine's files (a backup
+		// carries them) must load as devkit kv serve loads them.
+		fpath := filepath.Join(opts.DataDir, resp.FunctionsFileName)
+		if ferr := resp.CheckFunctionsFile(fpath); ferr != nil {
+			rep.CorruptFile, rep.Unrepairable = fpath, true
+			rep.Problem = fmt.Sprintf("the function libraries do not load (%v): devkit kv serve would refuse FUNCTION changes; fix or remove the file", ferr)
+		}
 	}
 	rep.Clean = rep.Problem == ""
 	if opts.JSON {
