@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/devkit-go/devkit/supervisor/internal/proc"
 )
@@ -104,15 +103,8 @@ func (p *procFiles) usage(id proc.Identity) (cpuSeconds float64, rssPages int64,
 	if !ok {
 		return 0, 0, false
 	}
-	f := strings.Fields(string(statm))
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	rss, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return 0, 0, false
-	}
-	return float64(ticks) / userHZ, rss, true
+	rss, ok := statmRSS(statm)
+	return float64(ticks) / userHZ, rss, ok
 }
 
 // read reads a kept file from its start; a file that cannot be read (its

@@ -91,15 +91,18 @@ func processUsage(id proc.Identity) (cpuSeconds float64, rssPages int64, ok bool
 	if err != nil {
 		return 0, 0, false
 	}
+	rss, ok := statmRSS(statm)
+	return float64(ticks) / userHZ, rss, ok
+}
+
+// statmRSS parses /proc/<pid>/statm for the resident set, in pages.
+func statmRSS(statm []byte) (int64, bool) {
 	f := strings.Fields(string(statm))
 	if len(f) < 2 {
-		return 0, 0, false
+		return 0, false
 	}
 	rss, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return 0, 0, false
-	}
-	return float64(ticks) / userHZ, rss, true
+	return rss, err == nil
 }
 
 // statTimes parses /proc/<pid>/stat for utime+stime+cutime+cstime (fields

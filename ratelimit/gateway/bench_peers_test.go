@@ -149,72 +149,13 @@ func driveLatency(b *testing.B, target string, conns int, mode string) passTurn 
 	return r
 }
 
-// startNginxPassing runs nginx (two workers, as many as the cores the
-// comparison was written on) with a limit_req zone whose rate no load
+// startNginxPassing runs nginx with a limit_req zone whose rate no load
 // reaches, proxying to upstream over kept-alive connections.
 func startNginxPassing(b *testing.B, upstream string) string {
-	bin := ""
-	for _, p := range []string{"nginx", "/usr/sbin/nginx", "/usr/local/sbin/nginx"} {
-		if found, err := exec.LookPath(p); err == nil {
-			bin = found
-			break
-		}
-	}
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			b.Fatal("nginx not found (apt-get install nginx-light); CI=true: the peer benchmark must run")
-		}
-		b.Skip("nginx not found: the peer is missing (apt-get install nginx-light)")
-	}
-	dir := b.TempDir()
-	port := redistest.FreePort(b)
-	u, _ := url.Parse(upstream)
-	conf := fmt.Sprintf(`worker_processes 2;
-worker_rlimit_nofile 8192;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path %[1]s/body; proxy_temp_path %[1]s/proxy;
-  fastcgi_temp_path %[1]s/fcgi; uwsgi_temp_path %[1]s/uwsgi; scgi_temp_path %[1]s/scgi;
-  limit_req_zone $binary_remote_addr zone=perip:10m rate=100000000r/s;
-  limit_req_status 429;
-  keepalive_requests 1000000;
-  upstream api { server %[2]s; keepalive 1024; }
-  server {
-    listen 127.0.0.1:%[3]d backlog=4096;
-    location / {
-      limit_req zone=perip burst=100000 nodelay;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_pass http://api;
-    }
-  }
-}
-`, dir, u.Host, port)
-	path := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { stopNginx(cmd) })
-	target := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if resp, err := http.Get(target); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("nginx did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return target
+	target, _ := runNginx(b, upstream, nginxConf{
+		rate: "100000000r/s", limitReq: "limit_req zone=perip burst=100000 nodelay;", keepalive: 1024, listen: " backlog=4096",
+	})
+	return target + "/"
 }
 
 // startCaddy runs Debian's caddy (reverse_proxy to upstream, the admin

@@ -512,6 +512,24 @@ func nginxSameResponse(b *testing.B, header http.Header, body []byte) string {
 // limited, when not empty, is configuration that ends the limited location
 // (see nginxSameResponse).
 func startNginx(b *testing.B, upstream, limited string) (target string, pid int) {
+	return runNginx(b, upstream, nginxConf{rate: "1r/m", limitReq: "limit_req zone=perip;", keepalive: 256, location: limited})
+}
+
+// nginxConf is what differs between the nginx peers: the limit_req zone's
+// rate and directive, the upstream keep-alive pool, listen options, and
+// configuration that ends the location.
+type nginxConf struct {
+	rate, limitReq string
+	keepalive      int
+	listen         string
+	location       string
+}
+
+// runNginx runs nginx (two workers, as many as the cores the comparisons
+// were written on) proxying to upstream over kept-alive connections, with
+// a limit_req zone as c says, on a free 127.0.0.1 port in a temporary
+// prefix, and stops it when the benchmark ends.
+func runNginx(b *testing.B, upstream string, c nginxConf) (target string, pid int) {
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		for _, p := range []string{"/usr/sbin/nginx", "/usr/local/sbin/nginx"} {
@@ -522,9 +540,9 @@ func startNginx(b *testing.B, upstream, limited string) (target string, pid int)
 	}
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			b.Fatal("nginx not found (apt-get install nginx); CI=true: the peer benchmark must run")
+			b.Fatal("nginx not found (apt-get install nginx-light); CI=true: the peer benchmark must run")
 		}
-		b.Skip("nginx not found: the rejection peer is missing (apt-get install nginx)")
+		b.Skip("nginx not found: the peer is missing (apt-get install nginx-light)")
 	}
 	dir := b.TempDir()
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -540,26 +558,26 @@ http {
   access_log off;
   client_body_temp_path %[1]s/body; proxy_temp_path %[1]s/proxy;
   fastcgi_temp_path %[1]s/fcgi; uwsgi_temp_path %[1]s/uwsgi; scgi_temp_path %[1]s/scgi;
-  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/m;
+  limit_req_zone $binary_remote_addr zone=perip:10m rate=%[4]s;
   limit_req_status 429;
   keepalive_requests 1000000;
-  upstream api { server %[2]s; keepalive 256; }
+  upstream api { server %[2]s; keepalive %[5]d; }
   server {
-    listen 127.0.0.1:%[3]d;
+    listen 127.0.0.1:%[3]d%[6]s;
     location / {
-      limit_req zone=perip;
+      %[7]s
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_pass http://api;
-%[4]s    }
+%[8]s    }
   }
 }
-`, dir, u.Host, port, limited)
+`, dir, u.Host, port, c.rate, c.keepalive, c.listen, c.limitReq, c.location)
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-p", dir, "-c", path, "-g", "daemon off;")
+	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -39,23 +39,32 @@ func requireRedisPy(t *testing.T) {
 	}
 }
 
-func TestRedisPy_TransactionsTTLsAndCounters(t *testing.T) {
+// runRedisPy runs a redis-py script of testdata against a devkit kv
+// server of its own (the script gets its host and port) and returns the
+// JSON object it prints.
+func runRedisPy(t *testing.T, script string) map[string]any {
+	t.Helper()
 	requireRedisPy(t)
 	host, port, _ := net.SplitHostPort(start(t, servertest.OpenDB(t), resp.Options{}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, systemPython, "testdata/redispy_check.py", host, port).Output()
+	out, err := exec.CommandContext(ctx, systemPython, script, host, port).Output()
 	if err != nil {
 		var stderr []byte
 		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
-		t.Fatalf("redis-py script: %v\n%s", err, stderr)
+		t.Fatalf("redis-py %s: %v\n%s", script, err, stderr)
 	}
 	var got map[string]any
 	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("script output %q: %v", out, err)
+		t.Fatalf("%s output %q: %v", script, out, err)
 	}
+	return got
+}
+
+func TestRedisPy_TransactionsTTLsAndCounters(t *testing.T) {
+	got := runRedisPy(t, "testdata/redispy_check.py")
 	want := map[string]any{
 		"ping": true, "set": true, "get": "hello",
 		"tx":    []any{true, 2.0, 12.0, "12", 1.0},
@@ -76,22 +85,7 @@ func TestRedisPy_TransactionsTTLsAndCounters(t *testing.T) {
 }
 
 func TestRedisPy_CollectionsAndABlockingPop(t *testing.T) {
-	requireRedisPy(t)
-	host, port, _ := net.SplitHostPort(start(t, servertest.OpenDB(t), resp.Options{}))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, systemPython, "testdata/redispy_types.py", host, port).Output()
-	if err != nil {
-		var stderr []byte
-		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("redis-py script: %v\n%s", err, stderr)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("script output %q: %v", out, err)
-	}
+	got := runRedisPy(t, "testdata/redispy_types.py")
 	want := map[string]any{
 		"hset": 2.0, "hincrby": 6.0, "hgetall": map[string]any{"user": "ann", "visits": "6"}, "hdel": 1.0,
 		"type_hash": "hash", "wrongtype": "WRONGTYPE Operation against a key holding the wrong kind of value",
@@ -112,22 +106,7 @@ func TestRedisPy_CollectionsAndABlockingPop(t *testing.T) {
 // redis-py's PubSub (subscribe, psubscribe, get_message, a handler on
 // run_in_thread, unsubscribing) works against devkit kv.
 func TestRedisPy_PubSubMessagesPatternsAndAHandlerThread(t *testing.T) {
-	requireRedisPy(t)
-	host, port, _ := net.SplitHostPort(start(t, servertest.OpenDB(t), resp.Options{}))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, systemPython, "testdata/redispy_pubsub.py", host, port).Output()
-	if err != nil {
-		var stderr []byte
-		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("redis-py script: %v\n%s", err, stderr)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("script output %q: %v", out, err)
-	}
+	got := runRedisPy(t, "testdata/redispy_pubsub.py")
 	msg := func(typ string, pattern, channel, data any) map[string]any {
 		return map[string]any{"type": typ, "pattern": pattern, "channel": channel, "data": data}
 	}
