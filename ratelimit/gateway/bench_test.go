@@ -873,3 +873,18 @@ func BenchmarkGateway_RejectAllocs(b *testing.B) {
 		}
 	}
 }
+
+// loadAverage is the 1-minute load average, for the log
+// ("?" where /proc/loadavg does not exist).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil || len(b) < 4 {
+		return "?"
+	}
+	for i, c := range b {
+		if c == ' ' {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}

@@ -12,7 +12,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -53,20 +52,6 @@ func burnCPU(t *testing.T, n int) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-// loadAverage is the 1-minute load average, for the log.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil || len(b) < 4 {
-		return "?"
-	}
-	for i, c := range b {
-		if c == ' ' {
-			return string(b[:i])
-		}
-	}
-	return string(b)
 }
 
 // hammer sends GET / (one identity: 127.0.0.1) from clients goroutines, each
