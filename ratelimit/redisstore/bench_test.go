@@ -183,7 +183,10 @@ func BenchmarkRedis_1Goroutine_Unbatched(b *testing.B) {
 // reports each one's median checks/s and their ratio (devkit/redis; issue
 // 21 wants ≥ 1.0 at both points). sync=everysec: devkit kv --sync
 // periodic (1 s) against appendfsync everysec; sync=always: --sync always
-// against appendfsync always. Use -benchtime 20000x for figures.
+// against appendfsync always. Each server's CPU time per check (its
+// process's, from /proc; the median turn's) is reported too: unlike the
+// rate it hardly depends on what else runs on the machine. Use
+// -benchtime 20000x for figures.
 func BenchmarkStore_DevkitKVVsRedis(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -194,9 +197,9 @@ func BenchmarkStore_DevkitKVVsRedis(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			servers := []struct {
-				name string
-				srv  *redistest.Server
-				rps  []float64
+				name     string
+				srv      *redistest.Server
+				rps, cpu []float64
 			}{
 				{name: "devkit", srv: redistest.StartDevkitKV(b, c.devkit...)},
 				{name: "redis", srv: redistest.StartRedisServer(b, c.redis...)},
@@ -215,7 +218,11 @@ func BenchmarkStore_DevkitKVVsRedis(b *testing.B) {
 			b.ResetTimer()
 			for range 3 {
 				for i := range servers {
+					c0, _ := servers[i].srv.CPU()
 					servers[i].rps = append(servers[i].rps, storeTurn(b, stores[i], 50, b.N))
+					if c1, ok := servers[i].srv.CPU(); ok {
+						servers[i].cpu = append(servers[i].cpu, float64((c1-c0).Microseconds())/float64(b.N))
+					}
 				}
 			}
 			b.StopTimer()
@@ -223,6 +230,11 @@ func BenchmarkStore_DevkitKVVsRedis(b *testing.B) {
 			b.ReportMetric(dk, "devkit-checks/s")
 			b.ReportMetric(rs, "redis-checks/s")
 			b.ReportMetric(dk/rs, "devkit/redis")
+			for _, sv := range servers {
+				if len(sv.cpu) > 0 {
+					b.ReportMetric(medianOf(sv.cpu), sv.name+"-cpu-µs/check")
+				}
+			}
 		})
 	}
 }

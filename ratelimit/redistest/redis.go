@@ -306,6 +306,28 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr }
 
+// CPU is the CPU time (user and system) the server's process has used so
+// far, read from /proc; ok is false where there is none.
+func (s *Server) CPU() (used time.Duration, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, false
+	}
+	// utime and stime are the 14th and 15th fields, in clock ticks (100 a
+	// second); the command name before them is in parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond, true
+}
+
 // Cluster is a 3-master Redis Cluster started for one test.
 type Cluster struct {
 	Addrs   []string

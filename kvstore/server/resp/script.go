@@ -99,8 +99,9 @@ type scriptCtx struct {
 	readOnly bool
 	resp3    bool
 	charged  int64
-	fn       string // the name in error messages: sha or function name
-	source   string // @user_script or @user_function
+	fn       string      // the name in error messages: sha or function name
+	source   string      // @user_script or @user_function
+	reply    replyWriter // redis.call's reply, reused (exec)
 }
 
 func newScriptEngine(s *Server) *scriptEngine {
@@ -464,10 +465,12 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 	if cmd.flags&flagWrite != 0 {
 		sc.run.wrote.Store(true)
 	}
-	var w replyWriter
-	sub := call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &w, tx: sc.tx}
+	// The reply buffer is the run's, reused by each call: the reply is
+	// converted (copied) into Lua values before the next one.
+	sc.reply.buf, sc.reply.errs = sc.reply.buf[:0], 0
+	sub := call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &sc.reply, tx: sc.tx}
 	runCounted(&sub)
-	return w.buf, ""
+	return sc.reply.buf, ""
 }
 
 // allowedInScript: a command that runs inside the atomic update (flagTx)

@@ -1,0 +1,69 @@
+package resp
+
+import (
+	_ "embed"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/devkit-go/devkit/kvstore"
+	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
+)
+
+// leanFW is a copy of the rate limiter's lean fixed-window script
+// (ratelimit/redisstore/lua/lean_fw.lua), the script its store runs most.
+//
+//go:embed testdata/lean_fw.lua
+var leanFW string
+
+// BenchmarkEvalshaServerSide runs EVALSHA of the rate limiter's lean
+// fixed-window script, batched as its store sends it (9 checks a call over
+// 10k keys), through the server's command path without a network: the
+// server's CPU per call, which under a loaded machine decides the
+// store-vs-redis ratio (ratelimit/redisstore BenchmarkStore_DevkitKVVsRedis).
+func BenchmarkEvalshaServerSide(b *testing.B) {
+	for _, policy := range []kvstore.SyncPolicy{kvstore.SyncNone, kvstore.SyncAlways} {
+		b.Run("sync="+policy.String(), func(b *testing.B) {
+			db := servertest.OpenDBWith(b, kvstore.Options{Sync: policy})
+			s := NewServer(db, Options{Logger: servertest.Logger(b)})
+			cl := &client{srv: s, authed: true, log: s.opts.Logger}
+			cl.multiLen.Store(-1)
+			now := time.Now()
+			s.execute(cl, [][]byte{[]byte("SCRIPT"), []byte("LOAD"), []byte(leanFW)}, now)
+			sha := cl.out.buf[len(cl.out.buf)-42 : len(cl.out.buf)-2]
+			cl.out.buf = cl.out.buf[:0]
+			const checks = 9
+			calls := make([][][]byte, 64)
+			for i := range calls {
+				args := [][]byte{[]byte("EVALSHA"), sha, []byte(strconv.Itoa(checks))}
+				for k := range checks {
+					args = append(args, fmt.Appendf(nil, "rl:{user:%d}:abcdef", (i*checks+k)%10000))
+				}
+				args = append(args, []byte(strconv.Itoa(checks)))
+				for range checks {
+					args = append(args, []byte("1"), []byte("1099511627776"), []byte("60000"), []byte("0"))
+				}
+				calls[i] = args
+			}
+			b.ReportAllocs()
+			cpu0, _, _ := cpuTimes()
+			b.ResetTimer()
+			for i := range b.N {
+				s.execute(cl, calls[i%len(calls)], now)
+				if !cl.settle() {
+					b.Fatal("write failed")
+				}
+				if cl.out.buf[0] != '*' {
+					b.Fatalf("reply %q", cl.out.buf)
+				}
+				cl.out.buf = cl.out.buf[:0]
+			}
+			b.StopTimer()
+			if cpu1, _, ok := cpuTimes(); ok {
+				used := cpu1[0] + cpu1[1] - cpu0[0] - cpu0[1]
+				b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}

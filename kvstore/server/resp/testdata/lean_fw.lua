@@ -1,0 +1,106 @@
+-- lean_fw: checks of one fixed-window limit each, in the window's own key:
+-- an integer counter whose TTL is the window (set on the first hit), so a
+-- check is INCRBY and PTTL (PEXPIRE instead on a window's first hit) and
+-- reads no clock. The window starts at the identity's first request, as in
+-- fixed_window.lua; a test clock never comes here (the key's TTL is the
+-- server's clock).
+--
+-- KEYS[k]  the window key of check k, "<identity key>:<limit id>"; its
+--          penalty key, "<identity key>!<limit id>", exists (with the
+--          block as its TTL) while a penalty block is in force. Both are in
+--          the identity's hash slot; the penalty key is only read on a
+--          window's first hit or while the counter carries MARK.
+-- ARGV[1]  number of checks; then per check: cost (> 0), rate, period ms,
+--          block ms (0 = none)
+-- Returns 5 integers per check: allowed, remaining, reset µs, retry µs,
+-- blocked.
+--
+-- The counter may run past the rate: a denial of cost 1 from a counter
+-- already at the rate is not taken back (it changes no answer: every later
+-- request of the window is denied either way, and the counter then also
+-- counts the denied requests for top); one from below the rate (a cost too
+-- big for what is left), or of a cost above 1, is, so the counter grows by
+-- at most one per request and never reaches MARK. While a block is in force the counter carries MARK, so that the
+-- common check needs no look at the penalty key; a window key created while
+-- a block is in force (the window ended first) is checked against it. The
+-- general driver (check.lua, algorithm 5) keeps the same invariants.
+local MARK, MARK_ARG = 1125899906842624, '1125899906842624' -- 2^50: above any lean rate plus cost (< 2^48 each)
+local call, tonumber = redis.call, tonumber
+
+local function penalty_key(key)
+  local n = #key
+  return string.sub(key, 1, n - 6) .. '!' .. string.sub(key, n - 4)
+end
+
+local function check(key, a)
+  local costs = ARGV[a]
+  local cost, rate = tonumber(costs), tonumber(ARGV[a + 1])
+  local v = redis.pcall('INCRBY', key, costs)
+  if type(v) ~= 'number' then
+    -- Not a counter (written by something else): replaced by a fresh one.
+    call('DEL', key)
+    v = call('INCRBY', key, costs)
+  end
+  local fresh = v == cost
+  if v >= MARK then
+    local bt = call('PTTL', penalty_key(key))
+    if bt > 0 then
+      call('DECRBY', key, costs)
+      return 0, 0, bt * 1000, bt * 1000, 1
+    end
+    v = call('DECRBY', key, MARK_ARG) -- the block is over
+  elseif fresh and ARGV[a + 3] ~= '0' then
+    local bt = call('PTTL', penalty_key(key))
+    if bt > 0 then
+      call('DEL', key)
+      return 0, 0, bt * 1000, bt * 1000, 1
+    end
+  end
+  local ttl
+  if fresh then
+    ttl = tonumber(ARGV[a + 2])
+  else
+    ttl = call('PTTL', key)
+    if ttl < 0 then
+      -- A counter without expiry yet (a plain check sets it after its
+      -- INCRBY, lean.go countPlain): its window starts now.
+      call('PEXPIRE', key, ARGV[a + 2])
+      ttl = tonumber(ARGV[a + 2])
+    end
+  end
+  if v <= rate then
+    if fresh then call('PEXPIRE', key, ARGV[a + 2]) end
+    return 1, rate - v, ttl * 1000, 0, 0
+  end
+  local count = v - cost
+  if fresh then
+    call('DEL', key)
+  elseif count < rate or cost > 1 then
+    -- (A denied cost above 1 is always taken back: left in, costs up to
+    -- 2^48 each would pile up into MARK in a few requests.)
+    call('DECRBY', key, costs)
+  end
+  local reset = ttl * 1000
+  local retry = reset
+  if cost > rate then retry = -1 end
+  local blocked = 0
+  local block = tonumber(ARGV[a + 3])
+  if block > 0 then
+    blocked = 1
+    call('SET', penalty_key(key), 1, 'PX', ARGV[a + 3])
+    if not fresh then call('INCRBY', key, MARK_ARG) end
+    if retry >= 0 and retry < block * 1000 then retry = block * 1000 end
+    if reset < block * 1000 then reset = block * 1000 end
+  end
+  local remaining = rate - count
+  if remaining < 0 then remaining = 0 end
+  return 0, remaining, reset, retry, blocked
+end
+
+if ARGV[1] == '1' then return {check(KEYS[1], 2)} end
+local out = {}
+for k = 0, tonumber(ARGV[1]) - 1 do
+  local o = 5 * k
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = check(KEYS[k + 1], 4 * k + 2)
+end
+return out
