@@ -3,7 +3,9 @@ package kvstore
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
@@ -32,6 +34,7 @@ type Tx struct {
 	// op itself (a collection's delta: the whole new value).
 	writes []txWrite
 	own    map[string]int // key -> index in ops of the transaction's last write of it
+	block  []byte         // where the ops' keys and values are copied (copyIn)
 	sets   int
 	dels   int
 	// readOnly: a View, which reads the memtable alone and refuses writes.
@@ -74,9 +77,11 @@ var errNoWrites = errors.New("kvstore: transaction wrote nothing")
 func (db *DB) UpdateWith(o WriteOptions, fn func(tx *Tx) error) (wait func() error, err error) {
 	var readFrom *group // what a transaction without writes waits for
 	var sets, dels int
+	tx := getTx()
+	defer putTx(tx)
 	g, err := db.pipe.enqueue(func(g *group, seq uint64) error {
-		tx := Tx{db: db, p: db.pipe, seq: seq, now: db.opts.now().UnixNano()}
-		if err := fn(&tx); err != nil {
+		tx.db, tx.p, tx.seq, tx.now = db, db.pipe, seq, db.opts.now().UnixNano()
+		if err := fn(tx); err != nil {
 			return err
 		}
 		if len(tx.ops) == 0 {
@@ -266,6 +271,52 @@ func (tx *Tx) Persist(key []byte) (hadTTL bool, err error) {
 	return true, tx.put(wal.TypeSet, key, v.value, 0)
 }
 
+// Transactions are pooled with their buffers: the ops, the writes, the
+// index of the keys written, and the block their keys and values are
+// copied into. None of them is looked at once the transaction's batch is
+// encoded into its group (addBatch copies every byte it logs; a
+// collection's whole value, which the group keeps, is never in the block),
+// so the next transaction may reuse them.
+var txPool = sync.Pool{New: func() any { return new(Tx) }}
+
+// Bounds on what a pooled transaction keeps (a huge one's buffers go).
+const (
+	maxPooledTxOps   = 1024
+	maxPooledTxBytes = 64 << 10
+)
+
+func getTx() *Tx { return txPool.Get().(*Tx) }
+
+func putTx(tx *Tx) {
+	if len(tx.ops) > maxPooledTxOps || cap(tx.block) > maxPooledTxBytes {
+		return
+	}
+	clear(tx.ops)
+	clear(tx.writes)
+	clear(tx.own)
+	*tx = Tx{ops: tx.ops[:0], writes: tx.writes[:0], own: tx.own, block: tx.block[:0]}
+	txPool.Put(tx)
+}
+
+// copyIn copies p into the transaction's block (nil stays nil, as clone
+// keeps it). The copy is the transaction's until its batch is encoded.
+func (tx *Tx) copyIn(p []byte) []byte {
+	if p == nil {
+		return nil
+	}
+	if cap(tx.block)-len(tx.block) < len(p) {
+		if len(p) > maxPooledTxBytes/4 {
+			return clone(p) // a large value gets its own
+		}
+		// A full block is left to the ops that point into it; a new one
+		// takes its place.
+		tx.block = make([]byte, 0, max(4<<10, 2*cap(tx.block), len(p)))
+	}
+	at := len(tx.block)
+	tx.block = append(tx.block, p...)
+	return tx.block[at:len(tx.block):len(tx.block)]
+}
+
 // put adds one write to the transaction's batch. Key and value are copied.
 // A write that breaks the size bounds is refused and leaves the batch as it
 // was; fn decides whether the transaction goes on.
@@ -273,7 +324,7 @@ func (tx *Tx) put(typ wal.RecordType, key, value []byte, expireAt int64) error {
 	if err := tx.db.checkSizes(key, value); err != nil {
 		return err
 	}
-	return tx.add(wal.Op{Type: typ, Key: clone(key), Value: clone(value), ExpireAt: expireAt}, txWrite{})
+	return tx.add(wal.Op{Type: typ, Key: tx.copyIn(key), Value: tx.copyIn(value), ExpireAt: expireAt}, txWrite{})
 }
 
 // putWrite adds an op of a collection (a delta, a typed value or an
@@ -288,7 +339,7 @@ func (tx *Tx) putWrite(op wal.Op, w txWrite) error {
 	case len(op.Value) > MaxValueSizeLimit || len(w.value) > MaxValueSizeLimit:
 		return fmt.Errorf("%w: a collection of %d bytes, the limit is %d", ErrValueTooLarge, max(len(op.Value), len(w.value)), MaxValueSizeLimit)
 	}
-	op.Key, op.Value = clone(op.Key), clone(op.Value)
+	op.Key, op.Value = tx.copyIn(op.Key), tx.copyIn(op.Value)
 	return tx.add(op, w)
 }
 
@@ -301,7 +352,9 @@ func (tx *Tx) add(op wal.Op, w txWrite) error {
 	}
 	tx.ops = append(tx.ops, op)
 	tx.writes = append(tx.writes, w)
-	tx.own[string(op.Key)] = len(tx.ops) - 1
+	// The key is the transaction's own copy (put, putWrite), unchanged
+	// while the map holds it: no second copy for the map.
+	tx.own[unsafe.String(unsafe.SliceData(op.Key), len(op.Key))] = len(tx.ops) - 1
 	if op.Type == wal.TypeDelete {
 		tx.dels++
 	} else {

@@ -102,6 +102,7 @@ type scriptCtx struct {
 	fn       string      // the name in error messages: sha or function name
 	source   string      // @user_script or @user_function
 	reply    replyWriter // redis.call's reply, reused (exec)
+	sub      call        // redis.call's command, reused (exec)
 }
 
 func newScriptEngine(s *Server) *scriptEngine {
@@ -285,8 +286,21 @@ func scriptKeys(c *call) (keys, argv [][]byte, ok bool) {
 
 func luaStrings(L *lua.LState, ss [][]byte) *lua.LTable {
 	t := L.CreateTable(len(ss), 0)
+	size := 0
+	for _, s := range ss {
+		size += len(s)
+	}
+	// One string holds them all; each element is a piece of it.
+	var all strings.Builder
+	all.Grow(size)
+	for _, s := range ss {
+		all.Write(s)
+	}
+	joined := all.String()
+	at := 0
 	for i, s := range ss {
-		t.RawSetInt(i+1, lua.LString(s))
+		t.RawSetInt(i+1, lua.LString(joined[at:at+len(s)]))
+		at += len(s)
 	}
 	return t
 }
@@ -468,8 +482,9 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 	// The reply buffer is the run's, reused by each call: the reply is
 	// converted (copied) into Lua values before the next one.
 	sc.reply.buf, sc.reply.errs = sc.reply.buf[:0], 0
-	sub := call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &sc.reply, tx: sc.tx}
-	runCounted(&sub)
+	sc.sub = call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &sc.reply, tx: sc.tx}
+	runCounted(&sc.sub)
+	sc.sub = call{}
 	return sc.reply.buf, ""
 }
 

@@ -342,3 +342,43 @@ func TestScript_AttacksEndInAnErrorAndTheServerLivesOn(t *testing.T) {
 		})
 	}
 }
+
+// The sandbox's globals as scripts see them (read through the proxy's
+// table chain): present ones read, a missing one is Redis's error, none can
+// be created, and KEYS/ARGV are each call's own; redis.call's arguments
+// (strings and numbers mixed) and integer, bulk and nil replies convert as
+// in Redis.
+func TestScript_GlobalsAndCallConversions(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	if got, err := c.Eval(ctx, "return {type(redis), type(string.sub), type(cjson), tostring(_G == _G)}", nil).StringSlice(); err != nil ||
+		strings.Join(got, ",") != "table,function,table,true" {
+		t.Fatalf("globals = %v, %v", got, err)
+	}
+	if err := c.Eval(ctx, "return undefined_name", nil).Err(); err == nil ||
+		!strings.Contains(err.Error(), "Script attempted to access nonexistent global variable 'undefined_name'") {
+		t.Fatalf("reading a missing global: %v", err)
+	}
+	if err := c.Eval(ctx, "created = 1 return 1", nil).Err(); err == nil || !strings.Contains(err.Error(), "Attempt to modify a readonly table") {
+		t.Fatalf("creating a global: %v", err)
+	}
+	for i, want := range []string{"a|x|2", "b|y|2"} {
+		key, arg := []string{"a", "b"}[i], []string{"x", "y"}[i]
+		got, err := c.Eval(ctx, "return KEYS[1] .. '|' .. ARGV[1] .. '|' .. #ARGV", []string{key}, arg, "extra").Text()
+		if err != nil || got != want {
+			t.Fatalf("call %d = %q, %v; want %q", i, got, err, want)
+		}
+	}
+	got, err := c.Eval(ctx, `
+redis.call('set', KEYS[1], 1.5)
+local a = redis.call('get', KEYS[1])
+redis.call('rpush', KEYS[2], 'v', 3, 0.25, -7, 'w')
+return {a, redis.call('incrby', KEYS[3], 41), redis.call('incr', KEYS[3]), redis.call('lrange', KEYS[2], 0, -1), redis.call('get', 'missing') == false}`,
+		[]string{"f", "l", "n"}).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(got); s != "[1.5 41 42 [v 3 0.25 -7 w] 1]" {
+		t.Fatalf("conversions = %s", s)
+	}
+}
