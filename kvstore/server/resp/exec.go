@@ -32,6 +32,7 @@ type call struct {
 	// serving: a blocked command run inside the update of the command that
 	// made its key ready; answered is its outcome (cmd_block.go).
 	serving, answered bool
+	digits            [20]byte // an integer's digits on their way to the engine (incrBy)
 }
 
 // txn is what a command sees of the keyspace inside one atomic update

@@ -103,6 +103,7 @@ type scriptCtx struct {
 	source   string      // @user_script or @user_function
 	reply    replyWriter // redis.call's reply, reused (exec)
 	sub      call        // redis.call's command, reused (exec)
+	args     [][]byte    // redis.call's argument array, reused (luaArgs)
 }
 
 func newScriptEngine(s *Server) *scriptEngine {
@@ -620,10 +621,11 @@ func (vm *luaVM) redisCall(L *lua.LState, raise bool) int {
 	if L.GetTop() == 0 {
 		return fail(luaErrorTable(L, "ERR Please specify at least one argument for this redis lib call"))
 	}
-	args, ok := luaArgs(L)
+	args, ok := luaArgs(L, sc.args)
 	if !ok {
 		return fail(luaErrorTable(L, "ERR Lua redis lib command arguments must be strings or integers"))
 	}
+	sc.args = args[:0] // the array, for the next call (no command keeps it)
 	reply, refused := sc.exec(args)
 	if refused != "" {
 		return fail(luaErrorTable(L, errorReplyText(refused)))

@@ -104,6 +104,16 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 		return 1
 	}))
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
+	// type answers with names boxed once (gopher-lua's boxes a new string
+	// at every call: one allocation per check of the rate limiter's script).
+	var typeNames [lua.LTChannel + 1]lua.LValue
+	for t := range typeNames {
+		typeNames[t] = lua.LString(lua.LValueType(t).String())
+	}
+	g.RawSetString("type", L.NewFunction(func(L *lua.LState) int {
+		L.Push(typeNames[L.CheckAny(1).Type()])
+		return 1
+	}))
 	// Lua 5.1 bounds what one call may return (LUAI_MAXCSTACK); gopher-lua
 	// would grow its stack step by step (quadratic) up to the registry bound.
 	g.RawSetString("unpack", L.NewFunction(luaUnpack))
@@ -484,9 +494,9 @@ func luaNumberToInt(f float64) int64 {
 	return int64(f)
 }
 
-// luaArgs turns redis.call's arguments into a command line: strings and
-// numbers.
-func luaArgs(L *lua.LState) ([][]byte, bool) {
+// luaArgs turns redis.call's arguments into a command line, in args'
+// array: strings and numbers.
+func luaArgs(L *lua.LState, args [][]byte) ([][]byte, bool) {
 	n := L.GetTop()
 	size := 0
 	for i := 1; i <= n; i++ {
@@ -500,8 +510,9 @@ func luaArgs(L *lua.LState) ([][]byte, bool) {
 		}
 	}
 	// One block holds every argument (each its own full slice, so that no
-	// handler appending to one writes into the next).
-	args := make([][]byte, 0, n)
+	// handler appending to one writes into the next); args' own array is
+	// the caller's to reuse.
+	args = args[:0]
 	block := make([]byte, 0, size)
 	for i := 1; i <= n; i++ {
 		start := len(block)

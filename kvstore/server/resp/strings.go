@@ -323,30 +323,44 @@ func parseStrictInt(b []byte) (int64, bool) {
 // incrBy adds delta to the integer at key, keeping its expiry.
 func incrBy(c *call, key []byte, delta int64) {
 	var n int64
-	err := c.update(func(tx txn) error {
-		cur := int64(0)
-		v, err := tx.Get(key)
-		switch {
-		case errors.Is(err, kvstore.ErrNotFound):
-		case err != nil:
+	var err error
+	if c.tx != nil {
+		// Inside a script or EXEC: no closure to build.
+		n, err = c.incrByIn(c.tx, key, delta)
+	} else {
+		err = c.update(func(tx txn) error {
+			var err error
+			n, err = c.incrByIn(tx, key, delta)
 			return err
-		default:
-			var ok bool
-			if cur, ok = parseStrictInt(v); !ok {
-				return errNotInteger
-			}
-		}
-		if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
-			return errOverflow
-		}
-		n = cur + delta
-		return tx.SetKeepTTL(key, strconv.AppendInt(nil, n, 10))
-	})
+		})
+	}
 	if err != nil {
 		c.fail(err)
 		return
 	}
 	c.w.integer(n)
+}
+
+// incrByIn is INCRBY's read and write inside tx; the new value's digits go
+// through the call's own buffer (the transaction copies what it writes).
+func (c *call) incrByIn(tx txn, key []byte, delta int64) (int64, error) {
+	cur := int64(0)
+	v, err := tx.Get(key)
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound):
+	case err != nil:
+		return 0, err
+	default:
+		var ok bool
+		if cur, ok = parseStrictInt(v); !ok {
+			return 0, errNotInteger
+		}
+	}
+	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
+		return 0, errOverflow
+	}
+	n := cur + delta
+	return n, tx.SetKeepTTL(key, strconv.AppendInt(c.digits[:0], n, 10))
 }
 
 func cmdIncr(c *call) { incrBy(c, c.args[1], 1) }
