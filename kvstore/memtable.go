@@ -418,7 +418,11 @@ func (m *memtable) applyToMap(mu *mutation, isNew, inPlace bool) treeOp {
 func (m *memtable) updateTTL(s *shard, mu *mutation) {
 	switch {
 	case mu.expireAt != 0 && !mu.del:
-		s.ttl[string(mu.key)] = mu.expireAt
+		// A write that keeps the key's expiry (INCRBY, SET KEEPTTL) finds it
+		// there: the lookup allocates nothing, an assignment a string key.
+		if at, ok := s.ttl[string(mu.key)]; !ok || at != mu.expireAt {
+			s.ttl[string(mu.key)] = mu.expireAt
+		}
 	case len(s.ttl) > 0:
 		delete(s.ttl, string(mu.key))
 	}
