@@ -104,6 +104,26 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 		return 1
 	}))
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
+	// tonumber of a plain decimal (what scripts mostly convert: their
+	// ARGV) is read here; anything else goes to gopher-lua's own, whose
+	// answers these are too, called on the same frame (its errors name
+	// tonumber).
+	baseToNumber := g.RawGetString("tonumber").(*lua.LFunction).GFunction
+	g.RawSetString("tonumber", L.NewFunction(func(L *lua.LState) int {
+		if L.GetTop() == 1 {
+			switch v := L.Get(1).(type) {
+			case lua.LNumber:
+				L.Push(v)
+				return 1
+			case lua.LString:
+				if n, ok := plainDecimal(string(v)); ok {
+					L.Push(lua.LNumber(n))
+					return 1
+				}
+			}
+		}
+		return baseToNumber(L)
+	}))
 	// type answers with names boxed once (gopher-lua's boxes a new string
 	// at every call: one allocation per check of the rate limiter's script).
 	var typeNames [lua.LTChannel + 1]lua.LValue
@@ -253,6 +273,30 @@ func compileLua(body, chunk string) (*lua.FunctionProto, error) {
 func sha1hex(b []byte) string {
 	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// plainDecimal reads an optional '-' and 1 to 15 decimal digits, nothing
+// else (exact in a float64, and what strconv.ParseInt reads the same).
+func plainDecimal(s string) (int64, bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	if len(s) == 0 || len(s) > 15 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // luaMaxResults is Lua 5.1's LUAI_MAXCSTACK: the most values one call returns.

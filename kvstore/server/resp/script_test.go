@@ -382,3 +382,30 @@ return {a, redis.call('incrby', KEYS[3], 41), redis.call('incr', KEYS[3]), redis
 		t.Fatalf("conversions = %s", s)
 	}
 }
+
+// tonumber as scripts see it (the rate limiter's script reads its
+// arguments with it): plain decimals, and what gopher-lua's own answers
+// for the rest.
+func TestScript_ToNumber(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	got, err := c.Eval(context.Background(), `
+local out = {}
+for _, s in ipairs({'123', '-5', '0', '-0', '007', ' 7 ', '0x10', '1.5', 'abc', '', '1e2', '99999999999999', '12a', '+3'}) do
+  out[#out + 1] = tostring(tonumber(s))
+end
+out[#out + 1] = tostring(tonumber(42))
+out[#out + 1] = tostring(tonumber('ff', 16))
+out[#out + 1] = tostring(tonumber('10', 2))
+out[#out + 1] = type(tonumber('5'))
+return out`, nil).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "123 -5 0 0 7 7 16 1.5 nil nil nil 99999999999999 nil 3 42 255 2 number"
+	if s := strings.Join(got, " "); s != want {
+		t.Fatalf("tonumber = %s\nwant       %s", s, want)
+	}
+	if err := c.Eval(context.Background(), "return tonumber()", nil).Err(); err == nil || !strings.Contains(err.Error(), "bad argument #1 to tonumber") {
+		t.Fatalf("tonumber() without an argument: %v", err)
+	}
+}
