@@ -59,6 +59,10 @@ func RunMonitor(in io.Reader, out io.WriteCloser) int {
 		reply(out, monitorReply{Error: fmt.Sprintf("bad monitor request: %v", err)})
 		return 1
 	}
+	if err := restoreMonitorEnv(); err != nil {
+		reply(out, monitorReply{Error: fmt.Sprintf("monitor environment: %v", err)})
+		return 1
+	}
 	// Diagnostics go to the process's log by path, so they follow the log
 	// across rotation (stderr stays on the file open at start, for panics).
 	home := state.Layout{Root: req.Home}

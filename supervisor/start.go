@@ -304,7 +304,8 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 		return proc.Identity{}, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
+	environ := os.Environ()
+	cmd.Env = append(append(environ, env...), monitorRuntimeEnv(environ, env)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, logf
 	cmd.SysProcAttr = proc.DetachedAttr()
 	if err := cmd.Start(); err != nil {
