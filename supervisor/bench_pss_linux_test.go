@@ -16,9 +16,10 @@ import (
 // the proportional set size (PSS, from /proc/PID/smaps_rollup: shared
 // pages divided among the processes sharing them) per monitor and in all.
 // The monitor is this test binary, or SUP_BENCH_DEVKIT (a devkit binary,
-// run as "devkit sup __monitor", as the CLI runs it), or SUP_BENCH_MONITOR
-// (any program whose main is supervisor.RunMonitor on stdin and stdout:
-// what a monitor-only binary would cost).
+// run as "devkit sup __monitor", as the CLI runs it when no
+// devkit-sup-monitor of its build lies beside it), or SUP_BENCH_MONITOR
+// (any program whose main is supervisor.RunMonitor on stdin and stdout,
+// such as bin/devkit-sup-monitor: what the CLI runs when it is there).
 func BenchmarkIdleMonitorPSS(b *testing.B) {
 	n := 20
 	if v, err := strconv.Atoi(os.Getenv("SUP_BENCH_MONITORS")); err == nil && v > 0 {

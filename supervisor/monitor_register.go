@@ -61,9 +61,15 @@ func MonitorMain() {
 }
 
 // monitorCommand is the command that runs a monitor and what it adds to
-// the environment: Options.MonitorCommand, or else the running executable
-// when it calls MonitorMain.
+// the environment: what Options.MonitorCommandFunc chose, else
+// Options.MonitorCommand, else the running executable when it calls
+// MonitorMain.
 func (s *Supervisor) monitorCommand() (argv, env []string, err error) {
+	if s.chosenMonitor != nil {
+		if argv := s.chosenMonitor(); len(argv) > 0 {
+			return argv, s.opts.MonitorEnv, nil
+		}
+	}
 	if len(s.opts.MonitorCommand) > 0 {
 		return s.opts.MonitorCommand, s.opts.MonitorEnv, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -112,5 +113,27 @@ processes:
 	}
 	if rec, err := sup.home.ReadRecord("app"); err != nil || rec != nil {
 		t.Fatalf("record after a refused start: %+v, %v; want none", rec, err)
+	}
+}
+
+// Options.MonitorCommandFunc chooses the monitor once, when the first
+// monitor starts, and never for a run that starts nothing.
+func TestStart_MonitorCommandFuncIsCalledOnceAndOnlyToStart(t *testing.T) {
+	h := newHarness(t, "processes:\n  a:\n    command: sleep\n    args: [\"60\"]\n  b:\n    command: sleep\n    args: [\"60\"]\n")
+	var calls atomic.Int32
+	sup, err := New(h.home, h.sup.cfg, Options{
+		MonitorCommand:     []string{"/nonexistent/monitor"},
+		MonitorCommandFunc: func() []string { calls.Add(1); return []string{testExe(t)} },
+		MonitorEnv:         []string{roleEnv + "=monitor"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sup = sup
+	if _, err := sup.Status(context.Background(), nil); err != nil || calls.Load() != 0 {
+		t.Fatalf("status: %v, MonitorCommandFunc called %d times", err, calls.Load())
+	}
+	if res := h.start("a", "b"); len(res) != 2 || calls.Load() != 1 {
+		t.Fatalf("start = %+v, MonitorCommandFunc called %d times, want 1", res, calls.Load())
 	}
 }
