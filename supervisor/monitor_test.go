@@ -103,11 +103,14 @@ func logTail(path string) (string, error) {
 }
 
 func TestMonitor_StopDuringBackoffPreventsTheRestart(t *testing.T) {
+	// The process outlives StartGrace (500ms, counted from the monitor's
+	// reply, which follows the synced record) by far more than a loaded
+	// machine's delay of that reply: 550ms left 50ms and failed at load 12.
 	h := newHarness(t, `
 processes:
   dying:
     command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleepfor=550ms,exit=2"}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleepfor=1s,exit=2"}
     restart: {policy: on-failure, backoff: 400ms}
 `)
 	h.start("dying")
