@@ -37,8 +37,14 @@ func BenchmarkIdleMonitorPSS(b *testing.B) {
 	if m := os.Getenv("SUP_BENCH_MONITOR"); m != "" {
 		monitor = []string{m}
 	}
-	if monitor != nil {
-		sup, err := New(h.home, h.sup.cfg, Options{MonitorCommand: monitor})
+	// SUP_BENCH_MONITOR_ENV adds space-separated NAME=value pairs to the
+	// monitors' environment, to measure runtime settings (GOGC=50, ...).
+	if env := strings.Fields(os.Getenv("SUP_BENCH_MONITOR_ENV")); monitor != nil || len(env) > 0 {
+		if monitor == nil {
+			monitor = h.sup.opts.MonitorCommand
+			env = append(env, h.sup.opts.MonitorEnv...)
+		}
+		sup, err := New(h.home, h.sup.cfg, Options{MonitorCommand: monitor, MonitorEnv: env})
 		if err != nil {
 			b.Fatal(err)
 		}
