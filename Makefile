@@ -30,11 +30,14 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
 
 # devkit-sup-monitor, the monitor-only program `devkit sup` runs once per process when it lies beside devkit
-# (and reports the same build), is built with it: same flags, same version.
+# (and reports the same build), is built with it: same flags and version, and the devkit_sup_monitor tag, which
+# leaves YAML and net/http out (each linked package costs memory in every monitor; docs/supervisor.md).
 MONITOR_PKG := ./cmd/devkit/devkit-sup-monitor
+MONITOR_BUILD = $(GOBUILD) -tags devkit_sup_monitor
 
 build: ## build bin/devkit and bin/devkit-sup-monitor
-	$(GOBUILD) -o bin/ ./cmd/devkit $(MONITOR_PKG)
+	$(GOBUILD) -o $(BIN) ./cmd/devkit
+	$(MONITOR_BUILD) -o bin/devkit-sup-monitor $(MONITOR_PKG)
 
 # ratelimit's Redis store suite also runs against a real `devkit kv serve` of bin/devkit (modules do not import
 # each other, so the binary is passed by path).
@@ -102,7 +105,7 @@ cross: ## build devkit for linux, darwin and windows on amd64 and arm64 into bin
 		ext=; [ $$os = windows ] && ext=.exe; \
 		echo "== $$os/$$arch"; \
 		GOOS=$$os GOARCH=$$arch $(GOBUILD) -o bin/cross/devkit-$$os-$$arch$$ext ./cmd/devkit; \
-		GOOS=$$os GOARCH=$$arch $(GOBUILD) -o bin/cross/devkit-sup-monitor-$$os-$$arch$$ext $(MONITOR_PKG); \
+		GOOS=$$os GOARCH=$$arch $(MONITOR_BUILD) -o bin/cross/devkit-sup-monitor-$$os-$$arch$$ext $(MONITOR_PKG); \
 	done; done
 
 notices: ## regenerate THIRD_PARTY_NOTICES from cmd/devkit's module graph (a test fails when it is stale)
@@ -121,8 +124,9 @@ cover: ## test with coverage, one profile per module under bin/
 # The demo's binaries: devkit and the demo's HTTP client (examples/stack/hit) in one go build with the
 # same flags, so a cold cache compiles the standard library once, and bin/hit stays for the reader to
 # rerun the commands the demo shows.
-DEMO_BUILD = @echo "== Building bin/devkit, bin/devkit-sup-monitor and bin/hit, the demo's HTTP client, in one go build (on a cold Go cache this compiles the standard library first: a minute or two)"; \
-	$(GOBUILD) -o bin/ ./cmd/devkit $(MONITOR_PKG) ./examples/stack/hit
+DEMO_BUILD = @echo "== Building bin/devkit and bin/hit, the demo's HTTP client, in one go build (on a cold Go cache this compiles the standard library first: a minute or two), then bin/devkit-sup-monitor"; \
+	$(GOBUILD) -o bin/ ./cmd/devkit ./examples/stack/hit; \
+	$(MONITOR_BUILD) -o bin/devkit-sup-monitor $(MONITOR_PKG)
 
 demo: ## build bin/devkit and bin/hit, then run the example stack end to end (KEEP=1 keeps its home; REDIS_URL puts the limits in Redis)
 	$(DEMO_BUILD)

@@ -12,9 +12,10 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 )
@@ -116,24 +117,32 @@ processes:
 	}
 }
 
-// Options.MonitorCommandFunc chooses the monitor once, when the first
-// monitor starts, and never for a run that starts nothing.
-func TestStart_MonitorCommandFuncIsCalledOnceAndOnlyToStart(t *testing.T) {
+// Options.MonitorCommandFunc chooses the monitor of each process as it
+// starts, and is never called by a run that starts nothing.
+func TestStart_MonitorCommandFuncChoosesEachMonitorOnlyToStart(t *testing.T) {
 	h := newHarness(t, "processes:\n  a:\n    command: sleep\n    args: [\"60\"]\n  b:\n    command: sleep\n    args: [\"60\"]\n")
-	var calls atomic.Int32
+	var mu sync.Mutex
+	var asked []string
 	sup, err := New(h.home, h.sup.cfg, Options{
-		MonitorCommand:     []string{"/nonexistent/monitor"},
-		MonitorCommandFunc: func() []string { calls.Add(1); return []string{testExe(t)} },
-		MonitorEnv:         []string{roleEnv + "=monitor"},
+		MonitorCommand: []string{"/nonexistent/monitor"},
+		MonitorCommandFunc: func(spec *Process) []string {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, spec.Name)
+			return []string{testExe(t)}
+		},
+		MonitorEnv: []string{roleEnv + "=monitor"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.sup = sup
-	if _, err := sup.Status(context.Background(), nil); err != nil || calls.Load() != 0 {
-		t.Fatalf("status: %v, MonitorCommandFunc called %d times", err, calls.Load())
+	if _, err := sup.Status(context.Background(), nil); err != nil || len(asked) != 0 {
+		t.Fatalf("status: %v, MonitorCommandFunc asked for %v", err, asked)
 	}
-	if res := h.start("a", "b"); len(res) != 2 || calls.Load() != 1 {
-		t.Fatalf("start = %+v, MonitorCommandFunc called %d times, want 1", res, calls.Load())
+	res := h.start("a", "b")
+	slices.Sort(asked)
+	if len(res) != 2 || !slices.Equal(asked, []string{"a", "b"}) {
+		t.Fatalf("start = %+v, MonitorCommandFunc asked for %v, want a and b", res, asked)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/devkit-go/devkit/supervisor/internal/lockfile"
 	"github.com/devkit-go/devkit/supervisor/internal/state"
@@ -61,12 +60,12 @@ type Options struct {
 	// set, which must call MonitorMain first in main: the child runs the
 	// monitor there and exits (without that call, Start fails with ErrNoMonitor).
 	MonitorCommand []string
-	// MonitorCommandFunc, when set, chooses the monitor command instead of
-	// MonitorCommand; nil from it means MonitorCommand. It is called once,
-	// when the first monitor is about to start, so a choice that costs
-	// something (devkit runs its small monitor program to check its
-	// version) is paid only by a run that starts a process.
-	MonitorCommandFunc func() []string
+	// MonitorCommandFunc, when set, chooses the monitor command of each
+	// process about to start instead of MonitorCommand; nil from it means
+	// MonitorCommand. It is called only when a monitor starts, so a choice
+	// that costs something (devkit runs its small monitor program to check
+	// its version, once) is paid only by a run that starts a process.
+	MonitorCommandFunc func(spec *Process) []string
 	// MonitorEnv is added to the monitor's environment.
 	MonitorEnv []string
 	// Logger receives diagnostics; nil discards them.
@@ -89,8 +88,6 @@ type Supervisor struct {
 	cfg     *Config
 	opts    Options
 	logger  *slog.Logger
-	// chosenMonitor is Options.MonitorCommandFunc, called at most once.
-	chosenMonitor func() []string
 }
 
 // New returns a Supervisor keeping its state under home, in the namespace
@@ -116,11 +113,7 @@ func New(home string, cfg *Config, opts Options) (*Supervisor, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Supervisor{home: layout, legacy: state.Layout{Root: home}, project: project, cfg: cfg, opts: opts, logger: logger}
-	if opts.MonitorCommandFunc != nil {
-		s.chosenMonitor = sync.OnceValue(opts.MonitorCommandFunc)
-	}
-	return s, nil
+	return &Supervisor{home: layout, legacy: state.Layout{Root: home}, project: project, cfg: cfg, opts: opts, logger: logger}, nil
 }
 
 // ProjectKey derives a project's namespace from its config file: the

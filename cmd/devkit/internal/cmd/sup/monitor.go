@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,10 +68,24 @@ const smallMonitorName = "devkit-sup-monitor"
 // report its build.
 const smallMonitorCheck = 5 * time.Second
 
+// monitorFor returns the supervisor's choice of monitor for each process:
+// devkit-sup-monitor (see smallMonitor, asked once) unless the process has
+// an HTTP health probe, which the small monitor is built without; nil
+// leaves it to the devkit binary (`devkit sup __monitor`).
+func monitorFor(exe string) func(*supervisor.Process) []string {
+	small := sync.OnceValue(func() []string { return smallMonitor(exe) })
+	return func(spec *supervisor.Process) []string {
+		if spec.MonitorProbesHTTP() {
+			return nil
+		}
+		return small()
+	}
+}
+
 // smallMonitor returns devkit-sup-monitor from the directory of exe (the
 // devkit binary) when it is there and reports this devkit's build, else
 // nil: the devkit binary is then its own monitor (`devkit sup __monitor`).
-// An idle small monitor costs about 1.1 MiB of PSS against 2.9 for the
+// An idle small monitor costs about 1 MiB of PSS against 2.9 for the
 // devkit binary (BenchmarkIdleMonitorPSS); a build that differs could
 // read or write records this devkit does not, so it is never used.
 func smallMonitor(exe string) []string {

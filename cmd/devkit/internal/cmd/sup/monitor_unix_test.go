@@ -3,6 +3,7 @@
 package sup
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,9 @@ func TestStart_BuiltDevkitRunsItsSmallMonitor(t *testing.T) {
 	dir := t.TempDir()
 	envOut := filepath.Join(dir, "env")
 	cfg := filepath.Join(dir, "ops.yaml")
-	yaml := "processes:\n  idle:\n    command: sh\n    args: [\"-c\", \"env > " + envOut + "; exec sleep 60\"]\n"
+	yaml := "processes:\n  idle:\n    command: sh\n    args: [\"-c\", \"env > " + envOut + "; exec sleep 60\"]\n" +
+		// An HTTP health probe: devkit-sup-monitor is built without net/http.
+		"  web:\n    command: sleep\n    args: [\"60\"]\n    liveness: {http: \"http://127.0.0.1:1/\"}\n    health: {every: 1h}\n"
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -81,26 +84,36 @@ func TestStart_BuiltDevkitRunsItsSmallMonitor(t *testing.T) {
 	}
 	run("start", "--all")
 	t.Cleanup(func() { run("stop", "--all") })
-	out := run("status", "--json")
-	i := strings.Index(out, `"pid": `)
-	if i < 0 {
-		t.Fatalf("status: %s", out)
+	var st struct {
+		Processes []struct {
+			Name string `json:"name"`
+			PID  int    `json:"pid"`
+		} `json:"processes"`
 	}
-	pid, _ := strconv.Atoi(strings.TrimRight(strings.Fields(out[i+len(`"pid": `):])[0], ","))
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal([]byte(run("status", "--json")), &st); err != nil || len(st.Processes) != 2 {
+		t.Fatalf("status: %+v, %v", st, err)
 	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	monitorExe, err := os.Readlink("/proc/" + fields[1] + "/exe") // field 4: the parent, the monitor
-	if err != nil {
-		t.Fatal(err)
+	want := map[string]string{
+		"idle": filepath.Join(filepath.Dir(mustAbs(t, bin)), smallMonitorName),
+		"web":  mustAbs(t, bin),
 	}
-	if want := filepath.Join(filepath.Dir(mustAbs(t, bin)), smallMonitorName); monitorExe != want {
-		t.Errorf("monitor is %s, want %s", monitorExe, want)
+	for _, p := range st.Processes {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		monitorExe, err := os.Readlink("/proc/" + fields[1] + "/exe") // field 4: the parent, the monitor
+		if err != nil {
+			t.Fatal(err)
+		}
+		if monitorExe != want[p.Name] {
+			t.Errorf("%s: monitor is %s, want %s", p.Name, monitorExe, want[p.Name])
+		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	var env []byte
+	var err error
 	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if env, err = os.ReadFile(envOut); err == nil && strings.Contains(string(env), "PATH=") {
 			break
@@ -118,4 +131,31 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// devkit-sup-monitor as make build makes it (without net/http) refuses a
+// process with an HTTP health probe before starting anything, should a
+// devkit ever hand it one.
+func TestSmallMonitor_BuiltWithoutHTTPRefusesAnHTTPHealthProbe(t *testing.T) {
+	bin := os.Getenv("DEVKIT_BIN")
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DEVKIT_BIN is not set (make test sets it to bin/devkit)")
+		}
+		t.Skip("DEVKIT_BIN is not set: run `make build` and set DEVKIT_BIN=bin/devkit (make test does)")
+	}
+	dir := t.TempDir()
+	req := `{"home": "` + dir + `", "spec": {"name": "web", "command": "sh", "args": ["-c", "touch ` + dir + `/ran"],
+		"log_file": "` + dir + `/web.log", "stop_signal": "TERM", "stop_timeout": 1000000000, "restart": {"mode": "never"},
+		"liveness": {"http": "http://127.0.0.1:1/", "timeout": 1000000000, "interval": 50000000},
+		"health": {"every": 1000000000, "failures": 3}}}`
+	cmd := exec.Command(filepath.Join(filepath.Dir(bin), smallMonitorName))
+	cmd.Stdin = strings.NewReader(req)
+	out, err := cmd.Output()
+	if err == nil || !strings.Contains(string(out), "built without HTTP probes") {
+		t.Errorf("devkit-sup-monitor: %v, reply %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the process was started")
+	}
 }

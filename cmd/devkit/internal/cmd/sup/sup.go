@@ -152,7 +152,7 @@ func newSupervisor(f *cmdutil.Factory, p ProjectOptions, needConfig bool) (*supe
 	return f.Supervisor(home, cfg, supervisor.Options{
 		Project:            project,
 		MonitorCommand:     []string{exe, "sup", monitorVerb},
-		MonitorCommandFunc: func() []string { return smallMonitor(exe) },
+		MonitorCommandFunc: monitorFor(exe),
 		OnLockWait: func(name string, holder int) {
 			who := "another devkit run"
 			if holder > 0 {
