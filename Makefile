@@ -12,7 +12,7 @@ BIN      := bin/devkit
 TIMEOUT  ?= 15m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
-VERSION_PKG := github.com/devkit-go/devkit/cmd/devkit/internal/cmd/version
+VERSION_PKG := github.com/devkit-go/devkit/cmd/devkit/internal/buildinfo
 # bin/devkit is built as the release archives are (.goreleaser.yaml): static (CGO_ENABLED=0), -trimpath, and
 # without the symbol table and DWARF (-s -w); the compiler then makes no DWARF for the linker to drop
 # (-dwarf=false: the same code). Besides matching what users run, this is what keeps a cold-cache `make demo`
@@ -29,8 +29,15 @@ BENCH_MODULES := $(MODULES) ratelimit/benchcmp
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
 
-build: ## build bin/devkit
+# devkit-sup-monitor, the monitor-only program `devkit sup` runs once per process when it lies beside devkit
+# (and reports the same build), is built with it: same flags and version, and the devkit_sup_monitor tag, which
+# leaves YAML and net/http out (each linked package costs memory in every monitor; docs/supervisor.md).
+MONITOR_PKG := ./cmd/devkit/devkit-sup-monitor
+MONITOR_BUILD = $(GOBUILD) -tags devkit_sup_monitor
+
+build: ## build bin/devkit and bin/devkit-sup-monitor
 	$(GOBUILD) -o $(BIN) ./cmd/devkit
+	$(MONITOR_BUILD) -o bin/devkit-sup-monitor $(MONITOR_PKG)
 
 # ratelimit's Redis store suite also runs against a real `devkit kv serve` of bin/devkit (modules do not import
 # each other, so the binary is passed by path).
@@ -98,6 +105,7 @@ cross: ## build devkit for linux, darwin and windows on amd64 and arm64 into bin
 		ext=; [ $$os = windows ] && ext=.exe; \
 		echo "== $$os/$$arch"; \
 		GOOS=$$os GOARCH=$$arch $(GOBUILD) -o bin/cross/devkit-$$os-$$arch$$ext ./cmd/devkit; \
+		GOOS=$$os GOARCH=$$arch $(MONITOR_BUILD) -o bin/cross/devkit-sup-monitor-$$os-$$arch$$ext $(MONITOR_PKG); \
 	done; done
 
 notices: ## regenerate THIRD_PARTY_NOTICES from cmd/devkit's module graph (a test fails when it is stale)
@@ -116,8 +124,9 @@ cover: ## test with coverage, one profile per module under bin/
 # The demo's binaries: devkit and the demo's HTTP client (examples/stack/hit) in one go build with the
 # same flags, so a cold cache compiles the standard library once, and bin/hit stays for the reader to
 # rerun the commands the demo shows.
-DEMO_BUILD = @echo "== Building bin/devkit and bin/hit, the demo's HTTP client, in one go build (on a cold Go cache this compiles the standard library first: a minute or two)"; \
-	$(GOBUILD) -o bin/ ./cmd/devkit ./examples/stack/hit
+DEMO_BUILD = @echo "== Building bin/devkit and bin/hit, the demo's HTTP client, in one go build (on a cold Go cache this compiles the standard library first: a minute or two), then bin/devkit-sup-monitor"; \
+	$(GOBUILD) -o bin/ ./cmd/devkit ./examples/stack/hit; \
+	$(MONITOR_BUILD) -o bin/devkit-sup-monitor $(MONITOR_PKG)
 
 demo: ## build bin/devkit and bin/hit, then run the example stack end to end (KEEP=1 keeps its home; REDIS_URL puts the limits in Redis)
 	$(DEMO_BUILD)

@@ -16,9 +16,10 @@ import (
 // the proportional set size (PSS, from /proc/PID/smaps_rollup: shared
 // pages divided among the processes sharing them) per monitor and in all.
 // The monitor is this test binary, or SUP_BENCH_DEVKIT (a devkit binary,
-// run as "devkit sup __monitor", as the CLI runs it), or SUP_BENCH_MONITOR
-// (any program whose main is supervisor.RunMonitor on stdin and stdout:
-// what a monitor-only binary would cost).
+// run as "devkit sup __monitor", as the CLI runs it when no
+// devkit-sup-monitor of its build lies beside it), or SUP_BENCH_MONITOR
+// (any program whose main is supervisor.RunMonitor on stdin and stdout,
+// such as bin/devkit-sup-monitor: what the CLI runs when it is there).
 func BenchmarkIdleMonitorPSS(b *testing.B) {
 	n := 20
 	if v, err := strconv.Atoi(os.Getenv("SUP_BENCH_MONITORS")); err == nil && v > 0 {
@@ -36,8 +37,14 @@ func BenchmarkIdleMonitorPSS(b *testing.B) {
 	if m := os.Getenv("SUP_BENCH_MONITOR"); m != "" {
 		monitor = []string{m}
 	}
-	if monitor != nil {
-		sup, err := New(h.home, h.sup.cfg, Options{MonitorCommand: monitor})
+	// SUP_BENCH_MONITOR_ENV adds space-separated NAME=value pairs to the
+	// monitors' environment, to measure runtime settings (GOGC=50, ...).
+	if env := strings.Fields(os.Getenv("SUP_BENCH_MONITOR_ENV")); monitor != nil || len(env) > 0 {
+		if monitor == nil {
+			monitor = h.sup.opts.MonitorCommand
+			env = append(env, h.sup.opts.MonitorEnv...)
+		}
+		sup, err := New(h.home, h.sup.cfg, Options{MonitorCommand: monitor, MonitorEnv: env})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,3 +1,5 @@
+//go:build !devkit_sup_monitor
+
 package supervisor
 
 // The compose export is marshalled by yaml.v3 from typed values, never

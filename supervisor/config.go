@@ -162,6 +162,15 @@ func (p *Process) HealthProbe() *ReadyProbe {
 	return p.Ready
 }
 
+// MonitorProbesHTTP reports whether the process's monitor runs an HTTP
+// probe: a health check whose probe is http. A monitor built without HTTP
+// probes (devkit-sup-monitor) refuses such a process, and devkit runs it
+// under its own monitor instead.
+func (p *Process) MonitorProbesHTTP() bool {
+	probe := p.HealthProbe()
+	return p.Health != nil && probe != nil && probe.HTTP != ""
+}
+
 // Condition returns when p may start with respect to its dependency dep.
 func (p *Process) Condition(dep string) DependencyCondition {
 	if c, ok := p.Conditions[dep]; ok {

@@ -1,3 +1,5 @@
+//go:build !devkit_sup_monitor
+
 package supervisor
 
 import (

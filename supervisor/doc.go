@@ -27,7 +27,12 @@
 // Each process gets a monitor: the calling program re-executed (see
 // [Options.MonitorCommand], [MonitorMain] and [RunMonitor]), in the
 // manner of podman's conmon; by default the running executable serves, when
-// its main calls [MonitorMain] first, as moby's reexec.Init. It records the exit code and time and applies the restart policy
+// its main calls [MonitorMain] first, as moby's reexec.Init; or a program of
+// its own that only calls [RunMonitor], chosen per process with
+// [Options.MonitorCommandFunc] (devkit's devkit-sup-monitor, built with the
+// devkit_sup_monitor tag, which leaves YAML and HTTP probes out so that an
+// idle monitor costs about 1 MiB). Monitors run with GOMAXPROCS=1. A
+// monitor records the exit code and time and applies the restart policy
 // with capped exponential backoff. Killing a monitor hides nothing: status
 // and stop work from the record alone.
 //

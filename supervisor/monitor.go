@@ -31,6 +31,7 @@ import (
 
 	"github.com/devkit-go/devkit/supervisor/internal/logfile"
 	"github.com/devkit-go/devkit/supervisor/internal/proc"
+	"github.com/devkit-go/devkit/supervisor/internal/ready"
 	"github.com/devkit-go/devkit/supervisor/internal/state"
 )
 
@@ -57,6 +58,14 @@ func RunMonitor(in io.Reader, out io.WriteCloser) int {
 	var req monitorRequest
 	if err := json.NewDecoder(in).Decode(&req); err != nil || req.Spec == nil {
 		reply(out, monitorReply{Error: fmt.Sprintf("bad monitor request: %v", err)})
+		return 1
+	}
+	if req.Spec.MonitorProbesHTTP() && !ready.HTTPProbes {
+		reply(out, monitorReply{Error: fmt.Sprintf("%s has an http health probe, and %v", req.Spec.Name, ready.ErrNoHTTPProbes)})
+		return 1
+	}
+	if err := restoreMonitorEnv(); err != nil {
+		reply(out, monitorReply{Error: fmt.Sprintf("monitor environment: %v", err)})
 		return 1
 	}
 	// Diagnostics go to the process's log by path, so they follow the log

@@ -60,10 +60,16 @@ func MonitorMain() {
 	os.Exit(RunMonitor(os.Stdin, os.Stdout))
 }
 
-// monitorCommand is the command that runs a monitor and what it adds to
-// the environment: Options.MonitorCommand, or else the running executable
-// when it calls MonitorMain.
-func (s *Supervisor) monitorCommand() (argv, env []string, err error) {
+// monitorCommand is the command that runs the monitor of spec and what it
+// adds to the environment: what Options.MonitorCommandFunc chose, else
+// Options.MonitorCommand, else the running executable when it calls
+// MonitorMain. A nil spec asks only whether some monitor can run.
+func (s *Supervisor) monitorCommand(spec *Process) (argv, env []string, err error) {
+	if s.opts.MonitorCommandFunc != nil && spec != nil {
+		if argv := s.opts.MonitorCommandFunc(spec); len(argv) > 0 {
+			return argv, s.opts.MonitorEnv, nil
+		}
+	}
 	if len(s.opts.MonitorCommand) > 0 {
 		return s.opts.MonitorCommand, s.opts.MonitorEnv, nil
 	}

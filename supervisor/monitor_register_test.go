@@ -12,8 +12,10 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -112,5 +114,35 @@ processes:
 	}
 	if rec, err := sup.home.ReadRecord("app"); err != nil || rec != nil {
 		t.Fatalf("record after a refused start: %+v, %v; want none", rec, err)
+	}
+}
+
+// Options.MonitorCommandFunc chooses the monitor of each process as it
+// starts, and is never called by a run that starts nothing.
+func TestStart_MonitorCommandFuncChoosesEachMonitorOnlyToStart(t *testing.T) {
+	h := newHarness(t, "processes:\n  a:\n    command: sleep\n    args: [\"60\"]\n  b:\n    command: sleep\n    args: [\"60\"]\n")
+	var mu sync.Mutex
+	var asked []string
+	sup, err := New(h.home, h.sup.cfg, Options{
+		MonitorCommand: []string{"/nonexistent/monitor"},
+		MonitorCommandFunc: func(spec *Process) []string {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, spec.Name)
+			return []string{testExe(t)}
+		},
+		MonitorEnv: []string{roleEnv + "=monitor"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sup = sup
+	if _, err := sup.Status(context.Background(), nil); err != nil || len(asked) != 0 {
+		t.Fatalf("status: %v, MonitorCommandFunc asked for %v", err, asked)
+	}
+	res := h.start("a", "b")
+	slices.Sort(asked)
+	if len(res) != 2 || !slices.Equal(asked, []string{"a", "b"}) {
+		t.Fatalf("start = %+v, MonitorCommandFunc asked for %v, want a and b", res, asked)
 	}
 }

@@ -19,11 +19,13 @@ import (
 )
 
 func TestMonitor_OnFailureRestartsWithBackoffThenGivesUp(t *testing.T) {
+	// Each run outlives StartGrace by far more than a loaded machine delays
+	// the monitor's reply (see TestMonitor_AlwaysRestartsAfterCleanExitAndStopEndsIt).
 	h := newHarness(t, `
 processes:
   flaky:
     command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=run,sleepfor=600ms,exit=1"}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=run,sleepfor=1s,exit=1"}
     restart: {policy: on-failure, max_restarts: 2, backoff: 50ms, max_backoff: 100ms}
 `)
 	first := h.start("flaky")[0].PID
@@ -49,11 +51,13 @@ processes:
 }
 
 func TestMonitor_AlwaysRestartsAfterCleanExitAndStopEndsIt(t *testing.T) {
+	// Each run outlives StartGrace by far more than a loaded machine delays
+	// the monitor's reply (600ms left 100ms and failed at load 20).
 	h := newHarness(t, `
 processes:
   loop:
     command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "sleepfor=600ms,exit=0"}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "sleepfor=1s,exit=0"}
     restart: {policy: always, backoff: 10ms}
 `)
 	first := h.start("loop")[0].PID
@@ -64,7 +68,7 @@ processes:
 	if _, err := h.sup.Stop(context.Background(), []string{"loop"}, StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond) // longer than a run: a restart would show now
+	time.Sleep(1100 * time.Millisecond) // longer than a run: a restart would show now
 	if st := h.status("loop"); st.State != StateStopped {
 		t.Fatalf("status after stop = %+v, want stopped (no restart)", st)
 	}
@@ -103,11 +107,14 @@ func logTail(path string) (string, error) {
 }
 
 func TestMonitor_StopDuringBackoffPreventsTheRestart(t *testing.T) {
+	// The process outlives StartGrace (500ms, counted from the monitor's
+	// reply, which follows the synced record) by far more than a loaded
+	// machine's delay of that reply: 550ms left 50ms and failed at load 12.
 	h := newHarness(t, `
 processes:
   dying:
     command: {{exe}}
-    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleepfor=550ms,exit=2"}
+    env: {SUP_TEST_ROLE: child, SUP_TEST_CHILD: "print=ready,sleepfor=1s,exit=2"}
     restart: {policy: on-failure, backoff: 400ms}
 `)
 	h.start("dying")

@@ -63,7 +63,7 @@ func (s *Supervisor) startable(names []string) error {
 	if err := validNames(names); err != nil {
 		return err
 	}
-	if _, _, err := s.monitorCommand(); err != nil {
+	if _, _, err := s.monitorCommand(nil); err != nil {
 		return err
 	}
 	for _, n := range names {
@@ -299,12 +299,13 @@ func (s *Supervisor) spawnMonitor(ctx context.Context, spec *Process) (proc.Iden
 	defer func() { _ = stdoutR.Close() }() // read-only
 	defer func() { _ = stdoutW.Close() }() // the monitor holds its own copy
 
-	argv, env, err := s.monitorCommand()
+	argv, env, err := s.monitorCommand(spec)
 	if err != nil {
 		return proc.Identity{}, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
+	environ := os.Environ()
+	cmd.Env = append(append(environ, env...), monitorRuntimeEnv(environ, env)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, logf
 	cmd.SysProcAttr = proc.DetachedAttr()
 	if err := cmd.Start(); err != nil {

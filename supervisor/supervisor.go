@@ -60,6 +60,12 @@ type Options struct {
 	// set, which must call MonitorMain first in main: the child runs the
 	// monitor there and exits (without that call, Start fails with ErrNoMonitor).
 	MonitorCommand []string
+	// MonitorCommandFunc, when set, chooses the monitor command of each
+	// process about to start instead of MonitorCommand; nil from it means
+	// MonitorCommand. It is called only when a monitor starts, so a choice
+	// that costs something (devkit runs its small monitor program to check
+	// its version, once) is paid only by a run that starts a process.
+	MonitorCommandFunc func(spec *Process) []string
 	// MonitorEnv is added to the monitor's environment.
 	MonitorEnv []string
 	// Logger receives diagnostics; nil discards them.

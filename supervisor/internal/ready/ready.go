@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -18,6 +17,10 @@ import (
 
 	"github.com/devkit-go/devkit/supervisor/internal/proc"
 )
+
+// ErrNoHTTPProbes is what an HTTP probe gives in a build without them
+// (HTTPProbes false).
+var ErrNoHTTPProbes = errors.New("this monitor is built without HTTP probes (tag devkit_sup_monitor)")
 
 // attemptTimeout bounds one probe attempt.
 const attemptTimeout = time.Second
@@ -40,35 +43,6 @@ func (p TCP) Check(ctx context.Context) error {
 		return err
 	}
 	return c.Close()
-}
-
-// HTTP is ready when URL answers with a 2xx status.
-type HTTP struct {
-	URL    string
-	Client *http.Client
-}
-
-// Check sends one GET.
-func (p HTTP) Check(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
-	if err != nil {
-		return err
-	}
-	client := p.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	_ = resp.Body.Close() // only the status matters
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("%s answered %s", p.URL, resp.Status)
-	}
-	return nil
 }
 
 // Exec is ready when Command, run by the system shell, exits 0.

@@ -150,8 +150,9 @@ func newSupervisor(f *cmdutil.Factory, p ProjectOptions, needConfig bool) (*supe
 		project = supervisor.ProjectKeyIn(home, configPath) // the same key whether the file exists or not
 	}
 	return f.Supervisor(home, cfg, supervisor.Options{
-		Project:        project,
-		MonitorCommand: []string{exe, "sup", monitorVerb},
+		Project:            project,
+		MonitorCommand:     []string{exe, "sup", monitorVerb},
+		MonitorCommandFunc: monitorFor(exe),
 		OnLockWait: func(name string, holder int) {
 			who := "another devkit run"
 			if holder > 0 {

@@ -4,54 +4,18 @@ package version
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
+	"github.com/devkit-go/devkit/cmd/devkit/internal/buildinfo"
 	"github.com/devkit-go/devkit/cmd/devkit/internal/cmdutil"
 )
 
-// Set at link time: -ldflags "-X github.com/devkit-go/devkit/cmd/devkit/internal/cmd/version.Version=v1.2.3".
-var (
-	Version = ""
-	Commit  = ""
-)
-
 // Info describes the running binary.
-type Info struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit,omitempty"`
-	Modified  bool   `json:"modified,omitempty"`
-	GoVersion string `json:"go_version"`
-	Platform  string `json:"platform"`
-}
+type Info = buildinfo.Info
 
-// Current reports the version baked in at link time, falling back to what
-// the Go toolchain recorded in the binary (module version, VCS revision).
-func Current() Info {
-	info := Info{Version: Version, Commit: Commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	bi, ok := debug.ReadBuildInfo()
-	if ok {
-		if info.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			info.Version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				if info.Commit == "" {
-					info.Commit = s.Value
-				}
-			case "vcs.modified":
-				info.Modified = s.Value == "true"
-			}
-		}
-	}
-	if info.Version == "" {
-		info.Version = "devel"
-	}
-	return info
-}
+// Current reports the version baked in at link time (see buildinfo).
+func Current() Info { return buildinfo.Current() }
 
 // Options are the inputs of `devkit version`.
 type Options struct {
