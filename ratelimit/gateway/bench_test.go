@@ -614,6 +614,8 @@ type nginxConf struct {
 	keepalive      int
 	listen         string
 	location       string
+	// http is configuration of the http block (another upstream).
+	http string
 }
 
 // runNginx runs nginx (two workers, as many as the cores the comparisons
@@ -653,6 +655,7 @@ http {
   limit_req_status 429;
   keepalive_requests 1000000;
   upstream api { server %[2]s; keepalive %[5]d; }
+  %[9]s
   server {
     listen 127.0.0.1:%[3]d%[6]s;
     location / {
@@ -663,7 +666,7 @@ http {
 %[8]s    }
   }
 }
-`, dir, u.Host, port, c.rate, c.keepalive, c.listen, c.limitReq, c.location)
+`, dir, u.Host, port, c.rate, c.keepalive, c.listen, c.limitReq, c.location, c.http)
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		b.Fatal(err)
