@@ -342,6 +342,7 @@ func BenchmarkGateway_AuthRequestVsNginxLimitReq(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	asTheCommand(b)
 	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
 	auth, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", AuthPath: "/ratelimit/auth", Policy: p, Limiter: l,
 		Logger: discardLogger()})
