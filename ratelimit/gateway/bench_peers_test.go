@@ -14,8 +14,10 @@ package gateway_test
 //	go test -run '^$' -bench '^BenchmarkGateway_PassThroughVsNginxAndReverseProxy$' -benchtime 4x ./gateway
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,6 +30,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/gateway"
+	"github.com/devkit-go/devkit/ratelimit/memory"
+	"github.com/devkit-go/devkit/ratelimit/policy"
 	"github.com/devkit-go/devkit/ratelimit/redistest"
 )
 
@@ -286,4 +292,107 @@ func BenchmarkGateway_PassThroughVsNginxAndReverseProxy(b *testing.B) {
 			b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) { point(b, conns, "close") })
 		}
 	})
+}
+
+// authBenchPolicy is the auth endpoint's policy in the auth_request
+// benchmark: nginx (on 127.0.0.1) is the trusted proxy, and every request
+// is counted under a limit no load reaches, as limit_req's zone is.
+const authBenchPolicy = `
+identity:
+  trusted_proxies: [127.0.0.1/32]
+rules:
+  - {name: api, paths: [/], key: [ip], limits: [{limit: 1000000000, window: 1h}]}
+`
+
+// startNginxAuth runs nginx as startNginxPassing does (two workers, the
+// upstream kept alive), with auth_request asking devkit's auth endpoint at
+// auth (host:port, kept alive too) instead of limit_req: the configuration
+// of docs/ratelimit.md without the denial's named location, which a load
+// that is never denied does not reach.
+func startNginxAuth(b *testing.B, upstream, auth string) string {
+	target, _ := runNginx(b, upstream, nginxConf{
+		rate: "100000000r/s", limitReq: "auth_request /_ratelimit;", keepalive: 1024, listen: " backlog=4096",
+		http: "upstream devkit { server " + auth + "; keepalive 1024; }",
+		location: `    }
+    location = /_ratelimit {
+      internal;
+      proxy_pass http://devkit/ratelimit/auth;
+      proxy_pass_request_body off;
+      proxy_set_header Content-Length "";
+      proxy_set_header X-Original-URI $request_uri;
+      proxy_set_header X-Original-Method $request_method;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+`,
+	})
+	return target + "/"
+}
+
+// BenchmarkGateway_AuthRequestVsNginxLimitReq: nginx asking devkit's auth
+// endpoint (a gateway with no upstream, memory store, in this process)
+// for every request with auth_request, against nginx with its own
+// limit_req, both in front of the same upstream process, taking turns at
+// 200 connections kept alive from the Go load generator (every request
+// passes). The goal: nginx + devkit ≥ 0.5× nginx + limit_req. Each turn of
+// nginx + devkit is checked to have asked devkit once per answer at least.
+func BenchmarkGateway_AuthRequestVsNginxLimitReq(b *testing.B) {
+	upstream := processUpstream(b)
+	p, err := policy.Parse("auth.yaml", []byte(authBenchPolicy))
+	if err != nil {
+		b.Fatal(err)
+	}
+	asTheCommand(b)
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	auth, err := gateway.New(gateway.Config{Listen: "127.0.0.1:0", AuthPath: "/ratelimit/auth", Policy: p, Limiter: l,
+		Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := auth.Listen(ctx); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { auth.Serve(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done })
+	withAuth := startNginxAuth(b, upstream, auth.Addr())
+	withLimitReq := startNginxPassing(b, upstream)
+	for _, conns := range []int{200} {
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
+			var ours, peer, ratios []float64
+			var first float64
+			b.ResetTimer()
+			for i := range evenRounds(b.N) {
+				var o, p passTurn
+				decisions := func() (n int64) {
+					for _, c := range l.Stats().Snapshot() {
+						n += c.Decisions()
+					}
+					return n
+				}
+				before := decisions()
+				if i%2 == 0 {
+					o = driveLatency(b, withAuth, conns, "keepalive")
+					p = driveLatency(b, withLimitReq, conns, "keepalive")
+					first = o.rps / p.rps
+				} else {
+					p = driveLatency(b, withLimitReq, conns, "keepalive")
+					o = driveLatency(b, withAuth, conns, "keepalive")
+					ratios = append(ratios, math.Sqrt(first*o.rps/p.rps))
+				}
+				if got := decisions() - before; float64(got) < o.rps*turnLength(b).Seconds() {
+					b.Fatalf("devkit decided %d requests in a turn of %.0f answers: nginx did not ask it for each", got, o.rps*turnLength(b).Seconds())
+				}
+				ours, peer = append(ours, o.rps), append(peer, p.rps)
+			}
+			b.StopTimer()
+			b.ReportMetric(median(ours), "nginx-auth-request-req/s")
+			b.ReportMetric(median(peer), "nginx-limit-req-req/s")
+			b.ReportMetric(median(ratios), "auth-request/limit-req")
+			if load, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+				b.ReportMetric(load, "loadavg")
+			}
+		})
+	}
 }

@@ -22,6 +22,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +59,7 @@ func upstreamServer(b *testing.B) *httptest.Server {
 
 func benchGateway(b *testing.B, upstream, pol string) *gateway.Server {
 	b.Helper()
+	asTheCommand(b)
 	p, err := policy.Parse("bench.yaml", []byte(pol))
 	if err != nil {
 		b.Fatal(err)
@@ -75,6 +78,18 @@ func benchGateway(b *testing.B, upstream, pol string) *gateway.Server {
 	go func() { srv.Serve(ctx); close(done) }()
 	b.Cleanup(func() { cancel(); <-done })
 	return srv
+}
+
+// commandGCPercent is the GC percent devkit ratelimit proxy and serve run
+// with (--gc-percent's default, cmd/devkit's DefaultGCPercent): the
+// gateway in this process is measured as the command runs it.
+const commandGCPercent = 400
+
+// asTheCommand sets this process's GC percent to the command's until the
+// benchmark ends.
+func asTheCommand(b *testing.B) {
+	old := debug.SetGCPercent(commandGCPercent)
+	b.Cleanup(func() { debug.SetGCPercent(old) })
 }
 
 // bareProxy is the peer: httputil.ReverseProxy with the same tuned transport.
@@ -402,6 +417,97 @@ func BenchmarkGateway_RejectionVsNginxWrkConns(b *testing.B) {
 	}
 }
 
+// BenchmarkGateway_RejectionCeilingVsNginxWrkConns is the ceiling of the
+// standard library for RejectionVsNginxWrkConns: a bare net/http.Server in
+// this process, no limiter, whose handler answers every request 429 with
+// the gateway's headers and body (copied from the gateway in this run,
+// response=gateway) or with nginx's own small 429 (response=nginx), in
+// turns with nginx limit_req under the same wrk load. If even this is
+// below the goal, net/http is what stands between the gateway and it.
+func BenchmarkGateway_RejectionCeilingVsNginxWrkConns(b *testing.B) {
+	up := upstreamServer(b)
+	gw := benchGateway(b, up.URL, closedPolicy)
+	header, body := gatewayDenial(b, "http://"+gw.Addr()+"/x")
+	// The bare server runs under the command's GC percent too (benchGateway
+	// set it): the ceiling is the best net/http does here.
+	nginxBody := []byte("<html>\r\n<head><title>429 Too Many Requests</title></head>\r\n<body>\r\n" +
+		"<center><h1>429 Too Many Requests</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
+	for _, resp := range []string{"gateway", "nginx"} {
+		var h http.Header
+		var bd []byte
+		if resp == "gateway" {
+			h, bd = header.Clone(), body
+			h.Del("Date")
+		} else {
+			h, bd = http.Header{"Content-Type": {"text/html"}, "Content-Length": {strconv.Itoa(len(nginxBody))}}, nginxBody
+		}
+		target := bareNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			wh := w.Header()
+			for k, v := range h {
+				wh[k] = v
+			}
+			w.WriteHeader(http.StatusTooManyRequests)
+			w.Write(bd)
+		}))
+		for _, conns := range []int{50, 1000} {
+			b.Run(fmt.Sprintf("response=%s/conns=%d", resp, conns), func(b *testing.B) {
+				nginx, pid := startNginx(b, up.URL, "")
+				if r, err := benchClient().Get(nginx + "/x"); err == nil { // nginx's one allowed request
+					r.Body.Close()
+				}
+				compareWith(b, driveWrkConns(2, conns), "nginx", target+"/x", nginx+"/x", 429, pid)
+				if load, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+					b.ReportMetric(load, "loadavg")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkGateway_RejectionGCPercent is the rejection flood (wrk, two
+// threads, 50 and 1,000 connections) with the collector at GOGC=100 (the
+// runtime's default) against GOGC=400 (what cmd/devkit's proxy sets),
+// switched between turns in this one process: what a GC percent buys a
+// gateway whose heap is small and whose garbage is per request.
+func BenchmarkGateway_RejectionGCPercent(b *testing.B) {
+	up := upstreamServer(b)
+	gw := benchGateway(b, up.URL, closedPolicy)
+	gatewayDenial(b, "http://"+gw.Addr()+"/x")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, conns := range []int{50, 1000} {
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
+			wrk := driveWrkConns(2, conns)
+			drive := func(b *testing.B, target string, want int) (float64, float64, float64) {
+				if strings.HasSuffix(target, "/gogc400") {
+					debug.SetGCPercent(400)
+				} else {
+					debug.SetGCPercent(100)
+				}
+				runtime.GC()
+				return wrk(b, target, want)
+			}
+			base := "http://" + gw.Addr()
+			compareWith(b, drive, "gogc100", base+"/gogc400", base+"/gogc100", 429, os.Getpid())
+			if load, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+				b.ReportMetric(load, "loadavg")
+			}
+		})
+	}
+}
+
+// bareNetHTTP serves h on a plain net/http.Server (no httptest wrapping)
+// on a free 127.0.0.1 port until the benchmark ends, and returns its URL.
+func bareNetHTTP(b *testing.B, h http.Handler) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
 func rejectionVsNginx(b *testing.B, drive driver) {
 	up := upstreamServer(b)
 	nginx, pid := startNginx(b, up.URL, "")
@@ -523,6 +629,8 @@ type nginxConf struct {
 	keepalive      int
 	listen         string
 	location       string
+	// http is configuration of the http block (another upstream).
+	http string
 }
 
 // runNginx runs nginx (two workers, as many as the cores the comparisons
@@ -562,6 +670,7 @@ http {
   limit_req_status 429;
   keepalive_requests 1000000;
   upstream api { server %[2]s; keepalive %[5]d; }
+  %[9]s
   server {
     listen 127.0.0.1:%[3]d%[6]s;
     location / {
@@ -572,7 +681,7 @@ http {
 %[8]s    }
   }
 }
-`, dir, u.Host, port, c.rate, c.keepalive, c.listen, c.limitReq, c.location)
+`, dir, u.Host, port, c.rate, c.keepalive, c.listen, c.limitReq, c.location, c.http)
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		b.Fatal(err)

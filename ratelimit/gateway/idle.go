@@ -73,10 +73,13 @@ type idleWriter struct {
 	http.ResponseWriter
 	rc    *http.ResponseController
 	write deadline
+	// ctl is what rc points to: in the same allocation.
+	ctl http.ResponseController
 }
 
 func newIdleWriter(w http.ResponseWriter, d time.Duration) *idleWriter {
-	iw := &idleWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+	iw := &idleWriter{ResponseWriter: w, ctl: *http.NewResponseController(w)}
+	iw.rc = &iw.ctl
 	iw.write.d = d
 	// The head, and a 100 Continue sent when the body is first read, are
 	// written under this one.
@@ -105,11 +108,10 @@ func (w *idleWriter) FlushError() error {
 func (w *idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // done leaves the deadline fresh for what net/http still writes when the
-// handler returns (the buffered end of the answer).
-func (w *idleWriter) done() {
-	w.write.set.Store(0)
-	w.extend()
-}
+// handler returns (the buffered end of the answer): within a sixteenth of
+// the timeout, like every other write, so a handler that answered at once
+// (a denial) moves no deadline twice.
+func (w *idleWriter) done() { w.extend() }
 
 // idleBody is a client's request body with the read idle timeout on
 // every read. Once the body has ended whole the deadline is cleared:

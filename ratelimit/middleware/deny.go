@@ -128,12 +128,15 @@ func writeFastDenial(w http.ResponseWriter, r *http.Request, res *ratelimit.Resu
 		rawBuffers.Put(buf)
 		return
 	}
-	body := make([]byte, 0, len(d.detailHead)+len(d.tail)+len(r.URL.Path)+len(rule)+128)
-	body = appendDenialBody(body, d, r, res, rule, secs)
+	// The body is built in a pooled buffer (Write copies it: io.Writer
+	// never keeps p), the largest allocation a denial had.
+	buf := rawBuffers.Get().(*[]byte)
+	body := appendDenialBody((*buf)[:0], d, r, res, rule, secs)
 
-	// The RateLimit field: `"name";r=R;t=T`.
-	rl := appendRateLimit(make([]byte, 0, len(d.rateLimitHead)+24), d, lr)
-
+	// The RateLimit field is rendered on the stack and copied once into
+	// its string; the numbers come from smallInts.
+	var tmp [96]byte
+	rl := appendRateLimit(tmp[:0], d, lr)
 	vals := make([]string, 8)
 	vals[0] = d.capacity
 	vals[1] = itoa(max(0, res.Remaining))
@@ -149,6 +152,8 @@ func writeFastDenial(w http.ResponseWriter, r *http.Request, res *ratelimit.Resu
 	h["Content-Type"], h["Content-Length"] = vals[6:7:7], vals[7:8:8]
 	w.WriteHeader(http.StatusTooManyRequests)
 	_, _ = w.Write(body) // the status is sent; a failed write means the client left
+	*buf = body
+	rawBuffers.Put(buf)
 }
 
 // appendRateLimit appends the RateLimit field's value: `"name";r=R;t=T`.

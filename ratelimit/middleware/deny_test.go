@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bufio"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/memory"
+	"github.com/devkit-go/devkit/ratelimit/policy"
 )
 
 // TestDenial_FastPathSameAsGeneral: the pre-rendered single-limit denial
@@ -92,3 +95,45 @@ func (w *rawRecorder) WriteRaw(status int, fields, body []byte) error {
 
 var _ RawWriter = (*rawRecorder)(nil)
 var _ http.ResponseWriter = (*rawRecorder)(nil)
+
+// reusedWriter is a ResponseWriter whose header map is cleared, not
+// remade, between requests: what a test counts is the handler's own.
+type reusedWriter struct {
+	h    http.Header
+	code int
+	n    int
+}
+
+func (w *reusedWriter) Header() http.Header         { return w.h }
+func (w *reusedWriter) WriteHeader(code int)        { w.code = code }
+func (w *reusedWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+
+// TestDenial_Allocations: a denial of the usual kind (one limit, an IPv4
+// client, the blocked cache) allocates the counter's key and the header
+// values net/http keeps after the handler returns (the values' array and
+// the RateLimit field), nothing else: the body is built in a pooled buffer
+// and the client's address is taken as RemoteAddr writes it.
+func TestDenial_Allocations(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{BlockedCacheSize: 1000})
+	p, err := policy.Parse("test.yaml", []byte("rules:\n  - {name: api, paths: [/], key: [ip], limits: [{limit: 1, window: 1h}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	h := New(l, p, Options{Logger: slog.New(slog.DiscardHandler)}).Handler(ok)
+	r := httptest.NewRequest("GET", "/x", nil)
+	r.RemoteAddr = "203.0.113.9:4000"
+	w := &reusedWriter{h: make(http.Header, 16)}
+	h.ServeHTTP(w, r) // the one allowed request
+	allocs := testing.AllocsPerRun(1000, func() {
+		clear(w.h)
+		w.code = 0
+		h.ServeHTTP(w, r)
+	})
+	if w.code != http.StatusTooManyRequests {
+		t.Fatalf("status %d, want 429", w.code)
+	}
+	if allocs > 3 {
+		t.Errorf("%v allocations per denial, want at most 3 (the key, the header values)", allocs)
+	}
+}

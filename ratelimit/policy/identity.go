@@ -51,8 +51,32 @@ func (c *IdentityConfig) Identify(r *http.Request) Identity {
 	client := peer
 	if c.trusted(peer) {
 		client = c.verifiedChain(peer, r.Header)[0]
+	} else if host, ok := ipv4Host(r.RemoteAddr); ok && peer.Is4() {
+		// The usual request (an IPv4 peer speaking for itself): its
+		// address as written in RemoteAddr is the key already, with no
+		// string to build.
+		id := c.identity(r, peer, netip.Addr{})
+		id.IP = host
+		return id
 	}
 	return c.identity(r, peer, client)
+}
+
+// ipv4Host is the host of "a.b.c.d:port" when it is written as
+// netip.Addr.String writes an IPv4 address (four decimal octets, no
+// leading zeros: what ParseAddr accepts), so that it can stand for the
+// address's String.
+func ipv4Host(remote string) (string, bool) {
+	i := strings.LastIndexByte(remote, ':')
+	if i < 7 || i > 15 {
+		return "", false
+	}
+	for j := 0; j < i; j++ {
+		if c := remote[j]; c != '.' && (c < '0' || c > '9') {
+			return "", false
+		}
+	}
+	return remote[:i], true
 }
 
 // IdentifyPeer is Identify for a server that parsed the direct peer's

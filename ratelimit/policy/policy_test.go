@@ -252,3 +252,38 @@ rules:
 		}
 	}
 }
+
+// TestIdentify_PeerAddressSpellings: the client address an untrusted peer
+// is keyed by is its address's canonical form, however RemoteAddr spells
+// it, and for IPv4 peers written canonically it is taken from RemoteAddr
+// without building a string (the denial path allocates nothing for it).
+func TestIdentify_PeerAddressSpellings(t *testing.T) {
+	cfg := policy.IdentityConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, IPv6Prefix: 64}
+	for remote, want := range map[string]string{
+		"203.0.113.9:4000":     "203.0.113.9",
+		"1.2.3.4:1":            "1.2.3.4",
+		"255.255.255.255:9":    "255.255.255.255",
+		"1.02.3.4:5":           "", // not an address ParseAddr accepts
+		"1.2.3:5":              "",
+		"1.2.3.4.5:6":          "",
+		"[::ffff:1.2.3.4]:80":  "1.2.3.4",
+		"[2001:db8::1]:443":    "2001:db8::/64",
+		"[::1]:1":              "::/64",
+		"203.0.113.9":          "203.0.113.9", // no port
+		"999.1.1.1:80":         "",
+		"10.1.2.3:80":          "10.1.2.3", // trusted, no forwarded chain
+		"garbage":              "",
+		"12345678.1.2.3:80000": "",
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = remote
+		if got := cfg.Identify(r).IP; got != want {
+			t.Errorf("RemoteAddr %q: IP %q, want %q", remote, got, want)
+		}
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "203.0.113.9:4000"
+	if n := testing.AllocsPerRun(100, func() { cfg.Identify(r) }); n != 0 {
+		t.Errorf("Identify of an IPv4 peer: %v allocations, want 0", n)
+	}
+}

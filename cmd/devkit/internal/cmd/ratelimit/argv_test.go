@@ -27,7 +27,7 @@ func TestArgv_Options(t *testing.T) {
 		Request: RequestOptions{Policy: "p.yaml", Method: "POST", Path: "/auth/login", Headers: []string{"X-A: 1", "X-B: 2"}, IP: "10.0.0.1"}}
 	checkEnv := check
 	checkEnv.Store = fromEnv
-	proxy := ProxyOptions{Store: none, Listen: ":8080", Upstream: "http://u", Policy: "p.yaml", WatchInterval: 2 * time.Second}
+	proxy := ProxyOptions{Store: none, Listen: ":8080", Upstream: "http://u", Policy: "p.yaml", WatchInterval: 2 * time.Second, GCPercent: gcPercent{v: DefaultGCPercent}}
 	proxyEnv := proxy
 	proxyEnv.Store, proxyEnv.AdminToken = fromEnv, "s3cret"
 	proxyFlags := proxy
@@ -36,7 +36,8 @@ func TestArgv_Options(t *testing.T) {
 	proxyFlags.IdleTimeout, proxyFlags.RequestTimeout = time.Minute, time.Hour
 	proxyFlags.TLSCert, proxyFlags.TLSKey = "c.pem", "k.pem"
 	proxyFlags.WaitReplicas, proxyFlags.WaitTimeout = 1, 100*time.Millisecond
-	serve := ProxyOptions{Store: fromEnv, Listen: ":8089", AuthPath: DefaultAuthPath, Policy: "p.yaml", WatchInterval: 2 * time.Second, AdminToken: "s3cret"}
+	proxyFlags.GCPercent = gcPercent{v: 200, set: true}
+	serve := ProxyOptions{Store: fromEnv, Listen: ":8089", AuthPath: DefaultAuthPath, Policy: "p.yaml", WatchInterval: 2 * time.Second, AdminToken: "s3cret", GCPercent: gcPercent{v: DefaultGCPercent}}
 	proxyAuth := proxy
 	proxyAuth.AuthPath = "/auth"
 
@@ -76,7 +77,7 @@ func TestArgv_Options(t *testing.T) {
 		{Name: "proxy flags win over the environment", Env: env, Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "--redis", "redis://flag:6379", "--prefix", "app:", "proxy",
 			"--listen", ":8080", "--upstream", "http://u", "--policy", "p.yaml", "--fail", "closed", "--admin", ":9090", "--admin-token", "flagtok",
 			"--read-header-timeout", "5s", "--read-idle-timeout", "90s", "--write-idle-timeout", "30s", "--idle-timeout", "1m", "--request-timeout", "1h",
-			"--tls-cert", "c.pem", "--tls-key", "k.pem", "--wait-replicas", "1", "--wait-timeout", "100ms"),
+			"--tls-cert", "c.pem", "--tls-key", "k.pem", "--wait-replicas", "1", "--wait-timeout", "100ms", "--gc-percent", "200"),
 			Want: proxyFlags, Unwired: []string{"Ready"}},
 		{Name: "proxy --read-idle-timeout not a duration", Parse: cmdtest.Parse(newRatelimitNoun, NewCmdProxy, "proxy", "--listen", ":8080", "--upstream", "http://u",
 			"--policy", "p.yaml", "--read-idle-timeout", "soon"), Code: 2, Stderr: "not a duration"},

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -56,6 +58,49 @@ type ProxyOptions struct {
 	Ready func(listen, admin string)
 	// Reload, when set, replaces SIGHUP as the trigger of a policy re-read.
 	Reload <-chan struct{}
+	// GCPercent is --gc-percent: the collector's target for this process.
+	GCPercent gcPercent
+}
+
+// DefaultGCPercent is the proxy's GOGC: its heap is small and its garbage
+// per request, so the runtime's 100 collects very often under load
+// (BenchmarkGateway_RejectionGCPercent: 8-18% less CPU per 429 at 50
+// connections with 400, the same at 1,000), at the price of a heap that may
+// grow to 5x what is live instead of 2x.
+const DefaultGCPercent = 400
+
+// gcPercent is the value of --gc-percent; set records that it was given.
+type gcPercent struct {
+	v   int
+	set bool
+}
+
+func (g *gcPercent) String() string { return strconv.Itoa(g.v) }
+func (g *gcPercent) Type() string   { return "int" }
+func (g *gcPercent) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < -1 {
+		return fmt.Errorf("%q: want a percentage, such as 100 (the Go runtime's default) or 400, or -1 (no collection)", s)
+	}
+	g.v, g.set = n, true
+	return nil
+}
+
+// applyGCPercent sets the process's GC percent from --gc-percent, unless
+// the flag was not given and $GOGC was (the runtime has read that one):
+// the command owns its process, the library packages never touch this. It
+// returns the percent in force and whether it set it.
+func applyGCPercent(g gcPercent, getenv func(string) string) (int, bool) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if !g.set && getenv("GOGC") != "" {
+		old := debug.SetGCPercent(100)
+		debug.SetGCPercent(old)
+		return old, false
+	}
+	debug.SetGCPercent(g.v)
+	return g.v, true
 }
 
 // blockedCacheSize bounds the identities the proxy remembers as blocked.
@@ -63,7 +108,7 @@ const blockedCacheSize = 100_000
 
 // NewCmdProxy builds `devkit ratelimit proxy`; runF, when not nil, receives the options instead of proxyRun.
 func NewCmdProxy(f *cmdutil.Factory, runF func(context.Context, *ProxyOptions) error) *cobra.Command {
-	opts := &ProxyOptions{IO: f.IOStreams, WatchInterval: 2 * time.Second}
+	opts := &ProxyOptions{IO: f.IOStreams, WatchInterval: 2 * time.Second, GCPercent: gcPercent{v: DefaultGCPercent}}
 	cmd := &cobra.Command{
 		Use:   "proxy --listen ADDR --upstream URL --policy FILE",
 		Short: "Run a rate-limiting reverse proxy in front of an HTTP API",
@@ -128,6 +173,8 @@ func timeoutFlags(cmd *cobra.Command, opts *ProxyOptions) {
 		"longest a write to the client or the upstream may wait, as nginx's send_timeout (default 1m0s)")
 	cmdutil.DurationVar(fs, &opts.IdleTimeout, "idle-timeout", 0, "how long a kept-alive client connection may wait for its next request (default 2m0s)")
 	cmdutil.DurationVar(fs, &opts.RequestTimeout, "request-timeout", 0, "bound on a whole request, answer included (default: none)")
+	fs.Var(&opts.GCPercent, "gc-percent",
+		"the Go collector's GOGC for this process: 400 spends less CPU per request than the runtime's 100, for a heap up to 5x what is live; $GOGC wins when this flag is not given")
 }
 
 // AdminTokenEnv is the environment variable that gives --admin-token.
@@ -154,6 +201,7 @@ func proxyRun(ctx context.Context, opts *ProxyOptions) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(opts.IO.ErrOut, nil))
+	applyGCPercent(opts.GCPercent, opts.Store.Getenv)
 	for _, w := range pol.Warnings {
 		log.Warn("policy: " + w)
 	}

@@ -16,7 +16,7 @@ const DefaultAuthPath = "/ratelimit/auth"
 // plane that already runs (nginx auth_request), with no upstream of its own.
 // runF, when not nil, receives the options instead of the run.
 func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *ProxyOptions) error) *cobra.Command {
-	opts := &ProxyOptions{IO: f.IOStreams, WatchInterval: 2 * time.Second}
+	opts := &ProxyOptions{IO: f.IOStreams, WatchInterval: 2 * time.Second, GCPercent: gcPercent{v: DefaultGCPercent}}
 	cmd := &cobra.Command{
 		Use:   "serve --listen ADDR --policy FILE",
 		Short: "Decide for nginx auth_request (and forward-auth proxies) from a policy, with no upstream",
