@@ -311,10 +311,10 @@ type client struct {
 	// CLIENT REPLY: replyOff drops every reply, replySkip the current
 	// command's, replySkipNext arms replySkip for the next command.
 	replyOff, replySkip, replySkipNext bool
-	authed      bool
-	authFails   int       // wrong passwords in a row
-	holdUntil   time.Time // nothing more runs or is answered before (auth.go); zero: none
-	log         *slog.Logger
+	authed                             bool
+	authFails                          int       // wrong passwords in a row
+	holdUntil                          time.Time // nothing more runs or is answered before (auth.go); zero: none
+	log                                *slog.Logger
 
 	multi, multiDirty bool
 	queued            []queuedCommand
