@@ -32,6 +32,7 @@ type call struct {
 	// serving: a blocked command run inside the update of the command that
 	// made its key ready; answered is its outcome (cmd_block.go).
 	serving, answered bool
+	fromScript        bool // a script's redis.call (SORT orders a set for it)
 }
 
 // txn is what a command sees of the keyspace inside one atomic update

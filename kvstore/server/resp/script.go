@@ -465,7 +465,7 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 		sc.run.wrote.Store(true)
 	}
 	var w replyWriter
-	sub := call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &w, tx: sc.tx}
+	sub := call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &w, tx: sc.tx, fromScript: true}
 	runCounted(&sub)
 	return w.buf, ""
 }
