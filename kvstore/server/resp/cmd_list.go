@@ -372,7 +372,7 @@ func lmoveIn(tx txn, src, dst []byte, fromLeft, toLeft bool) (v []byte, ok bool,
 	}
 	if err == nil { // Redis's order: the push, the pop, the source's del
 		notify(tx, notifyList, push, dst)
-		notifyRemoved(tx, notifyList, pop, src, 1, nil)
+		notifyRemoval(tx, notifyList, pop, src)
 	}
 	return out[0], true, err
 }

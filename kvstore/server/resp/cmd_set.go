@@ -319,7 +319,7 @@ func cmdSMove(c *call) {
 		moved = true
 		same := string(src) == string(dst) // Redis answers without an event
 		if !same {
-			notifyRemoved(tx, notifySet, "srem", src, 1, nil)
+			notifyRemoval(tx, notifySet, "srem", src)
 			notifyNewKey(tx, dst)
 		}
 		if n, err = tx.SAdd(dst, m); err == nil && n > 0 && !same {

@@ -11,7 +11,8 @@ package resp
 //     script, the blocked clients a push served) are collected in the
 //     update and published, in the order the writes were made, once it has
 //     its place in the log; an update that fails publishes nothing;
-//   - with notifications off, a write pays one atomic load.
+//   - with notifications off, a write pays an atomic load per event it
+//     could publish, nothing more.
 
 import (
 	"strings"
@@ -155,18 +156,6 @@ func notifyNewKey(tx txn, key []byte) {
 	}
 }
 
-// notify publishes event on key now, for a write made outside an update
-// (a run of plain SETs, FLUSHALL...).
-func (c *call) notify(class notifyClass, event string, key []byte) {
-	if c.tx != nil {
-		notify(c.tx, class, event, key)
-		return
-	}
-	if c.s.notifying(class) {
-		c.s.publishNotes([]keyNote{{class: class, event: event, key: key}})
-	}
-}
-
 // publishNotes publishes the events of an update that was logged.
 func (s *Server) publishNotes(notes []keyNote) {
 	if len(notes) == 0 {
@@ -249,8 +238,13 @@ func notifyCount(tx txn, class notifyClass, event string, key []byte, n int, err
 // collection is left empty (gone).
 func notifyRemoved(tx txn, class notifyClass, event string, key []byte, n int, err error) (int, error) {
 	if err == nil && n > 0 {
-		notify(tx, class, event, key)
-		notifyGone(tx, key)
+		notifyRemoval(tx, class, event, key)
 	}
 	return n, err
+}
+
+// notifyRemoval records event on key, then a "del" if key is gone.
+func notifyRemoval(tx txn, class notifyClass, event string, key []byte) {
+	notify(tx, class, event, key)
+	notifyGone(tx, key)
 }
