@@ -506,7 +506,7 @@ func cmdRestore(c *call) {
 				return err
 			}
 		}
-		notifyNewKey(tx, key)
+		notify(tx, notifyNew, "new", key)                                         // Redis adds the key after deleting what REPLACE replaces
 		if err := readyAfter(tx, key, restoreValue(tx, key, v, at)); err != nil { // a client may be blocked on the key (BLPOP, BZPOPMIN)
 			return err
 		}

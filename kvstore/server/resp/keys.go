@@ -104,6 +104,7 @@ func cmdRename(c *call) {
 		if err := readyAfter(tx, to, renameInTx(tx, from, to, v)); err != nil { // a list or sorted set may have arrived
 			return err
 		}
+		notify(tx, notifyNew, "new", to) // Redis adds the new name after deleting what it held
 		notify(tx, notifyGeneric, "rename_from", from)
 		notify(tx, notifyGeneric, "rename_to", to)
 		return nil
@@ -162,7 +163,7 @@ func cmdCopy(c *call) {
 			return nil
 		}
 		copied = true
-		notifyNewKey(tx, to)
+		notify(tx, notifyNew, "new", to) // Redis adds the copy after deleting what it replaces
 		if err := readyAfter(tx, to, tx.Restore(to, v)); err != nil {
 			return err
 		}
