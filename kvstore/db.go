@@ -52,6 +52,10 @@ type DB struct {
 	// expiredSeen carries keys a reader found expired to the sweeper,
 	// which deletes them with a logged delete.
 	expiredSeen chan string
+	// expiredWatchers are the OnExpired callbacks (nil: none); expiredMu
+	// orders their changes.
+	expiredWatchers atomic.Pointer[[]*expiredWatcher]
+	expiredMu       sync.Mutex
 }
 
 // Open opens (creating if needed) the engine in dir, recovering its state

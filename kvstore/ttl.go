@@ -57,14 +57,19 @@ func (db *DB) sweepOnce() int {
 		return 0
 	}
 	deleted := 0
+	watched := db.expiredWatchers.Load() != nil
+	var gone []string // the keys deleted, for the OnExpired callbacks
 	err := db.Update(func(tx *Tx) error {
-		deleted = 0
+		deleted, gone = 0, gone[:0]
 		for _, k := range keys {
 			if v := tx.lookup([]byte(k)); v.ok && !v.live(tx.now) {
 				if err := tx.put(wal.TypeDelete, []byte(k), nil, 0); err != nil {
 					return err
 				}
 				deleted++
+				if watched {
+					gone = append(gone, k)
+				}
 			}
 		}
 		return nil
@@ -72,6 +77,11 @@ func (db *DB) sweepOnce() int {
 	switch {
 	case err == nil:
 		db.stats.expired.Add(uint64(deleted))
+		if len(gone) > 0 {
+			for _, fn := range *db.expiredWatchers.Load() {
+				fn.fn(gone)
+			}
+		}
 	case db.failure() == nil && !errors.Is(err, ErrClosed):
 		db.opts.Logger.Warn("kvstore: expiry sweep failed", "dir", db.dir, "err", err)
 	}
@@ -89,4 +99,41 @@ func (db *DB) drainExpiredSeen() []string {
 		}
 	}
 	return keys
+}
+
+// expiredWatcher is a callback of OnExpired.
+type expiredWatcher struct{ fn func(keys []string) }
+
+// OnExpired registers fn, called with the keys the expiry deletes (the
+// sweep, and the keys readers found expired), after their delete is
+// logged and synced, on the sweeper's goroutine; fn must not block. A key
+// deleted by a write before the sweep met it is not reported. remove
+// unregisters fn.
+func (db *DB) OnExpired(fn func(keys []string)) (remove func()) {
+	w := &expiredWatcher{fn: fn}
+	db.expiredMu.Lock()
+	defer db.expiredMu.Unlock()
+	var list []*expiredWatcher
+	if cur := db.expiredWatchers.Load(); cur != nil {
+		list = append(list, *cur...)
+	}
+	list = append(list, w)
+	db.expiredWatchers.Store(&list)
+	return func() {
+		db.expiredMu.Lock()
+		defer db.expiredMu.Unlock()
+		var rest []*expiredWatcher
+		if cur := db.expiredWatchers.Load(); cur != nil {
+			for _, x := range *cur {
+				if x != w {
+					rest = append(rest, x)
+				}
+			}
+		}
+		if len(rest) == 0 {
+			db.expiredWatchers.Store(nil)
+			return
+		}
+		db.expiredWatchers.Store(&rest)
+	}
 }

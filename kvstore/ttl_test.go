@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -344,5 +345,49 @@ func TestVersion_FlushAndExpiryChangeOnlyKeysThatExisted(t *testing.T) {
 	db.sweepOnce()
 	if v := db.Version(k("missing")); v == missing {
 		t.Fatal("a write of a missing key that was swept since was missed")
+	}
+}
+
+// OnExpired reports the keys the sweep deleted — those it sampled and
+// those a reader found expired — and not a key a write replaced after it
+// expired; after remove nothing more is reported.
+func TestOnExpired_ReportsTheKeysTheSweepDeleted(t *testing.T) {
+	clock := newFakeClock()
+	db := openT(t, t.TempDir(), ttlOptions(clock))
+	var got []string
+	remove := db.OnExpired(func(keys []string) { got = append(got, keys...) })
+	soon, later := clock.Now().Add(time.Second), clock.Now().Add(time.Hour)
+	for _, k := range []string{"gone", "seen", "rewritten"} {
+		if err := db.SetWithTTL([]byte(k), []byte("v"), soon); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.SetWithTTL([]byte("later"), []byte("v"), later); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("kept"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	if err := db.Set([]byte("rewritten"), []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	wantMissing(t, db, "seen") // handed to the sweeper
+	db.sweepExpired()
+	slices.Sort(got)
+	if want := []string{"gone", "seen"}; !slices.Equal(got, want) {
+		t.Fatalf("OnExpired got %q, want %q", got, want)
+	}
+
+	remove()
+	got = nil
+	if err := db.SetWithTTL([]byte("after"), []byte("v"), clock.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	before := db.Stats().ExpiredKeys
+	db.sweepExpired()
+	if n := db.Stats().ExpiredKeys - before; n != 1 || got != nil {
+		t.Fatalf("after remove: the sweep deleted %d keys and reported %q; want 1 and nothing", n, got)
 	}
 }

@@ -93,7 +93,7 @@ func cmdConfig(c *call) {
 			wrongArgs(w, "config|set")
 			return
 		}
-		if c.s.scripts.configSet(c) {
+		if c.s.scripts.configSet(c) || c.s.configSetNotify(c) {
 			return
 		}
 		if c.s.configSet(c, c.args[2:], c.s.configParams()) {
@@ -130,5 +130,6 @@ func (s *Server) configParams() [][2]string {
 		{"busy-reply-threshold", strconv.FormatInt(s.scripts.busyAfterNanos.Load()/int64(time.Millisecond), 10)},
 		{"lua-time-limit", strconv.FormatInt(s.scripts.busyAfterNanos.Load()/int64(time.Millisecond), 10)},
 		{"maxmemory-policy", "noeviction"},
+		{"notify-keyspace-events", notifyFlagsString(notifyClass(s.notifyFlags.Load()))},
 	}, s.encodings.params()...)
 }

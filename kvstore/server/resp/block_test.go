@@ -337,23 +337,33 @@ func TestBlockingPops_ClientUnblockEndsTheWaitAsATimeoutOrAnError(t *testing.T) 
 func TestBlockingPops_APushIsAnsweredAfterTheMovesItWoke(t *testing.T) {
 	bothPaths(t, func(t *testing.T, addr string) {
 		ctx := context.Background()
-		admin := goRedis(t, addr)
+		admin := patientClient(t, addr)
 		for i := range 20 {
-			admin.Del(ctx, "list1", "list2")
-			a, b := goRedis(t, addr), goRedis(t, addr)
-			done := make(chan struct{}, 2)
-			go func() { a.Do(ctx, "brpoplpush", "list1", "list2", 0); done <- struct{}{} }()
+			if err := admin.Del(ctx, "list1", "list2").Err(); err != nil {
+				t.Fatalf("round %d: DEL: %v", i, err)
+			}
+			a, b := patientClient(t, addr), patientClient(t, addr)
+			done := make(chan error, 2)
+			go func() { done <- a.Do(ctx, "brpoplpush", "list1", "list2", 0).Err() }()
 			waitBlocked(t, admin, 1, "brpoplpush")
-			go func() { b.Do(ctx, "brpoplpush", "list2", "list1", 0); done <- struct{}{} }()
+			go func() { done <- b.Do(ctx, "brpoplpush", "list2", "list1", 0).Err() }()
 			waitBlocked(t, admin, 2, "brpoplpush")
-			admin.RPush(ctx, "list1", "foo")
-			l1, _ := admin.LRange(ctx, "list1", 0, -1).Result()
-			l2, _ := admin.LRange(ctx, "list2", 0, -1).Result()
+			if err := admin.RPush(ctx, "list1", "foo").Err(); err != nil {
+				t.Fatalf("round %d: RPUSH: %v", i, err)
+			}
+			l1, err1 := admin.LRange(ctx, "list1", 0, -1).Result()
+			l2, err2 := admin.LRange(ctx, "list2", 0, -1).Result()
+			if err := errors.Join(err1, err2); err != nil {
+				t.Fatalf("round %d: LRANGE: %v", i, err)
+			}
 			if len(l1) != 1 || l1[0] != "foo" || len(l2) != 0 {
 				t.Fatalf("round %d: after RPUSH list1 foo: list1 %v, list2 %v; want [foo], []", i, l1, l2)
 			}
-			<-done
-			<-done
+			for range 2 {
+				if err := <-done; err != nil {
+					t.Fatalf("round %d: a blocked BRPOPLPUSH: %v", i, err)
+				}
+			}
 			a.Close() // CLIENT LIST shows the clients of the next round only
 			b.Close()
 		}
@@ -366,16 +376,20 @@ func TestBlockingPops_APushIsAnsweredAfterTheMovesItWoke(t *testing.T) {
 func TestBlockingPops_AWokenMoveTouchesAWatchedDestination(t *testing.T) {
 	bothPaths(t, func(t *testing.T, addr string) {
 		ctx := context.Background()
-		admin := goRedis(t, addr)
+		admin := patientClient(t, addr)
 		for i := range 20 {
-			admin.Del(ctx, "src", "dst")
-			mover := goRedis(t, addr)
+			if err := admin.Del(ctx, "src", "dst").Err(); err != nil {
+				t.Fatalf("round %d: DEL: %v", i, err)
+			}
+			mover := patientClient(t, addr)
 			done := make(chan struct{})
 			go func() { mover.Do(ctx, "brpoplpush", "src", "dst", 0); close(done) }()
 			waitBlocked(t, admin, 1, "brpoplpush")
-			watcher := goRedis(t, addr)
+			watcher := patientClient(t, addr)
 			if err := watcher.Watch(ctx, func(tx *redis.Tx) error {
-				admin.LPush(ctx, "src", "element")
+				if err := admin.LPush(ctx, "src", "element").Err(); err != nil {
+					return err
+				}
 				_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 					p.Get(ctx, "somekey")
 					return nil

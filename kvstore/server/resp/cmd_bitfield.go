@@ -7,6 +7,7 @@ package resp
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -149,10 +150,23 @@ func bitField(c *call, roCommand bool) {
 		for i, o := range ops {
 			replies[i] = o.apply(v)
 		}
+		writes := slices.ContainsFunc(ops, func(o bitfieldOp) bool { return o.op != "GET" })
 		if found && bytes.Equal(v, cur) {
+			if writes {
+				notify(tx, notifyString, "setbit", key) // Redis notifies a SET or INCRBY even so
+			}
 			return nil
 		}
-		return tx.SetKeepTTL(key, v)
+		if !found {
+			notify(tx, notifyNew, "new", key)
+		}
+		if err := tx.SetKeepTTL(key, v); err != nil {
+			return err
+		}
+		if writes {
+			notify(tx, notifyString, "setbit", key)
+		}
+		return nil
 	})
 	if err != nil {
 		c.fail(err)

@@ -61,10 +61,18 @@ func cmdBitOp(c *call) {
 			n = max(n, len(v))
 		}
 		if n == 0 {
-			_, err := tx.Delete(dest)
+			existed, err := tx.Delete(dest)
+			if err == nil && existed {
+				notify(tx, notifyGeneric, "del", dest)
+			}
 			return err
 		}
-		return tx.Set(dest, bitOp(op, values, n))
+		notifyNewKey(tx, dest)
+		if err := tx.Set(dest, bitOp(op, values, n)); err != nil {
+			return err
+		}
+		notify(tx, notifyString, "set", dest)
+		return nil
 	})
 	if err != nil {
 		c.fail(err)

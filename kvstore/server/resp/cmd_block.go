@@ -225,6 +225,8 @@ func (r *blockRegistry) outcome(w *waiter, expired bool) (blockOutcome, *servedR
 type updateTx struct {
 	txn
 	ready [][]byte
+	s     *Server   // nil: no keyspace notifications
+	notes []keyNote // the update's keyspace notifications (notify.go)
 }
 
 // markReady notes that key may now hold what a blocked client waits for

@@ -499,11 +499,19 @@ func cmdRestore(c *call) {
 			}
 			at = time.UnixMilli(ttl)
 			if !at.After(tx.Now()) {
-				_, err := tx.Delete(key)
+				existed, err := tx.Delete(key)
+				if err == nil && existed {
+					notify(tx, notifyGeneric, "del", key)
+				}
 				return err
 			}
 		}
-		return readyAfter(tx, key, restoreValue(tx, key, v, at)) // a client may be blocked on the key (BLPOP, BZPOPMIN)
+		notify(tx, notifyNew, "new", key)                                         // Redis adds the key after deleting what REPLACE replaces
+		if err := readyAfter(tx, key, restoreValue(tx, key, v, at)); err != nil { // a client may be blocked on the key (BLPOP, BZPOPMIN)
+			return err
+		}
+		notify(tx, notifyGeneric, "restore", key)
+		return nil
 	})
 	if err != nil {
 		c.fail(err)

@@ -20,7 +20,10 @@ func cmdHSet(c *call) {
 	}
 	var n int
 	err := c.update(func(tx txn) (err error) {
-		n, err = tx.HSet(c.args[1], c.args[2:]...)
+		notifyNewKey(tx, c.args[1])
+		if n, err = tx.HSet(c.args[1], c.args[2:]...); err == nil {
+			notify(tx, notifyHash, "hset", c.args[1])
+		}
 		return err
 	})
 	switch {
@@ -36,7 +39,10 @@ func cmdHSet(c *call) {
 func cmdHSetNX(c *call) {
 	var set bool
 	err := c.update(func(tx txn) (err error) {
-		set, err = tx.HSetNX(c.args[1], c.args[2], c.args[3])
+		notifyNewKey(tx, c.args[1])
+		if set, err = tx.HSetNX(c.args[1], c.args[2], c.args[3]); err == nil && set {
+			notify(tx, notifyHash, "hset", c.args[1])
+		}
 		return err
 	})
 	if err != nil {
@@ -96,7 +102,10 @@ func cmdHMGet(c *call) {
 }
 
 func cmdHDel(c *call) {
-	updateCount(c, func(tx txn) (int, error) { return tx.HDel(c.args[1], c.args[2:]...) })
+	updateCount(c, func(tx txn) (int, error) {
+		n, err := tx.HDel(c.args[1], c.args[2:]...)
+		return notifyRemoved(tx, notifyHash, "hdel", c.args[1], n, err)
+	})
 }
 
 func cmdHExists(c *call) {
@@ -176,7 +185,10 @@ func cmdHIncrBy(c *call) {
 			return errOverflow
 		}
 		n = cur + d
-		_, err = tx.HSet(c.args[1], c.args[2], strconv.AppendInt(nil, n, 10))
+		notifyNewKey(tx, c.args[1])
+		if _, err = tx.HSet(c.args[1], c.args[2], strconv.AppendInt(nil, n, 10)); err == nil {
+			notify(tx, notifyHash, "hincrby", c.args[1])
+		}
 		return err
 	})
 	if err != nil {
@@ -213,7 +225,10 @@ func cmdHIncrByFloat(c *call) {
 			return cmdError("ERR increment would produce NaN or Infinity")
 		}
 		out = strconv.AppendFloat(nil, n, 'f', -1, 64)
-		_, err = tx.HSet(c.args[1], c.args[2], out)
+		notifyNewKey(tx, c.args[1])
+		if _, err = tx.HSet(c.args[1], c.args[2], out); err == nil {
+			notify(tx, notifyHash, "hincrbyfloat", c.args[1])
+		}
 		return err
 	})
 	if err != nil {

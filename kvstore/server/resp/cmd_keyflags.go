@@ -14,6 +14,7 @@ type keyFlags struct{ first, rest string }
 // keyFlagsByCommand holds the commands whose key flags differ from those
 // their table row implies, as Redis 7.0 reports them.
 var keyFlagsByCommand = map[string]keyFlags{
+	"sort":        {first: "RO access", rest: "OW update"},
 	"set":         {first: "OW update"},
 	"mset":        {first: "OW update"},
 	"setnx":       {first: "OW insert"},

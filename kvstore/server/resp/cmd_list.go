@@ -41,10 +41,14 @@ func cmdPush(c *call) {
 				return kvstore.ErrWrongType
 			}
 		}
+		notifyNewKey(tx, c.args[1])
 		if name[0] == 'l' {
 			n, err = tx.LPush(c.args[1], c.args[2:]...)
 		} else {
 			n, err = tx.RPush(c.args[1], c.args[2:]...)
+		}
+		if err == nil {
+			notify(tx, notifyList, name[:5], c.args[1]) // lpush or rpush, for the X forms too
 		}
 		return readyAfter(tx, c.args[1], err)
 	})
@@ -85,6 +89,7 @@ func cmdPop(c *call) {
 		} else {
 			out, err = tx.RPop(c.args[1], clampInt(count))
 		}
+		_, err = notifyRemoved(tx, notifyList, c.cmd.name, c.args[1], len(out), err)
 		return err
 	})
 	switch {
@@ -155,6 +160,9 @@ func cmdLSet(c *call) {
 	}
 	err := c.update(func(tx txn) error {
 		err := tx.LSet(c.args[1], clampInt(i), c.args[3])
+		if err == nil {
+			notify(tx, notifyList, "lset", c.args[1])
+		}
 		switch {
 		case errorsIsNotFound(err):
 			return errNoSuchKey
@@ -183,6 +191,9 @@ func cmdLInsert(c *call) {
 	var n int
 	err := c.update(func(tx txn) (err error) {
 		n, err = tx.LInsert(c.args[1], before, c.args[3], c.args[4])
+		if err == nil && n > 0 {
+			notify(tx, notifyList, "linsert", c.args[1])
+		}
 		return err
 	})
 	if err != nil {
@@ -200,6 +211,7 @@ func cmdLRem(c *call) {
 	var n int
 	err := c.update(func(tx txn) (err error) {
 		n, err = tx.LRem(c.args[1], clampInt(count), c.args[3])
+		n, err = notifyRemoved(tx, notifyList, "lrem", c.args[1], n, err)
 		return err
 	})
 	if err != nil {
@@ -218,7 +230,14 @@ func cmdLTrim(c *call) {
 	if !ok2 {
 		return
 	}
-	err := c.update(func(tx txn) error { return tx.LTrim(c.args[1], clampInt(start), clampInt(stop)) })
+	err := c.update(func(tx txn) error {
+		if err := tx.LTrim(c.args[1], clampInt(start), clampInt(stop)); err != nil {
+			return err
+		}
+		notify(tx, notifyList, "ltrim", c.args[1]) // even when nothing went, as Redis
+		notifyGone(tx, c.args[1])
+		return nil
+	})
 	if err != nil {
 		c.fail(err)
 		return
@@ -340,10 +359,20 @@ func lmoveIn(tx txn, src, dst []byte, fromLeft, toLeft bool) (v []byte, ok bool,
 	if err != nil || len(out) == 0 {
 		return nil, false, err
 	}
+	notifyNewKey(tx, dst)
+	push, pop := "rpush", "rpop"
 	if toLeft {
+		push = "lpush"
 		_, err = tx.LPush(dst, out[0])
 	} else {
 		_, err = tx.RPush(dst, out[0])
+	}
+	if fromLeft {
+		pop = "lpop"
+	}
+	if err == nil { // Redis's order: the push, the pop, the source's del
+		notify(tx, notifyList, push, dst)
+		notifyRemoval(tx, notifyList, pop, src)
 	}
 	return out[0], true, err
 }
@@ -434,11 +463,14 @@ func lmpopIn(tx txn, m mpopArgs) (key []byte, out [][]byte, err error) {
 			}
 			return nil, nil, kvstore.ErrWrongType
 		}
+		event := "rpop"
 		if m.left {
+			event = "lpop"
 			out, err = tx.LPop(k, clampInt(m.count))
 		} else {
 			out, err = tx.RPop(k, clampInt(m.count))
 		}
+		_, err = notifyRemoved(tx, notifyList, event, k, len(out), err)
 		return k, out, err
 	}
 	return nil, nil, nil

@@ -10,11 +10,18 @@ import (
 // Set commands (SADD family); see cmd_types.go.
 
 func cmdSAdd(c *call) {
-	updateCount(c, func(tx txn) (int, error) { return tx.SAdd(c.args[1], c.args[2:]...) })
+	updateCount(c, func(tx txn) (int, error) {
+		notifyNewKey(tx, c.args[1])
+		n, err := tx.SAdd(c.args[1], c.args[2:]...)
+		return notifyCount(tx, notifySet, "sadd", c.args[1], n, err)
+	})
 }
 
 func cmdSRem(c *call) {
-	updateCount(c, func(tx txn) (int, error) { return tx.SRem(c.args[1], c.args[2:]...) })
+	updateCount(c, func(tx txn) (int, error) {
+		n, err := tx.SRem(c.args[1], c.args[2:]...)
+		return notifyRemoved(tx, notifySet, "srem", c.args[1], n, err)
+	})
 }
 
 func cmdSIsMember(c *call) {
@@ -102,7 +109,8 @@ func cmdSPop(c *call) {
 		for _, p := range randomPicks(len(all), count) {
 			out = append(out, all[p])
 		}
-		_, err = tx.SRem(c.args[1], out...)
+		n, err := tx.SRem(c.args[1], out...)
+		_, err = notifyRemoved(tx, notifySet, "spop", c.args[1], n, err)
 		return err
 	})
 	switch {
@@ -225,11 +233,21 @@ func cmdSetOp(c *call) {
 		if !store {
 			return nil
 		}
-		if _, err := tx.Delete(dst); err != nil {
+		existed, err := tx.Delete(dst)
+		if err != nil {
 			return err
 		}
-		if len(out) > 0 {
-			_, err = tx.SAdd(dst, out...)
+		if len(out) == 0 {
+			if existed {
+				notify(tx, notifyGeneric, "del", dst)
+			}
+			return nil
+		}
+		if !existed {
+			notify(tx, notifyNew, "new", dst)
+		}
+		if _, err = tx.SAdd(dst, out...); err == nil {
+			notify(tx, notifySet, name, dst)
 		}
 		return err
 	})
@@ -299,7 +317,14 @@ func cmdSMove(c *call) {
 			return err
 		}
 		moved = true
-		_, err = tx.SAdd(dst, m)
+		same := string(src) == string(dst) // Redis answers without an event
+		if !same {
+			notifyRemoval(tx, notifySet, "srem", src)
+			notifyNewKey(tx, dst)
+		}
+		if n, err = tx.SAdd(dst, m); err == nil && n > 0 && !same {
+			notify(tx, notifySet, "sadd", dst)
+		}
 		return err
 	})
 	if err != nil {

@@ -134,7 +134,8 @@ func zaddRun(c *call, key []byte, rest [][]byte, scores []float64, f zaddFlags) 
 	processed := false
 	err := c.update(func(tx txn) error {
 		added, updated, processed = 0, 0, false
-		if k := tx.Kind(key); k != kvstore.KindNone && k != kvstore.KindZSet {
+		k := tx.Kind(key)
+		if k != kvstore.KindNone && k != kvstore.KindZSet {
 			return kvstore.ErrWrongType
 		}
 		for j, score := range scores {
@@ -173,7 +174,17 @@ func zaddRun(c *call, key []byte, rest [][]byte, scores []float64, f zaddFlags) 
 			}
 		}
 		if added > 0 {
+			if k == kvstore.KindNone {
+				notify(tx, notifyNew, "new", key) // (after the adds, where Redis has it before: the same update)
+			}
 			markReady(tx, key)
+		}
+		if added+updated > 0 {
+			event := "zadd"
+			if f.incr {
+				event = "zincr"
+			}
+			notify(tx, notifyZSet, event, key)
 		}
 		return nil
 	})
@@ -201,7 +212,10 @@ func cmdZIncrBy(c *call) {
 }
 
 func cmdZRem(c *call) {
-	updateCount(c, func(tx txn) (int, error) { return tx.ZRem(c.args[1], c.args[2:]...) })
+	updateCount(c, func(tx txn) (int, error) {
+		n, err := tx.ZRem(c.args[1], c.args[2:]...)
+		return notifyRemoved(tx, notifyZSet, "zrem", c.args[1], n, err)
+	})
 }
 
 // cmdZScore answers ZSCORE and ZMSCORE.
@@ -554,7 +568,7 @@ func cmdZRange(c *call) {
 		if !store {
 			return nil
 		}
-		return readyAfter(tx, c.args[1], storeZSet(tx, c.args[1], out))
+		return readyAfter(tx, c.args[1], storeZSet(tx, c.args[1], out, "zrangestore"))
 	})
 	switch {
 	case err != nil:
@@ -568,14 +582,24 @@ func cmdZRange(c *call) {
 
 // storeZSet replaces dst (any kind) with a sorted set of members; none
 // deletes it.
-func storeZSet(tx txn, dst []byte, members []kvstore.ZMember) error {
-	if _, err := tx.Delete(dst); err != nil {
+// event is the keyspace event of a store (zrangestore, zunionstore...).
+func storeZSet(tx txn, dst []byte, members []kvstore.ZMember, event string) error {
+	existed, err := tx.Delete(dst)
+	if err != nil {
 		return err
 	}
 	if len(members) == 0 {
+		if existed {
+			notify(tx, notifyGeneric, "del", dst)
+		}
 		return nil
 	}
-	_, err := tx.ZAdd(dst, members...)
+	if !existed {
+		notify(tx, notifyNew, "new", dst)
+	}
+	if _, err = tx.ZAdd(dst, members...); err == nil {
+		notify(tx, notifyZSet, event, dst)
+	}
 	return err
 }
 
@@ -618,6 +642,7 @@ func cmdZRemRange(c *call) {
 			names[i] = z.Member
 		}
 		_, err = tx.ZRem(c.args[1], names...)
+		_, err = notifyRemoved(tx, notifyZSet, c.cmd.name, c.args[1], n, err)
 		return err
 	})
 	if err != nil {
@@ -647,6 +672,11 @@ func zpopIn(tx txn, key []byte, count int64, highest bool) ([]kvstore.ZMember, e
 		names[i] = z.Member
 	}
 	_, err = tx.ZRem(key, names...)
+	event := "zpopmin"
+	if highest {
+		event = "zpopmax"
+	}
+	_, err = notifyRemoved(tx, notifyZSet, event, key, n, err)
 	return out, err
 }
 
@@ -826,7 +856,7 @@ func cmdZSetOp(c *call) {
 		}
 		out = combineZSets(op, inputs, weights, aggregate)
 		if store {
-			return readyAfter(tx, c.args[1], storeZSet(tx, c.args[1], out))
+			return readyAfter(tx, c.args[1], storeZSet(tx, c.args[1], out, c.cmd.name))
 		}
 		return nil
 	})

@@ -169,6 +169,8 @@ func commandTable() []command {
 		{name: "dump", arity: 2, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns a string's value in Redis's DUMP format (RDB version 10).", run: cmdDump},
 		{name: "restore", arity: -4, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpSet, group: "generic", summary: "Creates a string from a DUMP payload; REPLACE, ABSTTL, IDLETIME, FREQ.", run: cmdRestore},
 		{name: "type", arity: 2, flags: flagReadonly | flagFast | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Returns string, or none for a missing key.", run: cmdType},
+		{name: "sort", arity: -2, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "Sorts a list, set or sorted set; BY, LIMIT, GET, ASC|DESC, ALPHA, STORE.", run: cmdSort},
+		{name: "sort_ro", arity: -2, flags: flagReadonly | flagTx, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpGet, group: "generic", summary: "SORT without STORE.", run: cmdSortRO},
 		{name: "rename", arity: 3, flags: flagWrite | flagDefers | flagTx, firstKey: 1, lastKey: 2, step: 1, op: metrics.OpSet, group: "generic", summary: "Renames a key atomically.", run: cmdRename},
 		{name: "keys", arity: 2, flags: flagReadonly, op: metrics.OpScan, group: "generic", summary: "Returns the keys matching a glob pattern (O(N): prefer SCAN).", run: cmdKeys},
 		{name: "scan", arity: -2, flags: flagReadonly, op: metrics.OpScan, group: "generic", summary: "Iterates over keys; MATCH glob, COUNT, TYPE.", run: cmdScan},
@@ -280,6 +282,10 @@ func commandGetKeys(c *call, withFlags bool) {
 	for i := cmd.firstKey; i <= last && i < len(sub); i += cmd.step {
 		keys = append(keys, string(sub[i]))
 	}
+	storeKey := cmd.name == "sort" && sortStoreKey(sub) != ""
+	if storeKey {
+		keys = append(keys, sortStoreKey(sub))
+	}
 	if !withFlags {
 		w.bulkStrings(keys...)
 		return
@@ -288,7 +294,7 @@ func commandGetKeys(c *call, withFlags bool) {
 	for i, k := range keys {
 		w.array(2)
 		w.bulkString(k)
-		flags := cmd.keyFlagsOf(i)
+		flags := cmd.keyFlagsOf(i) // (SORT's STORE key: its rest)
 		w.array(len(flags))
 		for _, f := range flags {
 			w.simple(f)

@@ -85,9 +85,42 @@ func cmdClient(c *call) {
 		w.bulkString(c.s.clientList())
 	case "UNBLOCK":
 		cmdClientUnblock(c)
+	case "REPLY":
+		cmdClientReply(c)
 	default:
 		unknownSubcommand(w, c.args[1], "CLIENT")
 	}
+}
+
+// cmdClientReply answers CLIENT REPLY ON|OFF|SKIP as Redis does: OFF and
+// SKIP answer nothing; OFF drops every reply until ON, SKIP the next
+// command's. Pub/sub messages and (un)subscribe confirmations still go.
+func cmdClientReply(c *call) {
+	if len(c.args) != 3 {
+		wrongArgs(c.w, "client|reply")
+		return
+	}
+	cl := c.cl
+	switch strings.ToUpper(string(c.args[2])) {
+	case "ON":
+		cl.replyOff, cl.replySkip = false, false
+		c.w.ok()
+	case "OFF":
+		cl.replyOff = true
+	case "SKIP":
+		cl.replySkipNext = !cl.replyOff
+	default:
+		c.fail(errSyntax)
+	}
+}
+
+// dropReply drops the reply the command cmd wrote from mark on when
+// CLIENT REPLY says so, and arms a SKIP for the next command.
+func (cl *client) dropReply(cmd *command, mark int) {
+	if (cl.replyOff || cl.replySkip) && !(cmd.group == "pubsub" && cmd.flags&flagPubSub != 0) && len(cl.out.buf) >= mark {
+		cl.out.buf = cl.out.buf[:mark]
+	}
+	cl.replySkip, cl.replySkipNext = cl.replySkipNext, false
 }
 
 // cmdClientUnblock answers CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when the

@@ -30,6 +30,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,6 +57,10 @@ type eventLoops struct {
 	// as the loop sees it (the group is sealed by the first wait; the
 	// hook's time counts as the group's wait).
 	beforeSync func()
+	// idlePolls counts the polls of the loops' idle polling, and polling
+	// the loops polling now (Options.IdlePoll; tests read them).
+	idlePolls atomic.Int64
+	polling   atomic.Int32
 }
 
 func newEventLoops(s *Server) *eventLoops { return &eventLoops{s: s} }
@@ -344,11 +349,14 @@ func (l *loop) direct() bool { return len(l.ls.loops) < runtime.GOMAXPROCS(0) }
 // its timer ends that wait).
 func (l *loop) wait(wait epollwait.Wait, events []unix.EpollEvent, block bool) (n int, err error) {
 	if block && l.served && l.idlePoll > 0 && l.gatherUntil == 0 {
+		l.ls.polling.Add(1)
 		for until := time.Now().Add(l.idlePoll); ; {
+			l.ls.idlePolls.Add(1)
 			if n, err = wait(events, false); n != 0 || err != nil || !time.Now().Before(until) {
 				break
 			}
 		}
+		l.ls.polling.Add(-1)
 	}
 	l.served = false
 	if n == 0 && err == nil {

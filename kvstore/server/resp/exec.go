@@ -33,6 +33,7 @@ type call struct {
 	// made its key ready; answered is its outcome (cmd_block.go).
 	serving, answered bool
 	digits            [20]byte // an integer's digits on their way to the engine (incrBy)
+	fromScript        bool     // a script's redis.call (SORT orders a set for it)
 }
 
 // txn is what a command sees of the keyspace inside one atomic update
@@ -100,18 +101,21 @@ func (c *call) update(fn func(tx txn) error) error {
 		return fn(c.tx)
 	}
 	var served blockedServe
+	var notes []keyNote
 	wait, err := c.s.store.UpdateWith(noSyncWait, func(tx *kvstore.Tx) error {
-		ut := &updateTx{txn: tx}
+		ut := &updateTx{txn: tx, s: c.s}
 		if err := fn(ut); err != nil {
 			return err
 		}
 		served = c.s.serveBlocked(ut) // the clients blocked on what it made ready (cmd_block.go)
+		notes = ut.notes
 		return nil
 	})
 	c.s.blocks.resolve(served, wait, err)
 	if err != nil {
 		return err
 	}
+	c.s.publishNotes(notes) // keyspace notifications (notify.go)
 	c.cl.pend(wait, len(c.w.buf))
 	return nil
 }
@@ -286,7 +290,9 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	}
 	c := &cl.call
 	*c = call{s: s, cl: cl, cmd: cmd, args: args, w: &cl.out}
+	mark := len(cl.out.buf)
 	runCounted(c)
+	cl.dropReply(cmd, mark) // CLIENT REPLY OFF|SKIP (conn.go)
 	*c = call{}
 }
 

@@ -26,6 +26,7 @@ func cmdDel(c *call) {
 			}
 			if existed {
 				n++
+				notify(tx, notifyGeneric, "del", key)
 			}
 		}
 		return nil
@@ -100,7 +101,13 @@ func cmdRename(c *call) {
 			return nil // it exists, nothing moves
 		}
 		moved = true
-		return readyAfter(tx, to, renameInTx(tx, from, to, v)) // a list or sorted set may have arrived
+		if err := readyAfter(tx, to, renameInTx(tx, from, to, v)); err != nil { // a list or sorted set may have arrived
+			return err
+		}
+		notify(tx, notifyNew, "new", to) // Redis adds the new name after deleting what it held
+		notify(tx, notifyGeneric, "rename_from", from)
+		notify(tx, notifyGeneric, "rename_to", to)
+		return nil
 	})
 	switch {
 	case err != nil:
@@ -156,7 +163,12 @@ func cmdCopy(c *call) {
 			return nil
 		}
 		copied = true
-		return readyAfter(tx, to, tx.Restore(to, v))
+		notify(tx, notifyNew, "new", to) // Redis adds the copy after deleting what it replaces
+		if err := readyAfter(tx, to, tx.Restore(to, v)); err != nil {
+			return err
+		}
+		notify(tx, notifyGeneric, "copy_to", to)
+		return nil
 	})
 	if err != nil {
 		c.fail(err)

@@ -87,7 +87,14 @@ func cmdSetRange(c *call) {
 		copy(v, cur)
 		copy(v[offset:], value)
 		n = size
-		return tx.SetKeepTTL(key, v)
+		if err != nil {
+			notify(tx, notifyNew, "new", key)
+		}
+		if err := tx.SetKeepTTL(key, v); err != nil {
+			return err
+		}
+		notify(tx, notifyString, "setrange", key)
+		return nil
 	})
 	if err != nil {
 		c.fail(err)
@@ -137,7 +144,14 @@ func cmdSetBit(c *call) {
 		if err == nil && len(v) == len(cur) && old == (on == 1) {
 			return nil // nothing changes
 		}
-		return tx.SetKeepTTL(key, v)
+		if err != nil {
+			notify(tx, notifyNew, "new", key)
+		}
+		if err := tx.SetKeepTTL(key, v); err != nil {
+			return err
+		}
+		notify(tx, notifyString, "setbit", key)
+		return nil
 	})
 	if err != nil {
 		c.fail(err)

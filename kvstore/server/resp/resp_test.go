@@ -42,6 +42,17 @@ func goRedis(t testing.TB, addr string) *redis.Client {
 	return c
 }
 
+// patientClient is a go-redis client that waits a minute for a reply, where
+// go-redis's default read timeout is 3 s: on a loaded machine under -race
+// a reply (or a woken BRPOPLPUSH) can take longer, and a reply that timed
+// out must not read as an empty list. (A hang still fails, at the minute.)
+func patientClient(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: time.Minute})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func TestGoRedis_StringCommands(t *testing.T) {
 	db := servertest.OpenDB(t)
 	c := goRedis(t, start(t, db, resp.Options{}))

@@ -483,7 +483,7 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 	// The reply buffer is the run's, reused by each call: the reply is
 	// converted (copied) into Lua values before the next one.
 	sc.reply.buf, sc.reply.errs = sc.reply.buf[:0], 0
-	sc.sub = call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &sc.reply, tx: sc.tx}
+	sc.sub = call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &sc.reply, tx: sc.tx, fromScript: true}
 	runCounted(&sc.sub)
 	sc.sub = call{}
 	return sc.reply.buf, ""

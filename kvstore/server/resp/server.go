@@ -222,6 +222,9 @@ type Server struct {
 	blocks    blockRegistry    // clients in a blocking pop (cmd_block.go)
 	pubsub    *pubsubHub       // subscriptions (pubsub.go)
 	encodings encodingSettings // CONFIG SET hash-max-listpack-entries... (encodings.go)
+	// notifyFlags are the notify-keyspace-events classes (notify.go).
+	notifyFlags atomic.Uint32
+	notifyCfg   notifyConfig
 
 	saving atomic.Bool    // a SAVE or BGSAVE runs
 	bg     sync.WaitGroup // BGSAVE goroutines
@@ -282,6 +285,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.loops.stop()
 	}
 	s.bg.Wait()
+	s.notifyCfg.once.Do(func() {}) // orders the read of remove after a CONFIG SET that set it
+	if s.notifyCfg.remove != nil {
+		s.notifyCfg.remove()
+	}
 	return err
 }
 
@@ -301,10 +308,13 @@ type client struct {
 	out         replyWriter
 	call        call // reused for every command: no allocation per command
 	quit        bool
-	authed      bool
-	authFails   int       // wrong passwords in a row
-	holdUntil   time.Time // nothing more runs or is answered before (auth.go); zero: none
-	log         *slog.Logger
+	// CLIENT REPLY: replyOff drops every reply, replySkip the current
+	// command's, replySkipNext arms replySkip for the next command.
+	replyOff, replySkip, replySkipNext bool
+	authed                             bool
+	authFails                          int       // wrong passwords in a row
+	holdUntil                          time.Time // nothing more runs or is answered before (auth.go); zero: none
+	log                                *slog.Logger
 
 	multi, multiDirty bool
 	queued            []queuedCommand

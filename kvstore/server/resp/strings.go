@@ -73,9 +73,10 @@ func parseSetOptions(args [][]byte) (setOptions, error) {
 
 func cmdSet(c *call) {
 	key, value := c.args[1], c.args[2]
-	if len(c.args) == 3 && c.tx == nil {
+	if len(c.args) == 3 && c.tx == nil && !c.s.notifying(notifyString|notifyNew) {
 		// The common case needs no read: it joins the connection's run of
-		// SETs, one engine record per burst.
+		// SETs, one engine record per burst. (With keyspace notifications
+		// on, it is an update, published once logged.)
 		c.openSet(key, value)
 		return
 	}
@@ -107,7 +108,14 @@ func cmdSet(c *call) {
 			return nil
 		}
 		written = true
-		return o.ttl.set(tx, key, value)
+		if !had {
+			notify(tx, notifyNew, "new", key)
+		}
+		if err := o.ttl.set(tx, key, value); err != nil {
+			return err
+		}
+		notifySetString(tx, key, o.ttl)
+		return nil
 	})
 	switch {
 	case err != nil:
@@ -133,7 +141,12 @@ func cmdSetNX(c *call) {
 		if set = !exists(tx, key); !set {
 			return nil
 		}
-		return tx.Set(key, value)
+		notify(tx, notifyNew, "new", key)
+		if err := tx.Set(key, value); err != nil {
+			return err
+		}
+		notify(tx, notifyString, "set", key)
+		return nil
 	})
 	if err != nil {
 		c.fail(err)
@@ -161,10 +174,20 @@ func getAndWrite(c *call, key, value []byte, del bool) {
 			if !had {
 				return nil
 			}
-			_, err := tx.Delete(key)
+			if _, err := tx.Delete(key); err != nil {
+				return err
+			}
+			notify(tx, notifyGeneric, "del", key)
+			return nil
+		}
+		if !had {
+			notify(tx, notifyNew, "new", key)
+		}
+		if err := tx.Set(key, value); err != nil {
 			return err
 		}
-		return tx.Set(key, value)
+		notify(tx, notifyString, "set", key)
+		return nil
 	})
 	switch {
 	case err != nil:
@@ -225,12 +248,20 @@ func cmdMSet(c *call) {
 		wrongArgs(c.w, c.cmd.name)
 		return
 	}
-	if c.tx != nil {
-		for i := 1; i < len(c.args); i += 2 {
-			if err := c.tx.Set(c.args[i], c.args[i+1]); err != nil {
-				c.fail(err)
-				return
+	if c.tx != nil || c.s.notifying(notifyString|notifyNew) {
+		err := c.update(func(tx txn) error {
+			for i := 1; i < len(c.args); i += 2 {
+				notifyNewKey(tx, c.args[i])
+				if err := tx.Set(c.args[i], c.args[i+1]); err != nil {
+					return err
+				}
+				notify(tx, notifyString, "set", c.args[i])
 			}
+			return nil
+		})
+		if err != nil {
+			c.fail(err)
+			return
 		}
 		c.w.ok()
 		return
@@ -263,9 +294,11 @@ func cmdMSetNX(c *call) {
 			}
 		}
 		for i := 1; i < len(c.args); i += 2 {
+			notify(tx, notifyNew, "new", c.args[i])
 			if err := tx.Set(c.args[i], c.args[i+1]); err != nil {
 				return err
 			}
+			notify(tx, notifyString, "set", c.args[i])
 		}
 		set = true
 		return nil
@@ -288,7 +321,14 @@ func cmdAppend(c *call) {
 		v := make([]byte, 0, len(cur)+len(suffix))
 		v = append(append(v, cur...), suffix...)
 		n = len(v)
-		return tx.SetKeepTTL(key, v)
+		if err != nil {
+			notify(tx, notifyNew, "new", key)
+		}
+		if err := tx.SetKeepTTL(key, v); err != nil {
+			return err
+		}
+		notify(tx, notifyString, "append", key)
+		return nil
 	})
 	if err != nil {
 		c.fail(err)
@@ -360,7 +400,14 @@ func (c *call) incrByIn(tx txn, key []byte, delta int64) (int64, error) {
 		return 0, errOverflow
 	}
 	n := cur + delta
-	return n, tx.SetKeepTTL(key, strconv.AppendInt(c.digits[:0], n, 10))
+	if errors.Is(err, kvstore.ErrNotFound) {
+		notify(tx, notifyNew, "new", key)
+	}
+	if err := tx.SetKeepTTL(key, strconv.AppendInt(c.digits[:0], n, 10)); err != nil {
+		return 0, err
+	}
+	notify(tx, notifyString, "incrby", key)
+	return n, nil
 }
 
 func cmdIncr(c *call) { incrBy(c, c.args[1], 1) }
@@ -410,8 +457,9 @@ func cmdIncrByFloat(c *call) {
 	err := c.update(func(tx txn) error {
 		cur := 0.0
 		v, err := tx.Get(key)
+		missing := errors.Is(err, kvstore.ErrNotFound)
 		switch {
-		case errors.Is(err, kvstore.ErrNotFound):
+		case missing:
 		case err != nil:
 			return err
 		default:
@@ -425,7 +473,14 @@ func cmdIncrByFloat(c *call) {
 			return cmdError("ERR increment would produce NaN or Infinity")
 		}
 		out = strconv.AppendFloat(nil, n, 'f', -1, 64)
-		return tx.SetKeepTTL(key, out)
+		if missing {
+			notify(tx, notifyNew, "new", key)
+		}
+		if err := tx.SetKeepTTL(key, out); err != nil {
+			return err
+		}
+		notify(tx, notifyString, "incrbyfloat", key)
+		return nil
 	})
 	if err != nil {
 		c.fail(err)

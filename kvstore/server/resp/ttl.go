@@ -194,7 +194,9 @@ func cmdExpire(c *call) {
 			return nil
 		}
 		existed, err := tx.Expire(key, at)
-		set = existed
+		if set = existed; err == nil && existed {
+			notifyExpire(tx, key, at)
+		}
 		return err
 	})
 	if err != nil {
@@ -209,6 +211,9 @@ func cmdPersist(c *call) {
 	err := c.update(func(tx txn) error {
 		var err error
 		had, err = tx.Persist(c.args[1])
+		if err == nil && had {
+			notify(tx, notifyGeneric, "persist", c.args[1])
+		}
 		return err
 	})
 	if err != nil {
@@ -300,9 +305,12 @@ func cmdGetEx(c *call) {
 		}
 		v, found = cur, true
 		if persist {
-			_, err = tx.Persist(key)
-		} else {
-			_, err = tx.Expire(key, o.at)
+			var had bool
+			if had, err = tx.Persist(key); err == nil && had {
+				notify(tx, notifyGeneric, "persist", key)
+			}
+		} else if _, err = tx.Expire(key, o.at); err == nil {
+			notifyExpire(tx, key, o.at)
 		}
 		return err
 	})
@@ -328,9 +336,35 @@ func cmdSetEx(c *call) {
 		return
 	}
 	key, value := c.args[1], c.args[3]
-	if err := c.update(func(tx txn) error { return tx.SetWithTTL(key, value, at) }); err != nil {
+	if err := c.update(func(tx txn) error {
+		notifyNewKey(tx, key)
+		if err := tx.SetWithTTL(key, value, at); err != nil {
+			return err
+		}
+		notifySetString(tx, key, ttlOption{kind: ttlAt, at: at})
+		return nil
+	}); err != nil {
 		c.fail(err)
 		return
 	}
 	c.w.ok()
+}
+
+// notifySetString records a string write's events: "set", and "expire" when it
+// set an expiry (as Redis's SET EX, SETEX, PSETEX).
+func notifySetString(tx txn, key []byte, o ttlOption) {
+	notify(tx, notifyString, "set", key)
+	if o.kind == ttlAt {
+		notify(tx, notifyGeneric, "expire", key)
+	}
+}
+
+// notifyExpire records an expiry change: "expire", or "del" when the time
+// has passed and the key went (Redis's EXPIRE and GETEX).
+func notifyExpire(tx txn, key []byte, at time.Time) {
+	if !at.After(tx.Now()) {
+		notify(tx, notifyGeneric, "del", key)
+		return
+	}
+	notify(tx, notifyGeneric, "expire", key)
 }
