@@ -40,10 +40,8 @@ func (tx *Tx) ZScore(key, member []byte) (score float64, ok bool, err error) {
 	if err != nil || c == nil {
 		return 0, false, err
 	}
-	if i := c.zfind(member); i >= 0 {
-		return c.zs[i].Score, true, nil
-	}
-	return 0, false, nil
+	score, ok = c.zscore(member)
+	return score, ok, nil
 }
 
 // ZIncrBy adds delta to a member's score (from 0 when new) and returns the
@@ -92,12 +90,21 @@ func (tx *Tx) ZRange(key []byte, start, stop int) ([]ZMember, error) {
 	if err != nil || c == nil {
 		return nil, err
 	}
-	lo, hi := listRange(start, stop, len(c.zs))
-	out := make([]ZMember, 0, hi-lo)
-	for _, z := range c.zs[lo:hi] {
-		out = append(out, ZMember{Member: clone(z.Member), Score: z.Score})
+	lo, hi := listRange(start, stop, c.size())
+	return c.zrange(lo, hi), nil
+}
+
+// ZRank returns a member's rank, lowest score first (highest first when
+// reverse); ok is false when it (or the key) is missing.
+func (tx *Tx) ZRank(key, member []byte, reverse bool) (rank int, ok bool, err error) {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return 0, false, err
 	}
-	return out, nil
+	if rank, ok = c.zrank(member); ok && reverse {
+		rank = c.size() - 1 - rank
+	}
+	return rank, ok, nil
 }
 
 // ZAll ranges over the members of the sorted set at key as it is now,

@@ -56,6 +56,7 @@ type collTxn interface {
 	ZScore(key, member []byte) (float64, bool, error)
 	ZRem(key []byte, members ...[]byte) (int, error)
 	ZCard(key []byte) (int, error)
+	ZRank(key, member []byte, reverse bool) (rank int, ok bool, err error)
 	ZRange(key []byte, start, stop int) ([]kvstore.ZMember, error)
 }
 

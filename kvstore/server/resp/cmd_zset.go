@@ -358,25 +358,20 @@ func cmdZCount(c *call) {
 }
 
 func cmdZRank(c *call) {
-	var all []kvstore.ZMember
+	var rank int
+	var found bool
 	err := c.read(func(tx txn) (err error) {
-		all, err = zmembers(tx, c.args[1])
+		rank, found, err = tx.ZRank(c.args[1], c.args[2], c.cmd.name == "zrevrank")
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		c.fail(err)
-		return
+	case !found:
+		c.w.null()
+	default:
+		c.w.integer(int64(rank))
 	}
-	for i, z := range all {
-		if bytes.Equal(z.Member, c.args[2]) {
-			if c.cmd.name == "zrevrank" {
-				i = len(all) - 1 - i
-			}
-			c.w.integer(int64(i))
-			return
-		}
-	}
-	c.w.null()
 }
 
 // zrangeSpec is a parsed ZRANGE (any of its forms).
