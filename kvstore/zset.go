@@ -4,6 +4,7 @@ import (
 	"errors"
 	"iter"
 	"math"
+	"slices"
 )
 
 // Sorted sets: unique members ordered by score, then by member bytes
@@ -92,6 +93,24 @@ func (tx *Tx) ZRange(key []byte, start, stop int) ([]ZMember, error) {
 	}
 	lo, hi := listRange(start, stop, c.size())
 	return c.zrange(lo, hi), nil
+}
+
+// ZRangeRank returns the members ranked start to stop, inclusive (Redis's
+// indexes), lowest score first, or highest first when reverse (ZREVRANGE's
+// ranks), as copies: O(log n + m) on a big sorted set.
+func (tx *Tx) ZRangeRank(key []byte, start, stop int, reverse bool) ([]ZMember, error) {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	n := c.size()
+	lo, hi := listRange(start, stop, n)
+	if !reverse {
+		return c.zrange(lo, hi), nil
+	}
+	out := c.zrange(n-hi, n-lo)
+	slices.Reverse(out)
+	return out, nil
 }
 
 // ZRank returns a member's rank, lowest score first (highest first when

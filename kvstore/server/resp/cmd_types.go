@@ -57,6 +57,7 @@ type collTxn interface {
 	ZRem(key []byte, members ...[]byte) (int, error)
 	ZCard(key []byte) (int, error)
 	ZRank(key, member []byte, reverse bool) (rank int, ok bool, err error)
+	ZRangeRank(key []byte, start, stop int, reverse bool) ([]kvstore.ZMember, error)
 	ZRange(key []byte, start, stop int) ([]kvstore.ZMember, error)
 }
 

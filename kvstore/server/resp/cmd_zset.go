@@ -541,11 +541,17 @@ func cmdZRange(c *call) {
 	}
 	var out []kvstore.ZMember
 	err := c.read(func(tx txn) error {
-		all, err := zmembers(tx, args[0])
+		var err error
+		if s.by == "rank" { // O(log n + m): only the ranks asked for are read
+			out, err = tx.ZRangeRank(args[0], clampInt(s.start), clampInt(s.stop), s.rev)
+		} else {
+			var all []kvstore.ZMember
+			all, err = zmembers(tx, args[0])
+			out = s.selectRange(all)
+		}
 		if err != nil {
 			return err
 		}
-		out = s.selectRange(all)
 		if !store {
 			return nil
 		}

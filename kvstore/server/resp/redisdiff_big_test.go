@@ -129,6 +129,8 @@ func TestRedisDiff_BigCollectionsAcrossTheThresholdBothWays(t *testing.T) {
 	p.same(append([]any{"zadd", "z"}, many("m", 0, 300, true)...), cmd("zcard", "z"), cmd("zrank", "z", "m150"),
 		cmd("zrevrank", "z", "m150"), cmd("zrank", "z", "x"), cmd("zscore", "z", "m299"), cmd("zincrby", "z", "2.5", "m010"),
 		cmd("zrank", "z", "m010"), cmd("zrange", "z", "100", "110", "withscores"), cmd("zrange", "z", "-3", "-1"),
+		cmd("zrevrange", "z", "0", "9", "withscores"), cmd("zrange", "z", "5", "15", "rev"), cmd("zrevrange", "z", "-5", "-2"),
+		cmd("zrangestore", "dst", "z", "290", "400"), cmd("zrange", "dst", "0", "-1", "withscores"),
 		cmd("zrangebyscore", "z", "5", "(6", "withscores"), cmd("zcount", "z", "10", "20"), cmd("zmscore", "z", "m001", "x"),
 		cmd("zadd", "z", "nx", "1", "m001", "1", "new"), cmd("zadd", "z", "xx", "ch", "-1", "m002"), cmd("zrank", "z", "m002"),
 		cmd("zrem", "z", "m003", "x"), cmd("zpopmin", "z", "2"), cmd("zpopmax", "z"), cmd("zcard", "z"))
