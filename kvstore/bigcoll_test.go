@@ -206,7 +206,9 @@ func listOp(t *testing.T, db *DB, m *collModel, r *rand.Rand, count int, grow bo
 	case 6:
 		if len(m.list) > 0 {
 			i, v := r.IntN(len(m.list)), elem()
-			err = db.Update(func(tx *Tx) error { return tx.LSet(b("l"), i, b(v)) })
+			if err := db.Update(func(tx *Tx) error { return tx.LSet(b("l"), i, b(v)) }); err != nil {
+				t.Fatal(err)
+			}
 			m.list[i] = v
 			var got []byte
 			err = db.View(func(tx *Tx) (err error) { got, err = tx.LIndex(b("l"), i); return err })
