@@ -33,9 +33,10 @@ import (
 // smallAt and smallBytes those at or under which a big one is packed again
 // (half, so that a collection at the edge does not convert on every write).
 // BenchmarkCollectionThreshold: a write to the big form is cheaper from
-// about 32 entries on (2-3x at 64-128), but the big form costs some 100
-// bytes per entry more; at 128 (Redis's listpack limit too) the
-// collections of the memory goals (10 and 100 entries) stay packed.
+// about 32 entries on (2-3x at 64-128), but the big form costs 55-122 heap
+// bytes per entry against 11-22 packed (10-byte elements); at 128 (Redis's
+// listpack limit too) the memory goals' collections (10 and 100 entries)
+// stay packed.
 const (
 	bigAt      = 128
 	bigBytes   = 8 << 10
