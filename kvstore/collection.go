@@ -394,6 +394,52 @@ func (c *coll) zrange(lo, hi int) []ZMember {
 	return out
 }
 
+// zwalk is Tx.ZWalk on c.
+func (c *coll) zwalk(from float64, reverse bool, fn func(ZMember) bool) {
+	copyOf := func(it zsItem) ZMember { return ZMember{Member: []byte(it.m), Score: it.score} }
+	switch {
+	case c.big == nil && !reverse:
+		i, _ := slices.BinarySearchFunc(c.zs, from, func(z ZMember, f float64) int { return cmpScore(z.Score, f) })
+		for ; i < len(c.zs); i++ {
+			if !fn(ZMember{Member: clone(c.zs[i].Member), Score: c.zs[i].Score}) {
+				return
+			}
+		}
+	case c.big == nil:
+		i, _ := slices.BinarySearchFunc(c.zs, from, func(z ZMember, f float64) int {
+			if z.Score > f {
+				return 1
+			}
+			return -1 // the first scored above from
+		})
+		for i--; i >= 0; i-- {
+			if !fn(ZMember{Member: clone(c.zs[i].Member), Score: c.zs[i].Score}) {
+				return
+			}
+		}
+	case !reverse:
+		c.big.zs.Ascend(zsItem{score: from}, func(it zsItem) bool { return fn(copyOf(it)) })
+	case math.IsInf(from, 1):
+		c.big.zs.Reverse(func(it zsItem) bool { return fn(copyOf(it)) })
+	default:
+		// Descend from just above from's members: every item scored at
+		// most from, and at most a member "" scored just above, skipped.
+		c.big.zs.Descend(zsItem{score: math.Nextafter(from, math.Inf(1))}, func(it zsItem) bool {
+			return it.score > from || fn(copyOf(it))
+		})
+	}
+}
+
+func cmpScore(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // zrank is a sorted-set member's rank, lowest score first.
 func (c *coll) zrank(m []byte) (int, bool) {
 	if c.big != nil {

@@ -113,6 +113,20 @@ func (tx *Tx) ZRangeRank(key []byte, start, stop int, reverse bool) ([]ZMember, 
 	return out, nil
 }
 
+// ZWalk calls fn with copies of the members of the sorted set at key in
+// order — lowest score first from the first member scored at least from,
+// or highest first from the last scored at most from when reverse — until
+// fn returns false: O(log n) to the start on a big sorted set, where
+// ZRANGEBYSCORE ... LIMIT reads only what it returns.
+func (tx *Tx) ZWalk(key []byte, from float64, reverse bool, fn func(ZMember) bool) error {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return err
+	}
+	c.zwalk(from, reverse, fn)
+	return nil
+}
+
 // ZRank returns a member's rank, lowest score first (highest first when
 // reverse); ok is false when it (or the key) is missing.
 func (tx *Tx) ZRank(key, member []byte, reverse bool) (rank int, ok bool, err error) {

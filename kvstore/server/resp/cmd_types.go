@@ -58,6 +58,7 @@ type collTxn interface {
 	ZCard(key []byte) (int, error)
 	ZRank(key, member []byte, reverse bool) (rank int, ok bool, err error)
 	ZRangeRank(key []byte, start, stop int, reverse bool) ([]kvstore.ZMember, error)
+	ZWalk(key []byte, from float64, reverse bool, fn func(kvstore.ZMember) bool) error
 	ZRange(key []byte, start, stop int) ([]kvstore.ZMember, error)
 }
 

@@ -496,6 +496,36 @@ func (s zrangeSpec) selectRange(all []kvstore.ZMember) []kvstore.ZMember {
 	return out
 }
 
+// selectScores is selectRange of a score range, read from the range's
+// start (its end when rev) until past it or the LIMIT.
+func (s zrangeSpec) selectScores(tx txn, key []byte) ([]kvstore.ZMember, error) {
+	if s.offset < 0 {
+		return nil, nil
+	}
+	from := s.r.min
+	if s.rev {
+		from = s.r.max
+	}
+	var out []kvstore.ZMember
+	skip := s.offset
+	err := tx.ZWalk(key, from, s.rev, func(z kvstore.ZMember) bool {
+		if !s.r.inScore(z.Score) {
+			past := !s.rev && z.Score > s.r.max || s.rev && z.Score < s.r.min
+			return !past // an excluded bound's members come first
+		}
+		if skip > 0 {
+			skip--
+			return true
+		}
+		if s.limit >= 0 && int64(len(out)) >= s.limit {
+			return false
+		}
+		out = append(out, z)
+		return true
+	})
+	return out, err
+}
+
 // rankRange is Redis's start..stop (inclusive; negative from the end)
 // clipped to n, as a half-open range.
 func rankRange(start, stop int64, n int) (int, int) {
@@ -542,9 +572,12 @@ func cmdZRange(c *call) {
 	var out []kvstore.ZMember
 	err := c.read(func(tx txn) error {
 		var err error
-		if s.by == "rank" { // O(log n + m): only the ranks asked for are read
+		switch s.by {
+		case "rank": // O(log n + m): only the ranks asked for are read
 			out, err = tx.ZRangeRank(args[0], clampInt(s.start), clampInt(s.stop), s.rev)
-		} else {
+		case "score": // from the range's start, to its end or the LIMIT
+			out, err = s.selectScores(tx, args[0])
+		default:
 			var all []kvstore.ZMember
 			all, err = zmembers(tx, args[0])
 			out = s.selectRange(all)

@@ -130,6 +130,10 @@ func TestRedisDiff_BigCollectionsAcrossTheThresholdBothWays(t *testing.T) {
 		cmd("zrevrank", "z", "m150"), cmd("zrank", "z", "x"), cmd("zscore", "z", "m299"), cmd("zincrby", "z", "2.5", "m010"),
 		cmd("zrank", "z", "m010"), cmd("zrange", "z", "100", "110", "withscores"), cmd("zrange", "z", "-3", "-1"),
 		cmd("zrevrange", "z", "0", "9", "withscores"), cmd("zrange", "z", "5", "15", "rev"), cmd("zrevrange", "z", "-5", "-2"),
+		cmd("zrangebyscore", "z", "(5", "7", "limit", "3", "4"), cmd("zrangebyscore", "z", "-inf", "+inf", "limit", "0", "3"),
+		cmd("zrevrangebyscore", "z", "(10", "(8", "withscores"), cmd("zrevrangebyscore", "z", "+inf", "30", "limit", "2", "5"),
+		cmd("zrange", "z", "(36", "-inf", "byscore", "rev", "limit", "0", "2"), cmd("zrangebyscore", "z", "9", "3"),
+		cmd("zrangebyscore", "z", "36", "36", "limit", "-1", "5"), cmd("zrangebyscore", "z", "0", "0", "limit", "1", "-1"),
 		cmd("zrangestore", "dst", "z", "290", "400"), cmd("zrange", "dst", "0", "-1", "withscores"),
 		cmd("zrangebyscore", "z", "5", "(6", "withscores"), cmd("zcount", "z", "10", "20"), cmd("zmscore", "z", "m001", "x"),
 		cmd("zadd", "z", "nx", "1", "m001", "1", "new"), cmd("zadd", "z", "xx", "ch", "-1", "m002"), cmd("zrank", "z", "m002"),
@@ -137,6 +141,11 @@ func TestRedisDiff_BigCollectionsAcrossTheThresholdBothWays(t *testing.T) {
 	if want, got := scanItems(t, p.redis, "zscan", "z"), scanItems(t, p.ours, "zscan", "z"); !slices.Equal(want, got) {
 		t.Errorf("ZSCAN of a big sorted set: %d items, redis %d", len(got), len(want))
 	}
+	// The same score ranges on a small (packed) sorted set.
+	p.same(append([]any{"zadd", "small"}, many("m", 0, 40, true)...),
+		cmd("zrangebyscore", "small", "(5", "7", "limit", "1", "2"), cmd("zrevrangebyscore", "small", "(10", "(3", "withscores"),
+		cmd("zrevrangebyscore", "small", "+inf", "30", "limit", "1", "3"), cmd("zrange", "small", "(36", "-inf", "byscore", "rev"),
+		cmd("zrangebyscore", "small", "-inf", "-1"), cmd("zrevrangebyscore", "small", "-1", "-inf"))
 	p.same(append([]any{"zrem", "z"}, many("m", 0, 280, false)...), cmd("zcard", "z"), cmd("zrange", "z", "0", "-1", "withscores"),
 		cmd("zrank", "z", "m290"), cmd("zrevrank", "z", "new"))
 }
