@@ -81,6 +81,7 @@ type arena struct {
 	handleFree []uint64 // free handles
 	bigNext    uint64   // next handle never used
 	bigCount   atomic.Int64
+	bigBytes   atomic.Int64 // the big collections' estimated heap (heapEstimate)
 }
 
 // bigFlag marks, in a record's kind byte, a big collection's record.
@@ -88,7 +89,13 @@ const bigFlag = 0x80
 
 const bigPageSize = 1024
 
-type bigPage [bigPageSize]atomic.Pointer[bigColl]
+type bigPage struct {
+	colls [bigPageSize]atomic.Pointer[bigColl]
+	// est is the heap estimate each handle added to bigBytes (the replay
+	// changes its collections in place, so it is kept, not recomputed);
+	// guarded by mu.
+	est [bigPageSize]int64
+}
 
 func newArena() *arena {
 	a := &arena{free: make([][]ref, len(sizeClasses)), cur: -1}
@@ -132,15 +139,20 @@ func (a *arena) newHandle(hb *[8]byte, big *bigColl) []byte {
 			a.bigs.Store(&next)
 		}
 	}
+	est := big.heapEstimate()
+	a.page(h).est[h%bigPageSize] = est
 	a.mu.Unlock()
 	a.handleSlot(h).Store(big)
 	a.bigCount.Add(1)
+	a.bigBytes.Add(est)
 	binary.LittleEndian.PutUint64(hb[:], h)
 	return hb[:]
 }
 
+func (a *arena) page(h uint64) *bigPage { return (*a.bigs.Load())[h/bigPageSize] }
+
 func (a *arena) handleSlot(h uint64) *atomic.Pointer[bigColl] {
-	return &(*a.bigs.Load())[h/bigPageSize][h%bigPageSize]
+	return &a.page(h).colls[h%bigPageSize]
 }
 
 // big is the big collection the record at r holds, nil for another record.
@@ -161,6 +173,7 @@ func (a *arena) freeHandle(r ref) {
 	}
 	_, v, _, _ := a.record(r)
 	h := binary.LittleEndian.Uint64(v)
+	a.bigBytes.Add(-a.page(h).est[h%bigPageSize])
 	a.handleSlot(h).Store(nil)
 	a.handleFree = append(a.handleFree, h)
 	a.bigCount.Add(-1)

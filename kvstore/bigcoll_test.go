@@ -452,3 +452,40 @@ func TestBigCollections_AWriteToALargeCollectionAllocatesLittle(t *testing.T) {
 		}
 	}
 }
+
+// The memory statistics count the big collections' trees, and give their
+// estimate back when they go: live, and after a replay that changed them
+// in place delta after delta.
+func TestBigCollections_MemoryStatisticsCountTheTreesAndGiveThemBack(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir, Options{})
+	for i := range 300 {
+		if _, err := db.HSet(b("h"), fmt.Appendf(nil, "f%d", i), b("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		e, _ := db.mem.get(nil, b("h"))
+		if e.big == nil {
+			t.Fatalf("%s: the hash is not big", when)
+		}
+		if got, want := db.mem.arena.bigBytes.Load(), e.big.heapEstimate(); got != want {
+			t.Fatalf("%s: big collections count %d bytes, want %d", when, got, want)
+		}
+		if db.Stats().MemoryBytes < e.big.heapEstimate() {
+			t.Fatalf("%s: MemoryBytes %d leaves the tree out", when, db.Stats().MemoryBytes)
+		}
+	}
+	check("live")
+	db.Close()
+	db = openT(t, dir, Options{})
+	defer db.Close()
+	check("after the replay")
+	if err := db.Delete(b("h")); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.mem.arena.bigBytes.Load(); got != 0 {
+		t.Fatalf("after the delete big collections count %d bytes", got)
+	}
+}

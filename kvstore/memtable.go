@@ -254,9 +254,10 @@ func (m *memtable) keysWithTTL() int64 {
 }
 
 // memoryBytes estimates the memory the memtable holds: arena chunks, hash
-// slots, and 8 bytes per B-tree item (node overhead aside).
+// slots, 8 bytes per B-tree item (node overhead aside) and the big
+// collections' trees (an estimate per entry).
 func (m *memtable) memoryBytes() int64 {
-	var n int64
+	n := m.arena.bigBytes.Load()
 	for _, c := range *m.arena.chunks.Load() {
 		n += int64(cap(c))
 	}
