@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"encoding/binary"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,12 @@ import (
 // Record layout: seq u64, expireAt i64, kind<<24|klen u32, vlen u32, key,
 // value. The kind (kind.go) takes the top byte of the key length: keys are
 // at most MaxKeySizeLimit (64 KiB) long.
+//
+// A big collection (bigcoll.go) is a Go object, which the pointer-free
+// chunks cannot hold: its record has bigFlag in the kind byte and, as its
+// value, a handle into the arena's table of them. The handle lives as long
+// as the slot (freed with it, deferred with it while a hold exists), so a
+// frozen view resolves its records' handles to the versions it froze.
 
 type ref uint64
 
@@ -67,25 +74,109 @@ type arena struct {
 	bigFree []int
 	// slotBytes is the memory held by live slots.
 	slotBytes atomic.Int64
+
+	// bigs is the table of big collections: pages of handles, replaced
+	// (copied) when a page is added, so readers load it without a lock.
+	bigs       atomic.Pointer[[]*bigPage]
+	handleFree []uint64 // free handles
+	bigNext    uint64   // next handle never used
+	bigCount   atomic.Int64
+	bigBytes   atomic.Int64 // the big collections' estimated heap (heapEstimate)
+}
+
+// bigFlag marks, in a record's kind byte, a big collection's record.
+const bigFlag = 0x80
+
+const bigPageSize = 1024
+
+type bigPage struct {
+	colls [bigPageSize]atomic.Pointer[bigColl]
+	// est is the heap estimate each handle added to bigBytes (the replay
+	// changes its collections in place, so it is kept, not recomputed);
+	// guarded by mu.
+	est [bigPageSize]int64
 }
 
 func newArena() *arena {
 	a := &arena{free: make([][]ref, len(sizeClasses)), cur: -1}
 	empty := [][]byte{}
 	a.chunks.Store(&empty)
+	pages := []*bigPage{}
+	a.bigs.Store(&pages)
+	a.bigNext = 1 // handle 0 means none
 	return a
 }
 
 func recordSize(key, value []byte) int { return recordHead + len(key) + len(value) }
 
-// alloc stores a record and returns its reference. Leader only.
-func (a *arena) alloc(key, value []byte, kind Kind, expireAt int64, seq uint64) ref {
+// alloc stores a record and returns its reference; a big collection (big
+// not nil) is stored by handle, value ignored. Leader only.
+func (a *arena) alloc(key, value []byte, kind Kind, big *bigColl, expireAt int64, seq uint64) ref {
+	var hb [8]byte
+	if big != nil {
+		value, kind = a.newHandle(&hb, big), kind|bigFlag
+	}
 	n := recordSize(key, value)
 	a.mu.Lock()
 	r := a.slot(n)
 	a.mu.Unlock()
 	putRecord(a.bytes(r, n), key, value, kind, expireAt, seq)
 	return r
+}
+
+// newHandle puts big in the table and returns its handle, encoded in hb.
+func (a *arena) newHandle(hb *[8]byte, big *bigColl) []byte {
+	a.mu.Lock()
+	var h uint64
+	if l := len(a.handleFree); l > 0 {
+		h = a.handleFree[l-1]
+		a.handleFree = a.handleFree[:l-1]
+	} else {
+		h = a.bigNext
+		a.bigNext++
+		if pages := *a.bigs.Load(); int(h/bigPageSize) >= len(pages) {
+			next := append(slices.Clip(pages), new(bigPage))
+			a.bigs.Store(&next)
+		}
+	}
+	est := big.heapEstimate()
+	a.page(h).est[h%bigPageSize] = est
+	a.mu.Unlock()
+	a.handleSlot(h).Store(big)
+	a.bigCount.Add(1)
+	a.bigBytes.Add(est)
+	binary.LittleEndian.PutUint64(hb[:], h)
+	return hb[:]
+}
+
+func (a *arena) page(h uint64) *bigPage { return (*a.bigs.Load())[h/bigPageSize] }
+
+func (a *arena) handleSlot(h uint64) *atomic.Pointer[bigColl] {
+	return &a.page(h).colls[h%bigPageSize]
+}
+
+// big is the big collection the record at r holds, nil for another record.
+func (a *arena) big(r ref) *bigColl {
+	b := a.at(r)
+	if binary.LittleEndian.Uint32(b[16:])>>24&bigFlag == 0 {
+		return nil
+	}
+	_, v, _, _ := a.record(r)
+	return a.handleSlot(binary.LittleEndian.Uint64(v)).Load()
+}
+
+// freeHandle drops the big collection of the record at r, if it is one;
+// mu held.
+func (a *arena) freeHandle(r ref) {
+	if binary.LittleEndian.Uint32(a.at(r)[16:])>>24&bigFlag == 0 {
+		return
+	}
+	_, v, _, _ := a.record(r)
+	h := binary.LittleEndian.Uint64(v)
+	a.bigBytes.Add(-a.page(h).est[h%bigPageSize])
+	a.handleSlot(h).Store(nil)
+	a.handleFree = append(a.handleFree, h)
+	a.bigCount.Add(-1)
 }
 
 // klenMask takes the key length out of the field that holds the kind too.
@@ -186,7 +277,9 @@ func (a *arena) key(r ref) []byte {
 }
 
 // kind is the kind of value the record at r holds.
-func (a *arena) kind(r ref) Kind { return Kind(binary.LittleEndian.Uint32(a.at(r)[16:]) >> 24) }
+func (a *arena) kind(r ref) Kind {
+	return Kind(binary.LittleEndian.Uint32(a.at(r)[16:]) >> 24 &^ bigFlag)
+}
 
 // held reports whether a frozen view or a load holds the arena.
 func (a *arena) held() bool {
@@ -199,12 +292,23 @@ func (a *arena) held() bool {
 // new record falls in the same size class, and reports whether it did;
 // oldValueLen is set to the length of the value it replaced. Leader only,
 // under the locks that keep readers off the slot.
-func (a *arena) rewrite(r ref, key, value []byte, kind Kind, expireAt int64, seq uint64, oldValueLen *int) bool {
+// A big collection's handle is freed at once (nothing holds the arena).
+func (a *arena) rewrite(r ref, key, value []byte, kind Kind, big *bigColl, expireAt int64, seq uint64, oldValueLen *int) bool {
 	k, v, _, _ := a.record(r)
 	*oldValueLen = len(v)
+	if big != nil {
+		value = make([]byte, 8) // the handle's size
+	}
 	oldSize, newSize := recordSize(k, v), recordSize(key, value)
 	if oldSize > maxClassLen || newSize > maxClassLen || classOf(oldSize) != classOf(newSize) {
 		return false
+	}
+	a.mu.Lock()
+	a.freeHandle(r)
+	a.mu.Unlock()
+	if big != nil {
+		var hb [8]byte
+		value, kind = a.newHandle(&hb, big), kind|bigFlag
 	}
 	putRecord(a.bytes(r, newSize), key, value, kind, expireAt, seq)
 	return true
@@ -222,6 +326,7 @@ func (a *arena) release(r ref) {
 }
 
 func (a *arena) freeLocked(r ref) {
+	a.freeHandle(r)
 	k, v, _, _ := a.record(r)
 	n := recordSize(k, v)
 	if n > maxClassLen {

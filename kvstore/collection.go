@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
@@ -15,8 +16,9 @@ import (
 // Collections: hashes, lists, sets and sorted sets.
 //
 // Invariant: a collection is one record of the memtable holding its packed
-// encoding (one allocation-free slot per key, as Redis's listpack), and
-// every change to it is logged as a delta — the fields or elements it
+// encoding (one allocation-free slot per key, as Redis's listpack) or, past
+// bigAt entries, a handle to its big form (bigcoll.go); every change to it
+// is logged as a delta — the fields or elements it
 // adds, removes or replaces, never the whole collection — that the live
 // transaction and the log replay apply with the same code (coll's
 // primitives), so a replayed collection is the one that was acknowledged.
@@ -66,6 +68,9 @@ type coll struct {
 	kind  Kind
 	elems [][]byte  // hash: field, value, field, value...; list, set: elements
 	zs    []ZMember // zset, sorted
+	// big is the big form (elems and zs unused): a clone the collection's
+	// own when edited or replayed, the published version when read.
+	big *bigColl
 	// index maps a hash field or set member to its position, for large
 	// collections only (see indexAt), once lookups pays for it.
 	index map[string]int
@@ -160,6 +165,9 @@ func lengthPrefixedField(p []byte) (field, rest []byte, ok bool) {
 
 // size is the number of fields, elements or members.
 func (c *coll) size() int {
+	if c.big != nil {
+		return c.big.len()
+	}
 	switch c.kind {
 	case KindHash:
 		return len(c.elems) / 2
@@ -171,6 +179,9 @@ func (c *coll) size() int {
 
 // encode packs the collection into a new slice.
 func (c *coll) encode() []byte {
+	if c.big != nil {
+		return c.big.encode()
+	}
 	n := binary.MaxVarintLen64
 	for _, e := range c.elems {
 		n += binary.MaxVarintLen64 + len(e)
@@ -219,8 +230,229 @@ func (c *coll) recordInt(op byte, ints ...int) {
 	}
 }
 
+// packedBody is the size of a packed collection's encoding without its count.
+func (c *coll) packedBody() int {
+	n := 0
+	for _, e := range c.elems {
+		n += fieldSize(len(e))
+	}
+	for _, z := range c.zs {
+		n += 8 + fieldSize(len(z.Member))
+	}
+	return n
+}
+
+// settle gives the collection the form its size calls for (see bigAt):
+// after each delta, live and at replay alike, so both make the same choice.
+func (c *coll) settle() {
+	if c.big != nil {
+		if !wantBig(c.big.len(), c.big.body, true) {
+			c.big.unpack(c)
+			c.big, c.index = nil, nil
+		}
+		return
+	}
+	if wantBig(c.size(), c.packedBody(), false) {
+		c.big = c.toBig()
+		c.elems, c.zs, c.index = nil, nil, nil
+	}
+}
+
+// hget is a hash field's value.
+func (c *coll) hget(f []byte) ([]byte, bool) {
+	if c.big != nil {
+		v, ok := c.big.hget(f)
+		return []byte(v), ok
+	}
+	if i := c.find(f); i >= 0 {
+		return clone(c.elems[i+1]), true
+	}
+	return nil, false
+}
+
+// has reports whether a hash has a field or a set a member.
+func (c *coll) has(m []byte) bool {
+	switch {
+	case c.big == nil:
+		return c.find(m) >= 0
+	case c.kind == KindHash:
+		_, ok := c.big.hget(m)
+		return ok
+	}
+	return c.big.has(m)
+}
+
+// zscore is a sorted-set member's score.
+func (c *coll) zscore(m []byte) (float64, bool) {
+	if c.big != nil {
+		return c.big.zscore(m)
+	}
+	if i := c.zfind(m); i >= 0 {
+		return c.zs[i].Score, true
+	}
+	return 0, false
+}
+
+// all is every field and value (flattened), element or member, as copies.
+func (c *coll) all() [][]byte {
+	if c.big == nil {
+		return cloneAll(c.elems)
+	}
+	out := make([][]byte, 0, c.size())
+	switch c.kind {
+	case KindHash:
+		out = make([][]byte, 0, 2*c.size())
+		c.big.hash.Scan(func(it hashItem) bool { out = append(out, []byte(it.f), []byte(it.v)); return true })
+	case KindSet:
+		c.big.set.Scan(func(it setItem) bool { out = append(out, []byte(it.m)); return true })
+	case KindList:
+		c.big.list.Scan(func(it listItem) bool { out = append(out, []byte(it.v)); return true })
+	}
+	return out
+}
+
+// lrange is a list's elements lo..hi-1, as copies.
+func (c *coll) lrange(lo, hi int) [][]byte {
+	if c.big == nil {
+		return cloneAll(c.elems[lo:hi])
+	}
+	out := make([][]byte, 0, hi-lo)
+	c.big.leach(lo, func(it listItem) bool {
+		out = append(out, []byte(it.v))
+		return len(out) < hi-lo
+	})
+	return out
+}
+
+// lindex is a list's element at i (0 <= i < size), as a copy.
+func (c *coll) lindex(i int) []byte {
+	if c.big == nil {
+		return clone(c.elems[i])
+	}
+	v, _ := c.big.lindex(i)
+	return []byte(v)
+}
+
+// leach calls fn with each element of a list and its index, head first
+// (or tail first when reverse), until fn returns false; e is valid during
+// the call.
+func (c *coll) leach(reverse bool, fn func(i int, e []byte) bool) {
+	if c.big == nil {
+		if reverse {
+			for i := len(c.elems) - 1; i >= 0; i-- {
+				if !fn(i, c.elems[i]) {
+					return
+				}
+			}
+			return
+		}
+		for i, e := range c.elems {
+			if !fn(i, e) {
+				return
+			}
+		}
+		return
+	}
+	i, step := 0, 1
+	walk := c.big.list.Scan
+	if reverse {
+		i, step, walk = c.size()-1, -1, c.big.list.Reverse
+	}
+	walk(func(it listItem) bool {
+		ok := fn(i, unsafe.Slice(unsafe.StringData(it.v), len(it.v)))
+		i += step
+		return ok
+	})
+}
+
+// lfind is the index of the first element equal to x, or -1.
+func (c *coll) lfind(x []byte) int {
+	at := -1
+	c.leach(false, func(i int, e []byte) bool {
+		if bytes.Equal(e, x) {
+			at = i
+			return false
+		}
+		return true
+	})
+	return at
+}
+
+// zrange is a sorted set's members ranked lo..hi-1, as copies.
+func (c *coll) zrange(lo, hi int) []ZMember {
+	out := make([]ZMember, 0, hi-lo)
+	if c.big == nil {
+		for _, z := range c.zs[lo:hi] {
+			out = append(out, ZMember{Member: clone(z.Member), Score: z.Score})
+		}
+		return out
+	}
+	c.big.zeach(lo, func(it zsItem) bool {
+		out = append(out, ZMember{Member: []byte(it.m), Score: it.score})
+		return len(out) < hi-lo
+	})
+	return out
+}
+
+// zwalk is Tx.ZWalk on c.
+func (c *coll) zwalk(from float64, reverse bool, fn func(ZMember) bool) {
+	copyOf := func(it zsItem) ZMember { return ZMember{Member: []byte(it.m), Score: it.score} }
+	switch {
+	case c.big == nil && !reverse:
+		i, _ := slices.BinarySearchFunc(c.zs, from, func(z ZMember, f float64) int { return cmpScore(z.Score, f) })
+		for ; i < len(c.zs); i++ {
+			if !fn(ZMember{Member: clone(c.zs[i].Member), Score: c.zs[i].Score}) {
+				return
+			}
+		}
+	case c.big == nil:
+		i, _ := slices.BinarySearchFunc(c.zs, from, func(z ZMember, f float64) int {
+			if z.Score > f {
+				return 1
+			}
+			return -1 // the first scored above from
+		})
+		for i--; i >= 0; i-- {
+			if !fn(ZMember{Member: clone(c.zs[i].Member), Score: c.zs[i].Score}) {
+				return
+			}
+		}
+	case !reverse:
+		c.big.zs.Ascend(zsItem{score: from}, func(it zsItem) bool { return fn(copyOf(it)) })
+	case math.IsInf(from, 1):
+		c.big.zs.Reverse(func(it zsItem) bool { return fn(copyOf(it)) })
+	default:
+		// Descend from just above from's members: every item scored at
+		// most from, and at most a member "" scored just above, skipped.
+		c.big.zs.Descend(zsItem{score: math.Nextafter(from, math.Inf(1))}, func(it zsItem) bool {
+			return it.score > from || fn(copyOf(it))
+		})
+	}
+}
+
+func cmpScore(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// zrank is a sorted-set member's rank, lowest score first.
+func (c *coll) zrank(m []byte) (int, bool) {
+	if c.big != nil {
+		return c.big.zrank(m)
+	}
+	if i := c.zfind(m); i >= 0 {
+		return i, true
+	}
+	return 0, false
+}
+
 // find is the position of a hash field (its pair's first slot) or a set
-// member, or -1.
+// member, or -1, in a packed collection.
 func (c *coll) find(x []byte) int {
 	step := 1
 	if c.kind == KindHash {
@@ -275,6 +507,9 @@ const packedOrderMax = 128
 // hset sets a hash field; added reports a new field.
 func (c *coll) hset(f, v []byte) (added bool) {
 	c.record(opHSet, f, v)
+	if c.big != nil {
+		return c.big.hset(f, v)
+	}
 	if i := c.find(f); i >= 0 {
 		c.elems[i+1] = v
 		return false
@@ -288,6 +523,13 @@ func (c *coll) hset(f, v []byte) (added bool) {
 
 // hdel removes a hash field; it reports whether it existed.
 func (c *coll) hdel(f []byte) bool {
+	if c.big != nil {
+		if !c.big.hdel(f) {
+			return false
+		}
+		c.record(opHDel, f)
+		return true
+	}
 	i := c.find(f)
 	if i < 0 {
 		return false
@@ -299,6 +541,13 @@ func (c *coll) hdel(f []byte) bool {
 
 // sadd adds a set member; it reports whether it is new.
 func (c *coll) sadd(m []byte) bool {
+	if c.big != nil {
+		if !c.big.sadd(m) {
+			return false
+		}
+		c.record(opSAdd, m)
+		return true
+	}
 	if c.find(m) >= 0 {
 		return false
 	}
@@ -312,6 +561,13 @@ func (c *coll) sadd(m []byte) bool {
 
 // srem removes a set member; it reports whether it existed.
 func (c *coll) srem(m []byte) bool {
+	if c.big != nil {
+		if !c.big.srem(m) {
+			return false
+		}
+		c.record(opSRem, m)
+		return true
+	}
 	i := c.find(m)
 	if i < 0 {
 		return false
@@ -334,6 +590,10 @@ func (c *coll) linsert(i int, vals ...[]byte) {
 			c.log = appendField(c.log, v)
 		}
 	}
+	if c.big != nil {
+		c.big.linsert(i, vals)
+		return
+	}
 	c.elems = slices.Insert(c.elems, i, vals...)
 }
 
@@ -343,6 +603,10 @@ func (c *coll) ldelete(i, n int) {
 		return
 	}
 	c.recordInt(opLDelete, i, n)
+	if c.big != nil {
+		c.big.ldelete(i, n)
+		return
+	}
 	c.elems = slices.Delete(c.elems, i, i+n)
 }
 
@@ -352,6 +616,10 @@ func (c *coll) lset(i int, v []byte) {
 		c.log = append(c.log, opLSet)
 		c.log = binary.AppendUvarint(c.log, uint64(i))
 		c.log = appendField(c.log, v)
+	}
+	if c.big != nil {
+		c.big.lset(i, v)
+		return
 	}
 	c.elems[i] = v
 }
@@ -396,6 +664,9 @@ func (c *coll) zadd(m []byte, score float64) (added bool) {
 		c.log = binary.LittleEndian.AppendUint64(c.log, math.Float64bits(score))
 		c.log = appendField(c.log, m)
 	}
+	if c.big != nil {
+		return c.big.zadd(m, score)
+	}
 	i := c.zfind(m)
 	if i >= 0 {
 		m = c.zs[i].Member
@@ -411,6 +682,13 @@ func (c *coll) zadd(m []byte, score float64) (added bool) {
 
 // zrem removes a member; it reports whether it existed.
 func (c *coll) zrem(m []byte) bool {
+	if c.big != nil {
+		if !c.big.zrem(m) {
+			return false
+		}
+		c.record(opZRem, m)
+		return true
+	}
 	i := c.zfind(m)
 	if i < 0 {
 		return false
@@ -463,7 +741,7 @@ func (c *coll) applyDelta(ops []byte) error {
 				c.srem(field())
 			case op == opLInsert && c.kind == KindList:
 				i, n := uint(), uint()
-				if i > len(c.elems) || n > len(ops) {
+				if i > c.size() || n > len(ops) {
 					panic("insert out of range")
 				}
 				vals := make([][]byte, n)
@@ -473,13 +751,13 @@ func (c *coll) applyDelta(ops []byte) error {
 				c.linsert(i, vals...)
 			case op == opLDelete && c.kind == KindList:
 				i, n := uint(), uint()
-				if i+n > len(c.elems) {
+				if i+n > c.size() {
 					panic("delete out of range")
 				}
 				c.ldelete(i, n)
 			case op == opLSet && c.kind == KindList:
 				i := uint()
-				if i >= len(c.elems) {
+				if i >= c.size() {
 					panic("set out of range")
 				}
 				c.lset(i, field())
@@ -500,37 +778,76 @@ func (c *coll) applyDelta(ops []byte) error {
 	return err
 }
 
+// replayed is what a delta made of a key at replay.
+type replayed struct {
+	packed   []byte   // the new packed value, or
+	big      *bigColl // the new big one
+	expireAt int64
+	del      bool // the collection became empty and the key goes
+	skip     bool // the delta applies to nothing (the key expired since): the key stays as is
+}
+
 // replayDelta is what a delta makes of the key's current state (ok: it
-// exists, of kind baseKind, packed in base): the new packed value and its
-// expiry; del: the collection became empty and the key goes; skip: the
-// delta applies to nothing (the key expired since), the key stays as is.
-func replayDelta(delta []byte, ok bool, baseKind Kind, base []byte, baseExpire int64) (packed []byte, expireAt int64, del, skip bool, err error) {
+// exists, of kind baseKind, packed in base or big in baseBig, which it
+// changes in place: no reader sees a replay).
+func replayDelta(delta []byte, ok bool, baseKind Kind, base []byte, baseBig *bigColl, baseExpire int64) (replayed, error) {
 	if len(delta) < 2 {
-		return nil, 0, false, false, errBadPacked
+		return replayed{}, errBadPacked
 	}
 	kind, flags := Kind(delta[0]), delta[1]
 	var c *coll
+	var r replayed
 	switch {
 	case flags&deltaFresh != 0:
 		c = newColl(kind)
 	case !ok || baseKind != kind:
-		return nil, 0, false, true, nil
+		return replayed{skip: true}, nil
+	case baseBig != nil:
+		c = &coll{kind: kind, big: baseBig}
+		r.expireAt = baseExpire
 	default:
-		if packed, ok := replayPush(kind, base, delta[2:]); ok {
-			return packed, baseExpire, false, false, nil
+		if packed, ok := replayPush(kind, base, delta[2:]); ok && !packedWantsBig(packed) {
+			return replayed{packed: packed, expireAt: baseExpire}, nil
 		}
+		var err error
 		if c, err = decodeColl(kind, base); err != nil {
-			return nil, 0, false, false, err
+			return replayed{}, err
 		}
-		expireAt = baseExpire
+		r.expireAt = baseExpire
 	}
 	if err := c.applyDelta(delta[2:]); err != nil {
-		return nil, 0, false, false, err
+		return replayed{}, err
 	}
 	if c.size() == 0 {
-		return nil, 0, true, false, nil
+		return replayed{del: true}, nil
 	}
-	return c.encode(), expireAt, false, false, nil
+	c.settle()
+	if c.big != nil {
+		r.big = c.big
+	} else {
+		r.packed = c.encode()
+	}
+	return r, nil
+}
+
+// packedWantsBig reports whether a packed collection is past the size of
+// the big form.
+func packedWantsBig(packed []byte) bool {
+	n, m := binary.Uvarint(packed)
+	return m > 0 && wantBig(int(min(n, math.MaxInt32)), len(packed)-m, false)
+}
+
+// settlePacked is a packed collection (from a snapshot, a restore, a typed
+// record) in the form its size calls for: big nil, or big and packed nil.
+func settlePacked(kind Kind, packed []byte) ([]byte, *bigColl, error) {
+	if kind == KindString || !packedWantsBig(packed) {
+		return packed, nil, nil
+	}
+	c, err := decodeColl(kind, packed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, c.toBig(), nil
 }
 
 // replayPush applies a delta that is one push onto a list's head or tail
@@ -603,7 +920,7 @@ func (tx *Tx) edit(key []byte, kind Kind, create bool) (*coll, error) {
 		if v.kind != kind {
 			return nil, ErrWrongType
 		}
-		c, err := decodeColl(kind, v.value)
+		c, err := v.coll(false)
 		if err != nil {
 			return nil, err
 		}
@@ -630,7 +947,19 @@ func (tx *Tx) read(key []byte, kind Kind) (*coll, error) {
 	if v.kind != kind {
 		return nil, ErrWrongType
 	}
-	return decodeColl(kind, v.value)
+	return v.coll(true)
+}
+
+// coll is the collection v holds: when big, the published version to read
+// or a clone to change.
+func (v view) coll(read bool) (*coll, error) {
+	switch {
+	case v.big == nil:
+		return decodeColl(v.kind, v.value)
+	case read:
+		return &coll{kind: v.kind, big: v.big}, nil
+	}
+	return &coll{kind: v.kind, big: v.big.clone()}, nil
 }
 
 // save logs what edit's collection recorded: its delta, or the key's
@@ -645,8 +974,14 @@ func (tx *Tx) save(c *coll) error {
 		}
 		return tx.put(wal.TypeDelete, c.key, nil, 0)
 	}
-	return tx.putWrite(wal.Op{Type: wal.TypeDelta, Key: c.key, Value: c.log},
-		txWrite{kind: c.kind, value: c.encode(), expireAt: c.expireAt, set: true})
+	c.settle()
+	w := txWrite{kind: c.kind, big: c.big, expireAt: c.expireAt, set: true}
+	if c.big == nil {
+		w.value = c.encode()
+	} else if n := c.big.packedSize(); n > MaxValueSizeLimit {
+		return fmt.Errorf("%w: a collection of %d bytes, the limit is %d", ErrValueTooLarge, n, MaxValueSizeLimit)
+	}
+	return tx.putWrite(wal.Op{Type: wal.TypeDelta, Key: c.key, Value: c.log}, w)
 }
 
 // Value is a key's whole value of any kind, as Dump reads it and Restore
@@ -665,6 +1000,9 @@ func (tx *Tx) Dump(key []byte) (Value, error) {
 		return Value{}, ErrNotFound
 	}
 	out := Value{Kind: v.kind, Packed: clone(v.value)}
+	if v.big != nil {
+		out.Packed = v.big.encode()
+	}
 	if v.expireAt != 0 {
 		out.ExpireAt = time.Unix(0, v.expireAt)
 	}
@@ -682,10 +1020,14 @@ func (tx *Tx) Restore(key []byte, v Value) error {
 	if _, err := decodeColl(v.Kind, v.Packed); err != nil {
 		return err
 	}
+	packed, big, err := settlePacked(v.Kind, clone(v.Packed))
+	if err != nil {
+		return err
+	}
 	at := unixNanos(v.ExpireAt)
 	value := append([]byte{byte(v.Kind)}, v.Packed...)
 	return tx.putWrite(wal.Op{Type: wal.TypeTyped, Key: key, Value: value, ExpireAt: at},
-		txWrite{kind: v.Kind, value: clone(v.Packed), expireAt: at, set: true})
+		txWrite{kind: v.Kind, value: packed, big: big, expireAt: at, set: true})
 }
 
 // cloneAll copies each slice (results leave the transaction, whose bytes

@@ -78,3 +78,50 @@ func fill(tx *Tx, kind string, from, n int) error {
 	}
 	return err
 }
+
+// BenchmarkCollectionThreshold is the cost of one HSET of a new field and
+// one ZADD of a new member to a collection of n entries in each form: the
+// packed one (decode, change, encode: what a write did before big
+// collections) and the big one (clone, change). Where big gets cheaper is
+// where bigAt belongs; B/op is the garbage each write leaves.
+func BenchmarkCollectionThreshold(b *testing.B) {
+	for _, kind := range []Kind{KindHash, KindZSet} {
+		for _, n := range []int{16, 32, 64, 128, 256, 512} {
+			c := newColl(kind)
+			for i := range n {
+				m := fmt.Appendf(nil, "field:%06d", i)
+				if kind == KindHash {
+					c.hset(m, []byte("value-of-some-length"))
+				} else {
+					c.zadd(m, float64(i))
+				}
+			}
+			packed, big := c.encode(), c.toBig()
+			write := func(c *coll, i int) {
+				m := fmt.Appendf(nil, "new:%06d", i)
+				if kind == KindHash {
+					c.hset(m, []byte("value-of-some-length"))
+				} else {
+					c.zadd(m, float64(i%n))
+				}
+			}
+			b.Run(fmt.Sprintf("%s/n=%d/packed", kind, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := range b.N {
+					c, err := decodeColl(kind, packed)
+					if err != nil {
+						b.Fatal(err)
+					}
+					write(c, i)
+					_ = c.encode()
+				}
+			})
+			b.Run(fmt.Sprintf("%s/n=%d/big", kind, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := range b.N {
+					write(&coll{kind: kind, big: big.clone()}, i)
+				}
+			})
+		}
+	}
+}

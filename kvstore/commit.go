@@ -117,6 +117,7 @@ const maxExtraGroups = 2
 type pendingWrite struct {
 	kind     Kind
 	value    []byte
+	big      *bigColl
 	expireAt int64
 	seq      uint64
 	del      bool
@@ -204,7 +205,7 @@ func (p *commitPipeline) pendingWrite(key []byte) (pendingWrite, bool) {
 			switch {
 			case mu.del:
 			case r.valLen < 0:
-				w.value = mu.value // a collection's whole value, the mutation's own
+				w.value, w.big = mu.value, mu.big // a collection's whole value, the mutation's own
 			default:
 				w.value = g.buf[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen]
 			}

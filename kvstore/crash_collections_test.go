@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -49,6 +50,9 @@ func collKey(round string, g int, kind string) []byte {
 func crashCollectionsChild(dir, round string) {
 	db := openCrashChild(dir, crashOptions)
 	var outMu sync.Mutex
+	if strings.HasPrefix(round, "big") {
+		prefillBig(db, round)
+	}
 	fmt.Println("ready")
 	var wg sync.WaitGroup
 	for g := range 16 {
@@ -88,13 +92,52 @@ func crashCollectionsChild(dir, round string) {
 	wg.Wait()
 }
 
+// prefillBig makes each goroutine's collections big (past bigAt) before
+// the writes the test checks: the list -299..0, so that the steps continue
+// it, 300 more hash fields, set and sorted-set members.
+func prefillBig(db *DB, round string) {
+	for g := range 16 {
+		err := db.Update(func(tx *Tx) error {
+			for i := -299; i <= 0; i++ {
+				pre := fmt.Appendf(nil, "pre%d", i)
+				if _, err := tx.RPush(collKey(round, g, "list"), []byte(strconv.Itoa(i))); err != nil {
+					return err
+				}
+				if _, err := tx.HSet(collKey(round, g, "hash"), pre, pre); err != nil {
+					return err
+				}
+				if _, err := tx.SAdd(collKey(round, g, "set"), pre); err != nil {
+					return err
+				}
+				if _, err := tx.ZAdd(collKey(round, g, "zset"), ZMember{Member: pre, Score: float64(i)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child prefill:", err)
+			os.Exit(3)
+		}
+	}
+}
+
 func TestCrash_KillDashNineLosesNoAcknowledgedCollectionWrite(t *testing.T) {
+	crashCollections(t, "")
+}
+
+// The same with every collection past bigAt, in its big form.
+func TestCrash_KillDashNineLosesNoAcknowledgedBigCollectionWrite(t *testing.T) {
+	crashCollections(t, "big")
+}
+
+func crashCollections(t *testing.T, prefix string) {
 	dir := t.TempDir()
 	rounds := min(crashRounds(t), 8)
 	acked := map[string]map[string]int{} // round -> goroutine -> highest acknowledged step
 	total := 0
 	for round := range rounds {
-		r := strconv.Itoa(round)
+		r := prefix + strconv.Itoa(round)
 		acked[r] = map[string]int{}
 		total += killMidWrite(t, []string{crashCollectionsEnv + "=" + dir + ":" + r}, acked[r])
 		db := openT(t, dir, crashOptions)
@@ -102,6 +145,14 @@ func TestCrash_KillDashNineLosesNoAcknowledgedCollectionWrite(t *testing.T) {
 			for gs, n := range byG {
 				g, _ := strconv.Atoi(gs)
 				checkCollections(t, db, rr, g, n)
+				if prefix == "" {
+					continue
+				}
+				for _, kind := range []string{"list", "hash", "set", "zset"} {
+					if e, _ := db.mem.get(nil, collKey(rr, g, kind)); e.big == nil {
+						t.Fatalf("round %s: the %s of goroutine %d recovered packed, not big", rr, kind, g)
+					}
+				}
 			}
 		}
 		if err := db.Close(); err != nil {

@@ -13,6 +13,8 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
+require github.com/tidwall/btree v1.8.2
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/devkit-go/devkit/internal v0.0.0

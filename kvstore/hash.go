@@ -32,7 +32,7 @@ func (tx *Tx) HSet(key []byte, pairs ...[]byte) (added int, err error) {
 // HSetNX sets a field only when it does not exist; it reports whether it did.
 func (tx *Tx) HSetNX(key, field, value []byte) (bool, error) {
 	c, err := tx.edit(key, KindHash, true)
-	if err != nil || c.find(field) >= 0 {
+	if err != nil || c.has(field) {
 		return false, err
 	}
 	c.hset(field, value)
@@ -47,8 +47,8 @@ func (tx *Tx) HGet(key, field []byte) ([]byte, error) {
 		return nil, err
 	}
 	if c != nil {
-		if i := c.find(field); i >= 0 {
-			return clone(c.elems[i+1]), nil
+		if v, ok := c.hget(field); ok {
+			return v, nil
 		}
 	}
 	return nil, ErrNotFound
@@ -85,7 +85,7 @@ func (tx *Tx) HGetAll(key []byte) ([][]byte, error) {
 	if err != nil || c == nil {
 		return nil, err
 	}
-	return cloneAll(c.elems), nil
+	return c.all(), nil
 }
 
 // HAll ranges over the fields and values of the hash at key as it is now.

@@ -97,5 +97,5 @@ func Unpack(kind Kind, packed []byte) (Unpacked, error) {
 	if err != nil {
 		return Unpacked{}, err
 	}
-	return Unpacked{Items: c.elems, Members: c.zs}, nil
+	return Unpacked{Items: c.elems, Members: c.zs}, nil // decodeColl's form is packed
 }

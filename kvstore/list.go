@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"iter"
+	"slices"
 
 	"github.com/devkit-go/devkit/kvstore/internal/wal"
 )
@@ -38,7 +39,7 @@ func (tx *Tx) RPush(key []byte, values ...[]byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	c.linsert(len(c.elems), values...)
+	c.linsert(c.size(), values...)
 	return c.size(), tx.save(c)
 }
 
@@ -46,10 +47,11 @@ func (tx *Tx) RPush(key []byte, values ...[]byte) (int, error) {
 // decoding it: the new packed value is the new count, then the pushed
 // elements spliced before or after the old ones, and the delta the same
 // opLInsert that linsert records. ok false: the key is missing, expired or
-// not a list, or nothing is pushed — the caller takes the general path.
+// not a list, or nothing is pushed, or the list is big or turns big — the
+// caller takes the general path.
 func (tx *Tx) pushPacked(key []byte, values [][]byte, head bool) (n int, ok bool, err error) {
 	v := tx.lookup(key)
-	if len(values) == 0 || !v.live(tx.now) || v.kind != KindList {
+	if len(values) == 0 || !v.live(tx.now) || v.kind != KindList || v.big != nil {
 		return 0, false, nil
 	}
 	count, m := binary.Uvarint(v.value)
@@ -75,6 +77,9 @@ func (tx *Tx) pushPacked(key []byte, values [][]byte, head bool) (n int, ok bool
 	delta = binary.AppendUvarint(delta, at)
 	delta = binary.AppendUvarint(delta, uint64(len(values)))
 	delta = append(delta, elems...)
+	if wantBig(int(count)+len(values), len(body)+len(elems), false) {
+		return 0, false, nil
+	}
 	packed := spliceList(count+uint64(len(values)), body, elems, head)
 	return int(count) + len(values), true, tx.putWrite(wal.Op{Type: wal.TypeDelta, Key: key, Value: delta},
 		txWrite{kind: KindList, value: packed, expireAt: v.expireAt, set: true})
@@ -108,17 +113,16 @@ func (tx *Tx) pop(key []byte, count int, head bool) ([][]byte, error) {
 	if err != nil || c == nil || count <= 0 {
 		return nil, err
 	}
-	n := min(count, len(c.elems))
+	size := c.size()
+	n := min(count, size)
 	var out [][]byte
 	if head {
-		out = cloneAll(c.elems[:n])
+		out = c.lrange(0, n)
 		c.ldelete(0, n)
 	} else {
-		out = make([][]byte, n)
-		for i := range n {
-			out[i] = clone(c.elems[len(c.elems)-1-i])
-		}
-		c.ldelete(len(c.elems)-n, n)
+		out = c.lrange(size-n, size)
+		slices.Reverse(out)
+		c.ldelete(size-n, n)
 	}
 	return out, tx.save(c)
 }
@@ -130,7 +134,7 @@ func (tx *Tx) pop(key []byte, count int, head bool) ([][]byte, error) {
 // elements, a count <= 0).
 func (tx *Tx) popHeadPacked(key []byte, count int) (out [][]byte, ok bool, err error) {
 	v := tx.lookup(key)
-	if count <= 0 || !v.live(tx.now) || v.kind != KindList {
+	if count <= 0 || !v.live(tx.now) || v.kind != KindList || v.big != nil {
 		return nil, false, nil
 	}
 	total, m := binary.Uvarint(v.value)
@@ -185,8 +189,8 @@ func (tx *Tx) LRange(key []byte, start, stop int) ([][]byte, error) {
 	if err != nil || c == nil {
 		return nil, err
 	}
-	lo, hi := listRange(start, stop, len(c.elems))
-	return cloneAll(c.elems[lo:hi]), nil
+	lo, hi := listRange(start, stop, c.size())
+	return c.lrange(lo, hi), nil
 }
 
 // LIndex returns the element at index, ErrNotFound past either end.
@@ -197,10 +201,10 @@ func (tx *Tx) LIndex(key []byte, index int) ([]byte, error) {
 	}
 	if c != nil {
 		if index < 0 {
-			index += len(c.elems)
+			index += c.size()
 		}
-		if index >= 0 && index < len(c.elems) {
-			return clone(c.elems[index]), nil
+		if index >= 0 && index < c.size() {
+			return c.lindex(index), nil
 		}
 	}
 	return nil, ErrNotFound
@@ -217,9 +221,9 @@ func (tx *Tx) LSet(key []byte, index int, value []byte) error {
 		return ErrNotFound
 	}
 	if index < 0 {
-		index += len(c.elems)
+		index += c.size()
 	}
-	if index < 0 || index >= len(c.elems) {
+	if index < 0 || index >= c.size() {
 		return ErrOutOfRange
 	}
 	c.lset(index, value)
@@ -234,16 +238,15 @@ func (tx *Tx) LInsert(key []byte, before bool, pivot, value []byte) (int, error)
 	if err != nil || c == nil {
 		return 0, err
 	}
-	for i, e := range c.elems {
-		if bytes.Equal(e, pivot) {
-			if !before {
-				i++
-			}
-			c.linsert(i, value)
-			return c.size(), tx.save(c)
-		}
+	i := c.lfind(pivot)
+	if i < 0 {
+		return -1, nil
 	}
-	return -1, nil
+	if !before {
+		i++
+	}
+	c.linsert(i, value)
+	return c.size(), tx.save(c)
 }
 
 // LRem removes elements equal to value: the first count from the head
@@ -253,25 +256,26 @@ func (tx *Tx) LRem(key []byte, count int, value []byte) (int, error) {
 	if err != nil || c == nil {
 		return 0, err
 	}
-	removed := 0
-	if count >= 0 {
-		for i := 0; i < len(c.elems) && (count == 0 || removed < count); {
-			if bytes.Equal(c.elems[i], value) {
-				c.ldelete(i, 1)
-				removed++
-				continue
-			}
-			i++
-		}
-	} else {
-		for i := len(c.elems) - 1; i >= 0 && removed < -count; i-- {
-			if bytes.Equal(c.elems[i], value) {
-				c.ldelete(i, 1)
-				removed++
-			}
-		}
+	// The matches, head first (count >= 0) or tail first, removed from
+	// the highest index down so that the others keep theirs.
+	var at []int
+	limit := count
+	if limit < 0 {
+		limit = -limit
 	}
-	return removed, tx.save(c)
+	c.leach(count < 0, func(i int, e []byte) bool {
+		if bytes.Equal(e, value) {
+			at = append(at, i)
+		}
+		return limit == 0 || len(at) < limit
+	})
+	if count >= 0 {
+		slices.Reverse(at)
+	}
+	for _, i := range at {
+		c.ldelete(i, 1)
+	}
+	return len(at), tx.save(c)
 }
 
 // LTrim keeps the elements from start to stop, inclusive, and removes the rest.
@@ -280,8 +284,8 @@ func (tx *Tx) LTrim(key []byte, start, stop int) error {
 	if err != nil || c == nil {
 		return err
 	}
-	lo, hi := listRange(start, stop, len(c.elems))
-	c.ldelete(hi, len(c.elems)-hi)
+	lo, hi := listRange(start, stop, c.size())
+	c.ldelete(hi, c.size()-hi)
 	c.ldelete(0, lo)
 	return tx.save(c)
 }

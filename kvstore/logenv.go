@@ -113,7 +113,7 @@ func (g *group) addBatch(seq uint64, ops []wal.Op, writes []txWrite) {
 		mu := mutation{del: op.Type == wal.TypeDelete, expireAt: op.ExpireAt, seq: seq}
 		if writes != nil && writes[i].set {
 			w := writes[i]
-			mu.kind, mu.value, mu.expireAt = w.kind, w.value, w.expireAt
+			mu.kind, mu.value, mu.big, mu.expireAt = w.kind, w.value, w.big, w.expireAt
 			valOff, valLen = 0, -1
 		}
 		g.ref(mu, keyOff, keyLen, valOff, valLen)

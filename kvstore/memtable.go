@@ -50,8 +50,9 @@ type shard struct {
 type entry struct {
 	kind     Kind
 	value    []byte
-	expireAt int64  // unix nanoseconds; 0: no TTL
-	seq      uint64 // sequence number of the write that made it: the key's version
+	expireAt int64    // unix nanoseconds; 0: no TTL
+	seq      uint64   // sequence number of the write that made it: the key's version
+	big      *bigColl // a big collection (value nil), never changed
 }
 
 // expired reports whether the entry is past its TTL at now (unix nanoseconds).
@@ -207,7 +208,10 @@ func (m *memtable) getIn(dst, key []byte) (entry, bool, *shard) {
 	}
 	r := ref(s.slots[i] & refMask)
 	_, v, exp, seq := m.arena.record(r)
-	e := entry{kind: m.arena.kind(r), value: append(dst, v...), expireAt: exp, seq: seq}
+	e := entry{kind: m.arena.kind(r), expireAt: exp, seq: seq}
+	if e.big = m.arena.big(r); e.big == nil {
+		e.value = append(dst, v...)
+	}
 	s.mu.RUnlock()
 	return e, true, s
 }
@@ -250,9 +254,10 @@ func (m *memtable) keysWithTTL() int64 {
 }
 
 // memoryBytes estimates the memory the memtable holds: arena chunks, hash
-// slots, and 8 bytes per B-tree item (node overhead aside).
+// slots, 8 bytes per B-tree item (node overhead aside) and the big
+// collections' trees (an estimate per entry).
 func (m *memtable) memoryBytes() int64 {
-	var n int64
+	n := m.arena.bigBytes.Load()
 	for _, c := range *m.arena.chunks.Load() {
 		n += int64(cap(c))
 	}
@@ -304,11 +309,13 @@ func (m *memtable) noteDeleted(h, seq uint64) {
 }
 
 // mutation is one change to apply: a set, a delete (del) or, with flush,
-// the removal of every key. Key and value are copied into the arena.
+// the removal of every key. Key and value are copied into the arena; a big
+// collection (big, value nil) is referenced.
 type mutation struct {
 	key      []byte
 	value    []byte
 	kind     Kind
+	big      *bigColl
 	expireAt int64
 	seq      uint64
 	del      bool
@@ -381,22 +388,22 @@ func (m *memtable) applyToMap(mu *mutation, isNew, inPlace bool) treeOp {
 	case mu.del:
 		op.old = m.remove(s, h, mu.key)
 	case isNew:
-		op.put = m.arena.alloc(mu.key, mu.value, mu.kind, mu.expireAt, mu.seq)
+		op.put = m.arena.alloc(mu.key, mu.value, mu.kind, mu.big, mu.expireAt, mu.seq)
 		m.insertNew(s, h, op.put)
 	default:
 		if i := m.find(s, h, mu.key); i >= 0 {
 			op.old = ref(s.slots[i] & refMask)
-			if inPlace && m.arena.rewrite(op.old, mu.key, mu.value, mu.kind, mu.expireAt, mu.seq, &oldValueLen) {
+			if inPlace && m.arena.rewrite(op.old, mu.key, mu.value, mu.kind, mu.big, mu.expireAt, mu.seq, &oldValueLen) {
 				op.old = 0 // same slot: nothing for the tree, nothing to free
 				m.updateTTL(s, mu)
 				s.mu.Unlock()
 				m.account(mu, oldValueLen, true)
 				return op
 			}
-			op.put = m.arena.alloc(mu.key, mu.value, mu.kind, mu.expireAt, mu.seq)
+			op.put = m.arena.alloc(mu.key, mu.value, mu.kind, mu.big, mu.expireAt, mu.seq)
 			s.slots[i] = tagOf(h)<<refBits | uint64(op.put)
 		} else {
-			op.put = m.arena.alloc(mu.key, mu.value, mu.kind, mu.expireAt, mu.seq)
+			op.put = m.arena.alloc(mu.key, mu.value, mu.kind, mu.big, mu.expireAt, mu.seq)
 			m.insertNew(s, h, op.put)
 		}
 	}
@@ -455,16 +462,21 @@ func (m *memtable) clearMaps() []ref {
 	return freed
 }
 
+// account counts the record's bytes (a big collection's: its handle's).
 func (m *memtable) account(mu *mutation, oldLen int, had bool) {
+	newLen := len(mu.value)
+	if mu.big != nil {
+		newLen = 8
+	}
 	switch {
 	case mu.del && had:
 		m.keys.Add(-1)
 		m.bytes.Add(-int64(len(mu.key) + oldLen))
 	case !mu.del && had:
-		m.bytes.Add(int64(len(mu.value) - oldLen))
+		m.bytes.Add(int64(newLen - oldLen))
 	case !mu.del:
 		m.keys.Add(1)
-		m.bytes.Add(int64(len(mu.key) + len(mu.value)))
+		m.bytes.Add(int64(len(mu.key) + newLen))
 	}
 }
 
@@ -684,6 +696,9 @@ func (m *memtable) scan(prefix, after []byte, limit int, now int64) ([]Entry, bo
 			return false
 		}
 		e := Entry{Key: bytes.Clone(k), Value: append([]byte{}, v...), Kind: m.arena.kind(r)}
+		if big := m.arena.big(r); big != nil {
+			e.Value = big.encode()
+		}
 		if exp != 0 {
 			e.ExpiresAt = time.Unix(0, exp)
 		}
@@ -694,10 +709,14 @@ func (m *memtable) scan(prefix, after []byte, limit int, now int64) ([]Entry, bo
 }
 
 // each calls fn for every record of a frozen view in key order; key and
-// value alias the arena and are valid until the view is released.
+// value alias the arena and are valid until the view is released (a big
+// collection's value is its packed encoding, made for the call).
 func (f frozen) each(fn func(key string, value []byte, kind Kind, expireAt int64) bool) {
 	f.tree.Ascend(func(r ref) bool {
 		k, v, exp, _ := f.arena.record(r)
+		if big := f.arena.big(r); big != nil {
+			v = big.encode()
+		}
 		return fn(unsafe.String(unsafe.SliceData(k), len(k)), v, f.arena.kind(r), exp)
 	})
 }

@@ -421,6 +421,7 @@ func (rp *replay) segment(seg wal.SegmentInfo, newest bool) (stop, removed bool,
 // collection.go).
 func (rp *replay) loadOp(op wal.Op, seq uint64) error {
 	kind, value, expireAt := KindString, op.Value, op.ExpireAt
+	var big *bigColl
 	switch op.Type {
 	case wal.TypeDelete:
 		rp.load.add(mutation{key: op.Key, del: true, seq: seq})
@@ -430,32 +431,36 @@ func (rp *replay) loadOp(op wal.Op, seq uint64) error {
 			return fmt.Errorf("%w: a typed value of no known kind", wal.ErrBadRecord)
 		}
 		kind, value = Kind(value[0]), value[1:]
+		var err error
+		if value, big, err = settlePacked(kind, value); err != nil {
+			return err
+		}
 	case wal.TypeDelta, wal.TypeExpire:
 		e, ok := rp.load.m.get(nil, op.Key)
 		if op.Type == wal.TypeExpire {
 			if !ok {
 				return nil // expired since
 			}
-			kind, value = e.kind, e.value
+			kind, value, big = e.kind, e.value, e.big
 			break
 		}
-		packed, at, del, skip, err := replayDelta(op.Value, ok, e.kind, e.value, e.expireAt)
+		r, err := replayDelta(op.Value, ok, e.kind, e.value, e.big, e.expireAt)
 		switch {
 		case err != nil:
 			return err
-		case skip:
+		case r.skip:
 			return nil
-		case del:
+		case r.del:
 			rp.load.add(mutation{key: op.Key, del: true, seq: seq})
 			return nil
 		}
-		kind, value, expireAt = Kind(op.Value[0]), packed, at
+		kind, value, big, expireAt = Kind(op.Value[0]), r.packed, r.big, r.expireAt
 	}
 	if expireAt != 0 && expireAt <= rp.rc.now {
 		rp.load.add(mutation{key: op.Key, del: true, seq: seq})
 		return nil
 	}
-	rp.load.add(mutation{key: op.Key, value: value, kind: kind, expireAt: expireAt, seq: seq})
+	rp.load.add(mutation{key: op.Key, value: value, kind: kind, big: big, expireAt: expireAt, seq: seq})
 	return nil
 }
 
@@ -520,8 +525,14 @@ func (rc *recovery) loadSnapshot(segs []wal.SegmentInfo) (*loader, uint64, error
 				return // expired: not loaded at all
 			}
 			// The snapshot is read first, into an empty memtable, and its
-			// keys are unique (snapshot.Read checks their order).
-			ld.addNew(mutation{key: key, value: value, kind: kind, expireAt: expireAt, seq: snaps[i].seq}, true)
+			// keys are unique (snapshot.Read checks their order). A large
+			// collection is loaded in its big form (one that does not
+			// decode stays packed, refused when read, as before).
+			mu := mutation{key: key, value: value, kind: kind, expireAt: expireAt, seq: snaps[i].seq}
+			if packed, big, err := settlePacked(kind, value); err == nil {
+				mu.value, mu.big = packed, big
+			}
+			ld.addNew(mu, true)
 		})
 		rc.progress.report(snaps[i].size)
 		if err == nil && h.Seq != snaps[i].seq {

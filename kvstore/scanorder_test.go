@@ -103,7 +103,7 @@ func TestScanOrder_CostsAtMost12BytesAKey(t *testing.T) {
 	m := newMemtable()
 	refs := make([]ref, keys)
 	for i := range refs {
-		refs[i] = m.arena.alloc(fmt.Appendf(nil, "key:%012d", i), []byte("v"), KindString, 0, uint64(i+1))
+		refs[i] = m.arena.alloc(fmt.Appendf(nil, "key:%012d", i), []byte("v"), KindString, nil, 0, uint64(i+1))
 	}
 	var before, after runtime.MemStats
 	runtime.GC()

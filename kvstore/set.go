@@ -41,7 +41,7 @@ func (tx *Tx) SIsMember(key, m []byte) (bool, error) {
 	if err != nil || c == nil {
 		return false, err
 	}
-	return c.find(m) >= 0, nil
+	return c.has(m), nil
 }
 
 // SCard is the number of members (0 for a missing key).
@@ -59,7 +59,7 @@ func (tx *Tx) SMembers(key []byte) ([][]byte, error) {
 	if err != nil || c == nil {
 		return nil, err
 	}
-	return cloneAll(c.elems), nil
+	return c.all(), nil
 }
 
 // SAll ranges over the members of the set at key as it is now.

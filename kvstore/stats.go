@@ -30,8 +30,8 @@ type counters struct {
 type Stats struct {
 	Keys      int64 `json:"keys"`
 	DataBytes int64 `json:"data_bytes"` // sum of key and value lengths
-	// MemoryBytes is what the memtable holds: its arena chunks, hash slots
-	// and B-tree items (for INFO memory).
+	// MemoryBytes is what the memtable holds: its arena chunks, hash slots,
+	// B-tree items and big collections' trees (estimated; for INFO memory).
 	MemoryBytes int64 `json:"memory_bytes"`
 	// KeysWithTTL counts keys that have a TTL (INFO keyspace's expires=).
 	KeysWithTTL int64  `json:"keys_with_ttl"`

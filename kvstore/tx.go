@@ -118,6 +118,7 @@ func (db *DB) UpdateWith(o WriteOptions, fn func(tx *Tx) error) (wait func() err
 type txWrite struct {
 	kind     Kind
 	value    []byte
+	big      *bigColl // a big collection (value nil), published: never changed
 	expireAt int64
 	set      bool
 }
@@ -126,6 +127,7 @@ type txWrite struct {
 type view struct {
 	kind     Kind
 	value    []byte
+	big      *bigColl // a big collection (value nil): read it, clone it to change it
 	expireAt int64
 	seq      uint64
 	ok       bool // exists (possibly expired)
@@ -139,7 +141,7 @@ func (v view) live(now int64) bool { return v.ok && (v.expireAt == 0 || v.expire
 func (tx *Tx) lookup(key []byte) view {
 	if i, ok := tx.own[string(key)]; ok {
 		if w := tx.writes[i]; w.set {
-			return view{kind: w.kind, value: w.value, expireAt: w.expireAt, seq: tx.seq, ok: true}
+			return view{kind: w.kind, value: w.value, big: w.big, expireAt: w.expireAt, seq: tx.seq, ok: true}
 		}
 		op := tx.ops[i]
 		return view{value: op.Value, expireAt: op.ExpireAt, seq: tx.seq, ok: op.Type != wal.TypeDelete}
@@ -147,13 +149,13 @@ func (tx *Tx) lookup(key []byte) view {
 	if tx.readOnly {
 		// nothing pending: a view reads what is applied
 	} else if w, ok := tx.p.pendingWrite(key); ok {
-		return view{kind: w.kind, value: w.value, expireAt: w.expireAt, seq: w.seq, ok: !w.del}
+		return view{kind: w.kind, value: w.value, big: w.big, expireAt: w.expireAt, seq: w.seq, ok: !w.del}
 	}
 	e, ok := tx.db.mem.get(nil, key)
 	if !ok {
 		return view{seq: tx.db.mem.version(key)}
 	}
-	return view{kind: e.kind, value: e.value, expireAt: e.expireAt, seq: e.seq, ok: true}
+	return view{kind: e.kind, value: e.value, big: e.big, expireAt: e.expireAt, seq: e.seq, ok: true}
 }
 
 // Get returns a copy of key's value as of the transaction, or ErrNotFound
@@ -256,7 +258,7 @@ func (tx *Tx) Expire(key []byte, at time.Time) (existed bool, err error) {
 // gets the whole value with it.
 func (tx *Tx) setExpiry(key []byte, v view, expireAt int64) error {
 	return tx.putWrite(wal.Op{Type: wal.TypeExpire, Key: key, ExpireAt: expireAt},
-		txWrite{kind: v.kind, value: clone(v.value), expireAt: expireAt, set: true})
+		txWrite{kind: v.kind, value: clone(v.value), big: v.big, expireAt: expireAt, set: true})
 }
 
 // Persist removes key's TTL and reports whether it had one.

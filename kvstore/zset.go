@@ -4,6 +4,7 @@ import (
 	"errors"
 	"iter"
 	"math"
+	"slices"
 )
 
 // Sorted sets: unique members ordered by score, then by member bytes
@@ -40,10 +41,8 @@ func (tx *Tx) ZScore(key, member []byte) (score float64, ok bool, err error) {
 	if err != nil || c == nil {
 		return 0, false, err
 	}
-	if i := c.zfind(member); i >= 0 {
-		return c.zs[i].Score, true, nil
-	}
-	return 0, false, nil
+	score, ok = c.zscore(member)
+	return score, ok, nil
 }
 
 // ZIncrBy adds delta to a member's score (from 0 when new) and returns the
@@ -92,12 +91,53 @@ func (tx *Tx) ZRange(key []byte, start, stop int) ([]ZMember, error) {
 	if err != nil || c == nil {
 		return nil, err
 	}
-	lo, hi := listRange(start, stop, len(c.zs))
-	out := make([]ZMember, 0, hi-lo)
-	for _, z := range c.zs[lo:hi] {
-		out = append(out, ZMember{Member: clone(z.Member), Score: z.Score})
+	lo, hi := listRange(start, stop, c.size())
+	return c.zrange(lo, hi), nil
+}
+
+// ZRangeRank returns the members ranked start to stop, inclusive (Redis's
+// indexes), lowest score first, or highest first when reverse (ZREVRANGE's
+// ranks), as copies: O(log n + m) on a big sorted set.
+func (tx *Tx) ZRangeRank(key []byte, start, stop int, reverse bool) ([]ZMember, error) {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return nil, err
 	}
+	n := c.size()
+	lo, hi := listRange(start, stop, n)
+	if !reverse {
+		return c.zrange(lo, hi), nil
+	}
+	out := c.zrange(n-hi, n-lo)
+	slices.Reverse(out)
 	return out, nil
+}
+
+// ZWalk calls fn with copies of the members of the sorted set at key in
+// order — lowest score first from the first member scored at least from,
+// or highest first from the last scored at most from when reverse — until
+// fn returns false: O(log n) to the start on a big sorted set, where
+// ZRANGEBYSCORE ... LIMIT reads only what it returns.
+func (tx *Tx) ZWalk(key []byte, from float64, reverse bool, fn func(ZMember) bool) error {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return err
+	}
+	c.zwalk(from, reverse, fn)
+	return nil
+}
+
+// ZRank returns a member's rank, lowest score first (highest first when
+// reverse); ok is false when it (or the key) is missing.
+func (tx *Tx) ZRank(key, member []byte, reverse bool) (rank int, ok bool, err error) {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return 0, false, err
+	}
+	if rank, ok = c.zrank(member); ok && reverse {
+		rank = c.size() - 1 - rank
+	}
+	return rank, ok, nil
 }
 
 // ZAll ranges over the members of the sorted set at key as it is now,

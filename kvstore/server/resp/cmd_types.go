@@ -56,6 +56,9 @@ type collTxn interface {
 	ZScore(key, member []byte) (float64, bool, error)
 	ZRem(key []byte, members ...[]byte) (int, error)
 	ZCard(key []byte) (int, error)
+	ZRank(key, member []byte, reverse bool) (rank int, ok bool, err error)
+	ZRangeRank(key []byte, start, stop int, reverse bool) ([]kvstore.ZMember, error)
+	ZWalk(key []byte, from float64, reverse bool, fn func(kvstore.ZMember) bool) error
 	ZRange(key []byte, start, stop int) ([]kvstore.ZMember, error)
 }
 

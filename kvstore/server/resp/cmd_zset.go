@@ -372,25 +372,20 @@ func cmdZCount(c *call) {
 }
 
 func cmdZRank(c *call) {
-	var all []kvstore.ZMember
+	var rank int
+	var found bool
 	err := c.read(func(tx txn) (err error) {
-		all, err = zmembers(tx, c.args[1])
+		rank, found, err = tx.ZRank(c.args[1], c.args[2], c.cmd.name == "zrevrank")
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		c.fail(err)
-		return
+	case !found:
+		c.w.null()
+	default:
+		c.w.integer(int64(rank))
 	}
-	for i, z := range all {
-		if bytes.Equal(z.Member, c.args[2]) {
-			if c.cmd.name == "zrevrank" {
-				i = len(all) - 1 - i
-			}
-			c.w.integer(int64(i))
-			return
-		}
-	}
-	c.w.null()
 }
 
 // zrangeSpec is a parsed ZRANGE (any of its forms).
@@ -515,6 +510,36 @@ func (s zrangeSpec) selectRange(all []kvstore.ZMember) []kvstore.ZMember {
 	return out
 }
 
+// selectScores is selectRange of a score range, read from the range's
+// start (its end when rev) until past it or the LIMIT.
+func (s zrangeSpec) selectScores(tx txn, key []byte) ([]kvstore.ZMember, error) {
+	if s.offset < 0 {
+		return nil, nil
+	}
+	from := s.r.min
+	if s.rev {
+		from = s.r.max
+	}
+	var out []kvstore.ZMember
+	skip := s.offset
+	err := tx.ZWalk(key, from, s.rev, func(z kvstore.ZMember) bool {
+		if !s.r.inScore(z.Score) {
+			past := !s.rev && z.Score > s.r.max || s.rev && z.Score < s.r.min
+			return !past // an excluded bound's members come first
+		}
+		if skip > 0 {
+			skip--
+			return true
+		}
+		if s.limit >= 0 && int64(len(out)) >= s.limit {
+			return false
+		}
+		out = append(out, z)
+		return true
+	})
+	return out, err
+}
+
 // rankRange is Redis's start..stop (inclusive; negative from the end)
 // clipped to n, as a half-open range.
 func rankRange(start, stop int64, n int) (int, int) {
@@ -560,11 +585,20 @@ func cmdZRange(c *call) {
 	}
 	var out []kvstore.ZMember
 	err := c.read(func(tx txn) error {
-		all, err := zmembers(tx, args[0])
+		var err error
+		switch s.by {
+		case "rank": // O(log n + m): only the ranks asked for are read
+			out, err = tx.ZRangeRank(args[0], clampInt(s.start), clampInt(s.stop), s.rev)
+		case "score": // from the range's start, to its end or the LIMIT
+			out, err = s.selectScores(tx, args[0])
+		default:
+			var all []kvstore.ZMember
+			all, err = zmembers(tx, args[0])
+			out = s.selectRange(all)
+		}
 		if err != nil {
 			return err
 		}
-		out = s.selectRange(all)
 		if !store {
 			return nil
 		}

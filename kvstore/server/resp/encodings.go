@@ -1,8 +1,8 @@
 package resp
 
 // The encoding settings of Redis's collections (hash-max-listpack-entries
-// and the like). devkit kv keeps every collection in one packed encoding,
-// so they change nothing in how data is stored; CONFIG SET and GET take and
+// and the like). devkit kv packs a collection up to its own fixed bounds
+// (kvstore's bigAt), so they change nothing in how data is stored; CONFIG SET and GET take and
 // report them, and OBJECT ENCODING answers what Redis 7.0 would report for
 // the collection's size and element lengths under them (Redis converts
 // once and never back, so after a shrink it may still say hashtable where
