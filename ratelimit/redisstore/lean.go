@@ -222,11 +222,11 @@ func (s *Store) countPlain(ctx context.Context, window string, e *specEntry, arg
 	if _, err := pipe.Exec(ctx); err != nil && (wait == nil || incr.Err() != nil || pttl.Err() != nil) {
 		var reply redis.Error
 		if errors.As(incr.Err(), &reply) {
-			return s.run(ctx, s.leanFW, []string{window}, args...).Int64Slice()
+			return s.run(ctx, 1, s.leanFW, []string{window}, args...).Int64Slice()
 		}
 		return nil, err
 	}
-	s.waited(wait)
+	s.waited(wait, 1)
 	v, reset := incr.Val(), pttl.Val().Microseconds()
 	if v <= e.rate {
 		return []int64{1, e.rate - v, reset, 0, 0}, nil

@@ -92,7 +92,7 @@ func (b *batcher) do(ctx context.Context, p pendingCheck) ([]int64, error) {
 		if p.plain {
 			values, err = s.countPlain(ctx, p.key, p.entry, p.args)
 		} else {
-			values, err = s.run(ctx, s.script(p.kind), []string{p.key}, p.args...).Int64Slice()
+			values, err = s.run(ctx, 1, s.script(p.kind), []string{p.key}, p.args...).Int64Slice()
 		}
 		b.next()
 		return values, err
@@ -278,13 +278,19 @@ func (b *batcher) exec(ctx context.Context, calls []*call) {
 		}
 		wait := s.waitAfter(ctx, pipe) // after every write of the batch
 		_, _ = pipe.Exec(ctx)          // errors are per command
-		s.waited(wait)
+		written := 0                   // the checks of the calls that ran
+		for i, c := range calls {
+			if cmds[i].Err() == nil {
+				written += len(c.checks)
+			}
+		}
+		s.waited(wait, written)
 	}
 	for i, c := range calls {
 		cmd := cmds[i]
 		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			// The server does not know the script yet: EVAL loads it.
-			cmd = s.run(ctx, c.script(s), c.keys, c.args...)
+			cmd = s.run(ctx, len(c.checks), c.script(s), c.keys, c.args...)
 		}
 		values, err := cmd.Int64Slice()
 		c.deliver(values, err)

@@ -168,9 +168,10 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	return s
 }
 
-// WaitShortfalls is the number of writes fewer replicas than
-// Options.WaitReplicas acknowledged within the WaitTimeout: counts a
-// failover could lose.
+// WaitShortfalls is the number of checks whose writes fewer replicas
+// than Options.WaitReplicas acknowledged within the WaitTimeout: counts a
+// failover could lose. Each check of a batch that shared one WAIT is
+// counted, so that the figure bounds what a failover can take.
 func (s *Store) WaitShortfalls() int64 { return s.waitShort.Load() }
 
 // waitAfter queues WAIT on pipe, after its writes, when the store waits.
@@ -183,16 +184,17 @@ func (s *Store) waitAfter(ctx context.Context, pipe redis.Pipeliner) *redis.IntC
 	return cmd
 }
 
-// waited counts a WAIT that came short of the replicas asked for.
-func (s *Store) waited(cmd *redis.IntCmd) {
+// waited counts the checks (checks of them) whose writes a WAIT that came
+// short of the replicas asked for followed.
+func (s *Store) waited(cmd *redis.IntCmd, checks int) {
 	if cmd != nil && (cmd.Err() != nil || cmd.Val() < s.waitReplicas) {
-		s.waitShort.Add(1)
+		s.waitShort.Add(int64(checks))
 	}
 }
 
-// run is script.Run, followed by WAIT on the same connection when the
-// store waits for replicas.
-func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+// run is script.Run of a call holding checks checks, followed by WAIT on
+// the same connection when the store waits for replicas.
+func (s *Store) run(ctx context.Context, checks int, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	if s.waitReplicas == 0 {
 		return script.Run(ctx, s.client, keys, args...)
 	}
@@ -210,7 +212,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 			continue
 		}
 		if cmd.Err() == nil {
-			s.waited(wait)
+			s.waited(wait, checks)
 		}
 		return cmd
 	}
@@ -301,7 +303,7 @@ func (s *Store) Check(ctx context.Context, req ratelimit.CheckRequest, out []rat
 	if s.batch != nil {
 		raw, err = s.batch.do(ctx, pendingCheck{ctx: ctx, key: key, args: args, limits: len(req.Limits)})
 	} else {
-		raw, err = s.run(ctx, s.check, []string{key}, args...).Int64Slice()
+		raw, err = s.run(ctx, 1, s.check, []string{key}, args...).Int64Slice()
 	}
 	return s.deliver(req, raw, err, out)
 }
@@ -324,7 +326,7 @@ func (s *Store) checkLean(ctx context.Context, req ratelimit.CheckRequest, e *sp
 	case plain:
 		raw, err = s.countPlain(ctx, window, e, args)
 	default:
-		raw, err = s.run(ctx, s.script(e.kind()), []string{window}, args...).Int64Slice()
+		raw, err = s.run(ctx, 1, s.script(e.kind()), []string{window}, args...).Int64Slice()
 	}
 	return s.deliver(req, raw, err, out)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,4 +125,43 @@ func TestWaitReplicas_CostReported(t *testing.T) {
 	}
 	without, with := per(0), per(1)
 	t.Logf("per sequential check: %v without WAIT, %v with WAIT 1 (one replica on the same machine)", without, with)
+}
+
+// Checks batched behind one WAIT that comes short are each counted as a
+// shortfall: WaitShortfalls bounds what a failover may take from the new
+// master, so it counts checks, not WAITs (TestSentinelFailover_… found a
+// failover losing more checks than it counted).
+func TestWaitReplicas_EveryCheckOfAShortBatchIsCounted(t *testing.T) {
+	master := redistest.StartRedis(t)
+	replica := redistest.StartReplica(t, master)
+	client, err := redisstore.NewClient(master.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	store := redisstore.New(client, redisstore.Options{Prefix: uniquePrefix(t), WaitReplicas: 1, WaitTimeout: 40 * time.Millisecond})
+	l := ratelimit.New(store, ratelimit.Options{Budget: 5 * time.Second})
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Resume()
+	const checks = 64
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	for i := range checks {
+		wg.Go(func() {
+			lim := []ratelimit.Limit{{Name: "n", Rate: 1000, Period: time.Hour, Block: time.Duration(i%2) * time.Minute}}
+			res, err := l.Check(context.Background(), ratelimit.Request{Key: fmt.Sprintf("k%d", i%8), Limits: lim})
+			if err == nil && res.Allowed && res.Source == ratelimit.FromStore {
+				answered.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if answered.Load() != checks {
+		t.Fatalf("%d of %d checks answered by the store", answered.Load(), checks)
+	}
+	if n := store.WaitShortfalls(); n != checks {
+		t.Fatalf("%d shortfalls counted for %d checks whose writes the paused replica never acknowledged", n, checks)
+	}
 }

@@ -461,8 +461,15 @@ func StartSentinel(t testing.TB, master *Server) string {
 func StartReplica(t testing.TB, master *Server) *Server {
 	t.Helper()
 	SkipOnDevkitKV(t, "devkit kv has no replication: no replica can follow it (these tests ran against redis-server)")
+	return startReplica(t, master, FreePort)
+}
+
+// startReplica starts a replica of master on a port from pick and returns
+// it once its link to the master is up.
+func startReplica(t testing.TB, master *Server, pick func(testing.TB) int) *Server {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(master.Addr)
-	s := startServer(t, FreePort, t.TempDir(), "--replicaof", host, port)
+	s := startServer(t, pick, t.TempDir(), "--replicaof", host, port)
 	c := s.Client(t)
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		info, _ := c.Info(context.Background(), "replication").Result()
