@@ -24,7 +24,7 @@ EACH      = $(call EACH_OF,$(MODULES),$(1))
 # make bench also runs the side-by-side comparison module (redis_rate, ulule/limiter), kept out of ratelimit's deps.
 BENCH_MODULES := $(MODULES) ratelimit/benchcmp
 
-.PHONY: test-tags test-redis-suite help build test test-race test-crash test-sup-soak bench fuzz lint fmt cover notices demo demo-redis clean docs cross
+.PHONY: test-tags test-redis-suite help build test test-race test-crash test-sup-soak bench envoy-rls fuzz lint fmt cover notices demo demo-redis clean docs cross
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -59,9 +59,17 @@ test-redis-suite: build ## Redis's own TCL tests against devkit kv (REDIS_SRC=<r
 	@test -n "$(REDIS_SRC)" || { echo "set REDIS_SRC to a Redis source tree of the installed redis-server's version (docs/kvstore-server.md)"; exit 2; }
 	REDIS_SRC="$(REDIS_SRC)" DEVKIT=$(BIN) tools/redis-suite.sh $(UNITS)
 
+# envoyproxy/ratelimit's service, the peer of ratelimit/envoyrls's benchmark, pinned; `make envoy-rls` installs it
+# into bin/ (it is no module's dependency) and make bench then runs that benchmark (it skips without it).
+ENVOY_RLS_VERSION := v1.4.1-0.20260122083618-3fb702589d36
+ENVOY_RLS_BIN ?= $(wildcard $(CURDIR)/bin/service_cmd)
+
+envoy-rls: ## install envoyproxy/ratelimit's service into bin/, the peer make bench compares devkit's Envoy RLS with
+	GOBIN=$(CURDIR)/bin GOFLAGS=-mod=mod $(GO) install github.com/envoyproxy/ratelimit/src/service_cmd@$(ENVOY_RLS_VERSION)
+
 bench: build ## run the benchmarks and rewrite docs/benchmarks.md and its data, docs/benchmarks-raw.txt
 	@mkdir -p bin
-	$(call EACH_OF,$(BENCH_MODULES),DEVKIT_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./... ) | tee bin/bench.txt
+	$(call EACH_OF,$(BENCH_MODULES),ENVOY_RLS_BIN=$(ENVOY_RLS_BIN) DEVKIT_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./... ) | tee bin/bench.txt
 	$(GO) run ./tools/benchdoc -in bin/bench.txt -out docs/benchmarks.md -raw docs/benchmarks-raw.txt
 
 fuzz: ## run every Fuzz* target of every module briefly (FUZZTIME, default 15s each)

@@ -45,6 +45,7 @@ const (
 	gw   = "ratelimit/gateway"
 	rs   = "ratelimit/redisstore"
 	cmp  = "ratelimit/benchcmp"
+	rls  = "ratelimit/envoyrls"
 	sup  = "supervisor"
 )
 
@@ -149,6 +150,10 @@ var modules = []module{
 		{what: "three limits of a rule in one Redis round trip", devkit: fig(rs, "Redis_ThreeLimitsOneCheck", "ns/op").in("µs", 1e-3),
 			peerName: "devkit, three single checks", peer: fig(rs, "Redis_ThreeSingleChecks", "ns/op").in("µs", 1e-3)},
 		{what: "in-memory check, one goroutine per core", devkit: fig(rl, "MemoryStore_Parallel", "ns/op").in("ns", 1)},
+		{what: "Envoy RLS `ShouldRateLimit` on Redis, 50 gRPC clients, many identities; goal ≥ 1.5×", devkit: fig(rls, "ShouldRateLimitVsEnvoyRatelimit/many", "devkit-decisions/s").in("decisions/s", 1),
+			peerName: "envoyproxy/ratelimit", peer: fig(rls, "ShouldRateLimitVsEnvoyRatelimit/many", "envoy-decisions/s").in("decisions/s", 1), ratio: "devkit/envoy"},
+		{what: "Envoy RLS `ShouldRateLimit` on Redis, 50 gRPC clients, one hot identity; goal ≥ 1.5×", devkit: fig(rls, "ShouldRateLimitVsEnvoyRatelimit/hot", "devkit-decisions/s").in("decisions/s", 1),
+			peerName: "envoyproxy/ratelimit", peer: fig(rls, "ShouldRateLimitVsEnvoyRatelimit/hot", "envoy-decisions/s").in("decisions/s", 1), ratio: "devkit/envoy"},
 		{what: "gateway: allowed requests proxied to one upstream", devkit: fig(gw, "Gateway_PassThrough", "gateway-req/s").in("req/s", 1),
 			peerName: "httputil.ReverseProxy", peer: fig(gw, "Gateway_PassThrough", "reverseproxy-req/s").in("req/s", 1), ratio: "gateway/reverseproxy"},
 		{what: "gateway (memory store): requests proxied, 200 connections", devkit: fig(gw, "Gateway_PassThroughVsNginxAndReverseProxy/conns=200", "gateway-req/s").in("req/s", 1),
