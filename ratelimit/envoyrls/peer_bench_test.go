@@ -209,7 +209,9 @@ func startDevkitInProcess(b *testing.B, redisURL string, clients int) *rlsProces
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- envoyrls.Serve(ctx, ln, envoyrls.New(l, func() *policy.Policy { return p }), time.Second, nil) }()
+	go func() {
+		done <- envoyrls.Serve(ctx, ln, envoyrls.New(l, func() *policy.Policy { return p }), time.Second, nil)
+	}()
 	b.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
