@@ -3,6 +3,7 @@ package envoyrls_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/devkit-go/devkit/ratelimit"
 	"github.com/devkit-go/devkit/ratelimit/envoyrls"
+	"github.com/devkit-go/devkit/ratelimit/middleware"
 	"github.com/devkit-go/devkit/ratelimit/policy"
 	"github.com/devkit-go/devkit/ratelimit/redisstore"
 	"github.com/devkit-go/devkit/ratelimit/redistest"
@@ -230,5 +232,27 @@ func TestShouldRateLimit_ThreeServicesOneRedisExact(t *testing.T) {
 	}
 	if failOpen > 0 {
 		t.Logf("%d checks outlived the budget and were let through by fail-open (a loaded machine)", failOpen)
+	}
+}
+
+// The fields returned are every rate-limit field SetHeaders writes, each
+// named in lower case.
+func TestHeadersToAdd_EveryFieldInLowerCase(t *testing.T) {
+	res := ratelimit.Result{Allowed: false, Limit: ratelimit.Limit{Name: "n", Rate: 3, Period: time.Minute},
+		Remaining: 0, ResetAfter: 30 * time.Second, RetryAfter: 30 * time.Second}
+	res.Limits = []ratelimit.LimitResult{{Limit: res.Limit, ResetAfter: res.ResetAfter}}
+	h := http.Header{}
+	middleware.SetHeaders(h, &res)
+	got := map[string]string{}
+	for _, f := range envoyrls.HeadersToAdd(&res) {
+		got[f.GetKey()] = f.GetValue()
+	}
+	if len(got) != len(h) || len(h) != 6 {
+		t.Fatalf("fields %v, SetHeaders wrote %v", got, h)
+	}
+	for name, v := range h {
+		if got[strings.ToLower(name)] != v[0] {
+			t.Errorf("%s: %q, want %q", strings.ToLower(name), got[strings.ToLower(name)], v[0])
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,6 +105,9 @@ func (p *rlsProcess) cpu() time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond // clock ticks of 10 ms
 }
 
+// selfCPU is the CPU time this process (the clients) has used.
+func selfCPU() time.Duration { return (&rlsProcess{}).cpu() }
+
 // freeAddr is a 127.0.0.1 address whose port was free a moment ago.
 func freeAddr(b *testing.B) (string, int) {
 	port := redistest.FreePort(b)
@@ -125,9 +129,14 @@ func startRLS(b *testing.B, name string, cmd *exec.Cmd, grpcAddr, dir string, cl
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	b.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
+	b.Cleanup(func() { // SIGTERM, then SIGKILL after 5 s
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
 	})
 	return dialRLS(b, &rlsProcess{name: name, pid: cmd.Process.Pid, grpc: grpcAddr}, exited, logf.Name(), clients)
 }
@@ -249,7 +258,9 @@ func startEnvoyRLS(b *testing.B, bin, redisAddr, dir string, clients int) *rlsPr
 type turnResult struct {
 	ok, over int64
 	took     time.Duration
-	cpu      time.Duration
+	cpu      time.Duration // the server's
+	// clientCPU and redisCPU are the benchmark process's and redis-server's.
+	clientCPU, redisCPU time.Duration
 	// crossedHour is set when the turn spanned an hour boundary, where
 	// envoyproxy/ratelimit's windows (aligned on the clock) start again.
 	crossedHour bool
@@ -260,10 +271,12 @@ func (r turnResult) perSecond() float64 { return float64(r.ok+r.over) / r.took.S
 // turn runs clients concurrent callers against p for d, each call asking
 // one descriptor: for "many", call i asks for identity i/hitsPerIdentity of
 // this turn's own set, for "hot" every call asks for the turn's one identity.
-func turn(p *rlsProcess, workload, tag string, d time.Duration) (turnResult, error) {
+func turn(p *rlsProcess, rs *redistest.Server, workload, tag string, d time.Duration) (turnResult, error) {
 	var next, ok, over atomic.Int64
 	var firstErr atomic.Value
 	cpu0, hour0 := p.cpu(), time.Now().Truncate(time.Hour)
+	client0 := selfCPU()
+	redis0, _ := rs.CPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -291,7 +304,9 @@ func turn(p *rlsProcess, workload, tag string, d time.Duration) (turnResult, err
 		})
 	}
 	wg.Wait()
+	redis1, _ := rs.CPU()
 	r := turnResult{ok: ok.Load(), over: over.Load(), took: time.Since(start), cpu: p.cpu() - cpu0,
+		clientCPU: selfCPU() - client0, redisCPU: redis1 - redis0,
 		crossedHour: !time.Now().Truncate(time.Hour).Equal(hour0)}
 	if err, _ := firstErr.Load().(error); err != nil {
 		return r, fmt.Errorf("%s: %w", p.name, err)
@@ -353,13 +368,15 @@ func BenchmarkShouldRateLimitVsEnvoyRatelimit(b *testing.B) {
 			rounds := max(3, b.N)
 			rates := make([][]float64, len(servers))
 			cpus := make([][]float64, len(servers))
+			clientCPUs := make([][]float64, len(servers))
+			redisCPUs := make([][]float64, len(servers))
 			var ratios []float64
 			for round := range rounds {
 				var results [2]turnResult
 				for k := range servers {
 					i := (k + round) % len(servers) // alternate who goes first
 					tag := fmt.Sprintf("%s-r%d-%d-%d", workload, round, i, time.Now().UnixNano())
-					r, err := turn(servers[i], workload, tag, turnTime)
+					r, err := turn(servers[i], rs, workload, tag, turnTime)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -369,7 +386,10 @@ func BenchmarkShouldRateLimitVsEnvoyRatelimit(b *testing.B) {
 					}
 					results[i] = r
 					rates[i] = append(rates[i], r.perSecond())
-					cpus[i] = append(cpus[i], float64(r.cpu.Microseconds())/float64(max(n, 1)))
+					perDecision := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(n, 1)) }
+					cpus[i] = append(cpus[i], perDecision(r.cpu))
+					clientCPUs[i] = append(clientCPUs[i], perDecision(r.clientCPU))
+					redisCPUs[i] = append(redisCPUs[i], perDecision(r.redisCPU))
 				}
 				ratios = append(ratios, results[0].perSecond()/results[1].perSecond())
 			}
@@ -378,6 +398,11 @@ func BenchmarkShouldRateLimitVsEnvoyRatelimit(b *testing.B) {
 			b.ReportMetric(median(ratios), "devkit/envoy")
 			b.ReportMetric(median(cpus[0]), "devkit-cpu-µs/decision")
 			b.ReportMetric(median(cpus[1]), "envoy-cpu-µs/decision")
+			// What the servers share: the clients' CPU and Redis's, per decision.
+			b.ReportMetric(median(clientCPUs[0]), "devkit-client-cpu-µs/decision")
+			b.ReportMetric(median(clientCPUs[1]), "envoy-client-cpu-µs/decision")
+			b.ReportMetric(median(redisCPUs[0]), "devkit-redis-cpu-µs/decision")
+			b.ReportMetric(median(redisCPUs[1]), "envoy-redis-cpu-µs/decision")
 			b.ReportMetric(0, "ns/op") // the figures above are the result
 		})
 	}

@@ -1,0 +1,4 @@
+package envoyrls
+
+// HeadersToAdd is headersToAdd, for the tests.
+var HeadersToAdd = headersToAdd
