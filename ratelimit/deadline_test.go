@@ -105,27 +105,63 @@ func TestCallContext_WaitsPastTheBudgetWhileItsNodeAnswers(t *testing.T) {
 
 // A node that keeps answering does not keep a call waiting past its
 // longest wait (a store that answers, but too slowly).
+// So does a parent that can end (a gRPC call's), whose call context has no
+// timer of its own: the shared one ends it, Err is DeadlineExceeded, and
+// Deadline is the longest wait, or the parent's when that is earlier.
 func TestCallContext_EndsAtTheLongestWaitHoweverTheNodeAnswers(t *testing.T) {
-	var d sharedDeadlines
-	var node nodeAnswers
-	start := time.Now()
-	ctx := d.within(context.Background(), start, 20*time.Millisecond, 150*time.Millisecond, &node)
-	defer d.end(ctx)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			done = true
-		case <-tick.C:
-			node.answered(time.Now())
-			if time.Since(start) > 3*time.Second {
-				t.Fatal("the call outlived its longest wait by 3s")
+	for _, parent := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"background parent", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+		{"parent that can end", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
+		{"parent with a later deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Hour)
+		}},
+	} {
+		t.Run(parent.name, func(t *testing.T) {
+			var d sharedDeadlines
+			var node nodeAnswers
+			pctx, cancel := parent.ctx()
+			defer cancel()
+			start := time.Now()
+			// A budget of 100 ms against answers every 5 ms: a loaded machine's
+			// late ticks must not look like a silent node.
+			ctx := d.within(pctx, start, 100*time.Millisecond, 300*time.Millisecond, &node)
+			defer d.end(ctx)
+			if dl, ok := ctx.Deadline(); !ok || dl.Before(start.Add(300*time.Millisecond)) || dl.After(start.Add(301*time.Millisecond)) {
+				t.Fatalf("deadline %v after start, want the 300ms longest wait", dl.Sub(start))
 			}
-		}
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for done := false; !done; {
+				select {
+				case <-ctx.Done():
+					done = true
+				case <-tick.C:
+					node.answered(time.Now())
+					if time.Since(start) > 3*time.Second {
+						t.Fatal("the call outlived its longest wait by 3s")
+					}
+				}
+			}
+			if took := time.Since(start); took < 300*time.Millisecond || took > 900*time.Millisecond {
+				t.Fatalf("ended after %v, want at the 300ms longest wait", took)
+			}
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				t.Fatalf("Err %v, want DeadlineExceeded", ctx.Err())
+			}
+		})
 	}
-	if took := time.Since(start); took < 150*time.Millisecond || took > 600*time.Millisecond {
-		t.Fatalf("ended after %v, want at the 150ms longest wait", took)
+	// A parent's earlier deadline is the call's.
+	var d sharedDeadlines
+	pctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	want, _ := pctx.Deadline()
+	ctx := d.within(pctx, time.Now(), time.Second, 2*time.Second, &nodeAnswers{})
+	defer d.end(ctx)
+	if dl, _ := ctx.Deadline(); !dl.Equal(want) {
+		t.Fatalf("deadline %v, want the parent's %v", dl, want)
 	}
 }
 

@@ -84,8 +84,15 @@ type rlsProcess struct {
 	name    string
 	pid     int // 0: in this process
 	grpc    string
-	clients []rlsv3.RateLimitServiceClient
+	clients []rlsv3.RateLimitServiceClient // one connection each
+	// shared are as many clients over sharedConns connections, as Envoy's
+	// workers each keep one HTTP/2 connection to the service.
+	shared []rlsv3.RateLimitServiceClient
 }
+
+// sharedConns is the connections of rlsProcess.shared: Envoy's workers on
+// this machine's 2 cores.
+const sharedConns = 2
 
 // cpu is the CPU time (user and system) the process has used, from /proc.
 func (p *rlsProcess) cpu() time.Duration {
@@ -145,13 +152,20 @@ func startRLS(b *testing.B, name string, cmd *exec.Cmd, grpcAddr, dir string, cl
 // exited, when closed, says the process is gone (its log in logFile).
 func dialRLS(b *testing.B, p *rlsProcess, exited <-chan struct{}, logFile string, clients int) *rlsProcess {
 	b.Helper()
-	for range clients {
+	for i := range clients + sharedConns {
 		cc, err := grpc.NewClient("passthrough:///"+p.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { cc.Close() })
-		p.clients = append(p.clients, rlsv3.NewRateLimitServiceClient(cc))
+		if i < clients {
+			p.clients = append(p.clients, rlsv3.NewRateLimitServiceClient(cc))
+		} else {
+			p.shared = append(p.shared, rlsv3.NewRateLimitServiceClient(cc))
+		}
+	}
+	for i := range clients - sharedConns {
+		p.shared = append(p.shared, p.shared[i%sharedConns])
 	}
 	probe := &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*commonv3.RateLimitDescriptor{benchDescriptor("/many", "probe")}}
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -271,7 +285,7 @@ func (r turnResult) perSecond() float64 { return float64(r.ok+r.over) / r.took.S
 // turn runs clients concurrent callers against p for d, each call asking
 // one descriptor: for "many", call i asks for identity i/hitsPerIdentity of
 // this turn's own set, for "hot" every call asks for the turn's one identity.
-func turn(p *rlsProcess, rs *redistest.Server, workload, tag string, d time.Duration) (turnResult, error) {
+func turn(p *rlsProcess, clients []rlsv3.RateLimitServiceClient, rs *redistest.Server, workload, tag string, d time.Duration) (turnResult, error) {
 	var next, ok, over atomic.Int64
 	var firstErr atomic.Value
 	cpu0, hour0 := p.cpu(), time.Now().Truncate(time.Hour)
@@ -280,7 +294,7 @@ func turn(p *rlsProcess, rs *redistest.Server, workload, tag string, d time.Dura
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
-	for _, c := range p.clients {
+	for _, c := range clients {
 		wg.Go(func() {
 			req := &rlsv3.RateLimitRequest{Domain: "edge"}
 			for time.Now().Before(deadline) {
@@ -331,7 +345,8 @@ func median(v []float64) float64 {
 // BenchmarkShouldRateLimitVsEnvoyRatelimit compares `devkit ratelimit
 // serve --grpc-addr` with envoyproxy/ratelimit's own service
 // ($ENVOY_RLS_BIN), both at their defaults on one redis-server, under 50
-// concurrent gRPC clients (one connection each), in turns of 2 s whose
+// concurrent gRPC clients (one connection each; "-2conns": over 2
+// connections, as Envoy's workers share theirs), in turns of 2 s whose
 // order alternates, for at least 3 rounds; it reports each server's median
 // decisions/s and CPU per decision (of the server's process) and the
 // median of the per-round ratios. Every turn must answer exactly the OK
@@ -363,8 +378,9 @@ func BenchmarkShouldRateLimitVsEnvoyRatelimit(b *testing.B) {
 		devkit = startDevkitRLS(b, devkitBin, rs.URL(), dir, clients)
 	}
 	servers := []*rlsProcess{devkit, startEnvoyRLS(b, peerBin, rs.Addr, dir, clients)}
-	for _, workload := range []string{"many", "hot"} {
-		b.Run(workload, func(b *testing.B) {
+	for _, bench := range []string{"many", "hot", "many-2conns", "hot-2conns"} {
+		workload, twoConns := strings.CutSuffix(bench, "-2conns")
+		b.Run(bench, func(b *testing.B) {
 			rounds := max(3, b.N)
 			rates := make([][]float64, len(servers))
 			cpus := make([][]float64, len(servers))
@@ -376,7 +392,11 @@ func BenchmarkShouldRateLimitVsEnvoyRatelimit(b *testing.B) {
 				for k := range servers {
 					i := (k + round) % len(servers) // alternate who goes first
 					tag := fmt.Sprintf("%s-r%d-%d-%d", workload, round, i, time.Now().UnixNano())
-					r, err := turn(servers[i], rs, workload, tag, turnTime)
+					clients := servers[i].clients
+					if twoConns {
+						clients = servers[i].shared
+					}
+					r, err := turn(servers[i], clients, rs, workload, tag, turnTime)
 					if err != nil {
 						b.Fatal(err)
 					}
