@@ -154,6 +154,8 @@ var modules = []module{
 			peerName: "envoyproxy/ratelimit", peer: fig(rls, "ShouldRateLimitVsEnvoyRatelimit/many", "envoy-decisions/s").in("decisions/s", 1), ratio: "devkit/envoy"},
 		{what: "Envoy RLS `ShouldRateLimit` on Redis, 50 gRPC clients, one hot identity; goal ≥ 1.5×", devkit: fig(rls, "ShouldRateLimitVsEnvoyRatelimit/hot", "devkit-decisions/s").in("decisions/s", 1),
 			peerName: "envoyproxy/ratelimit", peer: fig(rls, "ShouldRateLimitVsEnvoyRatelimit/hot", "envoy-decisions/s").in("decisions/s", 1), ratio: "devkit/envoy"},
+		{what: "Envoy RLS `ShouldRateLimit` on Redis, 50 gRPC clients on 2 connections (Envoy's shape), many identities", devkit: fig(rls, "ShouldRateLimitVsEnvoyRatelimit/many-2conns", "devkit-decisions/s").in("decisions/s", 1),
+			peerName: "envoyproxy/ratelimit", peer: fig(rls, "ShouldRateLimitVsEnvoyRatelimit/many-2conns", "envoy-decisions/s").in("decisions/s", 1), ratio: "devkit/envoy"},
 		{what: "gateway: allowed requests proxied to one upstream", devkit: fig(gw, "Gateway_PassThrough", "gateway-req/s").in("req/s", 1),
 			peerName: "httputil.ReverseProxy", peer: fig(gw, "Gateway_PassThrough", "reverseproxy-req/s").in("req/s", 1), ratio: "gateway/reverseproxy"},
 		{what: "gateway (memory store): requests proxied, 200 connections", devkit: fig(gw, "Gateway_PassThroughVsNginxAndReverseProxy/conns=200", "gateway-req/s").in("req/s", 1),
