@@ -120,7 +120,7 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 	fs.IntVar(&opts.MaxKeySize, "max-key-size", kvstore.DefaultMaxKeySize, "largest key, in bytes")
 	fs.IntVar(&opts.MaxValueSize, "max-value-size", kvstore.DefaultMaxValueSize, "largest value, in bytes (bounds HTTP bodies and RESP arguments too)")
 	fs.Int64Var(&opts.SegmentSize, "segment-size", kvstore.DefaultSegmentSize, "log segment size, in bytes")
-	fs.Int64Var(&opts.CompactionThreshold, "compaction-threshold", kvstore.DefaultCompactionThreshold, "log growth, in bytes, that starts a snapshot (negative: never)")
+	fs.Int64Var(&opts.CompactionThreshold, "compaction-threshold", kvstore.DefaultCompactionThreshold, "least log growth, in bytes, since the last snapshot that starts one (beyond it: once the log holds as much history as there is live data); negative: never")
 	fs.IntVar(&opts.MaxConns, "max-conns", 1024, "open connections per listener (RESP: 10000 when left at the default); at the limit the longest idle one makes room")
 	fs.IntVar(&opts.MaxConnsPerIP, "max-conns-per-ip", 0, "open connections of one source address per listener (0: half of --max-conns)")
 	cmdutil.DurationVar(fs, &opts.HandshakeTimeout, "handshake-timeout", 10*time.Second, "close a new connection that has not sent a whole first request (HTTP: its headers) this long")
