@@ -127,7 +127,7 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 	cmdutil.DurationVar(fs, &opts.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection idle this long (HTTP keep-alive: at most 2m)")
 	fs.IntVar(&opts.MaxLineBytes, "max-line-bytes", 0, "longest TCP JSON request line (0: room for the largest value in base64)")
 	cmdutil.DurationVar(fs, &opts.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests at shutdown")
-	cmdutil.DurationVar(fs, &opts.IdlePoll, "idle-poll", resp.DefaultIdlePoll, "how long a RESP event loop that just served requests polls before it sleeps (it then reads the next request without a wake-up); 0: sleep at once, for laptops and busy machines; at most "+maxIdlePoll.String())
+	cmdutil.DurationVar(fs, &opts.IdlePoll, "idle-poll", resp.DefaultIdlePoll, "longest a RESP event loop that just served requests polls before it sleeps (it then reads the next request without a wake-up; the loop shortens the poll, down to none, while its clients come back later than that); 0: sleep at once, for laptops and busy machines; at most "+maxIdlePoll.String())
 	fs.IntVar(&opts.MaxArgs, "max-args", resp.DefaultMaxArgs, "most arguments of one RESP command (more: Redis's protocol error, and the connection is closed)")
 	fs.IntVar(&opts.MaxQueuedCommands, "max-queued-commands", resp.DefaultMaxQueuedCommands, "most commands one RESP MULTI may queue (more: an error, and EXEC aborts)")
 	fs.IntVar(&opts.MaxWatchedKeys, "max-watched-keys", resp.DefaultMaxWatchedKeys, "most keys one RESP connection may WATCH")
