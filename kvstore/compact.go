@@ -58,17 +58,36 @@ func (db *DB) Snapshot(ctx context.Context) (SnapshotInfo, error) {
 	return db.snapshot(ctx)
 }
 
-// compactionDue reports whether the log since the last snapshot has
-// outgrown the data: CompactionRatio times the last snapshot's size, and at
-// least CompactionThreshold (the floor).
+// compactionDue reports whether the log since the last snapshot holds
+// enough history to be worth a snapshot: past the floor
+// (CompactionThreshold), once the last snapshot and the log after it
+// together reach 1+CompactionRatio times the live data, as Redis rewrites
+// its AOF once it has grown by auto-aof-rewrite-percentage over its size
+// after the last rewrite. The live data is its snapshot-encoded size now,
+// or the last snapshot's size when that is larger (the live-data count
+// holds a big collection as its 8-byte handle). So a log of overwrites is
+// compacted every CompactionRatio times the live data, and a log of new
+// keys, which a snapshot would only copy, is not snapshotted again and
+// again while the data set grows: the log after a snapshot stays under
+// max(floor, (1+CompactionRatio) × live), which bounds the disk and the
+// replay at startup.
 func (db *DB) compactionDue() bool {
 	floor := db.opts.CompactionThreshold
 	if floor < 0 {
 		return false
 	}
 	since := db.stats.sinceSnapshot.Load()
-	return since >= floor && float64(since) >= db.opts.CompactionRatio*float64(db.stats.lastSnapshotBytes.Load())
+	if since < floor {
+		return false
+	}
+	snap := db.stats.lastSnapshotBytes.Load()
+	live := max(db.mem.bytes.Load()+snapshotEntryOverhead*db.mem.keys.Load(), snap)
+	return float64(snap+since) >= (1+db.opts.CompactionRatio)*float64(live)
 }
+
+// snapshotEntryOverhead is about what a snapshot adds to each key and
+// value: their lengths, the expiry and the kind (see internal/snapshot).
+const snapshotEntryOverhead = 4
 
 // maybeCompact starts a background snapshot when compaction is due. Called
 // after a commit, outside any group write.

@@ -104,11 +104,13 @@ type Options struct {
 	SegmentSize int64
 	// CompactionThreshold is the floor of the log growth since the last
 	// snapshot that starts a snapshot in the background; 64 MiB when zero,
-	// never when negative. Above the floor, compaction starts once the log
-	// since the last snapshot reaches CompactionRatio times its size.
+	// never when negative. Above the floor, compaction starts once the
+	// last snapshot and the log since it reach 1+CompactionRatio times the
+	// live data (Redis's auto-aof-rewrite-percentage and -min-size).
 	CompactionThreshold int64
-	// CompactionRatio is the log growth, relative to the last snapshot's
-	// size, that starts a compaction; 1 when zero.
+	// CompactionRatio is the history, relative to the live data, that the
+	// last snapshot and the log after it may hold before a compaction
+	// starts; 1 when zero (Redis's auto-aof-rewrite-percentage 100).
 	CompactionRatio float64
 	// Recovery says what Open does with a damaged log; RecoverStrict when zero.
 	Recovery RecoveryMode

@@ -25,6 +25,9 @@ import (
 //	SET-short/sync=always  20,000 requests a turn (the strict SET goal must
 //	                       hold in short runs too), vs appendfsync always
 //
+// devkit-snapshots is how many snapshots the engine took by itself in the
+// row (fill included).
+//
 // redis-benchmark's collection tests write one key each (mylist, myset,
 // myhash, myzset) with -r 100000 random members: these rows measure writes
 // to a collection that grows to tens of thousands of elements.
@@ -66,7 +69,8 @@ func BenchmarkRedisBenchmarkTypes(b *testing.B) {
 	for _, tc := range rows {
 		b.Run(tc.name, func(b *testing.B) {
 			requests := max(b.N, tc.requests)
-			ours := startOn(b, openBenchDB(b, tc.policy), resp.Options{})
+			db := openBenchDB(b, tc.policy)
+			ours := startOn(b, db, resp.Options{})
 			port := freePort(b)
 			srv := exec.Command(redisServer, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", b.TempDir()}, tc.redis...)...)
 			if err := srv.Start(); err != nil {
@@ -106,6 +110,9 @@ func BenchmarkRedisBenchmarkTypes(b *testing.B) {
 				b.ReportMetric(median(cpu[i]), sv.name+"-cpu-ns/op")
 			}
 			b.ReportMetric(median(rps[0])/median(rps[1]), "devkit/redis")
+			// Snapshots the engine took by itself in the row (fill included):
+			// their writes compete with the requests for the CPU.
+			b.ReportMetric(float64(db.Stats().Compactions), "devkit-snapshots")
 		})
 	}
 }

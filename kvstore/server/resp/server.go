@@ -110,6 +110,9 @@ type Options struct {
 	// Only loops that leave a P free poll (fewer loops than GOMAXPROCS,
 	// the default), so the poll never takes a CPU the runtime's goroutines
 	// need; an idle server sleeps within IdlePoll of its last request.
+	// IdlePoll is the longest poll: a loop whose clients come back later
+	// than it halves its poll, down to none, and doubles it again when a
+	// longer poll would have caught them (Linux's haltpoll governor).
 	// DefaultIdlePoll when zero; negative: sleep at once (laptops, and
 	// machines where every CPU is wanted elsewhere).
 	IdlePoll time.Duration
