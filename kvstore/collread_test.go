@@ -1,6 +1,7 @@
 package kvstore
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestCopyValue_ABigCollectionsCopyIsItsOwnAndSurvivesARestart(t *testing.T) 
 				{"moved", "f001", "v1"}, {"moved", "f002", ""}, {"moved", "new", ""},
 			} {
 				v, err := tx.HGet(b(c.key), b(c.field))
-				if string(v) != c.want || (c.want == "") != (err == ErrNotFound) {
+				if string(v) != c.want || (c.want == "") != errors.Is(err, ErrNotFound) {
 					t.Errorf("%s: HGET %s %s = %q, %v; want %q", when, c.key, c.field, v, err, c.want)
 				}
 			}
@@ -71,7 +72,7 @@ func TestCopyValue_ABigCollectionsCopyIsItsOwnAndSurvivesARestart(t *testing.T) 
 	db = openT(t, dir, Options{})
 	defer db.Close()
 	check("after a restart")
-	if err := db.Update(func(tx *Tx) error { return tx.CopyValue(b("nokey"), b("x")) }); err != ErrNotFound {
+	if err := db.Update(func(tx *Tx) error { return tx.CopyValue(b("nokey"), b("x")) }); !errors.Is(err, ErrNotFound) {
 		t.Errorf("CopyValue of a missing key: %v, want ErrNotFound", err)
 	}
 }

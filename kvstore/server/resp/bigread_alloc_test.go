@@ -7,6 +7,7 @@ package resp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"testing"
@@ -58,7 +59,7 @@ func perCommand(t *testing.T, c *redis.Client, runs int, cmds ...[]any) (bytes, 
 	runtime.ReadMemStats(&before)
 	for range runs {
 		for _, cmd := range cmds {
-			if err := c.Do(ctx, cmd...).Err(); err != nil && err != redis.Nil {
+			if err := c.Do(ctx, cmd...).Err(); err != nil && !errors.Is(err, redis.Nil) {
 				t.Fatalf("%v: %v", cmd, err)
 			}
 		}

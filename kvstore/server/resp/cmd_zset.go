@@ -324,22 +324,6 @@ func (r scoreRange) inScore(s float64) bool {
 	return lo && hi
 }
 
-func (r scoreRange) inLex(m []byte) bool {
-	if !r.lexMinInf {
-		c := bytes.Compare(m, r.lexMin)
-		if c < 0 || (c == 0 && r.minExcl) {
-			return false
-		}
-	}
-	if !r.lexMaxInf {
-		c := bytes.Compare(m, r.lexMax)
-		if c > 0 || (c == 0 && r.maxExcl) {
-			return false
-		}
-	}
-	return true
-}
-
 // cmdZCount answers ZCOUNT and ZLEXCOUNT.
 func cmdZCount(c *call) {
 	lex := c.cmd.name == "zlexcount"
@@ -559,23 +543,6 @@ func (s zrangeSpec) selectScores(tx txn, key []byte) ([]kvstore.ZMember, error) 
 		return true
 	})
 	return out, err
-}
-
-// rankRange is Redis's start..stop (inclusive; negative from the end)
-// clipped to n, as a half-open range.
-func rankRange(start, stop int64, n int) (int, int) {
-	ln := int64(n)
-	if start < 0 {
-		start = max(ln+start, 0)
-	}
-	if stop < 0 {
-		stop = ln + stop
-	}
-	stop = min(stop, ln-1)
-	if start > stop || start >= ln {
-		return 0, 0
-	}
-	return int(start), int(stop + 1)
 }
 
 func (w *replyWriter) zmembers(items []kvstore.ZMember, withScores bool) {
