@@ -380,11 +380,8 @@ func (r scoreRange) ranks(tx txn, key []byte, lex bool) (lo, hi int, err error) 
 // OFFSET, up to LIMIT), found by the ranks of its
 // bounds: O(log² n + m) on a big sorted set, m the members LIMIT leaves.
 func (s zrangeSpec) selectRanks(tx txn, key []byte) ([]kvstore.ZMember, error) {
-	if s.offset < 0 {
-		return nil, nil
-	}
 	lo, hi, err := s.r.ranks(tx, key, s.by == "lex")
-	if err != nil {
+	if err != nil || s.offset < 0 {
 		return nil, err
 	}
 	n := int64(hi - lo)
@@ -519,7 +516,8 @@ func (c *call) parseZRange(name string, args [][]byte, store bool) (zrangeSpec, 
 // start (its end when rev) until past it or the LIMIT.
 func (s zrangeSpec) selectScores(tx txn, key []byte) ([]kvstore.ZMember, error) {
 	if s.offset < 0 {
-		return nil, nil
+		_, err := tx.ZCard(key) // WRONGTYPE still
+		return nil, err
 	}
 	from := s.r.min
 	if s.rev {
@@ -679,8 +677,8 @@ func cmdZRemRange(c *call) {
 
 // zpopIn pops up to count of the lowest (or highest) members.
 func zpopIn(tx txn, key []byte, count int64, highest bool) ([]kvstore.ZMember, error) {
-	if count <= 0 {
-		return nil, nil
+	if _, err := tx.ZCard(key); err != nil || count <= 0 {
+		return nil, err // WRONGTYPE comes before a count of 0, as in Redis
 	}
 	// Only the count members popped are read: O(count log n) on a big one.
 	out, err := tx.ZRangeRank(key, 0, clampInt(count-1), highest)

@@ -27,6 +27,13 @@ func TestRedisDiff_SortedSetRangesByBoundOnBigAndSmallSets(t *testing.T) {
 		cmd("lrange", "bl", "5", "1"), cmd("lrange", "bl", "300", "400"), cmd("lrange", "bl", "-1", "-2"),
 		cmd("zrange", "bz", "5", "1"), cmd("zrange", "bz", "-1", "-2"), cmd("zrevrange", "bz", "3", "2"),
 		cmd("zremrangebyrank", "bz", "3", "1"), cmd("zcard", "bz"))
+	// WRONGTYPE comes before an empty count, offset or range.
+	p.same(cmd("set", "str", "x"), cmd("zpopmin", "str", "0"), cmd("zpopmax", "str", "-1"), cmd("zrangebylex", "str", "-", "+", "limit", "-1", "1"),
+		cmd("zrangebyscore", "str", "0", "1", "limit", "-1", "1"), cmd("zcount", "str", "1", "0"), cmd("zlexcount", "str", "+", "-"),
+		cmd("zrandmember", "str"), cmd("zrandmember", "str", "0"), cmd("hrandfield", "str", "0"), cmd("srandmember", "str", "0"),
+		cmd("spop", "str", "0"), cmd("hscan", "str", "0"), cmd("sscan", "str", "5"), cmd("zscan", "str", "0"),
+		cmd("zremrangebylex", "str", "+", "-"), cmd("zremrangebyrank", "str", "3", "1"), cmd("zremrangebyscore", "str", "1", "0"),
+		cmd("zrange", "str", "3", "1"), cmd("zrevrange", "str", "0", "-1"))
 	for _, size := range []int{40, 1000} {
 		z, zl := fmt.Sprintf("z%d", size), fmt.Sprintf("zl%d", size)
 		lex := []any{"zadd", zl}
