@@ -49,6 +49,10 @@ func fillBig(t *testing.T, c *redis.Client, name, key string, n int, sameScore b
 	}
 }
 
+// cmd is a command's arguments, for a table of commands (here, untagged,
+// as the redisdiff tests that use it too are unix-only).
+func cmd(args ...any) []any { return args }
+
 // perCommand is what the process allocates per run of cmds (bytes and
 // allocations), cmds run runs times.
 func perCommand(t *testing.T, c *redis.Client, runs int, cmds ...[]any) (bytes, allocs uint64) {
