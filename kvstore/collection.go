@@ -313,6 +313,9 @@ func (c *coll) all() [][]byte {
 
 // lrange is a list's elements lo..hi-1, as copies.
 func (c *coll) lrange(lo, hi int) [][]byte {
+	if hi <= lo {
+		return nil // an empty range: leach would still give its first element
+	}
 	if c.big == nil {
 		return cloneAll(c.elems[lo:hi])
 	}
@@ -380,6 +383,9 @@ func (c *coll) lfind(x []byte) int {
 
 // zrange is a sorted set's members ranked lo..hi-1, as copies.
 func (c *coll) zrange(lo, hi int) []ZMember {
+	if hi <= lo {
+		return nil // an empty range: zeach would still give its first member
+	}
 	out := make([]ZMember, 0, hi-lo)
 	if c.big == nil {
 		for _, z := range c.zs[lo:hi] {

@@ -239,8 +239,8 @@ func cmdHIncrByFloat(c *call) {
 }
 
 // randomPicks answers SRANDMEMBER and HRANDFIELD's count: up to count
-// distinct positions of n when count >= 0, else -count positions with
-// repeats.
+// distinct positions of n when count >= 0 (in random order; a sample of
+// count < n costs O(count), not O(n)), else -count positions with repeats.
 func randomPicks(n int, count int64) []int {
 	if count < 0 {
 		picks := make([]int, -count)
@@ -249,8 +249,22 @@ func randomPicks(n int, count int64) []int {
 		}
 		return picks
 	}
-	perm := rand.Perm(n)
-	return perm[:min(int64(n), count)]
+	if count >= int64(n) {
+		return rand.Perm(n)
+	}
+	// Floyd's sample: each j adds a new position from 0..j.
+	picks := make([]int, 0, count)
+	seen := make(map[int]struct{}, count)
+	for j := n - int(count); j < n; j++ {
+		p := rand.IntN(j + 1)
+		if _, dup := seen[p]; dup {
+			p = j
+		}
+		seen[p] = struct{}{}
+		picks = append(picks, p)
+	}
+	rand.Shuffle(len(picks), func(a, b int) { picks[a], picks[b] = picks[b], picks[a] })
+	return picks
 }
 
 // randCountArg parses the count of SRANDMEMBER, HRANDFIELD and
@@ -289,9 +303,17 @@ func cmdHRandField(c *call) {
 			return
 		}
 	}
-	var all [][]byte
-	err := c.read(func(tx txn) (err error) {
-		all, err = tx.HGetAll(c.args[1])
+	var pairs [][]byte
+	err := c.read(func(tx txn) error {
+		n, err := tx.HLen(c.args[1])
+		if err != nil || n == 0 {
+			return err
+		}
+		picks := []int{rand.IntN(n)}
+		if hasCount {
+			picks = randomPicks(n, count)
+		}
+		pairs, err = tx.HPairsAt(c.args[1], picks)
 		return err
 	})
 	if err != nil {
@@ -299,43 +321,37 @@ func cmdHRandField(c *call) {
 		return
 	}
 	switch {
-	case !hasCount && len(all) == 0:
+	case !hasCount && len(pairs) == 0:
 		c.w.null()
 		return
 	case !hasCount:
-		c.w.bulk(all[2*rand.IntN(len(all)/2)])
-		return
-	case len(all) == 0 || count == 0:
-		c.w.array(0)
+		c.w.bulk(pairs[0])
 		return
 	}
-	picks := randomPicks(len(all)/2, count)
 	if withValues {
-		c.w.array(2 * len(picks))
-	} else {
-		c.w.array(len(picks))
+		c.w.bulks(pairs)
+		return
 	}
-	for _, p := range picks {
-		c.w.bulk(all[2*p])
-		if withValues {
-			c.w.bulk(all[2*p+1])
-		}
+	c.w.array(len(pairs) / 2)
+	for i := 0; i < len(pairs); i += 2 {
+		c.w.bulk(pairs[i])
 	}
 }
 
 func cmdHScan(c *call) {
-	pattern, ok := c.scanArgs(c.args[2:])
+	cursor, pattern, count, ok := c.scanArgs(c.args[2:])
 	if !ok {
 		return
 	}
-	var all [][]byte
+	var page [][]byte
+	var next uint64
 	err := c.read(func(tx txn) (err error) {
-		all, err = tx.HGetAll(c.args[1])
+		page, next, err = tx.HScan(c.args[1], cursor, count)
 		return err
 	})
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	c.scanReply(all, 2, pattern)
+	c.scanReply(page, 2, pattern, next)
 }

@@ -100,14 +100,16 @@ func cmdSPop(c *call) {
 	var out [][]byte
 	exists := false
 	err := c.update(func(tx txn) error {
-		all, err := tx.SMembers(c.args[1])
+		size, err := tx.SCard(c.args[1])
 		if err != nil {
 			return err
 		}
-		exists = all != nil
-		out = nil
-		for _, p := range randomPicks(len(all), count) {
-			out = append(out, all[p])
+		exists, out = size > 0, nil
+		if size == 0 {
+			return nil
+		}
+		if out, err = tx.SMembersAt(c.args[1], randomPicks(size, count)); err != nil {
+			return err
 		}
 		n, err := tx.SRem(c.args[1], out...)
 		_, err = notifyRemoved(tx, notifySet, "spop", c.args[1], n, err)
@@ -137,31 +139,26 @@ func cmdSRandMember(c *call) {
 	if !ok {
 		return
 	}
-	var all [][]byte
-	err := c.read(func(tx txn) (err error) {
-		all, err = tx.SMembers(c.args[1])
+	var out [][]byte
+	err := c.read(func(tx txn) error {
+		n, err := tx.SCard(c.args[1])
+		if err != nil || n == 0 {
+			return err
+		}
+		picks := []int{rand.IntN(n)}
+		if has {
+			picks = randomPicks(n, count)
+		}
+		out, err = tx.SMembersAt(c.args[1], picks)
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		c.fail(err)
-		return
-	}
-	if !has {
-		if len(all) == 0 {
-			c.w.null()
-		} else {
-			c.w.bulk(all[rand.IntN(len(all))])
-		}
-		return
-	}
-	if len(all) == 0 {
-		c.w.array(0)
-		return
-	}
-	picks := randomPicks(len(all), count)
-	c.w.array(len(picks))
-	for _, p := range picks {
-		c.w.bulk(all[p])
+	case !has:
+		c.w.bulkOrNull(firstOrNil(out))
+	default:
+		c.w.bulks(out)
 	}
 }
 
@@ -335,18 +332,19 @@ func cmdSMove(c *call) {
 }
 
 func cmdSScan(c *call) {
-	pattern, ok := c.scanArgs(c.args[2:])
+	cursor, pattern, count, ok := c.scanArgs(c.args[2:])
 	if !ok {
 		return
 	}
-	var all [][]byte
+	var page [][]byte
+	var next uint64
 	err := c.read(func(tx txn) (err error) {
-		all, err = tx.SMembers(c.args[1])
+		page, next, err = tx.SScan(c.args[1], cursor, count)
 		return err
 	})
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	c.scanReply(all, 1, pattern)
+	c.scanReply(page, 1, pattern, next)
 }

@@ -26,6 +26,7 @@ type collTxn interface {
 	Kind(key []byte) kvstore.Kind
 	Dump(key []byte) (kvstore.Value, error)
 	Restore(key []byte, v kvstore.Value) error
+	CopyValue(from, to []byte) error
 
 	HSet(key []byte, pairs ...[]byte) (int, error)
 	HSetNX(key, field, value []byte) (bool, error)
@@ -33,6 +34,8 @@ type collTxn interface {
 	HDel(key []byte, fields ...[]byte) (int, error)
 	HLen(key []byte) (int, error)
 	HGetAll(key []byte) ([][]byte, error)
+	HScan(key []byte, cursor uint64, count int) ([][]byte, uint64, error)
+	HPairsAt(key []byte, indexes []int) ([][]byte, error)
 
 	LPush(key []byte, values ...[]byte) (int, error)
 	RPush(key []byte, values ...[]byte) (int, error)
@@ -51,6 +54,8 @@ type collTxn interface {
 	SIsMember(key, m []byte) (bool, error)
 	SCard(key []byte) (int, error)
 	SMembers(key []byte) ([][]byte, error)
+	SScan(key []byte, cursor uint64, count int) ([][]byte, uint64, error)
+	SMembersAt(key []byte, indexes []int) ([][]byte, error)
 
 	ZAdd(key []byte, members ...kvstore.ZMember) (int, error)
 	ZScore(key, member []byte) (float64, bool, error)
@@ -60,6 +65,9 @@ type collTxn interface {
 	ZRangeRank(key []byte, start, stop int, reverse bool) ([]kvstore.ZMember, error)
 	ZWalk(key []byte, from float64, reverse bool, fn func(kvstore.ZMember) bool) error
 	ZRange(key []byte, start, stop int) ([]kvstore.ZMember, error)
+	ZScan(key []byte, cursor uint64, count int) ([]kvstore.ZMember, uint64, error)
+	ZRankWhere(key []byte, before func(kvstore.ZMember) bool) (int, error)
+	ZMembersAt(key []byte, indexes []int) ([]kvstore.ZMember, error)
 }
 
 // Rows of the command table for the collection commands.
@@ -186,17 +194,19 @@ func appendDouble(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'g', 17, 64)
 }
 
-// scanArgs parses a collection scan's cursor [MATCH p] [COUNT n]; ok false:
-// the error is written.
-func (c *call) scanArgs(args [][]byte) (pattern []byte, ok bool) {
-	if _, err := strconv.ParseUint(string(args[0]), 10, 64); err != nil {
+// scanArgs parses a collection scan's cursor [MATCH p] [COUNT n] (10 by
+// default, at most MaxScanCount as SCAN's); ok false: the error is written.
+func (c *call) scanArgs(args [][]byte) (cursor uint64, pattern []byte, count int, ok bool) {
+	cursor, err := strconv.ParseUint(string(args[0]), 10, 64)
+	if err != nil {
 		c.w.error("ERR invalid cursor")
-		return nil, false
+		return 0, nil, 0, false
 	}
+	count = 10
 	for i := 1; i < len(args); i += 2 {
 		if i+1 >= len(args) {
 			c.fail(errSyntax)
-			return nil, false
+			return 0, nil, 0, false
 		}
 		switch strings.ToUpper(string(args[i])) {
 		case "MATCH":
@@ -204,32 +214,34 @@ func (c *call) scanArgs(args [][]byte) (pattern []byte, ok bool) {
 		case "COUNT":
 			n, ok := c.intArg(args[i+1])
 			if !ok {
-				return nil, false
+				return 0, nil, 0, false
 			}
 			if n < 1 {
 				c.fail(errSyntax)
-				return nil, false
+				return 0, nil, 0, false
 			}
+			count = int(min(n, int64(c.s.opts.MaxScanCount)))
 		default:
 			c.fail(errSyntax)
-			return nil, false
+			return 0, nil, 0, false
 		}
 	}
-	return pattern, true
+	return cursor, pattern, count, true
 }
 
-// scanReply answers a collection scan: every item (pairs: step 2, the first
-// of each matched) in one page, cursor 0, as Redis does for a small
-// (listpack-encoded) collection.
-func (c *call) scanReply(items [][]byte, step int, pattern []byte) {
-	var out [][]byte
+// scanReply answers a page of a collection scan (pairs: step 2, the first
+// of each matched) and its next cursor: a big collection's page holds about
+// COUNT entries, a small (packed) one answers whole with cursor 0, as Redis
+// does for a listpack.
+func (c *call) scanReply(items [][]byte, step int, pattern []byte, next uint64) {
+	out := items[:0]
 	for i := 0; i+step-1 < len(items); i += step {
 		if pattern == nil || globMatch(pattern, items[i]) {
 			out = append(out, items[i:i+step]...)
 		}
 	}
 	c.w.array(2)
-	c.w.bulkString("0")
+	c.w.bulkString(strconv.FormatUint(next, 10))
 	c.w.bulks(out)
 }
 

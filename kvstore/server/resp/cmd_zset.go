@@ -324,22 +324,6 @@ func (r scoreRange) inScore(s float64) bool {
 	return lo && hi
 }
 
-func (r scoreRange) inLex(m []byte) bool {
-	if !r.lexMinInf {
-		c := bytes.Compare(m, r.lexMin)
-		if c < 0 || (c == 0 && r.minExcl) {
-			return false
-		}
-	}
-	if !r.lexMaxInf {
-		c := bytes.Compare(m, r.lexMax)
-		if c > 0 || (c == 0 && r.maxExcl) {
-			return false
-		}
-	}
-	return true
-}
-
 // cmdZCount answers ZCOUNT and ZLEXCOUNT.
 func cmdZCount(c *call) {
 	lex := c.cmd.name == "zlexcount"
@@ -353,22 +337,73 @@ func cmdZCount(c *call) {
 	if !ok {
 		return
 	}
-	var all []kvstore.ZMember
+	var lo, hi int
 	err := c.read(func(tx txn) (err error) {
-		all, err = zmembers(tx, c.args[1])
+		lo, hi, err = r.ranks(tx, c.args[1], lex)
 		return err
 	})
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	n := 0
-	for _, z := range all {
-		if lex && r.inLex(z.Member) || !lex && r.inScore(z.Score) {
-			n++
+	c.w.integer(int64(hi - lo))
+}
+
+// ranks is the ranks [lo, hi) of the members of the sorted set at key in
+// r (a lex range when lex): two seeks, O(log² n) on a big sorted set,
+// whatever the number of members in between.
+func (r scoreRange) ranks(tx txn, key []byte, lex bool) (lo, hi int, err error) {
+	belowMin := func(z kvstore.ZMember) bool {
+		if lex {
+			c := bytes.Compare(z.Member, r.lexMin)
+			return !r.lexMinInf && (c < 0 || c == 0 && r.minExcl)
 		}
+		return z.Score < r.min || r.minExcl && z.Score == r.min
 	}
-	c.w.integer(int64(n))
+	upToMax := func(z kvstore.ZMember) bool {
+		if lex {
+			c := bytes.Compare(z.Member, r.lexMax)
+			return r.lexMaxInf || c < 0 || c == 0 && !r.maxExcl
+		}
+		return z.Score < r.max || !r.maxExcl && z.Score == r.max
+	}
+	if lo, err = tx.ZRankWhere(key, belowMin); err != nil {
+		return 0, 0, err
+	}
+	if hi, err = tx.ZRankWhere(key, upToMax); err != nil {
+		return 0, 0, err
+	}
+	return lo, max(lo, hi), nil
+}
+
+// selectRanks is the members of a score or lex range in reply order (after
+// OFFSET, up to LIMIT), found by the ranks of its
+// bounds: O(log² n + m) on a big sorted set, m the members LIMIT leaves.
+func (s zrangeSpec) selectRanks(tx txn, key []byte) ([]kvstore.ZMember, error) {
+	lo, hi, err := s.r.ranks(tx, key, s.by == "lex")
+	if err != nil || s.offset < 0 {
+		return nil, err
+	}
+	n := int64(hi - lo)
+	if s.offset >= n {
+		return nil, nil
+	}
+	take := n - s.offset
+	if s.limit >= 0 {
+		take = min(take, s.limit)
+	}
+	if take == 0 {
+		return nil, nil
+	}
+	start := int64(lo) + s.offset
+	if s.rev {
+		start = int64(hi) - s.offset - take
+	}
+	out, err := tx.ZRangeRank(key, int(start), int(start+take-1), false)
+	if s.rev {
+		slices.Reverse(out)
+	}
+	return out, err
 }
 
 func cmdZRank(c *call) {
@@ -476,45 +511,13 @@ func (c *call) parseZRange(name string, args [][]byte, store bool) (zrangeSpec, 
 	return s, true
 }
 
-// selectRange picks the members of all (lowest first) that s selects, in
-// reply order.
-func (s zrangeSpec) selectRange(all []kvstore.ZMember) []kvstore.ZMember {
-	ordered := all
-	if s.rev {
-		ordered = slices.Clone(all)
-		slices.Reverse(ordered)
-	}
-	if s.by == "rank" {
-		lo, hi := rankRange(s.start, s.stop, len(ordered))
-		return ordered[lo:hi]
-	}
-	if s.offset < 0 {
-		return nil
-	}
-	var out []kvstore.ZMember
-	skip := s.offset
-	for _, z := range ordered {
-		in := s.by == "score" && s.r.inScore(z.Score) || s.by == "lex" && s.r.inLex(z.Member)
-		if !in {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		if s.limit >= 0 && int64(len(out)) >= s.limit {
-			break
-		}
-		out = append(out, z)
-	}
-	return out
-}
-
-// selectScores is selectRange of a score range, read from the range's
+// selectScores is the members of a score range in reply order (after
+// OFFSET, up to LIMIT), read from the range's
 // start (its end when rev) until past it or the LIMIT.
 func (s zrangeSpec) selectScores(tx txn, key []byte) ([]kvstore.ZMember, error) {
 	if s.offset < 0 {
-		return nil, nil
+		_, err := tx.ZCard(key) // WRONGTYPE still
+		return nil, err
 	}
 	from := s.r.min
 	if s.rev {
@@ -538,23 +541,6 @@ func (s zrangeSpec) selectScores(tx txn, key []byte) ([]kvstore.ZMember, error) 
 		return true
 	})
 	return out, err
-}
-
-// rankRange is Redis's start..stop (inclusive; negative from the end)
-// clipped to n, as a half-open range.
-func rankRange(start, stop int64, n int) (int, int) {
-	ln := int64(n)
-	if start < 0 {
-		start = max(ln+start, 0)
-	}
-	if stop < 0 {
-		stop = ln + stop
-	}
-	stop = min(stop, ln-1)
-	if start > stop || start >= ln {
-		return 0, 0
-	}
-	return int(start), int(stop + 1)
 }
 
 func (w *replyWriter) zmembers(items []kvstore.ZMember, withScores bool) {
@@ -591,10 +577,8 @@ func cmdZRange(c *call) {
 			out, err = tx.ZRangeRank(args[0], clampInt(s.start), clampInt(s.stop), s.rev)
 		case "score": // from the range's start, to its end or the LIMIT
 			out, err = s.selectScores(tx, args[0])
-		default:
-			var all []kvstore.ZMember
-			all, err = zmembers(tx, args[0])
-			out = s.selectRange(all)
+		default: // the ranks of the range's bounds, then what LIMIT leaves
+			out, err = s.selectRanks(tx, args[0])
 		}
 		if err != nil {
 			return err
@@ -662,11 +646,16 @@ func cmdZRemRange(c *call) {
 	}
 	var n int
 	err := c.update(func(tx txn) error {
-		all, err := zmembers(tx, c.args[1])
+		var sel []kvstore.ZMember
+		var err error
+		if s.by == "rank" {
+			sel, err = tx.ZRangeRank(c.args[1], clampInt(s.start), clampInt(s.stop), false)
+		} else {
+			sel, err = s.selectRanks(tx, c.args[1])
+		}
 		if err != nil {
 			return err
 		}
-		sel := s.selectRange(all)
 		n = len(sel)
 		if n == 0 {
 			return nil
@@ -688,19 +677,15 @@ func cmdZRemRange(c *call) {
 
 // zpopIn pops up to count of the lowest (or highest) members.
 func zpopIn(tx txn, key []byte, count int64, highest bool) ([]kvstore.ZMember, error) {
-	all, err := zmembers(tx, key)
-	if err != nil || len(all) == 0 || count <= 0 {
+	if _, err := tx.ZCard(key); err != nil || count <= 0 {
+		return nil, err // WRONGTYPE comes before a count of 0, as in Redis
+	}
+	// Only the count members popped are read: O(count log n) on a big one.
+	out, err := tx.ZRangeRank(key, 0, clampInt(count-1), highest)
+	if err != nil || len(out) == 0 {
 		return nil, err
 	}
-	n := int(min(count, int64(len(all))))
-	var out []kvstore.ZMember
-	if highest {
-		for i := len(all) - 1; i >= len(all)-n; i-- {
-			out = append(out, all[i])
-		}
-	} else {
-		out = all[:n]
-	}
+	n := len(out)
 	names := make([][]byte, n)
 	for i, z := range out {
 		names[i] = z.Member
@@ -1038,51 +1023,49 @@ func cmdZRandMember(c *call) {
 			return
 		}
 	}
-	var all []kvstore.ZMember
-	err := c.read(func(tx txn) (err error) {
-		all, err = zmembers(tx, c.args[1])
+	var sel []kvstore.ZMember
+	err := c.read(func(tx txn) error {
+		n, err := tx.ZCard(c.args[1])
+		if err != nil || n == 0 {
+			return err
+		}
+		picks := []int{rand.IntN(n)}
+		if hasCount {
+			picks = randomPicks(n, count)
+		}
+		sel, err = tx.ZMembersAt(c.args[1], picks)
 		return err
 	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
 	switch {
-	case !hasCount && len(all) == 0:
+	case err != nil:
+		c.fail(err)
+	case !hasCount && len(sel) == 0:
 		c.w.null()
-		return
 	case !hasCount:
-		c.w.bulk(all[rand.IntN(len(all))].Member)
-		return
-	case len(all) == 0 || count == 0:
-		c.w.array(0)
-		return
+		c.w.bulk(sel[0].Member)
+	default:
+		c.w.zmembers(sel, withScores)
 	}
-	picks := randomPicks(len(all), count)
-	sel := make([]kvstore.ZMember, len(picks))
-	for i, p := range picks {
-		sel[i] = all[p]
-	}
-	c.w.zmembers(sel, withScores)
 }
 
 func cmdZScan(c *call) {
-	pattern, ok := c.scanArgs(c.args[2:])
+	cursor, pattern, count, ok := c.scanArgs(c.args[2:])
 	if !ok {
 		return
 	}
-	var all []kvstore.ZMember
+	var page []kvstore.ZMember
+	var next uint64
 	err := c.read(func(tx txn) (err error) {
-		all, err = zmembers(tx, c.args[1])
+		page, next, err = tx.ZScan(c.args[1], cursor, count)
 		return err
 	})
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	items := make([][]byte, 0, 2*len(all))
-	for _, z := range all {
+	items := make([][]byte, 0, 2*len(page))
+	for _, z := range page {
 		items = append(items, z.Member, appendDouble(nil, z.Score))
 	}
-	c.scanReply(items, 2, pattern)
+	c.scanReply(items, 2, pattern, next)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -123,6 +124,13 @@ func BenchmarkCollectionCommandAtSize(b *testing.B) {
 		}, 1},
 		{"ZRANK", "zset", func(p redis.Pipeliner, k string, size, i int) { p.ZRank(ctx, k, member(i*7919%size)) }, 0},
 		{"LINDEX", "list", func(p redis.Pipeliner, k string, size, _ int) { p.LIndex(ctx, k, int64(size/2)) }, 0},
+		// Reads that answer a few entries of a big collection.
+		{"HSCAN", "hash", func(p redis.Pipeliner, k string, _, _ int) { p.HScan(ctx, k, 0, "", 10) }, 0},
+		{"ZCOUNT", "zset", func(p redis.Pipeliner, k string, size, _ int) {
+			p.ZCount(ctx, k, strconv.Itoa(size/4), strconv.Itoa(3*size/4))
+		}, 0},
+		{"HRANDFIELD", "hash", func(p redis.Pipeliner, k string, _, _ int) { p.HRandField(ctx, k, 5) }, 0},
+		{"SRANDMEMBER", "set", func(p redis.Pipeliner, k string, _, _ int) { p.SRandMemberN(ctx, k, 5) }, 0},
 	}
 	sizes := []int{1_000, 100_000, 1_000_000}
 	clients := map[string]*redis.Client{}

@@ -87,12 +87,8 @@ func cmdRename(c *call) {
 	moved := false
 	err := c.update(func(tx txn) error {
 		moved = false
-		v, err := tx.Dump(from)
-		if errors.Is(err, kvstore.ErrNotFound) {
+		if tx.Kind(from) == kvstore.KindNone {
 			return errNoSuchKey
-		}
-		if err != nil {
-			return err
 		}
 		if string(from) == string(to) {
 			return nil
@@ -101,7 +97,7 @@ func cmdRename(c *call) {
 			return nil // it exists, nothing moves
 		}
 		moved = true
-		if err := readyAfter(tx, to, renameInTx(tx, from, to, v)); err != nil { // a list or sorted set may have arrived
+		if err := readyAfter(tx, to, renameInTx(tx, from, to)); err != nil { // a list or sorted set may have arrived
 			return err
 		}
 		notify(tx, notifyNew, "new", to) // Redis adds the new name after deleting what it held
@@ -152,19 +148,15 @@ func cmdCopy(c *call) {
 	copied := false
 	err := c.update(func(tx txn) error {
 		copied = false
-		v, err := tx.Dump(from)
-		if errors.Is(err, kvstore.ErrNotFound) {
+		if tx.Kind(from) == kvstore.KindNone {
 			return nil
-		}
-		if err != nil {
-			return err
 		}
 		if !replace && tx.Kind(to) != kvstore.KindNone {
 			return nil
 		}
 		copied = true
 		notify(tx, notifyNew, "new", to) // Redis adds the copy after deleting what it replaces
-		if err := readyAfter(tx, to, tx.Restore(to, v)); err != nil {
+		if err := readyAfter(tx, to, tx.CopyValue(from, to)); err != nil {
 			return err
 		}
 		notify(tx, notifyGeneric, "copy_to", to)
@@ -211,10 +203,10 @@ func cmdRandomKey(c *call) {
 // maxRandomKeyTries bounds the expired keys RANDOMKEY steps over.
 const maxRandomKeyTries = 100
 
-// renameInTx writes v (from's value, with its expiry) under to and
-// deletes from.
-func renameInTx(tx txn, from, to []byte, v kvstore.Value) error {
-	if err := tx.Restore(to, v); err != nil {
+// renameInTx writes from's value (with its expiry) under to and deletes
+// from: a big collection's tree moves without being copied.
+func renameInTx(tx txn, from, to []byte) error {
+	if err := tx.CopyValue(from, to); err != nil {
 		return err
 	}
 	_, err := tx.Delete(from)

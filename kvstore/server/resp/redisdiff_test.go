@@ -96,8 +96,6 @@ func (p *pair) same(cmds ...[]any) {
 	}
 }
 
-func cmd(args ...any) []any { return args }
-
 func TestRedisDiff_FarFutureAndOverflowingExpiries(t *testing.T) {
 	p := newPair(t, resp.Options{})
 	set := cmd("set", "k", "v")
