@@ -343,6 +343,41 @@ func TestScript_AttacksEndInAnErrorAndTheServerLivesOn(t *testing.T) {
 	}
 }
 
+// A script reaches neither the host's globals nor another script's state:
+// getfenv, setfenv and newproxy are gone (as from Redis 7.0.15's sandbox
+// since CVE-2025-46818), and a chunk of loadstring or load runs with the
+// protected globals, not gopher-lua's real table.
+func TestScript_SandboxKeepsNoStateBetweenScripts(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	for _, attack := range []string{
+		"rawset(getfenv(0), 'leak', 'getfenv') return 1",
+		"getfenv(0).leak = 'getfenv' return 1",
+		"setfenv(0, setmetatable({leak = 'setfenv'}, {__index = _G})) return 1",
+		"setfenv(1, setmetatable({leak = 'setfenv'}, {__index = _G})) return 1",
+		"loadstring('leak = \"loadstring\"')() return 1",
+		"local parts = {'leak = \"load\"'} load(function() return table.remove(parts) end)() return 1",
+		"loadstring('rawset(_G, \"leak\", \"rawset\")')() return 1",
+	} {
+		err := c.Eval(ctx, attack, nil).Err()
+		if err == nil {
+			t.Errorf("%s: no error", attack)
+		}
+		for _, read := range []string{"return leak", "return loadstring('return leak')()", "return load(function() return nil end) and 1"} {
+			got, err := c.Eval(ctx, read, nil).Result()
+			if err == nil && read != "return load(function() return nil end) and 1" {
+				t.Errorf("after %q, %q = %v: state kept between scripts", attack, read, got)
+			}
+		}
+	}
+	for _, name := range []string{"getfenv", "setfenv", "newproxy"} {
+		if err := c.Eval(ctx, "return type("+name+")", nil).Err(); err == nil ||
+			!strings.Contains(err.Error(), "Script attempted to access nonexistent global variable '"+name+"'") {
+			t.Errorf("%s: %v, want the nonexistent global error", name, err)
+		}
+	}
+}
+
 // The sandbox's globals as scripts see them (read through the proxy's
 // table chain): present ones read, a missing one is Redis's error, none can
 // be created, and KEYS/ARGV are each call's own; redis.call's arguments
