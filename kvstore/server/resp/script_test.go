@@ -265,6 +265,60 @@ while true do t = redis.call('TIME') if t[1] * 1000000 + t[2] - t0 > 50000 then 
 	}
 }
 
+// EXEC while a script is busy is refused as Redis 7.0 refuses it (EXEC has
+// no allow-busy flag): the transaction is discarded with "EXECABORT
+// Transaction discarded because of: BUSY ...", nothing of it runs, and the
+// connection is out of MULTI. EXEC used to be let through: it then waited
+// for the running script's update on the watchdog's goroutine, and the
+// server answered nobody again, SCRIPT KILL included.
+func TestScript_ExecWhileBusyIsAbortedWithTheBusyError(t *testing.T) {
+	const abort = "EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	for _, queuedWhileBusy := range []bool{false, true} {
+		addr := start(t, servertest.OpenDB(t), resp.Options{BusyScriptTime: 50 * time.Millisecond})
+		runner, other := goRedis(t, addr), goRedis(t, addr)
+		ctx := context.Background()
+		if err := other.Set(ctx, "xx", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		tx := other.Conn()
+		defer tx.Close()
+		if err := tx.Do(ctx, "multi").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Do(ctx, "incr", "xx").Err(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- runner.Eval(ctx, slowScript, nil).Err() }()
+		waitBusy(t, other)
+		if queuedWhileBusy {
+			if err := tx.Do(ctx, "incr", "xx").Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY") {
+				t.Fatalf("INCR queued while busy: %v", err)
+			}
+		}
+		execDone := make(chan error, 1)
+		go func() { execDone <- tx.Do(ctx, "exec").Err() }()
+		select {
+		case err := <-execDone:
+			if err == nil || err.Error() != abort {
+				t.Fatalf("EXEC while busy: %v, want %q", err, abort)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("EXEC while busy was not answered")
+		}
+		if err := other.ScriptKill(ctx).Err(); err != nil {
+			t.Fatalf("SCRIPT KILL: %v", err)
+		}
+		<-done
+		if got, err := other.Get(ctx, "xx").Result(); err != nil || got != "1" {
+			t.Fatalf("xx = %q, %v: part of the refused transaction ran", got, err)
+		}
+		if got, err := tx.Do(ctx, "ping", "asdf").Text(); err != nil || got != "asdf" {
+			t.Fatalf("PING after the refused EXEC = %q, %v (still in MULTI?)", got, err)
+		}
+	}
+}
+
 // waitBusy waits until the server answers BUSY.
 func waitBusy(t *testing.T, c *redis.Client) {
 	t.Helper()
