@@ -179,6 +179,38 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 	math := g.RawGetString("math").(*lua.LTable)
 	math.RawSetString("random", L.NewFunction(luaMathRandom))
 	math.RawSetString("randomseed", L.NewFunction(luaMathRandomSeed))
+	// A resumed coroutine runs under its resumer's context (the script's
+	// stopContext, or FUNCTION LOAD's timeout), so that a kill stops a
+	// loop inside one: the child context gopher-lua gave the thread at
+	// coroutine.create never sees a stopContext's stop. coroutine.wrap is
+	// built on this resume (gopher-lua's calls its own).
+	co := g.RawGetString("coroutine").(*lua.LTable)
+	baseResume := co.RawGetString("resume").(*lua.LFunction).GFunction
+	baseCreate := co.RawGetString("create").(*lua.LFunction).GFunction
+	resume := func(L *lua.LState) int {
+		if th, ok := L.Get(1).(*lua.LState); ok {
+			if ctx := L.Context(); ctx != nil {
+				th.SetContext(ctx)
+			}
+		}
+		return baseResume(L)
+	}
+	co.RawSetString("resume", L.NewFunction(resume))
+	co.RawSetString("wrap", L.NewFunction(func(L *lua.LState) int {
+		baseCreate(L)
+		th := L.Get(-1)
+		L.Push(L.NewFunction(func(L *lua.LState) int {
+			L.Insert(th, 1)
+			n := resume(L)
+			base := L.GetTop() - n + 1
+			if L.Get(base) == lua.LFalse {
+				L.Error(L.Get(base+1), 0) // the coroutine's error, as it is
+			}
+			L.Remove(base)
+			return n - 1
+		}))
+		return 1
+	}))
 	g.RawSetString("redis", vm.redisLib(eng))
 	g.RawSetString("cjson", openCJSON(L))
 	g.RawSetString("bit", openBit(L))

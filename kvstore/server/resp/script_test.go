@@ -498,3 +498,45 @@ return out`, nil).StringSlice()
 		t.Fatalf("tonumber() without an argument: %v", err)
 	}
 }
+
+// A kill stops a loop inside a coroutine (resumed directly or through
+// coroutine.wrap), and coroutines answer as before the stop context.
+func TestScript_KillStopsALoopInACoroutine(t *testing.T) {
+	for _, body := range []string{
+		`local co = coroutine.create(function() while true do end end) return {coroutine.resume(co)}`,
+		`local f = coroutine.wrap(function() while true do end end) return f()`,
+	} {
+		addr := start(t, servertest.OpenDB(t), resp.Options{BusyScriptTime: 50 * time.Millisecond})
+		runner, other := goRedis(t, addr), goRedis(t, addr)
+		ctx := context.Background()
+		done := make(chan error, 1)
+		go func() { done <- runner.Eval(ctx, body, nil).Err() }()
+		waitBusy(t, other)
+		if err := other.ScriptKill(ctx).Err(); err != nil {
+			t.Fatalf("SCRIPT KILL: %v", err)
+		}
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "Script killed by user with SCRIPT KILL") {
+				t.Fatalf("%s: the killed script's reply: %v", body, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: SCRIPT KILL did not stop the coroutine's loop", body)
+		}
+	}
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	got, err := c.Eval(context.Background(), `
+local gen = coroutine.wrap(function(a) local b = coroutine.yield(a + 1) return b * 2, 'end' end)
+local x = gen(1)
+local y, z = gen(10)
+local co = coroutine.create(function() error('inside') end)
+local ok, msg = coroutine.resume(co)
+local werr = select(2, pcall(coroutine.wrap(function() error('wrapped') end)))
+return {x, y, z, tostring(ok), msg, werr}`, nil).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(got); !strings.HasPrefix(s, "[2 20 end false ") || !strings.Contains(s, "inside") || !strings.Contains(s, "wrapped") {
+		t.Fatalf("coroutines = %s", s)
+	}
+}
