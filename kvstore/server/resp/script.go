@@ -436,11 +436,20 @@ func (c *stopContext) stop() {
 // "<CODE message> script: <name>, on @user_script:<line>.".
 func (sc *scriptCtx) errorText(err error) string {
 	run := sc.run
-	if cause, ok := run.cause.Load().(string); ok {
-		return cause + sc.where(0)
-	}
 	var ae *lua.ApiError
-	if !errors.As(err, &ae) {
+	isAPI := errors.As(err, &ae)
+	if cause, ok := run.cause.Load().(string); ok {
+		// Stopped (SCRIPT KILL, the memory bound, SHUTDOWN NOSAVE): Redis
+		// names the line the script was stopped on.
+		line := 0
+		if isAPI {
+			if line = lineOf(ae.Object.String()); line == 0 {
+				line = lineIn(ae.StackTrace)
+			}
+		}
+		return cause + sc.where(line)
+	}
+	if !isAPI {
 		return "ERR " + err.Error()
 	}
 	switch v := ae.Object.(type) {

@@ -3,6 +3,8 @@ package resp_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -177,8 +179,10 @@ func TestScript_BusyScriptIsKilledAndTheServerAnswersAgain(t *testing.T) {
 		}
 		select {
 		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), "Script killed by user with SCRIPT KILL") {
-				t.Fatalf("the killed script's reply: %v", err)
+			// Redis 7 names the script and the line it was stopped on.
+			want := fmt.Sprintf("ERR Script killed by user with SCRIPT KILL... script: %s, on @user_script:1.", sha1Hex(body))
+			if err == nil || err.Error() != want {
+				t.Fatalf("the killed script's reply: %v, want %q", err, want)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("SCRIPT KILL did not stop the script")
@@ -317,6 +321,11 @@ func TestScript_ExecWhileBusyIsAbortedWithTheBusyError(t *testing.T) {
 			t.Fatalf("PING after the refused EXEC = %q, %v (still in MULTI?)", got, err)
 		}
 	}
+}
+
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // waitBusy waits until the server answers BUSY.
