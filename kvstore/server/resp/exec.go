@@ -267,6 +267,13 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	}
 	if busy := s.busyReply(cmd, args); busy != "" {
 		cmd.stats.rejected.Add(1)
+		if cmd.name == "exec" {
+			// Redis's execCommandAbort: the transaction goes, with the reason.
+			cl.resetMulti()
+			cl.watched = nil
+			cl.out.error("EXECABORT Transaction discarded because of: " + busy)
+			return
+		}
 		cl.out.error(busy)
 		cl.multiDirty = cl.multi
 		return

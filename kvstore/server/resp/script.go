@@ -337,9 +337,8 @@ func (e *scriptEngine) run(c *call, pick func(e *scriptEngine) (*luaVM, runSpec,
 			reply.error(refused)
 			return nil
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		run := &scriptRun{start: time.Now(), eval: spec.eval, name: spec.name, cancel: cancel, command: c.args, serveBusy: c.cl.serveBusy}
+		ctx := &stopContext{}
+		run := &scriptRun{start: time.Now(), eval: spec.eval, name: spec.name, cancel: ctx.stop, command: c.args, serveBusy: c.cl.serveBusy}
 		sc := &scriptCtx{e: e, c: c, tx: tx, run: run, readOnly: spec.readOnly, resp3: spec.resp3, fn: spec.name, source: spec.source}
 		e.begin(run)
 		func() {
@@ -397,15 +396,60 @@ func (vm *luaVM) call(ctx context.Context, sc *scriptCtx, spec runSpec, w *reply
 	luaToReply(w, L.Get(-1), 0)
 }
 
+// stopContext is the context a script runs under. gopher-lua selects on
+// its Done before every instruction; a context.WithCancel's is a real
+// channel to poll (the select and the atomic load of the channel were 8 %
+// of the server's CPU under the rate limiter's script), this one's is nil
+// until the script is stopped, which chanrecv answers at once. Its
+// children never see the stop (context.WithCancel of a nil Done does not
+// propagate): coroutine.resume hands the resumed thread the resumer's
+// context instead (script_lua.go).
+type stopContext struct {
+	done atomic.Pointer[chan struct{}]
+}
+
+func (c *stopContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *stopContext) Value(any) any               { return nil }
+
+func (c *stopContext) Done() <-chan struct{} {
+	if p := c.done.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (c *stopContext) Err() error {
+	if c.done.Load() != nil {
+		return context.Canceled
+	}
+	return nil
+}
+
+// stop ends the script at its next instruction (scriptRun.cancel).
+func (c *stopContext) stop() {
+	ch := make(chan struct{})
+	close(ch)
+	c.done.CompareAndSwap(nil, &ch)
+}
+
 // errorText is the reply to a script that failed, in Redis 7's shape:
 // "<CODE message> script: <name>, on @user_script:<line>.".
 func (sc *scriptCtx) errorText(err error) string {
 	run := sc.run
-	if cause, ok := run.cause.Load().(string); ok {
-		return cause + sc.where(0)
-	}
 	var ae *lua.ApiError
-	if !errors.As(err, &ae) {
+	isAPI := errors.As(err, &ae)
+	if cause, ok := run.cause.Load().(string); ok {
+		// Stopped (SCRIPT KILL, the memory bound, SHUTDOWN NOSAVE): Redis
+		// names the line the script was stopped on.
+		line := 0
+		if isAPI {
+			if line = lineOf(ae.Object.String()); line == 0 {
+				line = lineIn(ae.StackTrace)
+			}
+		}
+		return cause + sc.where(line)
+	}
+	if !isAPI {
 		return "ERR " + err.Error()
 	}
 	switch v := ae.Object.(type) {

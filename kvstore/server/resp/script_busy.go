@@ -141,7 +141,10 @@ func (s *Server) busyReply(cmd *command, args [][]byte) string {
 		if sub == "KILL" || sub == "STATS" {
 			return ""
 		}
-	case "shutdown", "auth", "multi", "discard", "exec", "quit":
+	// Redis 7.0's allow-busy commands, but EXEC (which Redis refuses with
+	// EXECABORT, execute's answer) and WATCH (which would wait for the
+	// script's update to read its keys' versions).
+	case "shutdown", "auth", "multi", "discard", "unwatch", "quit":
 		return ""
 	}
 	if run.eval {

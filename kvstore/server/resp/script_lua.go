@@ -72,8 +72,14 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 	}
 	g := L.G.Global
 	vm.globals = g
-	// Not in Redis's sandbox (Redis 7's deny list, and what gopher-lua adds).
-	for _, name := range []string{"dofile", "loadfile", "print", "require", "module", "_printregs", "channel", "package", "os", "io"} {
+	// Not in Redis's sandbox (Redis 7's deny list, and what gopher-lua
+	// adds). getfenv, setfenv and newproxy went from Redis 7.0.15's with
+	// the fix of CVE-2025-46818 (the installed redis-server answers them as
+	// nonexistent globals): here getfenv(0) was gopher-lua's real global
+	// table, the host's, and setfenv(1, t) changed the cached function of
+	// the script for its later calls.
+	for _, name := range []string{"dofile", "loadfile", "print", "require", "module", "_printregs", "channel", "package", "os", "io",
+		"getfenv", "setfenv", "newproxy"} {
 		g.RawSetString(name, lua.LNil)
 	}
 	g.RawSetString("collectgarbage", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
@@ -90,6 +96,15 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 		}
 		L.Call(top, 1)
 		return 1
+	}))
+	// rawset on a protected table too (Redis's readonly tables refuse it
+	// in lua_rawset; the proxy would take the key, and taint the VM).
+	baseRawSet := g.RawGetString("rawset").(*lua.LFunction).GFunction
+	g.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
+		if t, ok := L.Get(1).(*lua.LTable); ok && slices.Contains(vm.proxies, t) {
+			L.Error(lua.LString(readonlyErr), 0)
+		}
+		return baseRawSet(L)
 	}))
 	// Lua 5.1 prints numbers with %.14g (gopher-lua with Go's shortest form).
 	base := g.RawGetString("tostring")
@@ -164,6 +179,38 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 	math := g.RawGetString("math").(*lua.LTable)
 	math.RawSetString("random", L.NewFunction(luaMathRandom))
 	math.RawSetString("randomseed", L.NewFunction(luaMathRandomSeed))
+	// A resumed coroutine runs under its resumer's context (the script's
+	// stopContext, or FUNCTION LOAD's timeout), so that a kill stops a
+	// loop inside one: the child context gopher-lua gave the thread at
+	// coroutine.create never sees a stopContext's stop. coroutine.wrap is
+	// built on this resume (gopher-lua's calls its own).
+	co := g.RawGetString("coroutine").(*lua.LTable)
+	baseResume := co.RawGetString("resume").(*lua.LFunction).GFunction
+	baseCreate := co.RawGetString("create").(*lua.LFunction).GFunction
+	resume := func(L *lua.LState) int {
+		if th, ok := L.Get(1).(*lua.LState); ok {
+			if ctx := L.Context(); ctx != nil {
+				th.SetContext(ctx)
+			}
+		}
+		return baseResume(L)
+	}
+	co.RawSetString("resume", L.NewFunction(resume))
+	co.RawSetString("wrap", L.NewFunction(func(L *lua.LState) int {
+		baseCreate(L)
+		th := L.Get(-1)
+		L.Push(L.NewFunction(func(L *lua.LState) int {
+			L.Insert(th, 1)
+			n := resume(L)
+			base := L.GetTop() - n + 1
+			if L.Get(base) == lua.LFalse {
+				L.Error(L.Get(base+1), 0) // the coroutine's error, as it is
+			}
+			L.Remove(base)
+			return n - 1
+		}))
+		return 1
+	}))
 	g.RawSetString("redis", vm.redisLib(eng))
 	g.RawSetString("cjson", openCJSON(L))
 	g.RawSetString("bit", openBit(L))
@@ -206,6 +253,23 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 	L.SetMetatable(proxy, mt)
 	g.RawSetString("_G", proxy)
 	vars.RawSetString("_G", proxy)
+	// loadstring and load give their chunk the environment of the frame
+	// that calls them, which for a Go function is gopher-lua's real global
+	// table: a chunk could write the host's globals, and keep state from
+	// one script to the next. Lua 5.1 gives it the thread's globals, in
+	// Redis the protected _G: here the proxy.
+	for _, name := range []string{"loadstring", "load"} {
+		base := vars.RawGetString(name).(*lua.LFunction).GFunction
+		loader := L.NewFunction(func(L *lua.LState) int {
+			n := base(L)
+			if fn, ok := L.Get(-n).(*lua.LFunction); n > 0 && ok {
+				fn.Env = proxy
+			}
+			return n
+		})
+		vars.RawSetString(name, loader)
+		g.RawSetString(name, loader)
+	}
 	vm.proxies = append(vm.proxies, proxy)
 	vm.globalsProxy = proxy
 	return vm

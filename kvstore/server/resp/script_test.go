@@ -3,6 +3,8 @@ package resp_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -177,8 +179,10 @@ func TestScript_BusyScriptIsKilledAndTheServerAnswersAgain(t *testing.T) {
 		}
 		select {
 		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), "Script killed by user with SCRIPT KILL") {
-				t.Fatalf("the killed script's reply: %v", err)
+			// Redis 7 names the script and the line it was stopped on.
+			want := fmt.Sprintf("ERR Script killed by user with SCRIPT KILL... script: %s, on @user_script:1.", sha1Hex(body))
+			if err == nil || err.Error() != want {
+				t.Fatalf("the killed script's reply: %v, want %q", err, want)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("SCRIPT KILL did not stop the script")
@@ -265,6 +269,65 @@ while true do t = redis.call('TIME') if t[1] * 1000000 + t[2] - t0 > 50000 then 
 	}
 }
 
+// EXEC while a script is busy is refused as Redis 7.0 refuses it (EXEC has
+// no allow-busy flag): the transaction is discarded with "EXECABORT
+// Transaction discarded because of: BUSY ...", nothing of it runs, and the
+// connection is out of MULTI. EXEC used to be let through: it then waited
+// for the running script's update on the watchdog's goroutine, and the
+// server answered nobody again, SCRIPT KILL included.
+func TestScript_ExecWhileBusyIsAbortedWithTheBusyError(t *testing.T) {
+	const abort = "EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	for _, queuedWhileBusy := range []bool{false, true} {
+		addr := start(t, servertest.OpenDB(t), resp.Options{BusyScriptTime: 50 * time.Millisecond})
+		runner, other := goRedis(t, addr), goRedis(t, addr)
+		ctx := context.Background()
+		if err := other.Set(ctx, "xx", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		tx := other.Conn()
+		defer tx.Close()
+		if err := tx.Do(ctx, "multi").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Do(ctx, "incr", "xx").Err(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- runner.Eval(ctx, slowScript, nil).Err() }()
+		waitBusy(t, other)
+		if queuedWhileBusy {
+			if err := tx.Do(ctx, "incr", "xx").Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY") {
+				t.Fatalf("INCR queued while busy: %v", err)
+			}
+		}
+		execDone := make(chan error, 1)
+		go func() { execDone <- tx.Do(ctx, "exec").Err() }()
+		select {
+		case err := <-execDone:
+			if err == nil || err.Error() != abort {
+				t.Fatalf("EXEC while busy: %v, want %q", err, abort)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("EXEC while busy was not answered")
+		}
+		if err := other.ScriptKill(ctx).Err(); err != nil {
+			t.Fatalf("SCRIPT KILL: %v", err)
+		}
+		<-done
+		if got, err := other.Get(ctx, "xx").Result(); err != nil || got != "1" {
+			t.Fatalf("xx = %q, %v: part of the refused transaction ran", got, err)
+		}
+		if got, err := tx.Do(ctx, "ping", "asdf").Text(); err != nil || got != "asdf" {
+			t.Fatalf("PING after the refused EXEC = %q, %v (still in MULTI?)", got, err)
+		}
+	}
+}
+
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
 // waitBusy waits until the server answers BUSY.
 func waitBusy(t *testing.T, c *redis.Client) {
 	t.Helper()
@@ -343,6 +406,41 @@ func TestScript_AttacksEndInAnErrorAndTheServerLivesOn(t *testing.T) {
 	}
 }
 
+// A script reaches neither the host's globals nor another script's state:
+// getfenv, setfenv and newproxy are gone (as from Redis 7.0.15's sandbox
+// since CVE-2025-46818), and a chunk of loadstring or load runs with the
+// protected globals, not gopher-lua's real table.
+func TestScript_SandboxKeepsNoStateBetweenScripts(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	for _, attack := range []string{
+		"rawset(getfenv(0), 'leak', 'getfenv') return 1",
+		"getfenv(0).leak = 'getfenv' return 1",
+		"setfenv(0, setmetatable({leak = 'setfenv'}, {__index = _G})) return 1",
+		"setfenv(1, setmetatable({leak = 'setfenv'}, {__index = _G})) return 1",
+		"loadstring('leak = \"loadstring\"')() return 1",
+		"local parts = {'leak = \"load\"'} load(function() return table.remove(parts) end)() return 1",
+		"loadstring('rawset(_G, \"leak\", \"rawset\")')() return 1",
+	} {
+		err := c.Eval(ctx, attack, nil).Err()
+		if err == nil {
+			t.Errorf("%s: no error", attack)
+		}
+		for _, read := range []string{"return leak", "return loadstring('return leak')()", "return load(function() return nil end) and 1"} {
+			got, err := c.Eval(ctx, read, nil).Result()
+			if err == nil && read != "return load(function() return nil end) and 1" {
+				t.Errorf("after %q, %q = %v: state kept between scripts", attack, read, got)
+			}
+		}
+	}
+	for _, name := range []string{"getfenv", "setfenv", "newproxy"} {
+		if err := c.Eval(ctx, "return type("+name+")", nil).Err(); err == nil ||
+			!strings.Contains(err.Error(), "Script attempted to access nonexistent global variable '"+name+"'") {
+			t.Errorf("%s: %v, want the nonexistent global error", name, err)
+		}
+	}
+}
+
 // The sandbox's globals as scripts see them (read through the proxy's
 // table chain): present ones read, a missing one is Redis's error, none can
 // be created, and KEYS/ARGV are each call's own; redis.call's arguments
@@ -407,5 +505,47 @@ return out`, nil).StringSlice()
 	}
 	if err := c.Eval(context.Background(), "return tonumber()", nil).Err(); err == nil || !strings.Contains(err.Error(), "bad argument #1 to tonumber") {
 		t.Fatalf("tonumber() without an argument: %v", err)
+	}
+}
+
+// A kill stops a loop inside a coroutine (resumed directly or through
+// coroutine.wrap), and coroutines answer as before the stop context.
+func TestScript_KillStopsALoopInACoroutine(t *testing.T) {
+	for _, body := range []string{
+		`local co = coroutine.create(function() while true do end end) return {coroutine.resume(co)}`,
+		`local f = coroutine.wrap(function() while true do end end) return f()`,
+	} {
+		addr := start(t, servertest.OpenDB(t), resp.Options{BusyScriptTime: 50 * time.Millisecond})
+		runner, other := goRedis(t, addr), goRedis(t, addr)
+		ctx := context.Background()
+		done := make(chan error, 1)
+		go func() { done <- runner.Eval(ctx, body, nil).Err() }()
+		waitBusy(t, other)
+		if err := other.ScriptKill(ctx).Err(); err != nil {
+			t.Fatalf("SCRIPT KILL: %v", err)
+		}
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "Script killed by user with SCRIPT KILL") {
+				t.Fatalf("%s: the killed script's reply: %v", body, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: SCRIPT KILL did not stop the coroutine's loop", body)
+		}
+	}
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	got, err := c.Eval(context.Background(), `
+local gen = coroutine.wrap(function(a) local b = coroutine.yield(a + 1) return b * 2, 'end' end)
+local x = gen(1)
+local y, z = gen(10)
+local co = coroutine.create(function() error('inside') end)
+local ok, msg = coroutine.resume(co)
+local werr = select(2, pcall(coroutine.wrap(function() error('wrapped') end)))
+return {x, y, z, tostring(ok), msg, werr}`, nil).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(got); !strings.HasPrefix(s, "[2 20 end false ") || !strings.Contains(s, "inside") || !strings.Contains(s, "wrapped") {
+		t.Fatalf("coroutines = %s", s)
 	}
 }

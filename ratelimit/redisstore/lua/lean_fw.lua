@@ -25,17 +25,20 @@
 -- a block is in force (the window ended first) is checked against it. The
 -- general driver (check.lua, algorithm 5) keeps the same invariants.
 local MARK, MARK_ARG = 1125899906842624, '1125899906842624' -- 2^50: above any lean rate plus cost (< 2^48 each)
-local call, tonumber = redis.call, tonumber
+-- Globals are read once a call, into locals: a check read about ten, and
+-- each is a table lookup in Redis, two in devkit kv (its protected _G).
+local call, rpcall, tonumber, type, sub = redis.call, redis.pcall, tonumber, type, string.sub
+local keys, argv = KEYS, ARGV
 
 local function penalty_key(key)
   local n = #key
-  return string.sub(key, 1, n - 6) .. '!' .. string.sub(key, n - 4)
+  return sub(key, 1, n - 6) .. '!' .. sub(key, n - 4)
 end
 
 local function check(key, a)
-  local costs = ARGV[a]
-  local cost, rate = tonumber(costs), tonumber(ARGV[a + 1])
-  local v = redis.pcall('INCRBY', key, costs)
+  local costs = argv[a]
+  local cost, rate = tonumber(costs), tonumber(argv[a + 1])
+  local v = rpcall('INCRBY', key, costs)
   if type(v) ~= 'number' then
     -- Not a counter (written by something else): replaced by a fresh one.
     call('DEL', key)
@@ -49,7 +52,7 @@ local function check(key, a)
       return 0, 0, bt * 1000, bt * 1000, 1
     end
     v = call('DECRBY', key, MARK_ARG) -- the block is over
-  elseif fresh and ARGV[a + 3] ~= '0' then
+  elseif fresh and argv[a + 3] ~= '0' then
     local bt = call('PTTL', penalty_key(key))
     if bt > 0 then
       call('DEL', key)
@@ -58,18 +61,18 @@ local function check(key, a)
   end
   local ttl
   if fresh then
-    ttl = tonumber(ARGV[a + 2])
+    ttl = tonumber(argv[a + 2])
   else
     ttl = call('PTTL', key)
     if ttl < 0 then
       -- A counter without expiry yet (a plain check sets it after its
       -- INCRBY, lean.go countPlain): its window starts now.
-      call('PEXPIRE', key, ARGV[a + 2])
-      ttl = tonumber(ARGV[a + 2])
+      call('PEXPIRE', key, argv[a + 2])
+      ttl = tonumber(argv[a + 2])
     end
   end
   if v <= rate then
-    if fresh then call('PEXPIRE', key, ARGV[a + 2]) end
+    if fresh then call('PEXPIRE', key, argv[a + 2]) end
     return 1, rate - v, ttl * 1000, 0, 0
   end
   local count = v - cost
@@ -84,10 +87,10 @@ local function check(key, a)
   local retry = reset
   if cost > rate then retry = -1 end
   local blocked = 0
-  local block = tonumber(ARGV[a + 3])
+  local block = tonumber(argv[a + 3])
   if block > 0 then
     blocked = 1
-    call('SET', penalty_key(key), 1, 'PX', ARGV[a + 3])
+    call('SET', penalty_key(key), 1, 'PX', argv[a + 3])
     if not fresh then call('INCRBY', key, MARK_ARG) end
     if retry >= 0 and retry < block * 1000 then retry = block * 1000 end
     if reset < block * 1000 then reset = block * 1000 end
@@ -97,10 +100,10 @@ local function check(key, a)
   return 0, remaining, reset, retry, blocked
 end
 
-if ARGV[1] == '1' then return {check(KEYS[1], 2)} end
+if argv[1] == '1' then return {check(keys[1], 2)} end
 local out = {}
-for k = 0, tonumber(ARGV[1]) - 1 do
+for k = 0, tonumber(argv[1]) - 1 do
   local o = 5 * k
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = check(KEYS[k + 1], 4 * k + 2)
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = check(keys[k + 1], 4 * k + 2)
 end
 return out
