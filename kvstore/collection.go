@@ -965,9 +965,8 @@ func (tx *Tx) collOf(v view, read bool) (*coll, error) {
 	case b == nil:
 		return decodeColl(v.kind, v.value)
 	case read:
-		if owned {
-			b.owner = 0 // a reader holds it: a later change clones it
-		}
+		// A read copies what it returns before the transaction goes on
+		// (but ZWalk: see hold), so a later change in place is safe.
 		return &coll{kind: v.kind, big: b}, nil
 	case owned:
 		// Until save, no other edit or read of the transaction may alias it.
@@ -978,6 +977,15 @@ func (tx *Tx) collOf(v view, read bool) (*coll, error) {
 	}
 	b = b.clone()
 	return &coll{kind: v.kind, big: b, owned: b}, nil
+}
+
+// hold keeps c's version as it is while the caller's code runs with c
+// open (a walk calling back into it, which may change the key): a change
+// meanwhile clones it instead of changing it in place.
+func (tx *Tx) hold(c *coll) {
+	if c.big != nil && tx.group != 0 && c.big.owner == tx.group {
+		c.big.owner = 0
+	}
 }
 
 // save logs what edit's collection recorded: its delta, or the key's

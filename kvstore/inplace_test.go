@@ -220,3 +220,34 @@ func TestBigCollections_ReadersSeeWholeVersionsWhileAGroupChangesOneInPlace(t *t
 		t.Fatalf("HLEN %d, want %d", got, writers*n)
 	}
 }
+
+// A walk that changes the sorted set it walks (ZWalk's fn writes the key)
+// walks the version it started on: the change clones it rather than
+// changing the tree under the walk, though the transaction owns it.
+func TestBigCollections_AWalkThatChangesItsSortedSetWalksTheVersionItStartedOn(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{})
+	defer db.Close()
+	err := db.Update(func(tx *Tx) error {
+		for i := range 300 {
+			tx.ZAdd(b("z"), ZMember{Member: fmt.Appendf(nil, "m%03d", i), Score: float64(i)})
+		}
+		var walked []string
+		err := tx.ZWalk(b("z"), 0, false, func(z ZMember) bool {
+			walked = append(walked, string(z.Member))
+			tx.ZRem(b("z"), z.Member)
+			tx.ZAdd(b("z"), ZMember{Member: append([]byte("x"), z.Member...), Score: z.Score + 1000})
+			return true
+		})
+		if len(walked) != 300 || walked[0] != "m000" || walked[299] != "m299" {
+			t.Errorf("walked %d members (%.3q ...), want m000..m299", len(walked), walked[:min(3, len(walked))])
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := db.ZRange(b("z"), 0, -1)
+	if err != nil || len(all) != 300 || string(all[0].Member) != "xm000" {
+		t.Fatalf("after the walk: %d members, %v", len(all), err)
+	}
+}

@@ -123,6 +123,7 @@ func (tx *Tx) ZWalk(key []byte, from float64, reverse bool, fn func(ZMember) boo
 	if err != nil || c == nil {
 		return err
 	}
+	tx.hold(c) // fn may change the key
 	c.zwalk(from, reverse, fn)
 	return nil
 }
