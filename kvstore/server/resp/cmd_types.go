@@ -53,6 +53,7 @@ type collTxn interface {
 	SMembers(key []byte) ([][]byte, error)
 
 	ZAdd(key []byte, members ...kvstore.ZMember) (int, error)
+	ZAddChanged(key []byte, members ...kvstore.ZMember) (added, changed int, err error)
 	ZScore(key, member []byte) (float64, bool, error)
 	ZRem(key []byte, members ...[]byte) (int, error)
 	ZCard(key []byte) (int, error)
