@@ -174,6 +174,16 @@ func (u *bigUndo) undo() {
 	}
 }
 
+// concat is a new string of a's bytes then b's, in one allocation.
+func concat(a, b []byte) string {
+	buf := make([]byte, len(a)+len(b))
+	if len(buf) == 0 {
+		return ""
+	}
+	copy(buf[copy(buf, a):], b)
+	return unsafe.String(&buf[0], len(buf))
+}
+
 // bytesOf is s as bytes, for a primitive that copies what it keeps.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
@@ -263,7 +273,10 @@ func (b *bigColl) hget(f []byte) (string, bool) {
 }
 
 func (b *bigColl) hset(f, v []byte) (added bool) {
-	it := hashItem{h: memberHash(f), f: string(f), v: string(v)}
+	// Field and value share one allocation: half the objects for the
+	// collector to find, and no pointer in it to follow.
+	fv := concat(f, v)
+	it := hashItem{h: memberHash(f), f: fv[:len(f)], v: fv[len(f):]}
 	prev, replaced := b.hash.Set(it)
 	if replaced {
 		b.note(bigUndo{op: opHSet, s: prev.f, v: prev.v})
