@@ -89,7 +89,7 @@ func (db *DB) UpdateWith(o WriteOptions, fn func(tx *Tx) error) (wait func() err
 	defer putTx(tx)
 	g, err := db.pipe.enqueue(func(g *group, seq uint64) (err error) {
 		tx.db, tx.p, tx.seq, tx.now, tx.group = db, db.pipe, seq, db.opts.now().UnixNano(), g.id
-		defer func() { tx.finish(err == nil || err == errNoWrites) }()
+		defer func() { tx.finish(err == nil || errors.Is(err, errNoWrites)) }()
 		if err := fn(tx); err != nil {
 			return err
 		}

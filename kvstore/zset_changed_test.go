@@ -1,6 +1,7 @@
 package kvstore
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -42,7 +43,7 @@ func TestZAddChanged_CountsAddedAndChangedAndWritesNothingForAnUnchangedScore(t 
 					t.Fatalf("ZSCORE %s: %v %v %v; want %v", m, got, ok, err, want)
 				}
 			}
-			if _, _, err := zaddErr(db, ZMember{Member: b("x"), Score: math.NaN()}); err != ErrNaNScore {
+			if _, _, err := zaddErr(db, ZMember{Member: b("x"), Score: math.NaN()}); !errors.Is(err, ErrNaNScore) {
 				t.Fatalf("a NaN score: %v; want ErrNaNScore", err)
 			}
 		})
