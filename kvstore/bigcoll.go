@@ -17,12 +17,19 @@ import (
 // and re-encoding the whole collection, and a reader keeps the version it
 // read without copying it.
 //
-// Invariant: a bigColl that a memtable record, a pending write or a reader
+// Invariant: a bigColl that a memtable record, a sealed group or a reader
 // can reach is never changed again. A write changes a clone (clone: O(1),
 // later changes copy the nodes they touch) and publishes it whole. Cloning
 // is the one operation that writes to the tree it copies (its copy-on-write
 // id, which no read path reads), and only the commit leader or the replay
 // clones. The replay, which no reader sees, changes its trees in place.
+// One exception keeps a write from copying a path of nodes each time: a
+// version made by a transaction of the open group (owner) is reachable only
+// through that group's pending writes, which only the transactions of that
+// group read, under the pipeline's lock, and which are applied together
+// once the group is durable; the next transaction of the group changes it
+// in place, journalling each change (bigUndo) so that a transaction that
+// fails leaves it as it found it.
 //
 // Hash fields and set and sorted-set members are ordered by a fixed hash of
 // their bytes (then the bytes), so the order does not depend on the
@@ -108,7 +115,77 @@ type bigColl struct {
 	zm   *btree.BTreeG[zmItem] // a sorted set's members and scores
 	zs   *btree.BTreeG[zsItem] // the same, by score
 	list *btree.BTreeG[listItem]
+
+	// owner is the id of the open group whose transactions may change
+	// this version in place (0: none: it is cloned to be changed); read
+	// and written only under the pipeline's lock.
+	owner uint64
+	// journal, while a transaction changes this version in place, is
+	// where each change appends its inverse (nil otherwise).
+	journal *[]bigUndo
 }
+
+// bigUndo is the inverse of one change to a big collection changed in
+// place: an op of the delta encoding (opHSet, opSRem, ...) and its
+// arguments, which undo applies.
+type bigUndo struct {
+	b     *bigColl
+	op    byte
+	i, n  int
+	s, v  string
+	score float64
+	vals  []string
+}
+
+// note journals the inverse of a change, when b is changed in place.
+func (b *bigColl) note(u bigUndo) {
+	if b.journal != nil {
+		u.b = b
+		*b.journal = append(*b.journal, u)
+	}
+}
+
+// undo applies the inverse of one change (journal off: b.journal nil).
+func (u *bigUndo) undo() {
+	b := u.b
+	switch u.op {
+	case opHSet:
+		b.hset(bytesOf(u.s), bytesOf(u.v))
+	case opHDel:
+		b.hdel(bytesOf(u.s))
+	case opSAdd:
+		b.sadd(bytesOf(u.s))
+	case opSRem:
+		b.srem(bytesOf(u.s))
+	case opZAdd:
+		b.zadd(bytesOf(u.s), u.score)
+	case opZRem:
+		b.zrem(bytesOf(u.s))
+	case opLInsert:
+		vals := make([][]byte, len(u.vals))
+		for j, v := range u.vals {
+			vals[j] = bytesOf(v)
+		}
+		b.linsert(u.i, vals)
+	case opLDelete:
+		b.ldelete(u.i, u.n)
+	case opLSet:
+		b.lset(u.i, bytesOf(u.s))
+	}
+}
+
+// concat is a new string of a's bytes then b's, in one allocation.
+func concat(a, b []byte) string {
+	buf := make([]byte, len(a)+len(b))
+	if len(buf) == 0 {
+		return ""
+	}
+	copy(buf[copy(buf, a):], b)
+	return unsafe.String(&buf[0], len(buf))
+}
+
+// bytesOf is s as bytes, for a primitive that copies what it keeps.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 func newBig(kind Kind) *bigColl {
 	b := &bigColl{kind: kind}
@@ -128,6 +205,7 @@ func newBig(kind Kind) *bigColl {
 // clone is a version of b that may be changed; b stays as it is.
 func (b *bigColl) clone() *bigColl {
 	c := *b
+	c.owner, c.journal = 0, nil
 	switch b.kind {
 	case KindHash:
 		c.hash = b.hash.Copy()
@@ -195,11 +273,17 @@ func (b *bigColl) hget(f []byte) (string, bool) {
 }
 
 func (b *bigColl) hset(f, v []byte) (added bool) {
-	prev, replaced := b.hash.Set(hashItem{h: memberHash(f), f: string(f), v: string(v)})
+	// Field and value share one allocation: half the objects for the
+	// collector to find, and no pointer in it to follow.
+	fv := concat(f, v)
+	it := hashItem{h: memberHash(f), f: fv[:len(f)], v: fv[len(f):]}
+	prev, replaced := b.hash.Set(it)
 	if replaced {
+		b.note(bigUndo{op: opHSet, s: prev.f, v: prev.v})
 		b.body += fieldSize(len(v)) - fieldSize(len(prev.v))
 		return false
 	}
+	b.note(bigUndo{op: opHDel, s: it.f})
 	b.body += fieldSize(len(f)) + fieldSize(len(v))
 	return true
 }
@@ -207,6 +291,7 @@ func (b *bigColl) hset(f, v []byte) (added bool) {
 func (b *bigColl) hdel(f []byte) bool {
 	prev, ok := b.hash.Delete(hashItem{h: memberHash(f), f: probe(f)})
 	if ok {
+		b.note(bigUndo{op: opHSet, s: prev.f, v: prev.v})
 		b.body -= fieldSize(len(prev.f)) + fieldSize(len(prev.v))
 	}
 	return ok
@@ -226,13 +311,15 @@ func (b *bigColl) sadd(m []byte) bool {
 	}
 	it.m = string(m)
 	b.set.Set(it)
+	b.note(bigUndo{op: opSRem, s: it.m})
 	b.body += fieldSize(len(m))
 	return true
 }
 
 func (b *bigColl) srem(m []byte) bool {
-	_, ok := b.set.Delete(setItem{h: memberHash(m), m: probe(m)})
+	prev, ok := b.set.Delete(setItem{h: memberHash(m), m: probe(m)})
 	if ok {
+		b.note(bigUndo{op: opSAdd, s: prev.m})
 		b.body -= fieldSize(len(m))
 	}
 	return ok
@@ -251,6 +338,7 @@ func (b *bigColl) zadd(m []byte, score float64) (added bool) {
 		if old.score == score && math.Signbit(old.score) == math.Signbit(score) {
 			return false
 		}
+		b.note(bigUndo{op: opZAdd, s: old.m, score: old.score})
 		b.zs.Delete(zsItem{score: old.score, m: old.m})
 		old.score = score
 		b.zm.Set(old)
@@ -260,6 +348,7 @@ func (b *bigColl) zadd(m []byte, score float64) (added bool) {
 	it.m, it.score = string(m), score
 	b.zm.Set(it)
 	b.zs.Set(zsItem{score: score, m: it.m})
+	b.note(bigUndo{op: opZRem, s: it.m})
 	b.body += 8 + fieldSize(len(m))
 	return true
 }
@@ -267,6 +356,7 @@ func (b *bigColl) zadd(m []byte, score float64) (added bool) {
 func (b *bigColl) zrem(m []byte) bool {
 	old, ok := b.zm.Delete(zmItem{h: memberHash(m), m: probe(m)})
 	if ok {
+		b.note(bigUndo{op: opZAdd, s: old.m, score: old.score})
 		b.zs.Delete(zsItem{score: old.score, m: old.m})
 		b.body -= 8 + fieldSize(len(m))
 	}
@@ -324,6 +414,12 @@ func (b *bigColl) leach(lo int, fn func(listItem) bool) {
 
 // linsert inserts vals before index i (0..len).
 func (b *bigColl) linsert(i int, vals [][]byte) {
+	b.note(bigUndo{op: opLDelete, i: i, n: len(vals)})
+	b.place(i, vals)
+}
+
+// place is linsert without the journal.
+func (b *bigColl) place(i int, vals [][]byte) {
 	n := b.list.Len()
 	var lo, hi int64 // vals get keys strictly between lo and hi
 	switch {
@@ -342,7 +438,7 @@ func (b *bigColl) linsert(i int, vals [][]byte) {
 	}
 	if hi-lo <= int64(len(vals)) {
 		b.renumber(i, len(vals))
-		b.linsert(i, vals)
+		b.place(i, vals)
 		return
 	}
 	step := (hi - lo) / int64(len(vals)+1)
@@ -370,6 +466,10 @@ func (b *bigColl) renumber(i, n int) {
 
 // ldelete removes n elements from index i.
 func (b *bigColl) ldelete(i, n int) {
+	var removed []string
+	if b.journal != nil {
+		removed = make([]string, 0, n)
+	}
 	for range n {
 		var it listItem
 		switch i {
@@ -380,12 +480,19 @@ func (b *bigColl) ldelete(i, n int) {
 		default:
 			it, _ = b.list.DeleteAt(i)
 		}
+		if removed != nil {
+			removed = append(removed, it.v)
+		}
 		b.body -= fieldSize(len(it.v))
+	}
+	if removed != nil {
+		b.note(bigUndo{op: opLInsert, i: i, vals: removed})
 	}
 }
 
 func (b *bigColl) lset(i int, v []byte) {
 	it, _ := b.list.GetAt(i)
+	b.note(bigUndo{op: opLSet, i: i, s: it.v})
 	b.body += fieldSize(len(v)) - fieldSize(len(it.v))
 	it.v = string(v)
 	b.list.Set(it)

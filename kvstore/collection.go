@@ -78,6 +78,12 @@ type coll struct {
 	// an index (see indexAfter).
 	lookups int
 
+	// owned is the big version the transaction changes (a clone, or the
+	// open group's own changed in place: see bigColl), nil when packed;
+	// mark is where its changes start in the transaction's journal.
+	owned *bigColl
+	mark  int
+
 	// The transaction's bookkeeping (nil log: a replay, nothing recorded).
 	log      []byte
 	key      []byte
@@ -926,7 +932,7 @@ func (tx *Tx) edit(key []byte, kind Kind, create bool) (*coll, error) {
 		if v.kind != kind {
 			return nil, ErrWrongType
 		}
-		c, err := v.coll(false)
+		c, err := tx.collOf(v, false)
 		if err != nil {
 			return nil, err
 		}
@@ -953,24 +959,64 @@ func (tx *Tx) read(key []byte, kind Kind) (*coll, error) {
 	if v.kind != kind {
 		return nil, ErrWrongType
 	}
-	return v.coll(true)
+	return tx.collOf(v, true)
 }
 
-// coll is the collection v holds: when big, the published version to read
-// or a clone to change.
-func (v view) coll(read bool) (*coll, error) {
+// collOf is the collection v holds: when big, the version to read, or to
+// change: the open group's own version in place (see bigColl), else a clone.
+func (tx *Tx) collOf(v view, read bool) (*coll, error) {
+	b := v.big
+	owned := b != nil && tx.group != 0 && b.owner == tx.group
 	switch {
-	case v.big == nil:
+	case b == nil:
 		return decodeColl(v.kind, v.value)
 	case read:
-		return &coll{kind: v.kind, big: v.big}, nil
+		// A read copies what it returns before the transaction goes on
+		// (but ZWalk: see hold), so a later change in place is safe.
+		return &coll{kind: v.kind, big: b}, nil
+	case owned:
+		// Until save, no other edit or read of the transaction may alias it.
+		b.owner, b.journal = 0, &tx.undo
+		c := &coll{kind: v.kind, big: b, owned: b, mark: len(tx.undo)}
+		tx.inPlace = append(tx.inPlace, c)
+		return c, nil
 	}
-	return &coll{kind: v.kind, big: v.big.clone()}, nil
+	b = b.clone()
+	return &coll{kind: v.kind, big: b, owned: b}, nil
+}
+
+// hold keeps c's version as it is while the caller's code runs with c
+// open (a walk calling back into it, which may change the key): a change
+// meanwhile clones it instead of changing it in place.
+func (tx *Tx) hold(c *coll) {
+	if c.big != nil && tx.group != 0 && c.big.owner == tx.group {
+		c.big.owner = 0
+	}
 }
 
 // save logs what edit's collection recorded: its delta, or the key's
-// delete when it became empty.
+// delete when it became empty; a version changed in place goes back to its
+// group (its changes undone if the write is refused).
 func (tx *Tx) save(c *coll) error {
+	err := tx.saveColl(c)
+	if c == nil {
+		return err
+	}
+	if b := c.owned; b != nil && b.journal != nil {
+		if err != nil {
+			tx.undoFrom(c.mark, b)
+		}
+		b.journal = nil
+		tx.inPlace = slices.DeleteFunc(tx.inPlace, func(o *coll) bool { return o == c })
+		b.owner = tx.group
+	}
+	if err == nil && c.big != nil {
+		c.big.owner = tx.group // the write's version: the group's to change
+	}
+	return err
+}
+
+func (tx *Tx) saveColl(c *coll) error {
 	if c == nil || len(c.log) <= 2 {
 		return nil
 	}

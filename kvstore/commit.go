@@ -48,6 +48,9 @@ type commitEnv interface {
 
 // group is a run of records written with one write and one sync.
 type group struct {
+	// id is unique to the group (from 1): what a big collection's owner
+	// names (bigcoll.go).
+	id   uint64
 	buf  []byte     // encoded records
 	muts []mutation // what to apply, in order
 	refs []bufRef   // where each mutation's key and value sit in buf
@@ -141,7 +144,8 @@ type commitPipeline struct {
 	exclusiveWaiting int
 	closed           bool
 	nextSeq          uint64
-	failed           error // sticky: the first write or sync error
+	groups           uint64 // the last group id given
+	failed           error  // sticky: the first write or sync error
 
 	buffers sync.Pool // of *groupBuf
 }
@@ -168,7 +172,8 @@ func (p *commitPipeline) enqueue(encode func(g *group, seq uint64) error) (*grou
 	g := p.open
 	fresh := g == nil
 	if fresh {
-		g = &group{}
+		p.groups++
+		g = &group{id: p.groups}
 		g.waitFor = func() error { return p.wait(g) }
 		if b, ok := p.buffers.Get().(*groupBuf); ok {
 			g.buf, g.muts, g.refs, g.pooled, g.index = b.buf[:0], b.muts[:0], b.refs[:0], b, b.index

@@ -3,6 +3,7 @@ package kvstore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -39,6 +40,13 @@ type Tx struct {
 	dels   int
 	// readOnly: a View, which reads the memtable alone and refuses writes.
 	readOnly bool
+	// group is the id of the open group the transaction's record joins
+	// (0: a View); big collections it owns are changed in place (bigColl),
+	// journalling in undo the inverse of each change, and inPlace are the
+	// collections being so changed, not yet saved.
+	group   uint64
+	undo    []bigUndo
+	inPlace []*coll
 }
 
 // Update runs fn atomically with respect to every other write (Set, Delete,
@@ -79,8 +87,9 @@ func (db *DB) UpdateWith(o WriteOptions, fn func(tx *Tx) error) (wait func() err
 	var sets, dels int
 	tx := getTx()
 	defer putTx(tx)
-	g, err := db.pipe.enqueue(func(g *group, seq uint64) error {
-		tx.db, tx.p, tx.seq, tx.now = db, db.pipe, seq, db.opts.now().UnixNano()
+	g, err := db.pipe.enqueue(func(g *group, seq uint64) (err error) {
+		tx.db, tx.p, tx.seq, tx.now, tx.group = db, db.pipe, seq, db.opts.now().UnixNano(), g.id
+		defer func() { tx.finish(err == nil || errors.Is(err, errNoWrites)) }()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -110,6 +119,39 @@ func (db *DB) UpdateWith(o WriteOptions, fn func(tx *Tx) error) (wait func() err
 		return g.waitFor, nil
 	}
 	return noWait, db.pipe.wait(g)
+}
+
+// finish ends the changes in place of a transaction: kept when it commits
+// (but those of a collection never saved), else undone, newest first.
+func (tx *Tx) finish(commit bool) {
+	for _, c := range tx.inPlace {
+		if commit {
+			tx.undoFrom(c.mark, c.owned)
+		}
+		c.owned.journal, c.owned.owner = nil, tx.group
+	}
+	if !commit {
+		for i := len(tx.undo) - 1; i >= 0; i-- {
+			tx.undo[i].undo()
+			tx.undo[i].b.owner = tx.group
+		}
+	}
+	clear(tx.undo)
+	clear(tx.inPlace)
+	tx.undo, tx.inPlace = tx.undo[:0], tx.inPlace[:0]
+}
+
+// undoFrom undoes b's changes journalled from mark on, newest first, and
+// drops them from the journal.
+func (tx *Tx) undoFrom(mark int, b *bigColl) {
+	b.journal = nil
+	for i := len(tx.undo) - 1; i >= mark; i-- {
+		if tx.undo[i].b == b {
+			tx.undo[i].undo()
+		}
+	}
+	kept := slices.DeleteFunc(tx.undo[mark:], func(u bigUndo) bool { return u.b == b })
+	tx.undo = tx.undo[:mark+len(kept)]
 }
 
 // txWrite is what the memtable gets of an op of a collection (set): the
@@ -296,7 +338,7 @@ func putTx(tx *Tx) {
 	clear(tx.ops)
 	clear(tx.writes)
 	clear(tx.own)
-	*tx = Tx{ops: tx.ops[:0], writes: tx.writes[:0], own: tx.own, block: tx.block[:0]}
+	*tx = Tx{ops: tx.ops[:0], writes: tx.writes[:0], own: tx.own, block: tx.block[:0], undo: tx.undo[:0], inPlace: tx.inPlace[:0]}
 	txPool.Put(tx)
 }
 

@@ -35,6 +35,31 @@ func (tx *Tx) ZAdd(key []byte, members ...ZMember) (int, error) {
 	return n, tx.save(c)
 }
 
+// ZAddChanged is ZAdd that also counts the members whose score changed
+// (Redis's ZADD ... CH counts both); a member given its current score is
+// left alone (nothing logged), as Redis compares scores (-0 equals 0).
+func (tx *Tx) ZAddChanged(key []byte, members ...ZMember) (added, changed int, err error) {
+	for _, m := range members {
+		if math.IsNaN(m.Score) {
+			return 0, 0, ErrNaNScore
+		}
+	}
+	c, err := tx.edit(key, KindZSet, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range members {
+		switch cur, ok := c.zscore(m.Member); {
+		case ok && cur == m.Score:
+		case c.zadd(m.Member, m.Score):
+			added++
+		default:
+			changed++
+		}
+	}
+	return added, changed, tx.save(c)
+}
+
 // ZScore returns a member's score; ok is false when it (or the key) is missing.
 func (tx *Tx) ZScore(key, member []byte) (score float64, ok bool, err error) {
 	c, err := tx.read(key, KindZSet)
@@ -123,6 +148,7 @@ func (tx *Tx) ZWalk(key []byte, from float64, reverse bool, fn func(ZMember) boo
 	if err != nil || c == nil {
 		return err
 	}
+	tx.hold(c) // fn may change the key
 	c.zwalk(from, reverse, fn)
 	return nil
 }

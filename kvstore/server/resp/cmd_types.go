@@ -58,6 +58,7 @@ type collTxn interface {
 	SMembersAt(key []byte, indexes []int) ([][]byte, error)
 
 	ZAdd(key []byte, members ...kvstore.ZMember) (int, error)
+	ZAddChanged(key []byte, members ...kvstore.ZMember) (added, changed int, err error)
 	ZScore(key, member []byte) (float64, bool, error)
 	ZRem(key []byte, members ...[]byte) (int, error)
 	ZCard(key []byte) (int, error)

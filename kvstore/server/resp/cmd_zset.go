@@ -138,39 +138,52 @@ func zaddRun(c *call, key []byte, rest [][]byte, scores []float64, f zaddFlags) 
 		if k != kvstore.KindNone && k != kvstore.KindZSet {
 			return kvstore.ErrWrongType
 		}
-		for j, score := range scores {
-			m := rest[2*j+1]
-			cur, exists, err := tx.ZScore(key, m)
-			if err != nil {
+		if f == (zaddFlags{}) || f == (zaddFlags{ch: true}) {
+			// Without conditions: one change of the collection, no read
+			// of each score first (the same counts, member after member).
+			members := make([]kvstore.ZMember, len(scores))
+			for j, score := range scores {
+				members[j] = kvstore.ZMember{Member: rest[2*j+1], Score: score}
+			}
+			var err error
+			if added, updated, err = tx.ZAddChanged(key, members...); err != nil {
 				return err
 			}
-			switch {
-			case exists && f.nx, !exists && f.xx:
-				continue
-			case !exists:
-				if _, err := tx.ZAdd(key, kvstore.ZMember{Member: m, Score: score}); err != nil {
+		} else {
+			for j, score := range scores {
+				m := rest[2*j+1]
+				cur, exists, err := tx.ZScore(key, m)
+				if err != nil {
 					return err
 				}
-				added++
-				processed, last = true, score
-				continue
-			}
-			n := score
-			if f.incr {
-				n = cur + score
-				if math.IsNaN(n) {
-					return cmdError("ERR resulting score is not a number (NaN)")
+				switch {
+				case exists && f.nx, !exists && f.xx:
+					continue
+				case !exists:
+					if _, err := tx.ZAdd(key, kvstore.ZMember{Member: m, Score: score}); err != nil {
+						return err
+					}
+					added++
+					processed, last = true, score
+					continue
 				}
-			}
-			if (f.gt && n <= cur) || (f.lt && n >= cur) {
-				continue
-			}
-			processed, last = true, n
-			if n != cur {
-				if _, err := tx.ZAdd(key, kvstore.ZMember{Member: m, Score: n}); err != nil {
-					return err
+				n := score
+				if f.incr {
+					n = cur + score
+					if math.IsNaN(n) {
+						return cmdError("ERR resulting score is not a number (NaN)")
+					}
 				}
-				updated++
+				if (f.gt && n <= cur) || (f.lt && n >= cur) {
+					continue
+				}
+				processed, last = true, n
+				if n != cur {
+					if _, err := tx.ZAdd(key, kvstore.ZMember{Member: m, Score: n}); err != nil {
+						return err
+					}
+					updated++
+				}
 			}
 		}
 		if added > 0 {

@@ -100,6 +100,7 @@ func TestRedisDiff_SortedSets(t *testing.T) {
 	p := newPair(t, resp.Options{})
 	p.same(
 		cmd("zadd", "z", "1", "a", "2", "b", "3", "c"), cmd("zadd", "z", "1.5", "a", "10", "d"), cmd("zadd", "z", "ch", "1", "a", "10", "d"),
+		cmd("zadd", "z", "ch", "7", "dup", "8", "dup", "1", "a"), cmd("zadd", "z", "7", "dup2", "8", "dup2", "1", "a"),
 		cmd("zadd", "z", "nx", "100", "a"), cmd("zadd", "z", "xx", "100", "zz"), cmd("zadd", "z", "xx", "nx", "1", "a"),
 		cmd("zadd", "z", "gt", "nx", "1", "a"), cmd("zadd", "z", "incr", "1", "a", "2", "b"), cmd("zadd", "z", "1"),
 		cmd("zadd", "z", "x", "a"), cmd("zadd", "z", "nan", "a"), cmd("zadd", "z", "incr", "0.1", "a"),
@@ -135,6 +136,7 @@ func TestRedisDiff_SortedSets(t *testing.T) {
 		cmd("set", "str", "x"), cmd("zadd", "str", "1", "a"), cmd("zscore", "str", "a"), cmd("zrange", "str", "0", "1"), cmd("zunion", "2", "u1", "str"),
 		cmd("type", "u1"), cmd("object", "encoding", "u1"), cmd("zrem", "u1", "a", "b", "c"), cmd("exists", "u1"),
 		cmd("zadd", "f", "1.1", "a", "0.1", "b", "-0", "c", "1e20", "d", "123456789012345678", "e"), cmd("zrange", "f", "0", "-1", "withscores"),
+		cmd("zadd", "f", "ch", "0", "c"), cmd("zrange", "f", "0", "-1", "withscores"),
 	)
 }
 
