@@ -237,6 +237,13 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 		s.opts.Metrics.Request(metrics.RESP, op, start, cl.out.errs > errs)
 	}()
 	cl.lastActive.Store(start.UnixNano())
+	if ps := cl.ps; ps != nil && ps.queued.Load() {
+		// Redis writes a message into its receivers' output at PUBLISH:
+		// what was published before this command ran goes out before its
+		// reply (a subscriber's PING after a PUBLISH is answered after the
+		// message). A dropped subscriber is closed at the flush.
+		ps.takeInto(&cl.out)
+	}
 	cmd := s.cmds.lookup(args[0])
 	if cmd == nil {
 		unknownCommand(&cl.out, args)
