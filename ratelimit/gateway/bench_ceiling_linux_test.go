@@ -314,4 +314,3 @@ func epollLoop(ep, stop int, resp []byte) {
 		}
 	}
 }
-
