@@ -14,6 +14,7 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +23,12 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devkit-go/devkit/ratelimit"
+	"github.com/devkit-go/devkit/ratelimit/memory"
 )
 
 // BenchmarkRejectionHandWrittenCeilingVsNetHTTP runs, in rotating order
@@ -51,8 +56,9 @@ func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 	resp := rawResponse(b, nethttp[len("http://"):])
 	servers := []struct{ name, target string }{
 		{"nethttp", nethttp},
-		{"minimal-goroutine", minimalGoroutineResponder(b, resp)},
+		{"minimal-goroutine", minimalGoroutineResponder(b, resp, nil)},
 		{"minimal-epoll", minimalEpollResponder(b, resp)},
+		{"minimal-limiter", minimalGoroutineResponder(b, resp, denyAll(b))},
 	}
 	for _, s := range servers[1:] { // same bytes on the wire as net/http's (its Date aside, same length)
 		if got := rawResponse(b, s.target[len("http://"):]); len(got) != len(resp) {
@@ -80,7 +86,7 @@ func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 			for _, s := range all {
 				b.ReportMetric(median(rps[s.name]), s.name+"-req/s")
 			}
-			for _, m := range []string{"minimal-goroutine", "minimal-epoll"} {
+			for _, m := range []string{"minimal-goroutine", "minimal-epoll", "minimal-limiter"} {
 				var vsHTTP, vsNginx []float64
 				for i := range rps[m] {
 					vsHTTP = append(vsHTTP, rps[m][i]/rps["nethttp"][i])
@@ -98,6 +104,28 @@ func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 				b.ReportMetric(load, "loadavg")
 			}
 		})
+	}
+}
+
+// denyAll is the limiter's share of a denial, as the gateway's benchmarks
+// configure it (memory store, blocked cache): a check of one request
+// against closedPolicy's limit (1 an hour), which must deny.
+func denyAll(b *testing.B) func(key string) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{BlockedCacheSize: 100_000})
+	limits := []ratelimit.Limit{{Name: "api", Algorithm: ratelimit.FixedWindow, Rate: 1, Period: time.Hour}}
+	check := func(key string) (bool, error) {
+		req := ratelimit.Request{Key: key, Limits: limits, Cost: 1, Rule: "api"}
+		var res ratelimit.Result
+		err := l.CheckInto(context.Background(), &req, &res)
+		return res.Allowed, err
+	}
+	if _, err := check("api:127.0.0.1"); err != nil { // the one allowed request of the bench's only client address
+		b.Fatal(err)
+	}
+	return func(key string) {
+		if allowed, err := check(key); allowed || err != nil {
+			panic(fmt.Sprintf("limiter on %s: allowed=%v err=%v, want a denial", key, allowed, err))
+		}
 	}
 }
 
@@ -164,8 +192,9 @@ func answers(resp []byte, n int, buf []byte) []byte {
 }
 
 // minimalGoroutineResponder answers every request head on a connection
-// with resp, one goroutine per connection reading the raw net.Conn.
-func minimalGoroutineResponder(b *testing.B, resp []byte) string {
+// with resp, one goroutine per connection reading the raw net.Conn; with
+// decide, it first calls decide once per head (the limiter's share).
+func minimalGoroutineResponder(b *testing.B, resp []byte, decide func(key string)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -181,9 +210,15 @@ func minimalGoroutineResponder(b *testing.B, resp []byte) string {
 				defer c.Close()
 				in, out := make([]byte, 4096), make([]byte, 0, len(resp))
 				state := 0
+				key := "api:" + c.RemoteAddr().(*net.TCPAddr).IP.String()
 				for {
 					n, err := c.Read(in)
 					if k := headEnds(in[:n], &state); k > 0 {
+						for range k {
+							if decide != nil {
+								decide(key)
+							}
+						}
 						out = answers(resp, k, out)
 						if _, werr := c.Write(out); werr != nil {
 							return
