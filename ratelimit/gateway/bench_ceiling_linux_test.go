@@ -59,6 +59,7 @@ func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 		{"minimal-goroutine", minimalGoroutineResponder(b, resp, nil)},
 		{"minimal-epoll", minimalEpollResponder(b, resp)},
 		{"minimal-limiter", minimalGoroutineResponder(b, resp, denyAll(b))},
+		{"lean-parse-limiter", leanParseResponder(b, resp, denyAll(b))},
 	}
 	for _, s := range servers[1:] { // same bytes on the wire as net/http's (its Date aside, same length)
 		if got := rawResponse(b, s.target[len("http://"):]); len(got) != len(resp) {
@@ -86,7 +87,7 @@ func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 			for _, s := range all {
 				b.ReportMetric(median(rps[s.name]), s.name+"-req/s")
 			}
-			for _, m := range []string{"minimal-goroutine", "minimal-epoll", "minimal-limiter"} {
+			for _, m := range []string{"minimal-goroutine", "minimal-epoll", "minimal-limiter", "lean-parse-limiter"} {
 				var vsHTTP, vsNginx []float64
 				for i := range rps[m] {
 					vsHTTP = append(vsHTTP, rps[m][i]/rps["nethttp"][i])
@@ -232,6 +233,91 @@ func minimalGoroutineResponder(b *testing.B, resp []byte, decide func(key string
 		}
 	}()
 	return "http://" + ln.Addr().String()
+}
+
+// leanParseResponder is minimalGoroutineResponder with the least a real
+// front must add: it frames each head in a per-connection buffer, checks
+// the request line and every header line's form, finds Host and the
+// framing fields (case-insensitively), and checks the limiter. It still writes fixed bytes (a real front formats a
+// Date and the rate-limit fields per response).
+func leanParseResponder(b *testing.B, resp []byte, decide func(key string)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				key := "api:" + c.RemoteAddr().(*net.TCPAddr).IP.String() // closedPolicy's key: [ip]
+				buf, out := make([]byte, 0, 8192), make([]byte, 0, len(resp))
+				for {
+					if len(buf) == cap(buf) {
+						return // a head over 8 KiB: 431 in a real front
+					}
+					n, err := c.Read(buf[len(buf):cap(buf)])
+					buf = buf[:len(buf)+n]
+					out = out[:0]
+					for {
+						end := bytes.Index(buf, []byte("\r\n\r\n"))
+						if end < 0 {
+							break
+						}
+						if _, ok := leanHead(buf[:end]); !ok {
+							return // 400 in a real front
+						}
+						decide(key)
+						out = append(out, resp...)
+						buf = buf[:copy(buf, buf[end+4:])]
+					}
+					if len(out) > 0 {
+						if _, werr := c.Write(out); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// leanHead checks the form of an HTTP/1.1 request head (without its final
+// CRLFCRLF) and returns its Host; ok is false where a real front answers
+// 400 (or would have to read a body, which this one does not).
+func leanHead(head []byte) (host string, ok bool) {
+	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	method, line, ok1 := bytes.Cut(line, []byte(" "))
+	target, version, ok2 := bytes.Cut(line, []byte(" "))
+	if !ok1 || !ok2 || len(method) == 0 || len(target) == 0 || target[0] != '/' || string(version) != "HTTP/1.1" {
+		return "", false
+	}
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found || len(name) == 0 || bytes.ContainsAny(name, " \t") {
+			return "", false
+		}
+		value = bytes.Trim(value, " \t")
+		switch {
+		case bytes.EqualFold(name, []byte("Host")):
+			if host != "" {
+				return "", false
+			}
+			host = string(value)
+		case bytes.EqualFold(name, []byte("Content-Length")), bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			return "", false
+		}
+	}
+	return host, host != ""
 }
 
 // minimalEpollResponder answers every request head with resp from
