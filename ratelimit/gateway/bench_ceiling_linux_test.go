@@ -199,10 +199,10 @@ func answers(resp []byte, n int, buf []byte) []byte {
 	return buf
 }
 
-// minimalGoroutineResponder answers every request head on a connection
-// with resp, one goroutine per connection reading the raw net.Conn; with
-// decide, it first calls decide once per head (the limiter's share).
-func minimalGoroutineResponder(b *testing.B, resp []byte, decide func(key string)) string {
+// goroutineResponder serves each connection accepted on a free
+// 127.0.0.1 port with serve, in a goroutine of its own, until the
+// benchmark ends, and returns its URL.
+func goroutineResponder(b *testing.B, serve func(c net.Conn)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -216,85 +216,79 @@ func minimalGoroutineResponder(b *testing.B, resp []byte, decide func(key string
 			}
 			go func() {
 				defer c.Close()
-				in, out := make([]byte, 4096), make([]byte, 0, len(resp))
-				state := 0
-				key := "api:" + c.RemoteAddr().(*net.TCPAddr).IP.String()
-				for {
-					n, err := c.Read(in)
-					if k := headEnds(in[:n], &state); k > 0 {
-						for range k {
-							if decide != nil {
-								decide(key)
-							}
-						}
-						out = answers(resp, k, out)
-						if _, werr := c.Write(out); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
+				serve(c)
 			}()
 		}
 	}()
 	return "http://" + ln.Addr().String()
 }
 
-// leanParseResponder is minimalGoroutineResponder with the least a real
-// front must add: it frames each head in a per-connection buffer, checks
-// the request line and every header line's form, finds Host and the
-// framing fields (case-insensitively), and checks the limiter. It still writes fixed bytes (a real front formats a
-// Date and the rate-limit fields per response).
-func leanParseResponder(b *testing.B, resp []byte, decide func(key string)) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
+// minimalGoroutineResponder answers every request head on a connection
+// with resp, reading the raw net.Conn; with decide, it first calls decide
+// once per head (the limiter's share).
+func minimalGoroutineResponder(b *testing.B, resp []byte, decide func(key string)) string {
+	return goroutineResponder(b, func(c net.Conn) {
+		in, out := make([]byte, 4096), make([]byte, 0, len(resp))
+		state := 0
+		key := "api:" + c.RemoteAddr().(*net.TCPAddr).IP.String() // closedPolicy's key: [ip]
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(in)
+			if k := headEnds(in[:n], &state); k > 0 {
+				for range k {
+					if decide != nil {
+						decide(key)
+					}
+				}
+				if _, werr := c.Write(answers(resp, k, out)); werr != nil {
+					return
+				}
+			}
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				key := "api:" + c.RemoteAddr().(*net.TCPAddr).IP.String() // closedPolicy's key: [ip]
-				buf, out := make([]byte, 0, 8192), make([]byte, 0, len(resp))
-				for {
-					if len(buf) == cap(buf) {
-						return // a head over 8 KiB: 431 in a real front
-					}
-					n, err := c.Read(buf[len(buf):cap(buf)])
-					buf = buf[:len(buf)+n]
-					out = out[:0]
-					for {
-						end := bytes.Index(buf, []byte("\r\n\r\n"))
-						if end < 0 {
-							break
-						}
-						if _, ok := leanHead(buf[:end]); !ok {
-							return // 400 in a real front
-						}
-						decide(key)
-						out = append(out, resp...)
-						buf = buf[:copy(buf, buf[end+4:])]
-					}
-					if len(out) > 0 {
-						if _, werr := c.Write(out); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
+}
+
+// leanParseResponder is minimalGoroutineResponder with the least a real
+// front must add: it frames each head in a per-connection buffer, checks
+// the request line and every header line's form, finds Host and the
+// framing fields (case-insensitively), and checks the limiter. It still
+// writes fixed bytes (a real front formats a Date and the rate-limit
+// fields per response).
+func leanParseResponder(b *testing.B, resp []byte, decide func(key string)) string {
+	return goroutineResponder(b, func(c net.Conn) {
+		key := "api:" + c.RemoteAddr().(*net.TCPAddr).IP.String()
+		buf, out := make([]byte, 0, 8192), make([]byte, 0, len(resp))
+		for {
+			if len(buf) == cap(buf) {
+				return // a head over 8 KiB: 431 in a real front
+			}
+			n, err := c.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			out = out[:0]
+			for {
+				end := bytes.Index(buf, []byte("\r\n\r\n"))
+				if end < 0 {
+					break
+				}
+				if _, ok := leanHead(buf[:end]); !ok {
+					return // 400 in a real front
+				}
+				decide(key)
+				out = append(out, resp...)
+				buf = buf[:copy(buf, buf[end+4:])]
+			}
+			if len(out) > 0 {
+				if _, werr := c.Write(out); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
 }
 
 // leanHead checks the form of an HTTP/1.1 request head (without its final
