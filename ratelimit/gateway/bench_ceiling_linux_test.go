@@ -47,14 +47,7 @@ func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 	header, body := gatewayDenial(b, "http://"+gw.Addr()+"/x")
 	h := header.Clone()
 	h.Del("Date")
-	nethttp := bareNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		wh := w.Header()
-		for k, v := range h {
-			wh[k] = v
-		}
-		w.WriteHeader(http.StatusTooManyRequests)
-		w.Write(body)
-	}))
+	nethttp := bareNetHTTP(b, fixedDenial(h, body))
 	resp := rawResponse(b, nethttp[len("http://"):])
 	servers := []struct{ name, target string }{
 		{"nethttp", nethttp},
