@@ -20,6 +20,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strconv"
 	"testing"
@@ -40,7 +41,9 @@ import (
 // minimal-limiter, which also checks the limiter per request; and
 // lean-parse-limiter, which also checks the head's form (the least a real
 // front adds). It reports each one's median requests/s and the median
-// ratios to net/http and to nginx.
+// ratios to net/http and to nginx, and each server's CPU per answer (the
+// scheduler's account of this process, or of nginx, during its turns):
+// steadier than throughput on a loaded machine.
 func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 	up := upstreamServer(b)
 	gw := benchGateway(b, up.URL, closedPolicy)
@@ -63,19 +66,27 @@ func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 	}
 	for _, conns := range []int{50, 1000} {
 		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
-			nginx, _ := startNginx(b, up.URL, "")
+			nginx, nginxPID := startNginx(b, up.URL, "")
 			if r, err := benchClient().Get(nginx + "/x"); err == nil { // nginx's one allowed request
 				r.Body.Close()
 			}
 			all := append(servers[:len(servers):len(servers)], struct{ name, target string }{"nginx", nginx})
 			wrk := driveWrkConns(2, conns)
 			rps := make(map[string][]float64)
+			cpu, n := make(map[string]float64), make(map[string]float64) // CPU seconds and answers over all turns
 			b.ResetTimer()
 			for round := range max(b.N, 1) {
 				for i := range all { // rotate who goes first, to spread the order's bias
 					s := all[(round+i)%len(all)]
-					r, _, _ := wrk(b, s.target+"/x", http.StatusTooManyRequests)
+					pid := os.Getpid() // the others idle while one server takes its turn
+					if s.name == "nginx" {
+						pid = nginxPID
+					}
+					before := processRuntime(pid)
+					r, answers, _ := wrk(b, s.target+"/x", http.StatusTooManyRequests)
 					rps[s.name] = append(rps[s.name], r)
+					cpu[s.name] += (processRuntime(pid) - before).Seconds()
+					n[s.name] += answers
 				}
 			}
 			b.StopTimer()
@@ -86,6 +97,9 @@ func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 			}
 			for _, s := range all {
 				b.ReportMetric(median(rps[s.name]), s.name+"-req/s")
+				if cpu[s.name] > 0 {
+					b.ReportMetric(cpu[s.name]/n[s.name]*1e6, s.name+"-run-µs/req")
+				}
 			}
 			for _, m := range []string{"ceiling", "minimal-goroutine", "minimal-epoll", "minimal-limiter", "lean-parse-limiter"} {
 				var vsHTTP, vsNginx []float64
@@ -94,6 +108,9 @@ func BenchmarkRejectionHandWrittenCeilingVsNetHTTP(b *testing.B) {
 					vsNginx = append(vsNginx, rps[m][i]/rps["nginx"][i])
 				}
 				b.ReportMetric(median(vsHTTP), m+"/nethttp")
+				if m != "ceiling" && cpu[m] > 0 { // how many of its answers net/http's CPU per answer pays for
+					b.ReportMetric(cpu["nethttp"]/n["nethttp"]/(cpu[m]/n[m]), "nethttp-cpu/"+m+"-cpu")
+				}
 				b.ReportMetric(median(vsNginx), m+"/nginx")
 			}
 			var vsNginx []float64
