@@ -441,14 +441,7 @@ func BenchmarkGateway_RejectionCeilingVsNginxWrkConns(b *testing.B) {
 		} else {
 			h, bd = http.Header{"Content-Type": {"text/html"}, "Content-Length": {strconv.Itoa(len(nginxBody))}}, nginxBody
 		}
-		target := bareNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			wh := w.Header()
-			for k, v := range h {
-				wh[k] = v
-			}
-			w.WriteHeader(http.StatusTooManyRequests)
-			w.Write(bd)
-		}))
+		target := bareNetHTTP(b, fixedDenial(h, bd))
 		for _, conns := range []int{50, 1000} {
 			b.Run(fmt.Sprintf("response=%s/conns=%d", resp, conns), func(b *testing.B) {
 				nginx, pid := startNginx(b, up.URL, "")
@@ -493,6 +486,19 @@ func BenchmarkGateway_RejectionGCPercent(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fixedDenial answers every request 429 with h and body, and does nothing
+// else: the bare net/http server of the ceiling benchmarks.
+func fixedDenial(h http.Header, body []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wh := w.Header()
+		for k, v := range h {
+			wh[k] = v
+		}
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write(body)
+	})
 }
 
 // bareNetHTTP serves h on a plain net/http.Server (no httptest wrapping)
