@@ -411,18 +411,7 @@ func TestBigCollections_AWriteToALargeCollectionAllocatesLittle(t *testing.T) {
 	db := openT(t, t.TempDir(), Options{})
 	defer db.Close()
 	const n = 20000
-	var pairs, members [][]byte
-	var zs []ZMember
-	for i := range n {
-		f := fmt.Appendf(nil, "member:%08d", i)
-		pairs = append(pairs, f, b("value-value"))
-		members = append(members, f)
-		zs = append(zs, ZMember{Member: f, Score: float64(i)})
-	}
-	db.HSet(b("h"), pairs...)
-	db.SAdd(b("s"), members...)
-	db.ZAdd(b("z"), zs...)
-	db.RPush(b("l"), members...)
+	fillBigCollections(db, n)
 	const limit = 32 << 10
 	for name, op := range map[string]func(i int) error{
 		"HSET": func(i int) error { _, err := db.HSet(b("h"), fmt.Appendf(nil, "new:%d", i), b("v")); return err },
@@ -488,4 +477,21 @@ func TestBigCollections_MemoryStatisticsCountTheTreesAndGiveThemBack(t *testing.
 	if got := db.mem.arena.bigBytes.Load(); got != 0 {
 		t.Fatalf("after the delete big collections count %d bytes", got)
 	}
+}
+
+// fillBigCollections writes n entries ("member:%08d") into the hash h, the
+// set s, the sorted set z and the list l: big collections of every kind.
+func fillBigCollections(db *DB, n int) {
+	var pairs, members [][]byte
+	var zs []ZMember
+	for i := range n {
+		f := fmt.Appendf(nil, "member:%08d", i)
+		pairs = append(pairs, f, b("value-value"))
+		members = append(members, f)
+		zs = append(zs, ZMember{Member: f, Score: float64(i)})
+	}
+	db.HSet(b("h"), pairs...)
+	db.SAdd(b("s"), members...)
+	db.ZAdd(b("z"), zs...)
+	db.RPush(b("l"), members...)
 }

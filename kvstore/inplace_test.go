@@ -19,18 +19,7 @@ func TestBigCollections_WritesOfOneGroupChangeItsVersionInPlace(t *testing.T) {
 	db := openT(t, t.TempDir(), Options{})
 	defer db.Close()
 	const n = 20000
-	var pairs, members [][]byte
-	var zs []ZMember
-	for i := range n {
-		f := fmt.Appendf(nil, "member:%08d", i)
-		pairs = append(pairs, f, b("value-value"))
-		members = append(members, f)
-		zs = append(zs, ZMember{Member: f, Score: float64(i)})
-	}
-	db.HSet(b("h"), pairs...)
-	db.SAdd(b("s"), members...)
-	db.ZAdd(b("z"), zs...)
-	db.RPush(b("l"), members...)
+	fillBigCollections(db, n)
 	news := make([][]byte, 1000)
 	for i := range news {
 		news[i] = fmt.Appendf(nil, "new:%d", i)

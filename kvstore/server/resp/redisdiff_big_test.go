@@ -56,10 +56,16 @@ func sortedItemsReply(c *redis.Client, pairs bool, args ...any) string {
 // scanItems is every item a full scan (HSCAN, SSCAN, ZSCAN) returns, sorted.
 func scanItems(t *testing.T, c *redis.Client, name, key string) []string {
 	t.Helper()
+	return scanWith(t, c, name, key, "count", "50")
+}
+
+// scanWith is every item of a full scan with options (MATCH, COUNT), sorted.
+func scanWith(t *testing.T, c *redis.Client, name, key string, options ...any) []string {
+	t.Helper()
 	var out []string
 	cursor := "0"
 	for {
-		v, err := c.Do(context.Background(), name, key, cursor, "count", "50").Slice()
+		v, err := c.Do(context.Background(), append([]any{name, key, cursor}, options...)...).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -283,23 +283,7 @@ func addArgs(add string, members []string) []any {
 // scanMatch is every item of a full scan with MATCH, sorted.
 func scanMatch(t *testing.T, c *redis.Client, name, key, pattern string) []string {
 	t.Helper()
-	var out []string
-	cursor := "0"
-	for {
-		v, err := c.Do(context.Background(), name, key, cursor, "match", pattern, "count", "7").Slice()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cursor = fmt.Sprint(v[0])
-		for _, it := range v[1].([]any) {
-			out = append(out, fmt.Sprint(it))
-		}
-		if cursor == "0" {
-			break
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return scanWith(t, c, name, key, "match", pattern, "count", "7")
 }
 
 // RENAME and COPY of big collections share the tree copy-on-write: a
