@@ -12,7 +12,6 @@ package kvstore
 // hash equals another's, or if the collection turned packed meanwhile).
 
 import (
-	"fmt"
 	"sort"
 	"unsafe"
 
@@ -202,19 +201,8 @@ func (tx *Tx) CopyValue(from, to []byte) error {
 	if err != nil {
 		return err
 	}
-	if n := c.big.packedSize(); n+1 > MaxValueSizeLimit {
-		return fmt.Errorf("%w: a collection of %d bytes, the limit is %d", ErrValueTooLarge, n, MaxValueSizeLimit)
-	}
-	switch {
-	case len(to) == 0:
-		return ErrEmptyKey
-	case len(to) > tx.db.opts.MaxKeySize:
-		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrKeyTooLarge, len(to), tx.db.opts.MaxKeySize)
-	}
-	value := make([]byte, 1, 1+c.big.packedSize())
-	value[0] = byte(v.kind)
-	value = append(value, c.big.encode()...)
-	return tx.add(wal.Op{Type: wal.TypeTyped, Key: tx.copyIn(to), Value: value, ExpireAt: v.expireAt},
+	value := append([]byte{byte(v.kind)}, c.big.encode()...)
+	return tx.putWrite(wal.Op{Type: wal.TypeTyped, Key: to, Value: value, ExpireAt: v.expireAt},
 		txWrite{kind: v.kind, big: c.big.clone(), expireAt: v.expireAt, set: true})
 }
 

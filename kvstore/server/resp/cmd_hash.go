@@ -339,7 +339,7 @@ func cmdHRandField(c *call) {
 }
 
 func cmdHScan(c *call) {
-	cursor, pattern, count, ok := c.scanArgs(c.args[2:])
+	cursor, pattern, count, ok := c.scanArgs(c.args[2:], nil)
 	if !ok {
 		return
 	}

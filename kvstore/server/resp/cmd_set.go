@@ -332,7 +332,7 @@ func cmdSMove(c *call) {
 }
 
 func cmdSScan(c *call) {
-	cursor, pattern, count, ok := c.scanArgs(c.args[2:])
+	cursor, pattern, count, ok := c.scanArgs(c.args[2:], nil)
 	if !ok {
 		return
 	}

@@ -195,9 +195,10 @@ func appendDouble(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'g', 17, 64)
 }
 
-// scanArgs parses a collection scan's cursor [MATCH p] [COUNT n] (10 by
-// default, at most MaxScanCount as SCAN's); ok false: the error is written.
-func (c *call) scanArgs(args [][]byte) (cursor uint64, pattern []byte, count int, ok bool) {
+// scanArgs parses a scan's cursor [MATCH p] [COUNT n] (10 by default, at
+// most MaxScanCount), and [TYPE t] when typ is not nil (SCAN's: a known
+// type name, lower case); ok false: the error is written.
+func (c *call) scanArgs(args [][]byte, typ *string) (cursor uint64, pattern []byte, count int, ok bool) {
 	cursor, err := strconv.ParseUint(string(args[0]), 10, 64)
 	if err != nil {
 		c.w.error("ERR invalid cursor")
@@ -209,19 +210,25 @@ func (c *call) scanArgs(args [][]byte) (cursor uint64, pattern []byte, count int
 			c.fail(errSyntax)
 			return 0, nil, 0, false
 		}
-		switch strings.ToUpper(string(args[i])) {
-		case "MATCH":
+		switch name := strings.ToUpper(string(args[i])); {
+		case name == "MATCH":
 			pattern = args[i+1]
-		case "COUNT":
+		case name == "COUNT":
 			n, ok := c.intArg(args[i+1])
 			if !ok {
 				return 0, nil, 0, false
 			}
 			if n < 1 {
-				c.fail(errSyntax)
+				c.fail(errSyntax) // as Redis
 				return 0, nil, 0, false
 			}
 			count = int(min(n, int64(c.s.opts.MaxScanCount)))
+		case name == "TYPE" && typ != nil:
+			*typ = strings.ToLower(string(args[i+1]))
+			if !knownType(*typ) {
+				c.w.error("ERR unknown type name '" + string(args[i+1]) + "'")
+				return 0, nil, 0, false
+			}
 		default:
 			c.fail(errSyntax)
 			return 0, nil, 0, false

@@ -1062,7 +1062,7 @@ func cmdZRandMember(c *call) {
 }
 
 func cmdZScan(c *call) {
-	cursor, pattern, count, ok := c.scanArgs(c.args[2:])
+	cursor, pattern, count, ok := c.scanArgs(c.args[2:], nil)
 	if !ok {
 		return
 	}

@@ -279,44 +279,10 @@ func cmdFlush(c *call) {
 // may hold fewer keys (even none) while the cursor goes on.
 func cmdScan(c *call) {
 	w := c.w
-	cursor, err := strconv.ParseUint(string(c.args[1]), 10, 64)
-	if err != nil {
-		w.error("ERR invalid cursor")
-		return
-	}
-	var pattern []byte
-	count := 10
 	onlyType := ""
-	args := c.args[2:]
-	for i := 0; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.fail(errSyntax)
-			return
-		}
-		switch strings.ToUpper(string(args[i])) {
-		case "MATCH":
-			pattern = args[i+1]
-		case "COUNT":
-			n, ok := parseStrictInt(args[i+1])
-			if !ok {
-				c.fail(errNotInteger)
-				return
-			}
-			if n < 1 {
-				c.fail(errSyntax) // as Redis
-				return
-			}
-			count = int(min(n, int64(c.s.opts.MaxScanCount)))
-		case "TYPE":
-			onlyType = strings.ToLower(string(args[i+1]))
-			if !knownType(onlyType) {
-				w.error("ERR unknown type name '" + string(args[i+1]) + "'")
-				return
-			}
-		default:
-			c.fail(errSyntax)
-			return
-		}
+	cursor, pattern, count, ok := c.scanArgs(c.args[1:], &onlyType)
+	if !ok {
+		return
 	}
 	// The cursor is a place in the engine's scan order (a key's hash), so
 	// it needs no table and stays valid across connections and restarts.
