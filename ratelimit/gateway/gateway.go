@@ -207,6 +207,7 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          errorLog,
+		ConnContext:       withLingerConn,
 	}
 	if cfg.TLSCertFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
@@ -246,12 +247,22 @@ func (s *Server) serveClient(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(ctx)
 	}
 	iw := newIdleWriter(w, s.cfg.WriteIdleTimeout)
+	var body *idleBody
 	if r.Body != nil && r.Body != http.NoBody {
-		b := &idleBody{ReadCloser: r.Body, rc: iw.rc}
-		b.read.d = s.cfg.ReadIdleTimeout
-		r.Body = b
+		body = &idleBody{ReadCloser: r.Body, rc: iw.rc}
+		body.read.d = s.cfg.ReadIdleTimeout
+		r.Body = body
 	}
 	defer iw.done()
+	if r.Close {
+		defer func() {
+			// The client said this is its last request: once all of it is
+			// read, nothing more is coming to be reset by a plain close.
+			if body == nil || body.eof.Load() {
+				noLinger(r.Context())
+			}
+		}()
+	}
 	if s.auth != nil && r.URL.Path == s.cfg.AuthPath {
 		s.auth.ServeHTTP(iw, r)
 		return

@@ -122,6 +122,8 @@ type idleBody struct {
 	rc    *http.ResponseController
 	read  deadline
 	ended bool
+	// eof is set once the whole body was read without error.
+	eof atomic.Bool
 	// failed is how the body's reading failed, for the answer to the
 	// client (the transport reads the body on a goroutine of its own).
 	failed atomic.Pointer[error]
@@ -170,6 +172,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	switch {
 	case err == io.EOF:
 		b.ended = true
+		b.eof.Store(true)
 		_ = b.rc.SetReadDeadline(time.Time{})
 	case err != nil:
 		// The deadline stays: net/http drains what is left of a failed
