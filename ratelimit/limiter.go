@@ -335,8 +335,10 @@ func (l *Limiter) decide(ctx context.Context, req *Request, cost int64, start ti
 	res.Limits = limits[:len(req.Limits)]
 	check := CheckRequest{Key: req.Key, Limits: req.Limits, Cost: cost}
 	if local := l.local; local != nil {
-		// An in-process store never blocks: no deadline to arm, no breaker.
-		if err := local.CheckAt(ctx, check, now, res.Limits); err != nil {
+		// An in-process store never blocks: no deadline to arm, no breaker,
+		// and no caller's cancellation to heed (a request whose client
+		// half-closed is still decided and answered).
+		if err := local.CheckAt(context.Background(), check, now, res.Limits); err != nil {
 			l.storeFailed(ctx, req, err, res, rs)
 			return
 		}

@@ -254,6 +254,16 @@ func (s *Server) serveClient(w http.ResponseWriter, r *http.Request) {
 		r.Body = body
 	}
 	defer iw.done()
+	defer func() {
+		if v := recover(); v != nil {
+			// The request ended without an answer because its client left
+			// (the proxy saw it, or the middleware's check was cut short).
+			if v == http.ErrAbortHandler && (iw.gone || r.Context().Err() != nil) {
+				s.metrics.clientGone.Add(1)
+			}
+			panic(v)
+		}
+	}()
 	if r.Close {
 		defer func() {
 			// The client said this is its last request: once all of it is
@@ -373,6 +383,16 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Header.Set("X-Forwarded-Proto", proto)
 }
 
+// clientGone ends a request whose client left: no answer (net/http would
+// send an empty 200 for none), the connection closed, and the request
+// counted as gone (serveClient).
+func clientGone(w http.ResponseWriter) {
+	if iw, ok := w.(*idleWriter); ok {
+		iw.gone = true
+	}
+	panic(http.ErrAbortHandler)
+}
+
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	if b, ok := r.Body.(*idleBody); ok {
 		if status, failed := b.bodyFailure(); failed {
@@ -380,8 +400,7 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 			// told (and the connection ends, its framing being lost), or,
 			// gone, told nothing.
 			if status == 0 {
-				s.metrics.clientGone.Add(1)
-				panic(http.ErrAbortHandler)
+				clientGone(w)
 			}
 			w.Header().Set("Connection", "close")
 			detail := "The request body is malformed."
@@ -396,8 +415,7 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 		// The client went away (or half-closed, which net/http takes for
 		// gone): nothing the upstream did, and no made-up answer either,
 		// which net/http would send as an empty 200.
-		s.metrics.clientGone.Add(1)
-		panic(http.ErrAbortHandler)
+		clientGone(w)
 	}
 	status, detail := http.StatusBadGateway, "The upstream API did not answer; retry shortly."
 	var ne net.Error

@@ -75,6 +75,8 @@ type idleWriter struct {
 	write deadline
 	// ctl is what rc points to: in the same allocation.
 	ctl http.ResponseController
+	// gone is set when the request ends because its client left.
+	gone bool
 }
 
 func newIdleWriter(w http.ResponseWriter, d time.Duration) *idleWriter {

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,6 +15,9 @@ import (
 	"github.com/devkit-go/devkit/ratelimit/memory"
 	"github.com/devkit-go/devkit/ratelimit/middleware"
 	"github.com/devkit-go/devkit/ratelimit/policy"
+	"github.com/devkit-go/devkit/ratelimit/redisstore"
+	"github.com/devkit-go/devkit/ratelimit/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // rawRequest sends one request line as written (no client-side cleaning)
@@ -156,5 +160,68 @@ rules:
 	}
 	if got := count("OPTIONS", 10); got != 10 {
 		t.Errorf("OPTIONS: %d of 10, want all (skip_methods)", got)
+	}
+}
+
+// net/http cancels a request's context when the client half-closes (its
+// background read meets EOF), yet the client still reads the answers: an
+// attacker pipelines requests and half-closes. A check cut short by the
+// cancelled context was decided by the failure policy, fail open by
+// default, and the request handed to the next handler counted by nothing,
+// so an in-process handler (a login) ran once per pipelined request past
+// the limit. Now an in-process store decides regardless (the request is
+// limited and answered) and a check on Redis cut short lets nothing
+// through: the handler is aborted (http.ErrAbortHandler, the connection
+// closed).
+func TestBypass_ACancelledRequestContextIsStillLimited(t *testing.T) {
+	for _, store := range []struct {
+		name                string
+		new                 func(t *testing.T) ratelimit.Store
+		ran, denied, abortd int
+	}{
+		{"memory", func(*testing.T) ratelimit.Store { return memory.New(memory.Options{}) }, 2, 8, 0},
+		{"redis", func(t *testing.T) ratelimit.Store {
+			client := redis.NewClient(&redis.Options{Addr: redistest.StartRedis(t).Addr})
+			t.Cleanup(func() { client.Close() })
+			return redisstore.New(client, redisstore.Options{})
+		}, 0, 0, 10},
+	} {
+		t.Run(store.name, func(t *testing.T) {
+			l := ratelimit.New(store.new(t), ratelimit.Options{})
+			p := parsePolicy(t, `
+rules:
+  - {name: login, paths: [/login], key: [ip], limits: [{limit: 2, window: 1h}]}
+`)
+			var ran, denied, aborted int
+			h := middleware.New(l, p, middleware.Options{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ran++
+			}))
+			serveCancelled := func() {
+				defer func() {
+					if v := recover(); v != nil {
+						if v != http.ErrAbortHandler {
+							panic(v)
+						}
+						aborted++
+					}
+				}()
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				r := httptest.NewRequest("POST", "/login", nil).WithContext(ctx)
+				r.RemoteAddr = "203.0.113.9:5000"
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code == http.StatusTooManyRequests {
+					denied++
+				}
+			}
+			for range 10 {
+				serveCancelled()
+			}
+			if ran != store.ran || denied != store.denied || aborted != store.abortd {
+				t.Errorf("10 requests with a cancelled context: the handler ran %d times, %d denied, %d aborted; want %d, %d, %d",
+					ran, denied, aborted, store.ran, store.denied, store.abortd)
+			}
+		})
 	}
 }

@@ -104,6 +104,15 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		}
 		switch res.Source {
 		case ratelimit.FromFailOpen:
+			if r.Context().Err() != nil {
+				// The check was cut short by the request's end, not by the
+				// store: nothing decided, so nothing passes. net/http ends
+				// the context when the client half-closes, yet the client
+				// reads on: pipelined requests and a half-close must not
+				// reach next uncounted. No made-up answer either (net/http
+				// would send an empty 200): the connection is closed.
+				panic(http.ErrAbortHandler)
+			}
 			next.ServeHTTP(w, r)
 			return
 		case ratelimit.FromFailClosed:
