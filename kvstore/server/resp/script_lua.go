@@ -215,10 +215,11 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 	g.RawSetString("cjson", openCJSON(L))
 	g.RawSetString("bit", openBit(L))
 	g.RawSetString("struct", openStruct(L))
+	g.RawSetString("cmsgpack", openCMsgpack(L))
 
 	vm.redisTable = g.RawGetString("redis").(*lua.LTable)
 	// Every library table becomes an empty proxy over a hidden table.
-	for _, name := range []string{"string", "table", "math", "coroutine", "redis", "cjson", "bit", "struct"} {
+	for _, name := range []string{"string", "table", "math", "coroutine", "redis", "cjson", "bit", "struct", "cmsgpack"} {
 		g.RawSetString(name, vm.protect(g.RawGetString(name).(*lua.LTable)))
 	}
 	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
