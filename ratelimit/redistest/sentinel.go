@@ -125,6 +125,32 @@ func (g *SentinelGroup) MasterAddr(ctx context.Context) (string, error) {
 	return net.JoinHostPort(hp[0], hp[1]), nil
 }
 
+// KillMaster kills the master (SIGKILL: nothing flushed, nothing handed
+// over) and returns the address of the replica the sentinels promote once
+// the first sentinel names it (after the group's downAfter and an
+// election).
+func (g *SentinelGroup) KillMaster(ctx context.Context) (string, error) {
+	old, err := g.MasterAddr(ctx)
+	if err != nil {
+		return "", err
+	}
+	if old != g.Master.Addr {
+		return "", fmt.Errorf("the sentinels name %s the master, not the group's first master %s", old, g.Master.Addr)
+	}
+	g.Master.Stop()
+	for {
+		addr, err := g.MasterAddr(ctx)
+		if err == nil && addr != old {
+			return addr, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", errors.Join(fmt.Errorf("no new master after the master was killed: %w", ctx.Err()), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // Failover orders a failover (SENTINEL FAILOVER) through the first
 // sentinel, retrying while it has no replica to promote yet, and returns
 // the new master's address once that sentinel names it.
