@@ -138,6 +138,11 @@ func (g *SentinelGroup) KillMaster(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("the sentinels name %s the master, not the group's first master %s", old, g.Master.Addr)
 	}
 	g.Master.Stop()
+	return g.newMaster(ctx, old, "after the master was killed")
+}
+
+// newMaster waits for the first sentinel to name a master other than old.
+func (g *SentinelGroup) newMaster(ctx context.Context, old, after string) (string, error) {
 	for {
 		addr, err := g.MasterAddr(ctx)
 		if err == nil && addr != old {
@@ -145,8 +150,8 @@ func (g *SentinelGroup) KillMaster(ctx context.Context) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return "", errors.Join(fmt.Errorf("no new master after the master was killed: %w", ctx.Err()), err)
-		case <-time.After(20 * time.Millisecond):
+			return "", errors.Join(fmt.Errorf("no new master %s: %w", after, ctx.Err()), err)
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
@@ -175,15 +180,5 @@ func (g *SentinelGroup) Failover(ctx context.Context) (string, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	for {
-		addr, err := g.MasterAddr(ctx)
-		if err == nil && addr != old {
-			return addr, nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", errors.Join(fmt.Errorf("no new master after the failover: %w", ctx.Err()), err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return g.newMaster(ctx, old, "after the failover")
 }
