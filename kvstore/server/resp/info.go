@@ -80,6 +80,13 @@ func (s *Server) info(sections [][]byte) string {
 		line("used_memory_rss", ms.Sys-ms.HeapReleased)
 		line("used_memory_rss_human", humanBytes(ms.Sys-ms.HeapReleased))
 		line("used_memory_dataset", st.DataBytes)
+		e := s.scripts
+		e.mu.Lock()
+		cached := len(e.cache)
+		e.mu.Unlock()
+		line("number_of_cached_scripts", cached)
+		line("number_of_functions", e.funcCount.Load())
+		line("number_of_libraries", e.libCount.Load())
 		line("maxmemory", 0)
 		line("maxmemory_policy", "noeviction")
 		line("mem_allocator", "go")
