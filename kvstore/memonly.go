@@ -13,7 +13,9 @@ import "context"
 
 // openMemoryOnly opens an empty store that lives in memory only.
 func openMemoryOnly(o Options) *DB {
-	db := &DB{opts: o, mem: newMemtable(), expiredSeen: make(chan string, expiredSeenQueue)}
+	mem := newMemtable()
+	mem.lazyOrder = true // no snapshot needs the key order: built at its first use
+	db := &DB{opts: o, mem: mem, expiredSeen: make(chan string, expiredSeenQueue)}
 	db.bgCtx, db.bgCancel = context.WithCancel(context.Background())
 	db.pipe = newCommitPipeline(memoryEnv{logEnv{db}}, 1)
 	db.startSweep()
