@@ -42,7 +42,11 @@ type SnapshotInfo struct {
 // Snapshot writes a snapshot of the current state and compacts the log: the
 // segments both kept snapshots cover are removed, and snapshots older than
 // the previous one. Writers keep going while it runs.
+// A memory-only store returns ErrMemoryOnly.
 func (db *DB) Snapshot(ctx context.Context) (SnapshotInfo, error) {
+	if db.opts.MemoryOnly {
+		return SnapshotInfo{}, ErrMemoryOnly
+	}
 	db.mu.Lock()
 	if db.closing {
 		db.mu.Unlock()

@@ -59,11 +59,21 @@ type DB struct {
 }
 
 // Open opens (creating if needed) the engine in dir, recovering its state
-// from the newest valid snapshot and the log after it.
+// from the newest valid snapshot and the log after it. With
+// Options.MemoryOnly, dir must be "": the store starts empty and touches no
+// file.
 func Open(dir string, opts Options) (*DB, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case o.MemoryOnly && dir != "":
+		return nil, fmt.Errorf("kvstore: a memory-only store has no data directory; open it with \"\", not %q", dir)
+	case o.MemoryOnly:
+		return openMemoryOnly(o), nil
+	case dir == "":
+		return nil, errors.New("kvstore: no data directory given (Options.MemoryOnly keeps the store in memory, with no files)")
 	}
 	if err := o.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("kvstore: create data directory: %w", err)
@@ -91,10 +101,15 @@ func openLocked(dir string, o Options, lock *dirlock.Lock, act recoveryActions) 
 	if o.Sync == SyncPeriodic {
 		db.every(o.SyncInterval, db.syncCurrentSegment)
 	}
-	if o.ExpirySweepInterval > 0 {
-		db.every(o.ExpirySweepInterval, db.sweepExpired)
-	}
+	db.startSweep()
 	return db, nil
+}
+
+// startSweep starts the background deletion of expired keys.
+func (db *DB) startSweep() {
+	if db.opts.ExpirySweepInterval > 0 {
+		db.every(db.opts.ExpirySweepInterval, db.sweepExpired)
+	}
 }
 
 // Get returns a copy of the value of key, or ErrNotFound.
@@ -345,8 +360,12 @@ func (db *DB) Scan(o ScanOptions) (ScanPage, error) {
 // Len is the number of keys.
 func (db *DB) Len() int { return int(db.mem.keys.Load()) }
 
-// Dir is the data directory.
+// Dir is the data directory; "" for a memory-only store.
 func (db *DB) Dir() string { return db.dir }
+
+// MemoryOnly reports whether the store was opened with Options.MemoryOnly:
+// it keeps nothing on disk.
+func (db *DB) MemoryOnly() bool { return db.opts.MemoryOnly }
 
 // failure is the sticky error that made the engine read-only, or nil.
 func (db *DB) failure() error {
@@ -423,6 +442,9 @@ func (db *DB) Close() error {
 	// Write every record already enqueued, then take the log for good.
 	_ = db.pipe.close() // a failure is db.failure() too
 	db.closed.Store(true)
+	if db.opts.MemoryOnly {
+		return nil // no log, no lock
+	}
 
 	var err error
 	if db.failure() == nil {

@@ -17,6 +17,10 @@
 // crash of the process loses nothing; a power loss can lose the last
 // SyncInterval (periodic) or what the OS had not flushed yet (none).
 //
+// Options.MemoryOnly, opened with Open("", …), makes a cache instead: the
+// same engine without a data directory, log or snapshot, writing no file at
+// all; nothing survives Close.
+//
 // # Recovery
 //
 // Open loads the newest snapshot that passes its checksum (falling back to

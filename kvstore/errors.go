@@ -34,6 +34,9 @@ var (
 	ErrReadOnlyView = errors.New("kvstore: write in a read-only view")
 	// ErrBatchTooLarge: a batch whose encoding passes the format's record bound.
 	ErrBatchTooLarge = errors.New("kvstore: batch too large")
+	// ErrMemoryOnly: an operation that writes into the data directory
+	// (Snapshot) on a store opened with Options.MemoryOnly, which has none.
+	ErrMemoryOnly = errors.New("kvstore: the store is memory-only: it has no data directory to write to")
 )
 
 // RepairCommand is what a user runs to repair the data directory dir: the

@@ -46,3 +46,20 @@ func Example() {
 	// user:2=v-user:2
 	// 3 keys after reopen
 }
+
+// A memory-only store is a cache: no directory, no file, nothing survives
+// Close.
+func ExampleOpen_memoryOnly() {
+	db, err := kvstore.Open("", kvstore.Options{MemoryOnly: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Set([]byte("session:42"), []byte("alice")); err != nil {
+		log.Fatal(err)
+	}
+	v, _ := db.Get([]byte("session:42"))
+	fmt.Printf("%s %v %q\n", v, db.MemoryOnly(), db.Dir())
+	// Output:
+	// alice true ""
+}

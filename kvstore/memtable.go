@@ -3,6 +3,7 @@ package kvstore
 import (
 	"bytes"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +78,13 @@ type memtable struct {
 	tree     *btree.BTreeG[ref]
 	scanTree *btree.BTreeG[scanItem] // the scan order (scanorder.go)
 	seq      uint64                  // last sequence number applied; guarded by treeMu
+	// lazyOrder: the key order (tree) is not kept up to date, and is empty,
+	// until its first use (an ordered Scan or a checkpoint), which builds it
+	// from the scan order; from then on it is kept like a durable store's.
+	// A memory-only store starts so: it writes no snapshot, and a new key's
+	// insert into the key order was its largest cost after the system calls
+	// (cache misses on the keys it compares). Guarded by treeMu.
+	lazyOrder bool
 
 	probeMu sync.Mutex // one scan seeks at a time
 	probe   []byte
@@ -268,7 +276,7 @@ func (m *memtable) memoryBytes() int64 {
 		s.mu.RUnlock()
 	}
 	m.treeMu.RLock()
-	n += int64(m.tree.Len()) * (8 + 16) // the key order's and the scan order's items
+	n += int64(m.scanTree.Len()) * (8 + 16) // the key order's and the scan order's items
 	m.treeMu.RUnlock()
 	return n
 }
@@ -335,7 +343,9 @@ func (m *memtable) apply(muts []mutation, seq uint64) {
 		ops = append(ops, m.applyToMap(&muts[i], false, inPlace))
 	}
 	for i := range ops {
-		m.applyToTree(m.tree, &ops[i])
+		if !m.lazyOrder {
+			m.applyToTree(m.tree, &ops[i])
+		}
 		m.applyToScanTree(m.scanTree, &ops[i])
 	}
 	m.seq = seq
@@ -665,7 +675,28 @@ type frozen struct {
 func (m *memtable) freeze() frozen {
 	m.treeMu.Lock()
 	defer m.treeMu.Unlock()
+	m.buildOrder()
 	return frozen{tree: m.tree.Clone(), arena: m.arena, seq: m.seq, count: m.tree.Len(), release: m.arena.hold()}
+}
+
+// buildOrder builds the key order from the scan order, which holds every
+// live record, when it is not kept (lazyOrder), and keeps it from then on:
+// sorted first, then inserted in ascending order, each insert comparing
+// with the keys just inserted. Called with treeMu held for writing.
+func (m *memtable) buildOrder() {
+	if !m.lazyOrder {
+		return
+	}
+	refs := make([]ref, 0, m.scanTree.Len())
+	m.scanTree.Ascend(func(it scanItem) bool {
+		refs = append(refs, it.ref())
+		return true
+	})
+	slices.SortFunc(refs, func(a, b ref) int { return bytes.Compare(m.arena.key(a), m.arena.key(b)) })
+	for _, r := range refs {
+		m.tree.ReplaceOrInsert(r)
+	}
+	m.lazyOrder = false
 }
 
 // scan returns up to limit entries whose keys start with prefix and sort
@@ -682,6 +713,13 @@ func (m *memtable) scan(prefix, after []byte, limit int, now int64) ([]Entry, bo
 	defer m.probeMu.Unlock()
 	m.probe = start
 	m.treeMu.RLock()
+	if m.lazyOrder {
+		m.treeMu.RUnlock()
+		m.treeMu.Lock()
+		m.buildOrder()
+		m.treeMu.Unlock()
+		m.treeMu.RLock() // lazyOrder stays false from now on
+	}
 	defer m.treeMu.RUnlock()
 	m.tree.AscendGreaterOrEqual(probeRef, func(r ref) bool {
 		k, v, exp, _ := m.arena.record(r)

@@ -92,6 +92,16 @@ const (
 
 // Options configure an engine. The zero value is the strict default.
 type Options struct {
+	// MemoryOnly keeps the store in memory and nowhere else, as a cache:
+	// no data directory, no log, no snapshots, no file of any kind, and
+	// nothing survives Close or the process. Open takes "" as its
+	// directory. A write is acknowledged once it is applied in memory
+	// (Sync and the log's options are ignored; SyncPolicy reports
+	// SyncNone), and Snapshot returns ErrMemoryOnly. Checkpoint and
+	// StreamCheckpoint still copy the store where the caller asks, as a
+	// Redis without persistence still answers a replica's or redis-cli
+	// --rdb's request for a copy.
+	MemoryOnly bool
 	// Sync is the durability policy; SyncAlways when zero.
 	Sync SyncPolicy
 	// SyncInterval is the fsync period under SyncPeriodic; 1s when zero.
@@ -157,6 +167,9 @@ func (o *Options) now() time.Time {
 func (o Options) withDefaults() (Options, error) {
 	if o.Sync < SyncAlways || o.Sync > SyncNone {
 		return o, fmt.Errorf("kvstore: invalid sync policy %d", o.Sync)
+	}
+	if o.MemoryOnly {
+		o.Sync = SyncNone // acknowledged once applied: there is no disk to wait for
 	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = DefaultSyncInterval

@@ -37,6 +37,8 @@ type Stats struct {
 	KeysWithTTL int64  `json:"keys_with_ttl"`
 	Seq         uint64 `json:"seq"` // last acknowledged sequence number
 	SyncPolicy  string `json:"sync_policy"`
+	// MemoryOnly: the store keeps nothing on disk (Options.MemoryOnly).
+	MemoryOnly bool `json:"memory_only"`
 
 	Sets    uint64 `json:"sets"`
 	Deletes uint64 `json:"deletes"`
@@ -82,6 +84,7 @@ func (db *DB) Stats() Stats {
 		MemoryBytes:          db.mem.memoryBytes(),
 		KeysWithTTL:          db.mem.keysWithTTL(),
 		SyncPolicy:           db.opts.Sync.String(),
+		MemoryOnly:           db.opts.MemoryOnly,
 		Sets:                 c.sets.Load(),
 		Deletes:              c.deletes.Load(),
 		LogBytes:             c.logBytes.Load(),

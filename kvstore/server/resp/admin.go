@@ -25,9 +25,16 @@ func (s *Server) lastSave() time.Time {
 func cmdLastSave(c *call) { c.w.integer(c.s.lastSave().Unix()) }
 
 // cmdSave writes a snapshot now. SAVE answers once it is durable; BGSAVE
-// starts it and answers at once, as Redis does.
+// starts it and answers at once, as Redis does. A memory-only server has
+// no data directory to save into: both answer an error (a Redis without
+// persistence still writes dump.rdb into its working directory; a
+// memory-only devkit promises to write no file at all).
 func cmdSave(c *call) {
 	s := c.s
+	if s.store.Stats().MemoryOnly {
+		c.w.error(errMemoryOnlySave(c.cmd.name))
+		return
+	}
 	if c.cmd.name == "bgsave" {
 		if len(c.args) > 2 || (len(c.args) == 2 && !strings.EqualFold(string(c.args[1]), "SCHEDULE")) {
 			c.fail(errSyntax)
@@ -58,6 +65,11 @@ func cmdSave(c *call) {
 		return
 	}
 	c.w.ok()
+}
+
+// errMemoryOnlySave is SAVE's and BGSAVE's answer on a memory-only server.
+func errMemoryOnlySave(cmd string) string {
+	return "ERR " + strings.ToUpper(cmd) + " is not available: this server is memory-only and has no data directory to save into"
 }
 
 func cmdConfig(c *call) {
@@ -117,9 +129,14 @@ func cmdConfig(c *call) {
 
 // configParams are the read-only settings CONFIG GET reports, in Redis's names.
 func (s *Server) configParams() [][2]string {
-	fsync := map[string]string{"always": "always", "periodic": "everysec", "none": "no"}[s.store.Stats().SyncPolicy]
+	st := s.store.Stats()
+	fsync := map[string]string{"always": "always", "periodic": "everysec", "none": "no"}[st.SyncPolicy]
+	appendOnly := "yes"
+	if st.MemoryOnly {
+		appendOnly = "no"
+	}
 	return append([][2]string{
-		{"appendonly", "yes"},
+		{"appendonly", appendOnly},
 		{"appendfsync", fsync},
 		{"save", ""},
 		{"databases", "1"},

@@ -20,9 +20,17 @@ import (
 	"github.com/devkit-go/devkit/kvstore/server/resp"
 )
 
+// memoryOnly, as openBenchDB's policy, opens a memory-only engine
+// (kvstore.Options.MemoryOnly, devkit kv serve --data "").
+const memoryOnly kvstore.SyncPolicy = -1
+
 func openBenchDB(b *testing.B, policy kvstore.SyncPolicy) *kvstore.DB {
 	b.Helper()
-	db, err := kvstore.Open(b.TempDir(), kvstore.Options{Sync: policy, Logger: servertest.Logger(b)})
+	dir, o := b.TempDir(), kvstore.Options{Sync: policy, Logger: servertest.Logger(b)}
+	if policy == memoryOnly {
+		dir, o = "", kvstore.Options{MemoryOnly: true, Logger: o.Logger}
+	}
+	db, err := kvstore.Open(dir, o)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -96,7 +96,8 @@ func (s *Server) info(sections [][]byte) string {
 		line("loading", 0)
 		line("rdb_bgsave_in_progress", boolInt(s.saving.Load()))
 		line("rdb_last_save_time", s.lastSave().Unix())
-		line("aof_enabled", 1)
+		line("aof_enabled", boolInt(!st.MemoryOnly))
+		line("memory_only", boolInt(st.MemoryOnly)) // nothing on disk: nothing survives the process
 		status := "ok"
 		if st.ReadOnly {
 			status = "err"

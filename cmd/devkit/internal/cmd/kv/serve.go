@@ -89,6 +89,12 @@ client commands use) and the Redis protocol, RESP2 (--resp, off by default). An
 address of "" turns a listener off. A write is answered only after the engine
 acknowledged it under --sync. Logs go to stderr.
 
+--data "" runs a memory-only server, a cache: no data directory, no log, no
+snapshots, no file of any kind; a write is answered once it is in memory and
+every key is lost when the server stops. SAVE and BGSAVE answer an error there
+(devkit kv backup and migrate still copy the keys out), and INFO persistence
+says memory_only:1. --sync and the log's flags need a data directory.
+
 On SIGINT or SIGTERM the server stops accepting, answers the requests in flight
 (within --shutdown-timeout), closes the engine and exits 0. If the engine cannot
 open (another process holds the directory, corruption) it exits 1 with the reason.
@@ -101,6 +107,7 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 		Example: `  devkit kv serve
   devkit kv serve --data /var/lib/kv --resp 127.0.0.1:6380 --sync periodic
   devkit kv serve --http "" --tcp 127.0.0.1:5000
+  devkit kv serve --data "" --resp 127.0.0.1:6380    # memory-only: a cache, nothing on disk
   DEVKIT_KV_PASSWORD=s3cret devkit kv serve --resp :6380 --tls-cert cert.pem --tls-key key.pem`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -111,7 +118,7 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&opts.DataDir, "data", "./data", "data `DIR` (created if missing; one server at a time)")
+	fs.StringVar(&opts.DataDir, "data", "./data", "data `DIR` (created if missing; one server at a time); \"\": memory-only, nothing on disk")
 	fs.StringVar(&opts.HTTPAddr, "http", server.DefaultHTTPAddr, "HTTP listen `ADDR`; \"\" turns it off")
 	fs.StringVar(&opts.TCPAddr, "tcp", server.DefaultTCPAddr, "TCP JSON listen `ADDR`; \"\" turns it off")
 	fs.StringVar(&opts.RESPAddr, "resp", "", "Redis protocol (RESP2) listen `ADDR`; off when \"\"")
@@ -165,6 +172,15 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 		if (opts.TLSCert == "") != (opts.TLSKey == "") {
 			return cmdutil.UsageErrorf("--tls-cert and --tls-key go together")
 		}
+		if opts.DataDir == "" {
+			// A flag about the log on a server that has none is a mistake
+			// in the command line: say so rather than ignore it.
+			for _, name := range []string{"sync", "sync-interval", "segment-size", "compaction-threshold"} {
+				if fs.Changed(name) {
+					return cmdutil.UsageErrorf("--%s needs a data directory: --data \"\" keeps everything in memory, with no log", name)
+				}
+			}
+		}
 		return nil
 	}
 	return cmd
@@ -214,10 +230,13 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	// engine's recovery.
 	cfg := serverConfig(opts, log)
 	cfg.RESP.OnShutdown = func(context.Context) { shutdown() }
-	// Redis 7 functions survive restarts: a file beside the engine's log.
-	cfg.RESP.FunctionsFile = filepath.Join(opts.DataDir, resp.FunctionsFileName)
-	// and a backup carries them with its checkpoint.
-	cfg.TCP.BackupFiles = []string{cfg.RESP.FunctionsFile}
+	memoryOnly := opts.DataDir == ""
+	if !memoryOnly {
+		// Redis 7 functions survive restarts: a file beside the engine's log.
+		cfg.RESP.FunctionsFile = filepath.Join(opts.DataDir, resp.FunctionsFileName)
+		// and a backup carries them with its checkpoint.
+		cfg.TCP.BackupFiles = []string{cfg.RESP.FunctionsFile}
+	}
 	if opts.TLSCert != "" {
 		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
 		if err != nil {
@@ -237,14 +256,19 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		MaxValueSize:        opts.MaxValueSize,
 		SegmentSize:         opts.SegmentSize,
 		CompactionThreshold: opts.CompactionThreshold,
+		MemoryOnly:          memoryOnly,
 		Logger:              log,
 	})
 	if err != nil {
 		bound.Close()
 		return fmt.Errorf("cannot open the engine: %w", err)
 	}
-	log.Info("engine open", "dir", opts.DataDir, "keys", db.Len(), "sync", policy.String(),
-		"replayed_records", db.Stats().ReplayedRecords, "torn_tail_bytes", db.Stats().TornTailBytes)
+	if memoryOnly {
+		log.Warn("memory-only engine (--data \"\"): nothing is written to disk and every key is lost when the server stops")
+	} else {
+		log.Info("engine open", "dir", opts.DataDir, "keys", db.Len(), "sync", policy.String(),
+			"replayed_records", db.Stats().ReplayedRecords, "torn_tail_bytes", db.Stats().TornTailBytes)
+	}
 
 	srv := server.New(db, cfg)
 	if err := srv.Listen(ctx); err != nil {

@@ -42,8 +42,16 @@ var listeningLine = regexp.MustCompile(`msg=listening transport=(\w+) addr=(\S+)
 // is up, or the process exits.
 func startServe(t *testing.T, args ...string) *serverProcess {
 	t.Helper()
+	return startServeIn(t, "", nil, args...)
+}
+
+// startServeIn is startServe in the working directory wd ("": this
+// process's) with env added to the environment.
+func startServeIn(t *testing.T, wd string, env []string, args ...string) *serverProcess {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--http", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--resp", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Env = append(append(os.Environ(), childEnv+"=1"), env...)
+	cmd.Dir = wd
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

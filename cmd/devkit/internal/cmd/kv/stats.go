@@ -63,10 +63,18 @@ func writeStats(ios *cmdutil.IOStreams, st kvstore.Stats) error {
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	row("keys", st.Keys)
 	row("data bytes", st.DataBytes)
-	row("sync policy", st.SyncPolicy)
+	if st.MemoryOnly {
+		row("persistence", "none: memory-only, nothing survives the server")
+	} else {
+		row("persistence", "log and snapshots")
+		row("sync policy", st.SyncPolicy)
+	}
 	row("sets", st.Sets)
 	row("deletes", st.Deletes)
 	row("gets (hits/misses)", fmt.Sprintf("%d (%d/%d)", st.Gets, st.Hits, st.Misses))
+	if st.MemoryOnly {
+		return tw.Flush()
+	}
 	row("log bytes", st.LogBytes)
 	row("log segments", st.LogSegments)
 	row("fsyncs", st.Fsyncs)
