@@ -79,7 +79,7 @@ type scriptRun struct {
 	// shutdown: SHUTDOWN NOSAVE asked for the process to end; the script's
 	// writes are dropped (its update fails).
 	shutdown atomic.Bool
-	cancel   context.CancelFunc
+	ctx      stopContext  // what the script runs under: stop ends it
 	cause    atomic.Value // string: why the script was stopped
 	command  [][]byte     // the EVAL or FCALL (FUNCTION STATS)
 	// serveBusy serves the other connections of the event loop that runs
@@ -90,7 +90,9 @@ type scriptRun struct {
 	ended     bool // (serving) the script returned: serve no more
 }
 
-// scriptCtx is one run as the Lua side sees it (redis.call).
+// scriptCtx is one run as the Lua side sees it (redis.call). It is the
+// VM's own, reused from run to run with its buffers (one script runs at a
+// time on a VM, under vmMu).
 type scriptCtx struct {
 	e        *scriptEngine
 	c        *call
@@ -216,9 +218,16 @@ func (e *scriptEngine) lookup(sha []byte) *evalScript {
 	if len(sha) != 40 {
 		return nil
 	}
+	var lower [40]byte // the cache's key, without a string to allocate
+	for i, c := range sha {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.cache[strings.ToLower(string(sha))]
+	return e.cache[string(lower[:])]
 }
 
 // evalVM returns EVAL's VM (vmMu held).
@@ -260,11 +269,7 @@ func cmdEval(c *call) {
 			vm.fns[script.sha] = fn
 		}
 		return vm, runSpec{eval: true, name: script.sha, source: "@user_script", readOnly: ro || script.noWrites,
-			prepare: func(L *lua.LState) []lua.LValue {
-				vm.globals.RawSetString("KEYS", luaStrings(L, keys))
-				vm.globals.RawSetString("ARGV", luaStrings(L, argv))
-				return nil
-			}, fn: fn}, ""
+			keys: keys, argv: argv, fn: fn}, ""
 	})
 }
 
@@ -285,24 +290,11 @@ func scriptKeys(c *call) (keys, argv [][]byte, ok bool) {
 	return c.args[3 : 3+n], c.args[3+n:], true
 }
 
-func luaStrings(L *lua.LState, ss [][]byte) *lua.LTable {
-	t := L.CreateTable(len(ss), 0)
-	size := 0
-	for _, s := range ss {
-		size += len(s)
-	}
-	// One string holds them all; each element is a piece of it.
-	var all strings.Builder
-	all.Grow(size)
-	for _, s := range ss {
-		all.Write(s)
-	}
-	joined := all.String()
-	at := 0
-	for i, s := range ss {
-		t.RawSetInt(i+1, lua.LString(joined[at:at+len(s)]))
-		at += len(s)
-	}
+// luaStrings is a new table of ss (FCALL's keys and args: a function may
+// keep them).
+func (vm *luaVM) luaStrings(ss [][]byte) *lua.LTable {
+	t := vm.L.CreateTable(len(ss), 0)
+	vm.vals.fill(t, ss)
 	return t
 }
 
@@ -313,9 +305,9 @@ type runSpec struct {
 	source   string
 	readOnly bool
 	resp3    bool
-	// prepare sets the call's globals and returns its arguments.
-	prepare func(L *lua.LState) []lua.LValue
-	fn      *lua.LFunction
+	// keys and argv: EVAL's KEYS and ARGV globals, FCALL's two arguments.
+	keys, argv [][]byte
+	fn         *lua.LFunction
 }
 
 // errScriptDropped fails a script's update: its writes are not kept
@@ -327,7 +319,10 @@ var errScriptDropped = errors.New("the script was stopped by SHUTDOWN NOSAVE; it
 // (lock order: the commit pipeline, then vmMu — EVAL inside EXEC holds the
 // pipeline already), or returns an error reply.
 func (e *scriptEngine) run(c *call, pick func(e *scriptEngine) (*luaVM, runSpec, string)) {
-	var reply replyWriter
+	// The reply is built in the connection's own buffer for it (the VM's
+	// are the next script's once vmMu is released) and copied out once the
+	// update is in: a failed update answers its error alone.
+	reply := &c.cl.scriptReply
 	err := c.update(func(tx txn) error {
 		reply.buf, reply.errs = reply.buf[:0], 0
 		e.vmMu.Lock()
@@ -337,9 +332,9 @@ func (e *scriptEngine) run(c *call, pick func(e *scriptEngine) (*luaVM, runSpec,
 			reply.error(refused)
 			return nil
 		}
-		ctx := &stopContext{}
-		run := &scriptRun{start: time.Now(), eval: spec.eval, name: spec.name, cancel: ctx.stop, command: c.args, serveBusy: c.cl.serveBusy}
-		sc := &scriptCtx{e: e, c: c, tx: tx, run: run, readOnly: spec.readOnly, resp3: spec.resp3, fn: spec.name, source: spec.source}
+		run := &scriptRun{eval: spec.eval, name: spec.name, command: c.args, serveBusy: c.cl.serveBusy}
+		run.start = time.Now()
+		sc := vm.begin(e, c, tx, run, spec)
 		e.begin(run)
 		func() {
 			defer e.end(run)
@@ -350,7 +345,7 @@ func (e *scriptEngine) run(c *call, pick func(e *scriptEngine) (*luaVM, runSpec,
 					reply.error("ERR internal error running the script")
 				}
 			}()
-			vm.call(ctx, sc, spec, &reply)
+			vm.call(sc, spec, reply)
 		}()
 		if spec.eval && !vm.intact() {
 			vm.L.Close()
@@ -367,33 +362,92 @@ func (e *scriptEngine) run(c *call, pick func(e *scriptEngine) (*luaVM, runSpec,
 	}
 	c.w.buf = append(c.w.buf, reply.buf...)
 	c.w.errs += reply.errs
+	if cap(reply.buf) > keepScratchBytes {
+		reply.buf = nil
+	}
+}
+
+// begin readies the VM's run context for one run (vmMu held).
+func (vm *luaVM) begin(e *scriptEngine, c *call, tx txn, run *scriptRun, spec runSpec) *scriptCtx {
+	sc := &vm.sc
+	reply, args := sc.reply.buf[:0], sc.args[:0]
+	*sc = scriptCtx{e: e, c: c, tx: tx, run: run, readOnly: spec.readOnly, resp3: spec.resp3, fn: spec.name,
+		source: spec.source, args: args}
+	sc.reply.buf = reply
+	return sc
 }
 
 // call runs the function on the VM and converts its result.
-func (vm *luaVM) call(ctx context.Context, sc *scriptCtx, spec runSpec, w *replyWriter) {
+func (vm *luaVM) call(sc *scriptCtx, spec runSpec, w *replyWriter) {
 	L := vm.L
-	ud := L.NewUserData()
-	ud.Value = sc
-	L.G.Registry.RawSetString("__devkit_run", ud)
+	vm.runUD.Value = sc
 	vm.cur = sc
 	defer func() {
 		vm.cur = nil
-		L.G.Registry.RawSetString("__devkit_run", lua.LNil)
+		vm.runUD.Value = nil
+		sc.c, sc.tx, sc.run = nil, nil, nil // nothing of the run outlives it
 		L.RemoveContext()
 		L.SetTop(0)
 	}()
-	args := spec.prepare(L)
-	L.SetContext(ctx)
+	nargs := 0
 	L.Push(spec.fn)
-	for _, a := range args {
-		L.Push(a)
+	if spec.eval {
+		vm.keys.set(vm, "KEYS", spec.keys)
+		vm.argv.set(vm, "ARGV", spec.argv)
+	} else {
+		L.Push(vm.luaStrings(spec.keys))
+		L.Push(vm.luaStrings(spec.argv))
+		nargs = 2
 	}
-	err := L.PCall(len(args), 1, nil)
+	L.SetContext(&sc.run.ctx)
+	err := L.PCall(nargs, 1, nil)
 	if err != nil {
 		w.error(sc.errorText(err))
 		return
 	}
 	luaToReply(w, L.Get(-1), 0)
+}
+
+// argTable is EVAL's KEYS or ARGV table, kept from one call to the next
+// while the script left it as it was given (Redis builds new ones every
+// call; a script can tell the two apart only by changing one, and then the
+// next call gets a new one).
+type argTable struct {
+	t *lua.LTable
+	n int // the elements set last
+}
+
+// set makes t the global name with the elements ss.
+func (at *argTable) set(vm *luaVM, name string, ss [][]byte) {
+	if at.t == nil || !at.intact(&vm.vals) {
+		at.t, at.n = vm.L.CreateTable(len(ss), 0), 0
+		vm.globals.RawSetString(name, at.t)
+	}
+	vm.vals.fill(at.t, ss)
+	for i := len(ss) + 1; i <= at.n; i++ {
+		at.t.RawSetInt(i, lua.LNil)
+	}
+	at.n = len(ss)
+}
+
+// intact: no metatable and nothing past the elements set (those are
+// compared, and replaced where they differ, when the table is filled
+// again). The last element must still be there: integer keys live in
+// gopher-lua's array part, which table.remove shortens, and Next from past
+// the array's end would skip the hash part's first key.
+func (at *argTable) intact(vals *luaValues) bool {
+	if at.t.Metatable != lua.LNil {
+		return false
+	}
+	var after lua.LValue = lua.LNil
+	if at.n > 0 {
+		if at.t.RawGetInt(at.n) == lua.LNil {
+			return false
+		}
+		after = vals.num(lua.LNumber(at.n))
+	}
+	k, _ := at.t.Next(after)
+	return k == lua.LNil
 }
 
 // stopContext is the context a script runs under. gopher-lua selects on
@@ -665,7 +719,7 @@ func (vm *luaVM) redisCall(L *lua.LState, raise bool) int {
 	if L.GetTop() == 0 {
 		return fail(luaErrorTable(L, "ERR Please specify at least one argument for this redis lib call"))
 	}
-	args, ok := luaArgs(L, sc.args)
+	args, ok := luaArgs(L, &vm.vals, sc.args)
 	if !ok {
 		return fail(luaErrorTable(L, "ERR Lua redis lib command arguments must be strings or integers"))
 	}
@@ -674,7 +728,7 @@ func (vm *luaVM) redisCall(L *lua.LState, raise bool) int {
 	if refused != "" {
 		return fail(luaErrorTable(L, errorReplyText(refused)))
 	}
-	v, _, isErr := respToLua(L, reply, sc.resp3)
+	v, _, isErr := respToLua(L, &vm.vals, reply, sc.resp3)
 	if isErr {
 		return fail(v.(*lua.LTable))
 	}
@@ -779,7 +833,7 @@ func (e *scriptEngine) kill(c *call, eval bool) {
 // stop ends the script at its next instruction with cause as its error.
 func (run *scriptRun) stop(cause string) {
 	run.cause.CompareAndSwap(nil, cause)
-	run.cancel()
+	run.ctx.stop()
 }
 
 // Redis's BUSY errors.

@@ -758,9 +758,7 @@ func cmdFCall(c *call) {
 			return nil, runSpec{}, "ERR Can not execute a script with write flag using *_ro command."
 		}
 		return fs.vm, runSpec{eval: false, name: f.name, source: "@user_function", readOnly: noWrites,
-			prepare: func(L *lua.LState) []lua.LValue {
-				return []lua.LValue{luaStrings(L, keys), luaStrings(L, argv)}
-			}, fn: f.fn}, ""
+			keys: keys, argv: argv, fn: f.fn}, ""
 	})
 }
 

@@ -41,7 +41,12 @@ type luaVM struct {
 	strIdx  lua.LValue
 	globals *lua.LTable // the real globals behind the proxy
 	fns     map[string]*lua.LFunction
-	cur     *scriptCtx // the call being run; nil between calls
+	cur     *scriptCtx     // the call being run; nil between calls
+	sc      scriptCtx      // what cur points to during a call
+	runUD   *lua.LUserData // the registry's handle on cur, for the libraries (scriptOf)
+	vals    luaValues
+	keys    argTable // EVAL's KEYS and ARGV
+	argv    argTable
 
 	globalsProxy *lua.LTable // what scripts see as _G
 	redisTable   *lua.LTable // the redis library behind its proxy
@@ -61,6 +66,8 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 		MinimizeStackMemory: true,
 	})
 	vm := &luaVM{L: L, fns: map[string]*lua.LFunction{}}
+	vm.runUD = L.NewUserData()
+	L.G.Registry.RawSetString(luaRunKey, vm.runUD)
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -132,7 +139,7 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 				return 1
 			case lua.LString:
 				if n, ok := plainDecimal(string(v)); ok {
-					L.Push(lua.LNumber(n))
+					L.Push(vm.vals.num(lua.LNumber(n)))
 					return 1
 				}
 			}
@@ -402,9 +409,12 @@ func luaStringRep(L *lua.LState) int {
 	return 1
 }
 
+// luaRunKey names, in a VM's registry, its handle on the running script.
+const luaRunKey = "__devkit_run"
+
 // scriptOf finds the run of the script on L (nil outside one).
 func scriptOf(L *lua.LState) *scriptCtx {
-	if ud, ok := L.G.Registry.RawGetString("__devkit_run").(*lua.LUserData); ok {
+	if ud, ok := L.G.Registry.RawGetString(luaRunKey).(*lua.LUserData); ok {
 		if sc, ok := ud.Value.(*scriptCtx); ok {
 			return sc
 		}
@@ -499,7 +509,7 @@ func errorReplyText(s string) string {
 // respToLua converts one RESP2 reply (as the command table's handlers write
 // it) into Redis's Lua value; it returns the value, the bytes read, and
 // whether the reply was an error.
-func respToLua(L *lua.LState, b []byte, resp3 bool) (v lua.LValue, n int, isErr bool) {
+func respToLua(L *lua.LState, vals *luaValues, b []byte, resp3 bool) (v lua.LValue, n int, isErr bool) {
 	end := bytes.Index(b, []byte("\r\n"))
 	if end < 0 || len(b) == 0 {
 		return lua.LFalse, len(b), false
@@ -519,14 +529,14 @@ func respToLua(L *lua.LState, b []byte, resp3 bool) (v lua.LValue, n int, isErr 
 		return luaErrorTable(L, string(line)), n, true
 	case ':':
 		i, _ := strconv.ParseInt(string(line), 10, 64)
-		return lua.LNumber(i), n, false
+		return vals.num(lua.LNumber(i)), n, false
 	case '$':
 		size, _ := strconv.Atoi(string(line))
 		if size < 0 {
 			return nullValue, n, false
 		}
 		s := string(b[n : n+size])
-		return lua.LString(s), n + size + 2, false
+		return vals.str(s), n + size + 2, false
 	case '*':
 		count, _ := strconv.Atoi(string(line))
 		if count < 0 {
@@ -534,7 +544,7 @@ func respToLua(L *lua.LState, b []byte, resp3 bool) (v lua.LValue, n int, isErr 
 		}
 		t := L.CreateTable(count, 0)
 		for i := 1; i <= count; i++ {
-			v, m, _ := respToLua(L, b[n:], resp3)
+			v, m, _ := respToLua(L, vals, b[n:], resp3)
 			n += m
 			t.RawSetInt(i, v)
 		}
@@ -605,7 +615,7 @@ func luaNumberToInt(f float64) int64 {
 
 // luaArgs turns redis.call's arguments into a command line, in args'
 // array: strings and numbers.
-func luaArgs(L *lua.LState, args [][]byte) ([][]byte, bool) {
+func luaArgs(L *lua.LState, vals *luaValues, args [][]byte) ([][]byte, bool) {
 	n := L.GetTop()
 	size := 0
 	for i := 1; i <= n; i++ {
@@ -622,7 +632,7 @@ func luaArgs(L *lua.LState, args [][]byte) ([][]byte, bool) {
 	// handler appending to one writes into the next); args' own array is
 	// the caller's to reuse.
 	args = args[:0]
-	block := make([]byte, 0, size)
+	block := vals.take(size)
 	for i := 1; i <= n; i++ {
 		start := len(block)
 		switch v := L.Get(i).(type) {

@@ -549,3 +549,78 @@ return {x, y, z, tostring(ok), msg, werr}`, nil).Slice()
 		t.Fatalf("coroutines = %s", s)
 	}
 }
+
+// KEYS and ARGV are each EVAL's own, as in Redis, though the VM refills
+// the same two tables while a script leaves them as given: whatever a
+// script does to them (a field, a metatable, an element past the end, a
+// table.remove) the next call does not see; fewer arguments leave none of
+// the last call's behind. A function library that keeps its keys table
+// keeps what it was given (FCALL's tables are never refilled).
+func TestScript_KeysAndArgvAreEachCallsOwn(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	const read = `return {tostring(rawget(KEYS, 'x')), tostring(rawget(ARGV, 'y')), tostring(KEYS[1]), tostring(KEYS[2]),
+tostring(KEYS[10]), tostring(ARGV[1]), #KEYS, #ARGV, tostring(getmetatable(KEYS)), tostring(KEYS.z)}`
+	want := "[nil nil k1 nil nil a1 1 1 nil nil]"
+	for _, tamper := range []string{
+		"KEYS.x = 1 ARGV.y = 2",
+		"setmetatable(KEYS, {__index = function() return 'meta' end})",
+		"table.remove(KEYS) KEYS.z = 1",
+		"table.remove(KEYS, 1) table.remove(KEYS, 1) KEYS.z = 1",
+		"KEYS[10] = 'far' ARGV[3] = 'far'",
+		"KEYS[1] = 'changed' ARGV[1] = nil",
+		"rawset(KEYS, 'z', 1)",
+		"", // three keys and two args, left alone: the next call has one of each
+	} {
+		if err := c.Eval(ctx, tamper+" return 1", []string{"k1", "k2", "k3"}, "a1", "a2").Err(); err != nil {
+			t.Fatalf("%q: %v", tamper, err)
+		}
+		got, err := c.Eval(ctx, read, []string{"k1"}, "a1").Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := fmt.Sprint(got); s != want {
+			t.Errorf("after %q: %s, want %s", tamper, s, want)
+		}
+	}
+	if err := c.FunctionLoad(ctx, `#!lua name=keeper
+local kept
+redis.register_function('keep', function(keys, args)
+  if not kept then kept = {keys, args} end
+  return {kept[1][1], kept[2][1], #kept[1]}
+end)`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, keys := range [][]string{{"first", "x"}, {"second"}} {
+		got, err := c.FCall(ctx, "keep", keys, "arg"+fmt.Sprint(i)).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := fmt.Sprint(got); s != "[first arg0 2]" {
+			t.Fatalf("FCALL %d: the library's kept tables read %s, want [first arg0 2]", i, s)
+		}
+	}
+}
+
+// A script's commands count relative times from the script's time, the one
+// its keys expire by (Redis 7.2's command time snapshot): a key the script
+// sees alive has a TTL above zero however long the script has run, and a
+// TTL it sets reads back as set.
+func TestScript_RelativeTimesCountFromTheScriptsTime(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	got, err := c.Eval(context.Background(), `
+redis.call('SET', KEYS[1], 'v', 'PX', 40)
+redis.call('SET', KEYS[2], 'v')
+redis.call('PEXPIRE', KEYS[2], 1000)
+local function ms() local t = redis.call('TIME') return t[1] * 1000 + t[2] / 1000 end
+local start = ms()
+while ms() - start < 60 do end -- past the first key's expiry on the clock
+return {redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEYS[2]), redis.call('TTL', KEYS[2])}`,
+		[]string{"short", "long"}).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(got); s != "[1 40 1000 1]" {
+		t.Fatalf("EXISTS and PTTL of a 40 ms key, PTTL and TTL of a 1 s one, 60 ms into the script = %s, want [1 40 1000 1]", s)
+	}
+}

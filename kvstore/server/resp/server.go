@@ -342,6 +342,8 @@ type client struct {
 	batchBytes int
 	msetBatch  kvstore.Batch // reused for MSET
 	scratch    []byte        // reused for GET's value
+	// scriptReply is where a script's reply is built, reused (script.go).
+	scriptReply replyWriter
 
 	// serveBusy, when set, serves the other connections of the event loop
 	// that runs this connection's script once the script is busy.

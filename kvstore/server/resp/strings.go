@@ -44,8 +44,8 @@ type setOptions struct {
 // parseSetOptions parses [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
 // in any order, as Redis does (a repeated option is allowed, NX with XX or
 // two expiry units are a syntax error); the expiry's number is checked
-// last.
-func parseSetOptions(args [][]byte) (setOptions, error) {
+// last; a relative expiry counts from c's now.
+func parseSetOptions(c *call, args [][]byte) (setOptions, error) {
 	var o setOptions
 	var e expiryArgs
 	for i := 0; i < len(args); {
@@ -67,7 +67,7 @@ func parseSetOptions(args [][]byte) (setOptions, error) {
 		i++
 	}
 	var err error
-	o.ttl, err = e.option("set")
+	o.ttl, err = e.option(c, "set")
 	return o, err
 }
 
@@ -80,7 +80,7 @@ func cmdSet(c *call) {
 		c.openSet(key, value)
 		return
 	}
-	o, err := parseSetOptions(c.args[3:])
+	o, err := parseSetOptions(c, c.args[3:])
 	if err != nil {
 		c.fail(err)
 		return
@@ -368,17 +368,24 @@ func incrBy(c *call, key []byte, delta int64) {
 		// Inside a script or EXEC: no closure to build.
 		n, err = c.incrByIn(c.tx, key, delta)
 	} else {
-		err = c.update(func(tx txn) error {
-			var err error
-			n, err = c.incrByIn(tx, key, delta)
-			return err
-		})
+		n, err = c.incrByUpdate(key, delta)
 	}
 	if err != nil {
 		c.fail(err)
 		return
 	}
 	c.w.integer(n)
+}
+
+// incrByUpdate is incrByIn in an update of its own (apart, so that incrBy's
+// result escapes to the heap only on this path).
+func (c *call) incrByUpdate(key []byte, delta int64) (n int64, err error) {
+	err = c.update(func(tx txn) error {
+		var err error
+		n, err = c.incrByIn(tx, key, delta)
+		return err
+	})
+	return n, err
 }
 
 // incrByIn is INCRBY's read and write inside tx; the new value's digits go

@@ -29,7 +29,7 @@ type ttlOption struct {
 // Redis's checks (getExpireMillisecondsOrReply): not above zero, or a sum
 // or product that overflows int64 milliseconds, is "invalid expire time"
 // naming cmd; the arithmetic never wraps.
-func expireMillis(opt string, arg []byte, cmd string) (time.Time, error) {
+func expireMillis(c *call, opt string, arg []byte, cmd string) (time.Time, error) {
 	n, ok := parseStrictInt(arg)
 	if !ok {
 		return time.Time{}, errNotInteger
@@ -43,13 +43,25 @@ func expireMillis(opt string, arg []byte, cmd string) (time.Time, error) {
 		n *= 1000
 	}
 	if opt == "EX" || opt == "PX" {
-		now := time.Now().UnixMilli()
-		if n > math.MaxInt64-now {
+		base := c.now().UnixMilli()
+		if n > math.MaxInt64-base {
 			return time.Time{}, bad
 		}
-		n += now
+		n += base
 	}
 	return time.UnixMilli(n), nil
+}
+
+// now is the time a command counts relative expiries (EX, PX, EXPIRE,
+// TTL) from: a script's commands all count from the script's time, the one
+// its keys expire by, so a key the script sees has a TTL above zero and a
+// TTL it sets reads back as set (Redis 7.2's command time snapshot; 7.0
+// read the clock at each command); other commands from the clock.
+func (c *call) now() time.Time {
+	if c.fromScript {
+		return c.tx.Now()
+	}
+	return time.Now()
 }
 
 // invalidExpire is Redis's error for an expiry out of range.
@@ -88,7 +100,7 @@ func (c *call) expiresAt(key []byte) (at time.Time, hasTTL, exists bool, err err
 // missing key, -1 for a key without expiry.
 func cmdTTL(c *call) {
 	replyExpiry(c, func(at time.Time) int64 {
-		ms := max(time.Until(at).Milliseconds(), 0)
+		ms := max(at.UnixMilli()-c.now().UnixMilli(), 0) // in whole ms, as Redis's expire-mstime()
 		if c.cmd.name == "ttl" {
 			return (ms + 500) / 1000
 		}
@@ -166,7 +178,7 @@ func cmdExpire(c *call) {
 		when *= 1000
 	}
 	if c.cmd.name == "expire" || c.cmd.name == "pexpire" {
-		base := time.Now().UnixMilli()
+		base := c.now().UnixMilli()
 		if when > math.MaxInt64-base {
 			c.fail(invalidExpire(c.cmd.name))
 			return
@@ -259,14 +271,14 @@ func (e *expiryArgs) take(args [][]byte, i int, set bool) int {
 
 // option is the parsed options' effect on the expiry; cmd names the
 // command in an "invalid expire time" error.
-func (e *expiryArgs) option(cmd string) (ttlOption, error) {
+func (e *expiryArgs) option(c *call, cmd string) (ttlOption, error) {
 	switch {
 	case e.keepTTL:
 		return ttlOption{kind: ttlKeep}, nil
 	case e.unit == "":
 		return ttlOption{}, nil
 	}
-	at, err := expireMillis(e.unit, e.arg, cmd)
+	at, err := expireMillis(c, e.unit, e.arg, cmd)
 	return ttlOption{kind: ttlAt, at: at}, err
 }
 
@@ -282,7 +294,7 @@ func cmdGetEx(c *call) {
 		}
 		i += n
 	}
-	o, err := e.option("getex")
+	o, err := e.option(c, "getex")
 	if err != nil {
 		c.fail(err)
 		return
@@ -330,7 +342,7 @@ func cmdSetEx(c *call) {
 	if c.cmd.name == "psetex" {
 		unit = "PX"
 	}
-	at, err := expireMillis(unit, c.args[2], c.cmd.name)
+	at, err := expireMillis(c, unit, c.args[2], c.cmd.name)
 	if err != nil {
 		c.fail(err)
 		return

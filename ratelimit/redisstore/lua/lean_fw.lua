@@ -26,84 +26,87 @@
 -- general driver (check.lua, algorithm 5) keeps the same invariants.
 local MARK, MARK_ARG = 1125899906842624, '1125899906842624' -- 2^50: above any lean rate plus cost (< 2^48 each)
 -- Globals are read once a call, into locals: a check read about ten, and
--- each is a table lookup in Redis, two in devkit kv (its protected _G).
+-- each is a table lookup in Redis, two in devkit kv (its protected _G). The
+-- check is written out in the loop, not as a function: a function defined
+-- here would be a new closure at every call, with an upvalue for each of
+-- these locals (devkit kv's Lua allocates each; 13 of a call's allocations).
 local call, rpcall, tonumber, type, sub = redis.call, redis.pcall, tonumber, type, string.sub
 local keys, argv = KEYS, ARGV
 
-local function penalty_key(key)
-  local n = #key
-  return sub(key, 1, n - 6) .. '!' .. sub(key, n - 4)
-end
-
-local function check(key, a)
-  local costs = argv[a]
-  local cost, rate = tonumber(costs), tonumber(argv[a + 1])
-  local v = rpcall('INCRBY', key, costs)
-  if type(v) ~= 'number' then
-    -- Not a counter (written by something else): replaced by a fresh one.
-    call('DEL', key)
-    v = call('INCRBY', key, costs)
-  end
-  local fresh = v == cost
-  if v >= MARK then
-    local bt = call('PTTL', penalty_key(key))
-    if bt > 0 then
-      call('DECRBY', key, costs)
-      return 0, 0, bt * 1000, bt * 1000, 1
-    end
-    v = call('DECRBY', key, MARK_ARG) -- the block is over
-  elseif fresh and argv[a + 3] ~= '0' then
-    local bt = call('PTTL', penalty_key(key))
-    if bt > 0 then
-      call('DEL', key)
-      return 0, 0, bt * 1000, bt * 1000, 1
-    end
-  end
-  local ttl
-  if fresh then
-    ttl = tonumber(argv[a + 2])
-  else
-    ttl = call('PTTL', key)
-    if ttl < 0 then
-      -- A counter without expiry yet (a plain check sets it after its
-      -- INCRBY, lean.go countPlain): its window starts now.
-      call('PEXPIRE', key, argv[a + 2])
-      ttl = tonumber(argv[a + 2])
-    end
-  end
-  if v <= rate then
-    if fresh then call('PEXPIRE', key, argv[a + 2]) end
-    return 1, rate - v, ttl * 1000, 0, 0
-  end
-  local count = v - cost
-  if fresh then
-    call('DEL', key)
-  elseif count < rate or cost > 1 then
-    -- (A denied cost above 1 is always taken back: left in, costs up to
-    -- 2^48 each would pile up into MARK in a few requests.)
-    call('DECRBY', key, costs)
-  end
-  local reset = ttl * 1000
-  local retry = reset
-  if cost > rate then retry = -1 end
-  local blocked = 0
-  local block = tonumber(argv[a + 3])
-  if block > 0 then
-    blocked = 1
-    call('SET', penalty_key(key), 1, 'PX', argv[a + 3])
-    if not fresh then call('INCRBY', key, MARK_ARG) end
-    if retry >= 0 and retry < block * 1000 then retry = block * 1000 end
-    if reset < block * 1000 then reset = block * 1000 end
-  end
-  local remaining = rate - count
-  if remaining < 0 then remaining = 0 end
-  return 0, remaining, reset, retry, blocked
-end
-
-if argv[1] == '1' then return {check(keys[1], 2)} end
 local out = {}
 for k = 0, tonumber(argv[1]) - 1 do
+  local key, a = keys[k + 1], 4 * k + 2
+  -- The check's answer; each way out of the repeat block sets it.
+  local allowed, remaining, reset, retry, blocked
+  repeat
+    local costs = argv[a]
+    local cost, rate = tonumber(costs), tonumber(argv[a + 1])
+    local v = rpcall('INCRBY', key, costs)
+    if type(v) ~= 'number' then
+      -- Not a counter (written by something else): replaced by a fresh one.
+      call('DEL', key)
+      v = call('INCRBY', key, costs)
+    end
+    local fresh = v == cost
+    -- The penalty key: "<identity key>!<limit id>" for "<identity key>:<limit id>".
+    local n = #key
+    if v >= MARK then
+      local bt = call('PTTL', sub(key, 1, n - 6) .. '!' .. sub(key, n - 4))
+      if bt > 0 then
+        call('DECRBY', key, costs)
+        allowed, remaining, reset, retry, blocked = 0, 0, bt * 1000, bt * 1000, 1
+        break
+      end
+      v = call('DECRBY', key, MARK_ARG) -- the block is over
+    elseif fresh and argv[a + 3] ~= '0' then
+      local bt = call('PTTL', sub(key, 1, n - 6) .. '!' .. sub(key, n - 4))
+      if bt > 0 then
+        call('DEL', key)
+        allowed, remaining, reset, retry, blocked = 0, 0, bt * 1000, bt * 1000, 1
+        break
+      end
+    end
+    local ttl
+    if fresh then
+      ttl = tonumber(argv[a + 2])
+    else
+      ttl = call('PTTL', key)
+      if ttl < 0 then
+        -- A counter without expiry yet (a plain check sets it after its
+        -- INCRBY, lean.go countPlain): its window starts now.
+        call('PEXPIRE', key, argv[a + 2])
+        ttl = tonumber(argv[a + 2])
+      end
+    end
+    if v <= rate then
+      if fresh then call('PEXPIRE', key, argv[a + 2]) end
+      allowed, remaining, reset, retry, blocked = 1, rate - v, ttl * 1000, 0, 0
+      break
+    end
+    local count = v - cost
+    if fresh then
+      call('DEL', key)
+    elseif count < rate or cost > 1 then
+      -- (A denied cost above 1 is always taken back: left in, costs up to
+      -- 2^48 each would pile up into MARK in a few requests.)
+      call('DECRBY', key, costs)
+    end
+    reset = ttl * 1000
+    retry = reset
+    if cost > rate then retry = -1 end
+    blocked = 0
+    local block = tonumber(argv[a + 3])
+    if block > 0 then
+      blocked = 1
+      call('SET', sub(key, 1, n - 6) .. '!' .. sub(key, n - 4), 1, 'PX', argv[a + 3])
+      if not fresh then call('INCRBY', key, MARK_ARG) end
+      if retry >= 0 and retry < block * 1000 then retry = block * 1000 end
+      if reset < block * 1000 then reset = block * 1000 end
+    end
+    allowed, remaining = 0, rate - count
+    if remaining < 0 then remaining = 0 end
+  until true
   local o = 5 * k
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = check(keys[k + 1], 4 * k + 2)
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = allowed, remaining, reset, retry, blocked
 end
 return out
