@@ -232,10 +232,19 @@ func currentLimit(l ratelimit.Limit) *rlsv3.RateLimitResponse_RateLimit {
 // CPU under 50 clients); a worker keeps its grown stack.
 const streamWorkers = 256
 
+// flowWindow is the HTTP/2 flow-control window of each stream and
+// connection, fixed (grpc.StaticStreamWindowSize): a check is a few hundred
+// bytes, so the window never needs to grow, and gRPC's dynamic window would
+// probe for it with a window update and a PING after nearly every request
+// of a connection that carries one call at a time, which the client must
+// answer: two more frames, and often a write and a read more on each side.
+const flowWindow = 1 << 20
+
 // Serve serves the service on ln with a new gRPC server until ctx ends,
 // then stops gracefully (within grace, then at once).
 func Serve(ctx context.Context, ln net.Listener, svc *Service, grace time.Duration, log *slog.Logger) error {
-	srv := grpc.NewServer(grpc.NumStreamWorkers(streamWorkers))
+	srv := grpc.NewServer(grpc.NumStreamWorkers(streamWorkers),
+		grpc.StaticStreamWindowSize(flowWindow), grpc.StaticConnWindowSize(flowWindow))
 	rlsv3.RegisterRateLimitServiceServer(srv, svc)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

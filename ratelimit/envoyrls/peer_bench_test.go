@@ -112,6 +112,28 @@ func (p *rlsProcess) cpu() time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond // clock ticks of 10 ms
 }
 
+// syscalls is the number of read and write system calls the process has
+// made (syscr and syscw of /proc/<pid>/io): unlike CPU time, it hardly
+// depends on what else runs on the machine.
+func (p *rlsProcess) syscalls() int64 {
+	path := fmt.Sprintf("/proc/%d/io", p.pid)
+	if p.pid == 0 {
+		path = "/proc/self/io"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for line := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ": "); ok && (k == "syscr" || k == "syscw") {
+			c, _ := strconv.ParseInt(v, 10, 64)
+			n += c
+		}
+	}
+	return n
+}
+
 // selfCPU is the CPU time this process (the clients) has used.
 func selfCPU() time.Duration { return (&rlsProcess{}).cpu() }
 
@@ -273,6 +295,7 @@ type turnResult struct {
 	ok, over int64
 	took     time.Duration
 	cpu      time.Duration // the server's
+	syscalls int64         // the server's reads and writes
 	// clientCPU and redisCPU are the benchmark process's and redis-server's.
 	clientCPU, redisCPU time.Duration
 	// crossedHour is set when the turn spanned an hour boundary, where
@@ -289,6 +312,7 @@ func turn(p *rlsProcess, clients []rlsv3.RateLimitServiceClient, rs *redistest.S
 	var next, ok, over atomic.Int64
 	var firstErr atomic.Value
 	cpu0, hour0 := p.cpu(), time.Now().Truncate(time.Hour)
+	sys0 := p.syscalls()
 	client0 := selfCPU()
 	redis0, _ := rs.CPU()
 	start := time.Now()
@@ -319,7 +343,7 @@ func turn(p *rlsProcess, clients []rlsv3.RateLimitServiceClient, rs *redistest.S
 	}
 	wg.Wait()
 	redis1, _ := rs.CPU()
-	r := turnResult{ok: ok.Load(), over: over.Load(), took: time.Since(start), cpu: p.cpu() - cpu0,
+	r := turnResult{ok: ok.Load(), over: over.Load(), took: time.Since(start), cpu: p.cpu() - cpu0, syscalls: p.syscalls() - sys0,
 		clientCPU: selfCPU() - client0, redisCPU: redis1 - redis0,
 		crossedHour: !time.Now().Truncate(time.Hour).Equal(hour0)}
 	if err, _ := firstErr.Load().(error); err != nil {
@@ -386,6 +410,7 @@ func BenchmarkShouldRateLimitVsEnvoyRatelimit(b *testing.B) {
 			cpus := make([][]float64, len(servers))
 			clientCPUs := make([][]float64, len(servers))
 			redisCPUs := make([][]float64, len(servers))
+			syscalls := make([][]float64, len(servers))
 			var ratios []float64
 			for round := range rounds {
 				var results [2]turnResult
@@ -410,6 +435,7 @@ func BenchmarkShouldRateLimitVsEnvoyRatelimit(b *testing.B) {
 					cpus[i] = append(cpus[i], perDecision(r.cpu))
 					clientCPUs[i] = append(clientCPUs[i], perDecision(r.clientCPU))
 					redisCPUs[i] = append(redisCPUs[i], perDecision(r.redisCPU))
+					syscalls[i] = append(syscalls[i], float64(r.syscalls)/float64(max(n, 1)))
 				}
 				ratios = append(ratios, results[0].perSecond()/results[1].perSecond())
 			}
@@ -423,6 +449,8 @@ func BenchmarkShouldRateLimitVsEnvoyRatelimit(b *testing.B) {
 			b.ReportMetric(median(clientCPUs[1]), "envoy-client-cpu-µs/decision")
 			b.ReportMetric(median(redisCPUs[0]), "devkit-redis-cpu-µs/decision")
 			b.ReportMetric(median(redisCPUs[1]), "envoy-redis-cpu-µs/decision")
+			b.ReportMetric(median(syscalls[0]), "devkit-syscalls/decision")
+			b.ReportMetric(median(syscalls[1]), "envoy-syscalls/decision")
 			b.ReportMetric(0, "ns/op") // the figures above are the result
 		})
 	}

@@ -36,12 +36,16 @@ type Middleware struct {
 	// results are reused across requests: a check writes into one.
 	results sync.Pool
 	// policyValues caches the RateLimit-Policy field by the limits it
-	// describes (fingerprinted by the limits' values).
+	// describes (fingerprinted by the limits' values): a *limitEntry by
+	// its ratelimit.Limit.
 	policyValues sync.Map
-	limiter      *ratelimit.Limiter
-	policy       atomic.Pointer[policy.Policy]
-	identify     func(*http.Request, *policy.Policy) policy.Identity
-	log          *slog.Logger
+	// lastLimit is the entry limitFields found last: a flood of one limit
+	// finds it by comparing the limit, without hashing it into the map.
+	lastLimit atomic.Pointer[limitEntry]
+	limiter   *ratelimit.Limiter
+	policy    atomic.Pointer[policy.Policy]
+	identify  func(*http.Request, *policy.Policy) policy.Identity
+	log       *slog.Logger
 }
 
 // New returns a middleware limiting by p through l.
@@ -66,13 +70,25 @@ func (m *Middleware) limitFields(res *ratelimit.Result) limitFields {
 		return limitFields{policy: PolicyValue(res.Limits)}
 	}
 	lim := res.Limits[0].Limit
-	if v, ok := m.policyValues.Load(lim); ok {
-		return v.(limitFields)
+	if e := m.lastLimit.Load(); e != nil && e.lim == lim {
+		return e.fields
 	}
-	v := limitFields{policy: PolicyValue(res.Limits), window: lim.Period.String()}
-	v.denied = newDeniedParts(lim, v.window, v.policy)
-	m.policyValues.Store(lim, v)
-	return v
+	if v, ok := m.policyValues.Load(lim); ok {
+		e := v.(*limitEntry)
+		m.lastLimit.Store(e)
+		return e.fields
+	}
+	e := &limitEntry{lim: lim, fields: limitFields{policy: PolicyValue(res.Limits), window: lim.Period.String()}}
+	e.fields.denied = newDeniedParts(lim, e.fields.window, e.fields.policy)
+	m.policyValues.Store(lim, e)
+	m.lastLimit.Store(e)
+	return e.fields
+}
+
+// limitEntry is one limit's cached limitFields.
+type limitEntry struct {
+	lim    ratelimit.Limit
+	fields limitFields
 }
 
 // SetPolicy replaces the policy (a reload without restart).

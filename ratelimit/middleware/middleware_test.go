@@ -143,6 +143,33 @@ rules:
 	})
 }
 
+// TestDenials_TwoLimitsInTurnEachGetTheirOwnFields: the fields cached for
+// the limit answered last never answer another: denials of two rules in
+// turn each carry their own limit's policy, window and body.
+func TestDenials_TwoLimitsInTurnEachGetTheirOwnFields(t *testing.T) {
+	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
+	p := parsePolicy(t, `
+rules:
+  - {name: a, paths: [/a], limits: [{limit: 1, window: 1m}]}
+  - {name: b, paths: [/b], limits: [{limit: 2, window: 1h}]}
+`)
+	h := middleware.New(l, p, middleware.Options{}).Handler(ok)
+	want := map[string]map[string]string{
+		"/a": {"RateLimit-Policy": `"a";q=1;w=60`, "X-RateLimit-Limit": "1"},
+		"/b": {"RateLimit-Policy": `"b";q=2;w=3600`, "X-RateLimit-Limit": "2"},
+	}
+	for i := range 8 {
+		path := []string{"/a", "/b"}[i%2]
+		w := serve(h, "GET", path, "198.51.100.1:1", nil)
+		wantHeaders(t, path, w.Header(), want[path])
+		if i >= 4 {
+			if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), `"rule":"`+path[1:]+`"`) {
+				t.Errorf("%s, request %d: %d %s; want a 429 of rule %s", path, i/2+1, w.Code, w.Body, path[1:])
+			}
+		}
+	}
+}
+
 func TestSkipAndUnmatched_NoHeaders(t *testing.T) {
 	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
 	h := middleware.New(l, loadPolicy(t, "saas.yaml"), middleware.Options{}).Handler(ok)
