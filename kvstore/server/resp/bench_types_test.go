@@ -63,6 +63,7 @@ func BenchmarkRedisBenchmarkTypes(b *testing.B) {
 		{"SET-d4096/sync=none-vs-appendfsync-no", none, aofNoSync, "set", 50, 4096, 100000, ""},
 		{"GET-d4096/memory-only", memoryOnly, noPersistence, "get", 50, 4096, 100000, "set"},
 		{"SET-c1/memory-only", memoryOnly, noPersistence, "set", 1, 100, 20000, ""},
+		{"SET-c1/sync=none", none, noPersistence, "set", 1, 100, 20000, ""}, // the row: the log kept
 		{"SET-c1/sync=none-vs-appendfsync-no", none, aofNoSync, "set", 1, 100, 20000, ""},
 		{"GET-c1/memory-only", memoryOnly, noPersistence, "get", 1, 100, 20000, "set"},
 		{"SET-short/sync=always", kvstore.SyncAlways, always, "set", 50, 100, 20000, ""},
