@@ -320,17 +320,35 @@ func (c *coll) all() [][]byte {
 // lrange is a list's elements lo..hi-1, as copies.
 func (c *coll) lrange(lo, hi int) [][]byte {
 	if hi <= lo {
-		return nil // an empty range: leach would still give its first element
-	}
-	if c.big == nil {
-		return cloneAll(c.elems[lo:hi])
+		return nil
 	}
 	out := make([][]byte, 0, hi-lo)
-	c.big.leach(lo, func(it listItem) bool {
-		out = append(out, []byte(it.v))
-		return len(out) < hi-lo
+	c.lwalk(lo, hi, func(e []byte) bool {
+		out = append(out, append([]byte{}, e...))
+		return true
 	})
 	return out
+}
+
+// lwalk calls fn with a list's elements lo..hi-1, head first, until it
+// returns false; e aliases the list (valid until its next change).
+func (c *coll) lwalk(lo, hi int, fn func(e []byte) bool) {
+	if hi <= lo {
+		return // an empty range: leach would still give its first element
+	}
+	if c.big == nil {
+		for _, e := range c.elems[lo:hi] {
+			if !fn(e) {
+				return
+			}
+		}
+		return
+	}
+	left := hi - lo
+	c.big.leach(lo, func(it listItem) bool {
+		left--
+		return fn(bytesOf(it.v)) && left > 0
+	})
 }
 
 // lindex is a list's element at i (0 <= i < size), as a copy.

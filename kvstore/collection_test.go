@@ -371,3 +371,56 @@ func TestCollections_LargeCollectionsWrittenOneElementAtATimeRecoverFromTheLogAn
 		t.Fatal("no snapshot used")
 	}
 }
+
+// TestLRangeSeq_YieldsWhatLRangeCopies: the uncopied range (what LRANGE
+// replies from) gives the elements LRange gives, packed and big, for
+// ranges inside, across and past either end, and nothing for a missing key.
+func TestLRangeSeq_YieldsWhatLRangeCopies(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{})
+	for _, size := range []int{5, 1000} { // packed; big (past bigAt)
+		key := b(fmt.Sprintf("l%d", size))
+		vals := make([][]byte, size)
+		for i := range vals {
+			vals[i] = b(fmt.Sprintf("e%d", i))
+		}
+		if _, err := db.RPush(key, vals...); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range [][2]int{{0, -1}, {0, 99}, {1, 3}, {-3, -1}, {size - 2, size + 5}, {4, 2}, {size, size + 1}, {-size - 10, 0}} {
+			want, err := db.LRange(key, r[0], r[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.View(func(tx *Tx) error {
+				n, elems, err := tx.LRangeSeq(key, r[0], r[1])
+				if err != nil {
+					return err
+				}
+				var got [][]byte
+				for e := range elems {
+					got = append(got, clone(e))
+				}
+				if n != len(want) || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+					t.Errorf("size %d, range %v: LRangeSeq %d %q, LRange %q", size, r, n, got, want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err := db.View(func(tx *Tx) error {
+		n, elems, err := tx.LRangeSeq(b("missing"), 0, -1)
+		for range elems {
+			n++
+		}
+		if n != 0 || err != nil {
+			t.Errorf("missing key: %d elements, %v", n, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -12,6 +12,7 @@ package resp
 
 import (
 	"errors"
+	"iter"
 	"math"
 	"strconv"
 	"strings"
@@ -43,6 +44,7 @@ type collTxn interface {
 	RPop(key []byte, count int) ([][]byte, error)
 	LLen(key []byte) (int, error)
 	LRange(key []byte, start, stop int) ([][]byte, error)
+	LRangeSeq(key []byte, start, stop int) (int, iter.Seq[[]byte], error)
 	LIndex(key []byte, index int) ([]byte, error)
 	LSet(key []byte, index int, value []byte) error
 	LInsert(key []byte, before bool, pivot, value []byte) (int, error)
