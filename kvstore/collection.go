@@ -408,20 +408,51 @@ func (c *coll) lfind(x []byte) int {
 // zrange is a sorted set's members ranked lo..hi-1, as copies.
 func (c *coll) zrange(lo, hi int) []ZMember {
 	if hi <= lo {
-		return nil // an empty range: zeach would still give its first member
+		return nil
 	}
 	out := make([]ZMember, 0, hi-lo)
-	if c.big == nil {
-		for _, z := range c.zs[lo:hi] {
-			out = append(out, ZMember{Member: clone(z.Member), Score: z.Score})
-		}
-		return out
-	}
-	c.big.zeach(lo, func(it zsItem) bool {
-		out = append(out, ZMember{Member: []byte(it.m), Score: it.score})
-		return len(out) < hi-lo
+	c.zwalkRank(lo, hi, false, func(z ZMember) bool {
+		out = append(out, ZMember{Member: append([]byte{}, z.Member...), Score: z.Score})
+		return true
 	})
 	return out
+}
+
+// zwalkRank calls fn with a sorted set's members ranked lo..hi-1, lowest
+// score first (from hi-1 down when reverse), until it returns false;
+// Member aliases the set (valid until its next change).
+func (c *coll) zwalkRank(lo, hi int, reverse bool, fn func(ZMember) bool) {
+	if hi <= lo {
+		return // an empty range: zeach would still give its first member
+	}
+	if c.big == nil {
+		if !reverse {
+			for _, z := range c.zs[lo:hi] {
+				if !fn(z) {
+					return
+				}
+			}
+			return
+		}
+		for i := hi - 1; i >= lo; i-- {
+			if !fn(c.zs[i]) {
+				return
+			}
+		}
+		return
+	}
+	left := hi - lo
+	visit := func(it zsItem) bool {
+		left--
+		return fn(ZMember{Member: bytesOf(it.m), Score: it.score}) && left > 0
+	}
+	if !reverse {
+		c.big.zeach(lo, visit)
+		return
+	}
+	if last, ok := c.big.zs.GetAt(hi - 1); ok {
+		c.big.zs.Descend(last, visit)
+	}
 }
 
 // zwalk is Tx.ZWalk on c.

@@ -424,3 +424,45 @@ func TestLRangeSeq_YieldsWhatLRangeCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestZRangeRankSeq_YieldsWhatZRangeRankCopies: the uncopied ranks (what
+// ZRANGE and ZREVRANGE reply from) give the members ZRangeRank gives, in
+// its order, packed and big, forward and reverse.
+func TestZRangeRankSeq_YieldsWhatZRangeRankCopies(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{})
+	for _, size := range []int{5, 1000} { // packed; big (past bigAt)
+		key := b(fmt.Sprintf("z%d", size))
+		members := make([]ZMember, size)
+		for i := range members {
+			members[i] = ZMember{Member: b(fmt.Sprintf("m%d", i)), Score: float64(i % 7)}
+		}
+		if _, err := db.ZAdd(key, members...); err != nil {
+			t.Fatal(err)
+		}
+		for _, reverse := range []bool{false, true} {
+			for _, r := range [][2]int{{0, -1}, {0, 9}, {1, 3}, {-3, -1}, {size - 2, size + 5}, {4, 2}, {size, size + 1}, {-size - 10, 0}} {
+				err := db.View(func(tx *Tx) error {
+					want, err := tx.ZRangeRank(key, r[0], r[1], reverse)
+					if err != nil {
+						return err
+					}
+					n, seq, err := tx.ZRangeRankSeq(key, r[0], r[1], reverse)
+					if err != nil {
+						return err
+					}
+					var got []ZMember
+					for z := range seq {
+						got = append(got, ZMember{Member: clone(z.Member), Score: z.Score})
+					}
+					if n != len(want) || fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Errorf("size %d, range %v, reverse %v: ZRangeRankSeq %d %v, ZRangeRank %v", size, r, reverse, n, got, want)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}

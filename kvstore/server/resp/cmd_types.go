@@ -66,6 +66,7 @@ type collTxn interface {
 	ZCard(key []byte) (int, error)
 	ZRank(key, member []byte, reverse bool) (rank int, ok bool, err error)
 	ZRangeRank(key []byte, start, stop int, reverse bool) ([]kvstore.ZMember, error)
+	ZRangeRankSeq(key []byte, start, stop int, reverse bool) (int, iter.Seq[kvstore.ZMember], error)
 	ZWalk(key []byte, from float64, reverse bool, fn func(kvstore.ZMember) bool) error
 	ZRange(key []byte, start, stop int) ([]kvstore.ZMember, error)
 	ZScan(key []byte, cursor uint64, count int) ([]kvstore.ZMember, uint64, error)
@@ -182,7 +183,8 @@ func (w *replyWriter) bulkOrNull(b []byte, ok bool) {
 
 // double writes a float as Redis 7.0's RESP2 replies do ("%.17g", inf, -inf).
 func (w *replyWriter) double(f float64) {
-	w.bulk(appendDouble(nil, f))
+	var digits [32]byte // %.17g and its exponent fit: no allocation per score
+	w.bulk(appendDouble(digits[:0], f))
 }
 
 func appendDouble(b []byte, f float64) []byte {
