@@ -301,20 +301,38 @@ func (c *coll) zscore(m []byte) (float64, bool) {
 
 // all is every field and value (flattened), element or member, as copies.
 func (c *coll) all() [][]byte {
-	if c.big == nil {
-		return cloneAll(c.elems)
+	n := c.size()
+	if c.kind == KindHash {
+		n *= 2
 	}
-	out := make([][]byte, 0, c.size())
+	out := make([][]byte, 0, n)
+	c.walkAll(func(e []byte) bool {
+		out = append(out, append([]byte{}, e...))
+		return true
+	})
+	return out
+}
+
+// walkAll calls fn with every field and value (flattened), element or
+// member of a hash, list or set, until it returns false; e aliases the
+// collection (valid until its next change).
+func (c *coll) walkAll(fn func(e []byte) bool) {
+	if c.big == nil {
+		for _, e := range c.elems {
+			if !fn(e) {
+				return
+			}
+		}
+		return
+	}
 	switch c.kind {
 	case KindHash:
-		out = make([][]byte, 0, 2*c.size())
-		c.big.hash.Scan(func(it hashItem) bool { out = append(out, []byte(it.f), []byte(it.v)); return true })
+		c.big.hash.Scan(func(it hashItem) bool { return fn(bytesOf(it.f)) && fn(bytesOf(it.v)) })
 	case KindSet:
-		c.big.set.Scan(func(it setItem) bool { out = append(out, []byte(it.m)); return true })
+		c.big.set.Scan(func(it setItem) bool { return fn(bytesOf(it.m)) })
 	case KindList:
-		c.big.list.Scan(func(it listItem) bool { out = append(out, []byte(it.v)); return true })
+		c.big.list.Scan(func(it listItem) bool { return fn(bytesOf(it.v)) })
 	}
-	return out
 }
 
 // lrange is a list's elements lo..hi-1, as copies.
@@ -1129,14 +1147,4 @@ func (tx *Tx) Restore(key []byte, v Value) error {
 	value := append([]byte{byte(v.Kind)}, v.Packed...)
 	return tx.putWrite(wal.Op{Type: wal.TypeTyped, Key: key, Value: value, ExpireAt: at},
 		txWrite{kind: v.Kind, value: packed, big: big, expireAt: at, set: true})
-}
-
-// cloneAll copies each slice (results leave the transaction, whose bytes
-// may be reused after it).
-func cloneAll(in [][]byte) [][]byte {
-	out := make([][]byte, len(in))
-	for i, b := range in {
-		out[i] = clone(b)
-	}
-	return out
 }

@@ -466,3 +466,67 @@ func TestZRangeRankSeq_YieldsWhatZRangeRankCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestHGetAllSeqAndSMembersSeq_YieldWhatTheCopiesHold: the uncopied
+// sequences (what HGETALL, HKEYS, HVALS and SMEMBERS reply from) give what
+// HGetAll and SMembers copy, in their order, packed and big.
+func TestHGetAllSeqAndSMembersSeq_YieldWhatTheCopiesHold(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{})
+	collect := func(seq func(func([]byte) bool)) [][]byte {
+		var got [][]byte
+		for e := range seq {
+			got = append(got, clone(e))
+		}
+		return got
+	}
+	for _, size := range []int{5, 1000} { // packed; big (past bigAt)
+		hkey, skey := b(fmt.Sprintf("h%d", size)), b(fmt.Sprintf("s%d", size))
+		for i := range size {
+			if _, err := db.HSet(hkey, b(fmt.Sprintf("f%d", i)), b(fmt.Sprintf("v%d", i))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.SAdd(skey, b(fmt.Sprintf("m%d", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := db.View(func(tx *Tx) error {
+			want, err := tx.HGetAll(hkey)
+			if err != nil {
+				return err
+			}
+			fields, all, err := tx.HGetAllSeq(hkey)
+			if err != nil {
+				return err
+			}
+			if got := collect(all); fields != size || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+				t.Errorf("hash of %d: HGetAllSeq %d fields %q, HGetAll %q", size, fields, got, want)
+			}
+			want, err = tx.SMembers(skey)
+			if err != nil {
+				return err
+			}
+			n, members, err := tx.SMembersSeq(skey)
+			if err != nil {
+				return err
+			}
+			if got := collect(members); n != size || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+				t.Errorf("set of %d: SMembersSeq %d %q, SMembers %q", size, n, got, want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.View(func(tx *Tx) error {
+		fields, all, err := tx.HGetAllSeq(b("missing"))
+		n, members, err2 := tx.SMembersSeq(b("missing"))
+		if fields != 0 || n != 0 || len(collect(all)) != 0 || len(collect(members)) != 0 || err != nil || err2 != nil {
+			t.Errorf("missing keys: %d fields, %d members, %v, %v", fields, n, err, err2)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

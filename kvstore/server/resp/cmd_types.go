@@ -35,6 +35,7 @@ type collTxn interface {
 	HDel(key []byte, fields ...[]byte) (int, error)
 	HLen(key []byte) (int, error)
 	HGetAll(key []byte) ([][]byte, error)
+	HGetAllSeq(key []byte) (int, iter.Seq[[]byte], error)
 	HScan(key []byte, cursor uint64, count int) ([][]byte, uint64, error)
 	HPairsAt(key []byte, indexes []int) ([][]byte, error)
 
@@ -56,6 +57,7 @@ type collTxn interface {
 	SIsMember(key, m []byte) (bool, error)
 	SCard(key []byte) (int, error)
 	SMembers(key []byte) ([][]byte, error)
+	SMembersSeq(key []byte) (int, iter.Seq[[]byte], error)
 	SScan(key []byte, cursor uint64, count int) ([][]byte, uint64, error)
 	SMembersAt(key []byte, indexes []int) ([][]byte, error)
 
