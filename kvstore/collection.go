@@ -301,36 +301,72 @@ func (c *coll) zscore(m []byte) (float64, bool) {
 
 // all is every field and value (flattened), element or member, as copies.
 func (c *coll) all() [][]byte {
-	if c.big == nil {
-		return cloneAll(c.elems)
+	n := c.size()
+	if c.kind == KindHash {
+		n *= 2
 	}
-	out := make([][]byte, 0, c.size())
+	out := make([][]byte, 0, n)
+	c.walkAll(func(e []byte) bool {
+		out = append(out, append([]byte{}, e...))
+		return true
+	})
+	return out
+}
+
+// walkAll calls fn with every field and value (flattened), element or
+// member of a hash, list or set, until it returns false; e aliases the
+// collection (valid until its next change).
+func (c *coll) walkAll(fn func(e []byte) bool) {
+	if c.big == nil {
+		for _, e := range c.elems {
+			if !fn(e) {
+				return
+			}
+		}
+		return
+	}
 	switch c.kind {
 	case KindHash:
-		out = make([][]byte, 0, 2*c.size())
-		c.big.hash.Scan(func(it hashItem) bool { out = append(out, []byte(it.f), []byte(it.v)); return true })
+		c.big.hash.Scan(func(it hashItem) bool { return fn(bytesOf(it.f)) && fn(bytesOf(it.v)) })
 	case KindSet:
-		c.big.set.Scan(func(it setItem) bool { out = append(out, []byte(it.m)); return true })
+		c.big.set.Scan(func(it setItem) bool { return fn(bytesOf(it.m)) })
 	case KindList:
-		c.big.list.Scan(func(it listItem) bool { out = append(out, []byte(it.v)); return true })
+		c.big.list.Scan(func(it listItem) bool { return fn(bytesOf(it.v)) })
 	}
-	return out
 }
 
 // lrange is a list's elements lo..hi-1, as copies.
 func (c *coll) lrange(lo, hi int) [][]byte {
 	if hi <= lo {
-		return nil // an empty range: leach would still give its first element
-	}
-	if c.big == nil {
-		return cloneAll(c.elems[lo:hi])
+		return nil
 	}
 	out := make([][]byte, 0, hi-lo)
-	c.big.leach(lo, func(it listItem) bool {
-		out = append(out, []byte(it.v))
-		return len(out) < hi-lo
+	c.lwalk(lo, hi, func(e []byte) bool {
+		out = append(out, append([]byte{}, e...))
+		return true
 	})
 	return out
+}
+
+// lwalk calls fn with a list's elements lo..hi-1, head first, until it
+// returns false; e aliases the list (valid until its next change).
+func (c *coll) lwalk(lo, hi int, fn func(e []byte) bool) {
+	if hi <= lo {
+		return // an empty range: leach would still give its first element
+	}
+	if c.big == nil {
+		for _, e := range c.elems[lo:hi] {
+			if !fn(e) {
+				return
+			}
+		}
+		return
+	}
+	left := hi - lo
+	c.big.leach(lo, func(it listItem) bool {
+		left--
+		return fn(bytesOf(it.v)) && left > 0
+	})
 }
 
 // lindex is a list's element at i (0 <= i < size), as a copy.
@@ -390,20 +426,51 @@ func (c *coll) lfind(x []byte) int {
 // zrange is a sorted set's members ranked lo..hi-1, as copies.
 func (c *coll) zrange(lo, hi int) []ZMember {
 	if hi <= lo {
-		return nil // an empty range: zeach would still give its first member
+		return nil
 	}
 	out := make([]ZMember, 0, hi-lo)
-	if c.big == nil {
-		for _, z := range c.zs[lo:hi] {
-			out = append(out, ZMember{Member: clone(z.Member), Score: z.Score})
-		}
-		return out
-	}
-	c.big.zeach(lo, func(it zsItem) bool {
-		out = append(out, ZMember{Member: []byte(it.m), Score: it.score})
-		return len(out) < hi-lo
+	c.zwalkRank(lo, hi, false, func(z ZMember) bool {
+		out = append(out, ZMember{Member: append([]byte{}, z.Member...), Score: z.Score})
+		return true
 	})
 	return out
+}
+
+// zwalkRank calls fn with a sorted set's members ranked lo..hi-1, lowest
+// score first (from hi-1 down when reverse), until it returns false;
+// Member aliases the set (valid until its next change).
+func (c *coll) zwalkRank(lo, hi int, reverse bool, fn func(ZMember) bool) {
+	if hi <= lo {
+		return // an empty range: zeach would still give its first member
+	}
+	if c.big == nil {
+		if !reverse {
+			for _, z := range c.zs[lo:hi] {
+				if !fn(z) {
+					return
+				}
+			}
+			return
+		}
+		for i := hi - 1; i >= lo; i-- {
+			if !fn(c.zs[i]) {
+				return
+			}
+		}
+		return
+	}
+	left := hi - lo
+	visit := func(it zsItem) bool {
+		left--
+		return fn(ZMember{Member: bytesOf(it.m), Score: it.score}) && left > 0
+	}
+	if !reverse {
+		c.big.zeach(lo, visit)
+		return
+	}
+	if last, ok := c.big.zs.GetAt(hi - 1); ok {
+		c.big.zs.Descend(last, visit)
+	}
 }
 
 // zwalk is Tx.ZWalk on c.
@@ -1080,14 +1147,4 @@ func (tx *Tx) Restore(key []byte, v Value) error {
 	value := append([]byte{byte(v.Kind)}, v.Packed...)
 	return tx.putWrite(wal.Op{Type: wal.TypeTyped, Key: key, Value: value, ExpireAt: at},
 		txWrite{kind: v.Kind, value: packed, big: big, expireAt: at, set: true})
-}
-
-// cloneAll copies each slice (results leave the transaction, whose bytes
-// may be reused after it).
-func cloneAll(in [][]byte) [][]byte {
-	out := make([][]byte, len(in))
-	for i, b := range in {
-		out[i] = clone(b)
-	}
-	return out
 }

@@ -371,3 +371,162 @@ func TestCollections_LargeCollectionsWrittenOneElementAtATimeRecoverFromTheLogAn
 		t.Fatal("no snapshot used")
 	}
 }
+
+// TestLRangeSeq_YieldsWhatLRangeCopies: the uncopied range (what LRANGE
+// replies from) gives the elements LRange gives, packed and big, for
+// ranges inside, across and past either end, and nothing for a missing key.
+func TestLRangeSeq_YieldsWhatLRangeCopies(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{})
+	for _, size := range []int{5, 1000} { // packed; big (past bigAt)
+		key := b(fmt.Sprintf("l%d", size))
+		vals := make([][]byte, size)
+		for i := range vals {
+			vals[i] = b(fmt.Sprintf("e%d", i))
+		}
+		if _, err := db.RPush(key, vals...); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range [][2]int{{0, -1}, {0, 99}, {1, 3}, {-3, -1}, {size - 2, size + 5}, {4, 2}, {size, size + 1}, {-size - 10, 0}} {
+			want, err := db.LRange(key, r[0], r[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.View(func(tx *Tx) error {
+				n, elems, err := tx.LRangeSeq(key, r[0], r[1])
+				if err != nil {
+					return err
+				}
+				var got [][]byte
+				for e := range elems {
+					got = append(got, clone(e))
+				}
+				if n != len(want) || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+					t.Errorf("size %d, range %v: LRangeSeq %d %q, LRange %q", size, r, n, got, want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err := db.View(func(tx *Tx) error {
+		n, elems, err := tx.LRangeSeq(b("missing"), 0, -1)
+		for range elems {
+			n++
+		}
+		if n != 0 || err != nil {
+			t.Errorf("missing key: %d elements, %v", n, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestZRangeRankSeq_YieldsWhatZRangeRankCopies: the uncopied ranks (what
+// ZRANGE and ZREVRANGE reply from) give the members ZRangeRank gives, in
+// its order, packed and big, forward and reverse.
+func TestZRangeRankSeq_YieldsWhatZRangeRankCopies(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{})
+	for _, size := range []int{5, 1000} { // packed; big (past bigAt)
+		key := b(fmt.Sprintf("z%d", size))
+		members := make([]ZMember, size)
+		for i := range members {
+			members[i] = ZMember{Member: b(fmt.Sprintf("m%d", i)), Score: float64(i % 7)}
+		}
+		if _, err := db.ZAdd(key, members...); err != nil {
+			t.Fatal(err)
+		}
+		for _, reverse := range []bool{false, true} {
+			for _, r := range [][2]int{{0, -1}, {0, 9}, {1, 3}, {-3, -1}, {size - 2, size + 5}, {4, 2}, {size, size + 1}, {-size - 10, 0}} {
+				err := db.View(func(tx *Tx) error {
+					want, err := tx.ZRangeRank(key, r[0], r[1], reverse)
+					if err != nil {
+						return err
+					}
+					n, seq, err := tx.ZRangeRankSeq(key, r[0], r[1], reverse)
+					if err != nil {
+						return err
+					}
+					var got []ZMember
+					for z := range seq {
+						got = append(got, ZMember{Member: clone(z.Member), Score: z.Score})
+					}
+					if n != len(want) || fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Errorf("size %d, range %v, reverse %v: ZRangeRankSeq %d %v, ZRangeRank %v", size, r, reverse, n, got, want)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// TestHGetAllSeqAndSMembersSeq_YieldWhatTheCopiesHold: the uncopied
+// sequences (what HGETALL, HKEYS, HVALS and SMEMBERS reply from) give what
+// HGetAll and SMembers copy, in their order, packed and big.
+func TestHGetAllSeqAndSMembersSeq_YieldWhatTheCopiesHold(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{})
+	collect := func(seq func(func([]byte) bool)) [][]byte {
+		var got [][]byte
+		for e := range seq {
+			got = append(got, clone(e))
+		}
+		return got
+	}
+	for _, size := range []int{5, 1000} { // packed; big (past bigAt)
+		hkey, skey := b(fmt.Sprintf("h%d", size)), b(fmt.Sprintf("s%d", size))
+		for i := range size {
+			if _, err := db.HSet(hkey, b(fmt.Sprintf("f%d", i)), b(fmt.Sprintf("v%d", i))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.SAdd(skey, b(fmt.Sprintf("m%d", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := db.View(func(tx *Tx) error {
+			want, err := tx.HGetAll(hkey)
+			if err != nil {
+				return err
+			}
+			fields, all, err := tx.HGetAllSeq(hkey)
+			if err != nil {
+				return err
+			}
+			if got := collect(all); fields != size || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+				t.Errorf("hash of %d: HGetAllSeq %d fields %q, HGetAll %q", size, fields, got, want)
+			}
+			want, err = tx.SMembers(skey)
+			if err != nil {
+				return err
+			}
+			n, members, err := tx.SMembersSeq(skey)
+			if err != nil {
+				return err
+			}
+			if got := collect(members); n != size || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+				t.Errorf("set of %d: SMembersSeq %d %q, SMembers %q", size, n, got, want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.View(func(tx *Tx) error {
+		fields, all, err := tx.HGetAllSeq(b("missing"))
+		n, members, err2 := tx.SMembersSeq(b("missing"))
+		if fields != 0 || n != 0 || len(collect(all)) != 0 || len(collect(members)) != 0 || err != nil || err2 != nil {
+			t.Errorf("missing keys: %d fields, %d members, %v, %v", fields, n, err, err2)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -88,6 +88,18 @@ func (tx *Tx) HGetAll(key []byte) ([][]byte, error) {
 	return c.all(), nil
 }
 
+// HGetAllSeq is HGetAll without the copies: the number of fields and the
+// sequence of fields and values, flattened (field, value, ...). They alias
+// the hash: range over them before the transaction writes again, and copy
+// what must outlive the transaction.
+func (tx *Tx) HGetAllSeq(key []byte) (fields int, all iter.Seq[[]byte], err error) {
+	c, err := tx.read(key, KindHash)
+	if err != nil || c == nil {
+		return 0, func(func([]byte) bool) {}, err
+	}
+	return c.size(), c.walkAll, nil
+}
+
 // HAll ranges over the fields and values of the hash at key as it is now.
 func (tx *Tx) HAll(key []byte) (iter.Seq2[[]byte, []byte], error) {
 	all, err := tx.HGetAll(key)

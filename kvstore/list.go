@@ -193,6 +193,19 @@ func (tx *Tx) LRange(key []byte, start, stop int) ([][]byte, error) {
 	return c.lrange(lo, hi), nil
 }
 
+// LRangeSeq is LRange without the copies: the number of elements from
+// start to stop, inclusive, and the sequence of them, head first. The
+// elements alias the list: range over them before the transaction writes
+// again, and copy what must outlive the transaction.
+func (tx *Tx) LRangeSeq(key []byte, start, stop int) (n int, elems iter.Seq[[]byte], err error) {
+	c, err := tx.read(key, KindList)
+	if err != nil || c == nil {
+		return 0, func(func([]byte) bool) {}, err
+	}
+	lo, hi := listRange(start, stop, c.size())
+	return hi - lo, func(yield func([]byte) bool) { c.lwalk(lo, hi, yield) }, nil
+}
+
 // LIndex returns the element at index, ErrNotFound past either end.
 func (tx *Tx) LIndex(key []byte, index int) ([]byte, error) {
 	c, err := tx.read(key, KindList)

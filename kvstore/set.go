@@ -62,6 +62,17 @@ func (tx *Tx) SMembers(key []byte) ([][]byte, error) {
 	return c.all(), nil
 }
 
+// SMembersSeq is SMembers without the copies: the number of members and
+// the sequence of them. They alias the set: range over them before the
+// transaction writes again, and copy what must outlive the transaction.
+func (tx *Tx) SMembersSeq(key []byte) (n int, members iter.Seq[[]byte], err error) {
+	c, err := tx.read(key, KindSet)
+	if err != nil || c == nil {
+		return 0, func(func([]byte) bool) {}, err
+	}
+	return c.size(), c.walkAll, nil
+}
+
 // SAll ranges over the members of the set at key as it is now.
 func (tx *Tx) SAll(key []byte) (iter.Seq[[]byte], error) {
 	all, err := tx.SMembers(key)

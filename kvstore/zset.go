@@ -138,6 +138,23 @@ func (tx *Tx) ZRangeRank(key []byte, start, stop int, reverse bool) ([]ZMember, 
 	return out, nil
 }
 
+// ZRangeRankSeq is ZRangeRank without the copies: the number of members
+// ranked start to stop and the sequence of them, in ZRangeRank's order.
+// Each Member aliases the set: range over them before the transaction
+// writes again, and copy what must outlive the transaction.
+func (tx *Tx) ZRangeRankSeq(key []byte, start, stop int, reverse bool) (n int, members iter.Seq[ZMember], err error) {
+	c, err := tx.read(key, KindZSet)
+	if err != nil || c == nil {
+		return 0, func(func(ZMember) bool) {}, err
+	}
+	size := c.size()
+	lo, hi := listRange(start, stop, size)
+	if reverse {
+		lo, hi = size-hi, size-lo
+	}
+	return hi - lo, func(yield func(ZMember) bool) { c.zwalkRank(lo, hi, reverse, yield) }, nil
+}
+
 // ZWalk calls fn with copies of the members of the sorted set at key in
 // order — lowest score first from the first member scored at least from,
 // or highest first from the last scored at most from when reverse — until

@@ -138,29 +138,33 @@ func cmdHLen(c *call) {
 	updateCount(c, func(tx txn) (int, error) { return tx.HLen(c.args[1]) })
 }
 
-// cmdHGetAll answers HGETALL, HKEYS and HVALS.
+// cmdHGetAll answers HGETALL, HKEYS and HVALS, writing fields and values
+// straight from the hash into the reply, uncopied (as LRANGE's elements).
 func cmdHGetAll(c *call) {
-	var all [][]byte
-	err := c.read(func(tx txn) (err error) {
-		all, err = tx.HGetAll(c.args[1])
-		return err
+	err := c.read(func(tx txn) error {
+		fields, all, err := tx.HGetAllSeq(c.args[1])
+		if err != nil {
+			return err
+		}
+		if c.cmd.name == "hgetall" {
+			c.w.array(2 * fields)
+			for e := range all {
+				c.w.bulk(e)
+			}
+			return nil
+		}
+		c.w.array(fields)
+		keep := c.cmd.name == "hkeys" // fields come first, then each value
+		for e := range all {
+			if keep {
+				c.w.bulk(e)
+			}
+			keep = !keep
+		}
+		return nil
 	})
 	if err != nil {
 		c.fail(err)
-		return
-	}
-	switch c.cmd.name {
-	case "hgetall":
-		c.w.bulks(all)
-	default:
-		from := 0
-		if c.cmd.name == "hvals" {
-			from = 1
-		}
-		c.w.array(len(all) / 2)
-		for i := from; i < len(all); i += 2 {
-			c.w.bulk(all[i])
-		}
 	}
 }
 

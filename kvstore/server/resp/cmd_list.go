@@ -119,16 +119,22 @@ func cmdLRange(c *call) {
 	if !ok2 {
 		return
 	}
-	var out [][]byte
-	err := c.read(func(tx txn) (err error) {
-		out, err = tx.LRange(c.args[1], clampInt(start), clampInt(stop))
-		return err
+	// The elements go straight from the list into the reply, uncopied
+	// (a copy each was a third of LRANGE_100's allocations).
+	err := c.read(func(tx txn) error {
+		n, elems, err := tx.LRangeSeq(c.args[1], clampInt(start), clampInt(stop))
+		if err != nil {
+			return err
+		}
+		c.w.array(n)
+		for e := range elems {
+			c.w.bulk(e)
+		}
+		return nil
 	})
 	if err != nil {
 		c.fail(err)
-		return
 	}
-	c.w.bulks(out)
 }
 
 func cmdLIndex(c *call) {

@@ -58,17 +58,22 @@ func cmdSMIsMember(c *call) {
 	}
 }
 
+// cmdSMembers writes the members straight from the set into the reply,
+// uncopied (as LRANGE's elements).
 func cmdSMembers(c *call) {
-	var all [][]byte
-	err := c.read(func(tx txn) (err error) {
-		all, err = tx.SMembers(c.args[1])
+	err := c.read(func(tx txn) error {
+		n, members, err := tx.SMembersSeq(c.args[1])
+		if err == nil {
+			c.w.array(n)
+			for m := range members {
+				c.w.bulk(m)
+			}
+		}
 		return err
 	})
 	if err != nil {
 		c.fail(err)
-		return
 	}
-	c.w.bulks(all)
 }
 
 func cmdSCard(c *call) {

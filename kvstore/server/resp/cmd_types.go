@@ -12,6 +12,7 @@ package resp
 
 import (
 	"errors"
+	"iter"
 	"math"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ type collTxn interface {
 	HDel(key []byte, fields ...[]byte) (int, error)
 	HLen(key []byte) (int, error)
 	HGetAll(key []byte) ([][]byte, error)
+	HGetAllSeq(key []byte) (int, iter.Seq[[]byte], error)
 	HScan(key []byte, cursor uint64, count int) ([][]byte, uint64, error)
 	HPairsAt(key []byte, indexes []int) ([][]byte, error)
 
@@ -43,6 +45,7 @@ type collTxn interface {
 	RPop(key []byte, count int) ([][]byte, error)
 	LLen(key []byte) (int, error)
 	LRange(key []byte, start, stop int) ([][]byte, error)
+	LRangeSeq(key []byte, start, stop int) (int, iter.Seq[[]byte], error)
 	LIndex(key []byte, index int) ([]byte, error)
 	LSet(key []byte, index int, value []byte) error
 	LInsert(key []byte, before bool, pivot, value []byte) (int, error)
@@ -54,6 +57,7 @@ type collTxn interface {
 	SIsMember(key, m []byte) (bool, error)
 	SCard(key []byte) (int, error)
 	SMembers(key []byte) ([][]byte, error)
+	SMembersSeq(key []byte) (int, iter.Seq[[]byte], error)
 	SScan(key []byte, cursor uint64, count int) ([][]byte, uint64, error)
 	SMembersAt(key []byte, indexes []int) ([][]byte, error)
 
@@ -64,6 +68,7 @@ type collTxn interface {
 	ZCard(key []byte) (int, error)
 	ZRank(key, member []byte, reverse bool) (rank int, ok bool, err error)
 	ZRangeRank(key []byte, start, stop int, reverse bool) ([]kvstore.ZMember, error)
+	ZRangeRankSeq(key []byte, start, stop int, reverse bool) (int, iter.Seq[kvstore.ZMember], error)
 	ZWalk(key []byte, from float64, reverse bool, fn func(kvstore.ZMember) bool) error
 	ZRange(key []byte, start, stop int) ([]kvstore.ZMember, error)
 	ZScan(key []byte, cursor uint64, count int) ([]kvstore.ZMember, uint64, error)
@@ -180,7 +185,8 @@ func (w *replyWriter) bulkOrNull(b []byte, ok bool) {
 
 // double writes a float as Redis 7.0's RESP2 replies do ("%.17g", inf, -inf).
 func (w *replyWriter) double(f float64) {
-	w.bulk(appendDouble(nil, f))
+	var digits [32]byte // %.17g and its exponent fit: no allocation per score
+	w.bulk(appendDouble(digits[:0], f))
 }
 
 func appendDouble(b []byte, f float64) []byte {

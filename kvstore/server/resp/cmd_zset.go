@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"iter"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -557,12 +558,17 @@ func (s zrangeSpec) selectScores(tx txn, key []byte) ([]kvstore.ZMember, error) 
 }
 
 func (w *replyWriter) zmembers(items []kvstore.ZMember, withScores bool) {
+	w.zmemberSeq(len(items), slices.Values(items), withScores)
+}
+
+// zmemberSeq writes n members from members (and their scores).
+func (w *replyWriter) zmemberSeq(n int, members iter.Seq[kvstore.ZMember], withScores bool) {
 	if withScores {
-		w.array(2 * len(items))
+		w.array(2 * n)
 	} else {
-		w.array(len(items))
+		w.array(n)
 	}
-	for _, z := range items {
+	for z := range members {
 		w.bulk(z.Member)
 		if withScores {
 			w.double(z.Score)
@@ -580,6 +586,21 @@ func cmdZRange(c *call) {
 	}
 	s, ok := c.parseZRange(c.cmd.name, args, store)
 	if !ok {
+		return
+	}
+	if s.by == "rank" && !store {
+		// The members go straight from the set into the reply, uncopied
+		// (as LRANGE's elements).
+		err := c.read(func(tx txn) error {
+			n, members, err := tx.ZRangeRankSeq(args[0], clampInt(s.start), clampInt(s.stop), s.rev)
+			if err == nil {
+				c.w.zmemberSeq(n, members, s.withScores)
+			}
+			return err
+		})
+		if err != nil {
+			c.fail(err)
+		}
 		return
 	}
 	var out []kvstore.ZMember
