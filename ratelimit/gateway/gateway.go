@@ -258,7 +258,7 @@ func (s *Server) serveClient(w http.ResponseWriter, r *http.Request) {
 		if v := recover(); v != nil {
 			// The request ended without an answer because its client left
 			// (the proxy saw it, or the middleware's check was cut short).
-			if v == http.ErrAbortHandler && (iw.gone || r.Context().Err() != nil) {
+			if err, _ := v.(error); errors.Is(err, http.ErrAbortHandler) && (iw.gone || r.Context().Err() != nil) {
 				s.metrics.clientGone.Add(1)
 			}
 			panic(v)

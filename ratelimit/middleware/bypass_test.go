@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -199,7 +200,7 @@ rules:
 			serveCancelled := func() {
 				defer func() {
 					if v := recover(); v != nil {
-						if v != http.ErrAbortHandler {
+						if err, _ := v.(error); !errors.Is(err, http.ErrAbortHandler) {
 							panic(v)
 						}
 						aborted++
