@@ -55,16 +55,23 @@ func startService(t *testing.T, rs *redistest.Server) string {
 
 func startServiceLimiter(t *testing.T, rs *redistest.Server) (string, *ratelimit.Limiter) {
 	t.Helper()
-	p, err := policy.Parse("p.yaml", []byte(testPolicy))
-	if err != nil {
-		t.Fatal(err)
-	}
 	client, err := redisstore.NewClient(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
 	l := ratelimit.New(redisstore.New(client, redisstore.Options{}), ratelimit.Options{})
+	return serveWith(t, l), l
+}
+
+// serveWith serves the service with testPolicy and l on a real socket
+// until the test ends, and returns its address.
+func serveWith(t *testing.T, l *ratelimit.Limiter) string {
+	t.Helper()
+	p, err := policy.Parse("p.yaml", []byte(testPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +87,7 @@ func startServiceLimiter(t *testing.T, rs *redistest.Server) (string, *ratelimit
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return ln.Addr().String(), l
+	return ln.Addr().String()
 }
 
 func dial(t *testing.T, addr, from string) rlsv3.RateLimitServiceClient {

@@ -2,7 +2,6 @@ package envoyrls_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"net"
 	"strconv"
@@ -16,9 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/devkit-go/devkit/ratelimit"
-	"github.com/devkit-go/devkit/ratelimit/envoyrls"
 	"github.com/devkit-go/devkit/ratelimit/memory"
-	"github.com/devkit-go/devkit/ratelimit/policy"
 )
 
 // TestServe_NoFlowControlPingPerCall: a connection that carries one call at
@@ -28,28 +25,8 @@ import (
 // PING's acknowledgement: about one PING per call, two frames more on each
 // side. The raw HTTP/2 client counts the frames the server sends.
 func TestServe_NoFlowControlPingPerCall(t *testing.T) {
-	p, err := policy.Parse("p.yaml", []byte(testPolicy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- envoyrls.Serve(ctx, ln, envoyrls.New(l, func() *policy.Policy { return p }), time.Second, nil)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-
-	conn, err := net.Dial("tcp", ln.Addr().String())
+	addr := serveWith(t, ratelimit.New(memory.New(memory.Options{}), ratelimit.Options{}))
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
