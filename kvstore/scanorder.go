@@ -23,7 +23,7 @@ import (
 func scanHash(key []byte) uint64 { return xxhash.Sum64(key) }
 
 // scanItem is one key of the scan order in 8 bytes, so the order costs
-// about 12 bytes a key rather than a second copy of the hash: the top 16
+// about 13 bytes a key rather than a second copy of the hash: the top 16
 // bits of the key's hash above its record's 48-bit reference (a probe when
 // the reference is 0, sorting before every key of its top bits). Items of
 // equal top bits are ordered by the whole hash, read again from the key,
