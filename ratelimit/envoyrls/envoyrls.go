@@ -133,21 +133,13 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 }
 
 // headersToAdd are the rate-limit fields of res, named in lower case as
-// HTTP/2 wants them (the names spelled out: no lowering per answer).
+// HTTP/2 wants them (the names lowered once: rateLimitFields).
 func headersToAdd(res *ratelimit.Result) []*corev3.HeaderValue {
-	h := make(http.Header, 6)
+	h := make(http.Header, len(rateLimitFields))
 	middleware.SetHeaders(h, res)
-	fields := [...]struct{ canonical, lower string }{ // http.CanonicalHeaderKey of middleware.Header*
-		{"X-Ratelimit-Limit", "x-ratelimit-limit"},
-		{"X-Ratelimit-Remaining", "x-ratelimit-remaining"},
-		{"X-Ratelimit-Reset", "x-ratelimit-reset"},
-		{"Ratelimit-Policy", "ratelimit-policy"},
-		{"Ratelimit", "ratelimit"},
-		{"Retry-After", "retry-after"},
-	}
-	values := make([]corev3.HeaderValue, 0, len(fields)) // one allocation for every field
-	out := make([]*corev3.HeaderValue, 0, len(fields))
-	for _, f := range fields {
+	values := make([]corev3.HeaderValue, 0, len(rateLimitFields)) // one allocation for every field
+	out := make([]*corev3.HeaderValue, 0, len(rateLimitFields))
+	for _, f := range rateLimitFields {
 		if v := h[f.canonical]; len(v) > 0 && v[0] != "" {
 			values = append(values, corev3.HeaderValue{Key: f.lower, Value: v[0]})
 			out = append(out, &values[len(values)-1])
@@ -155,6 +147,16 @@ func headersToAdd(res *ratelimit.Result) []*corev3.HeaderValue {
 	}
 	return out
 }
+
+// rateLimitFields are the fields middleware.SetHeaders may set, as
+// http.Header keys them and in lower case, in the order they are sent.
+var rateLimitFields = func() (fields [6]struct{ canonical, lower string }) {
+	for i, name := range [...]string{middleware.HeaderLimit, middleware.HeaderRemaining, middleware.HeaderReset,
+		middleware.HeaderPolicy, middleware.HeaderRateLimit, middleware.HeaderRetryAfter} {
+		fields[i].canonical, fields[i].lower = http.CanonicalHeaderKey(name), strings.ToLower(name)
+	}
+	return fields
+}()
 
 // hitsOf is the cost of a descriptor: its own hits_addend, else the
 // request's; 0 leaves the rule's.

@@ -437,12 +437,21 @@ func StartSentinel(t testing.TB, master *Server) string {
 	t.Helper()
 	SkipOnDevkitKV(t, "no Sentinel")
 	RequireBinaries(t, "redis-server")
+	return startSentinel(t, master, FreePort, 1, 5*time.Second, "").Addr
+}
+
+// startSentinel starts a sentinel on a port from pick that monitors master
+// as SentinelMaster with quorum, finds it down after downAfter, and has the
+// extra configuration lines extra; it returns once the sentinel answers.
+func startSentinel(t testing.TB, master *Server, pick func(testing.TB) int, quorum int, downAfter time.Duration,
+	extra string) *Server {
+	t.Helper()
 	dir := t.TempDir()
-	port := FreePort(t)
+	port := pick(t)
 	host, masterPort, _ := net.SplitHostPort(master.Addr)
 	conf := filepath.Join(dir, "sentinel.conf")
-	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster %s %s 1\nsentinel down-after-milliseconds mymaster 5000\n",
-		port, dir, host, masterPort)
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s %d\nsentinel down-after-milliseconds %s %d\n",
+		port, dir, SentinelMaster, host, masterPort, quorum, SentinelMaster, downAfter.Milliseconds()) + extra
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +462,7 @@ func StartSentinel(t testing.TB, master *Server) string {
 	if err := s.waitReady(5 * time.Second); err != nil {
 		t.Fatalf("sentinel did not start: %v", err)
 	}
-	return s.Addr
+	return s
 }
 
 // StartReplica starts a redis-server replicating master and returns it once

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,24 +49,9 @@ func StartSentinelGroup(t testing.TB, replicas int, downAfter time.Duration) *Se
 	for range replicas {
 		g.Replicas = append(g.Replicas, startReplica(t, g.Master, lowPort))
 	}
-	host, masterPort, _ := net.SplitHostPort(g.Master.Addr)
 	for range 3 {
-		dir := t.TempDir()
-		port := lowPort(t)
-		conf := filepath.Join(dir, "sentinel.conf")
-		body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 2\n", port, dir, SentinelMaster, host, masterPort) +
-			fmt.Sprintf("sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 10000\n", SentinelMaster, downAfter.Milliseconds(), SentinelMaster)
-		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		logFile := filepath.Join(dir, "sentinel.log")
-		s := start(t, exec.Command("redis-server", conf, "--sentinel", "--logfile", logFile),
-			net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logFile)
-		t.Cleanup(s.Stop)
-		if err := s.waitReady(5 * time.Second); err != nil {
-			t.Fatalf("sentinel did not start: %v", err)
-		}
-		g.Sentinels = append(g.Sentinels, s)
+		g.Sentinels = append(g.Sentinels, startSentinel(t, g.Master, lowPort, 2, downAfter,
+			fmt.Sprintf("sentinel failover-timeout %s 10000\n", SentinelMaster)))
 	}
 	ctx := context.Background()
 	for _, s := range g.Sentinels {

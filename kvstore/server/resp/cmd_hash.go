@@ -147,10 +147,7 @@ func cmdHGetAll(c *call) {
 			return err
 		}
 		if c.cmd.name == "hgetall" {
-			c.w.array(2 * fields)
-			for e := range all {
-				c.w.bulk(e)
-			}
+			c.w.bulkSeq(2*fields, all)
 			return nil
 		}
 		c.w.array(fields)

@@ -123,14 +123,10 @@ func cmdLRange(c *call) {
 	// (a copy each was a third of LRANGE_100's allocations).
 	err := c.read(func(tx txn) error {
 		n, elems, err := tx.LRangeSeq(c.args[1], clampInt(start), clampInt(stop))
-		if err != nil {
-			return err
+		if err == nil {
+			c.w.bulkSeq(n, elems)
 		}
-		c.w.array(n)
-		for e := range elems {
-			c.w.bulk(e)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		c.fail(err)

@@ -64,10 +64,7 @@ func cmdSMembers(c *call) {
 	err := c.read(func(tx txn) error {
 		n, members, err := tx.SMembersSeq(c.args[1])
 		if err == nil {
-			c.w.array(n)
-			for m := range members {
-				c.w.bulk(m)
-			}
+			c.w.bulkSeq(n, members)
 		}
 		return err
 	})

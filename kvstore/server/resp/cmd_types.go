@@ -174,6 +174,15 @@ func (w *replyWriter) bulks(items [][]byte) {
 	}
 }
 
+// bulkSeq writes an array of the n bulk strings of items, as they come
+// (a collection's own bytes, uncopied).
+func (w *replyWriter) bulkSeq(n int, items iter.Seq[[]byte]) {
+	w.array(n)
+	for b := range items {
+		w.bulk(b)
+	}
+}
+
 // bulkOrNull writes b, or nil when missing.
 func (w *replyWriter) bulkOrNull(b []byte, ok bool) {
 	if ok {

@@ -230,6 +230,13 @@ func (e *scriptEngine) lookup(sha []byte) *evalScript {
 	return e.cache[string(lower[:])]
 }
 
+// cachedScripts is the number of scripts in the cache (INFO memory).
+func (e *scriptEngine) cachedScripts() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.cache)
+}
+
 // evalVM returns EVAL's VM (vmMu held).
 func (e *scriptEngine) evalVM() *luaVM {
 	if e.vm == nil {

@@ -170,14 +170,15 @@ func cmsgpackUnpack(L *lua.LState, s string, limit, offset int64) int {
 	if all {
 		limit = math.MaxInt32
 	}
-	r := bytes.NewReader([]byte(s[offset:]))
+	in := s[offset:]
+	r := strings.NewReader(in)
 	dec := msgpack.NewDecoder(r)
 	var values []lua.LValue
 	for count := int64(0); r.Len() > 0 && count < limit; count++ {
 		if count == cmsgpackMaxResults {
 			L.RaiseError("too many return values at once; use unpack_one or unpack_limit instead.")
 		}
-		v, err := cmsgpackDecode(L, dec, r, 0)
+		v, err := cmsgpackDecode(L, dec, r, in, 0)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errMsgpackMissing) {
 				L.RaiseError("%s", errMsgpackMissing.Error())
@@ -205,7 +206,7 @@ func cmsgpackUnpack(L *lua.LState, s string, limit, offset int64) int {
 // cmsgpackDecode decodes one value. A length that the bytes left cannot
 // hold (each element takes one byte at least) is missing bytes, found before
 // anything is allocated for it.
-func cmsgpackDecode(L *lua.LState, dec *msgpack.Decoder, r *bytes.Reader, depth int) (lua.LValue, error) {
+func cmsgpackDecode(L *lua.LState, dec *msgpack.Decoder, r *strings.Reader, in string, depth int) (lua.LValue, error) {
 	c, err := dec.PeekCode()
 	if err != nil {
 		return nil, err
@@ -234,11 +235,13 @@ func cmsgpackDecode(L *lua.LState, dec *msgpack.Decoder, r *bytes.Reader, depth 
 		if n < 0 || n > r.Len() {
 			return nil, errMsgpackMissing
 		}
-		b := make([]byte, n)
-		if _, err := io.ReadFull(r, b); err != nil {
+		// The string is read out of the input as it stands (r reads in,
+		// unbuffered): one copy, so a value kept does not hold the input.
+		at := len(in) - r.Len()
+		if _, err := r.Seek(int64(n), io.SeekCurrent); err != nil {
 			return nil, err
 		}
-		return lua.LString(b), nil
+		return lua.LString(strings.Clone(in[at : at+n])), nil
 	case msgpcode.IsFixedArray(c), c == msgpcode.Array16, c == msgpcode.Array32:
 		n, err := dec.DecodeArrayLen()
 		if err != nil {
@@ -252,7 +255,7 @@ func cmsgpackDecode(L *lua.LState, dec *msgpack.Decoder, r *bytes.Reader, depth 
 		}
 		t := L.CreateTable(n, 0)
 		for i := 1; i <= n; i++ {
-			v, err := cmsgpackDecode(L, dec, r, depth+1)
+			v, err := cmsgpackDecode(L, dec, r, in, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -272,11 +275,11 @@ func cmsgpackDecode(L *lua.LState, dec *msgpack.Decoder, r *bytes.Reader, depth 
 		}
 		t := L.CreateTable(0, n)
 		for range n {
-			k, err := cmsgpackDecode(L, dec, r, depth+1)
+			k, err := cmsgpackDecode(L, dec, r, in, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			v, err := cmsgpackDecode(L, dec, r, depth+1)
+			v, err := cmsgpackDecode(L, dec, r, in, depth+1)
 			if err != nil {
 				return nil, err
 			}
