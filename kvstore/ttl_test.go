@@ -1,10 +1,12 @@
 package kvstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -389,5 +391,90 @@ func TestOnExpired_ReportsTheKeysTheSweepDeleted(t *testing.T) {
 	db.sweepExpired()
 	if n := db.Stats().ExpiredKeys - before; n != 1 || got != nil {
 		t.Fatalf("after remove: the sweep deleted %d keys and reported %q; want 1 and nothing", n, got)
+	}
+}
+
+// ttlIndexMismatch compares every shard's ttl map with its records: a key
+// is in the map, with its record's expiry, exactly while its record has
+// one. It returns the first difference, or "".
+func ttlIndexMismatch(m *memtable) string {
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.RLock()
+		want := map[string]int64{}
+		for _, v := range s.slots {
+			if v == emptySlot || v == tombSlot {
+				continue
+			}
+			if k, _, exp, _ := m.arena.record(ref(v & refMask)); exp != 0 {
+				want[string(k)] = exp
+			}
+		}
+		got := make(map[string]int64, len(s.ttl))
+		for k, at := range s.ttl {
+			got[k] = at
+		}
+		s.mu.RUnlock()
+		for k, at := range want {
+			if g, ok := got[k]; !ok || g != at {
+				return fmt.Sprintf("shard %d: key %q expires at %d, its ttl entry says %d (present: %v)", i, k, at, g, ok)
+			}
+		}
+		for k, at := range got {
+			if _, ok := want[k]; !ok {
+				return fmt.Sprintf("shard %d: ttl entry %q (%d) for a key without expiry or record", i, k, at)
+			}
+		}
+	}
+	return ""
+}
+
+// The ttl map (what active expiry samples) follows every write, including
+// the ones that skip it because they keep the key's expiry: random writes
+// that set, keep, change and drop expiries, overwrite in place and in a new
+// slot, delete, and touch collections, each checked against the records.
+func TestTTLIndex_FollowsEveryRecordsExpiry(t *testing.T) {
+	db := openT(t, t.TempDir(), Options{Sync: SyncNone})
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	base := time.Now().Add(time.Hour)
+	for step := range 4000 {
+		k := []byte(fmt.Sprintf("k%d", rng.IntN(24)))
+		at := base.Add(time.Duration(rng.IntN(3)) * time.Second) // few distinct expiries: many writes keep theirs
+		val := bytes.Repeat([]byte("v"), 1+rng.IntN(40))         // sizes that sometimes keep the slot
+		op := rng.IntN(9)
+		err := db.Update(func(tx *Tx) error {
+			var err error
+			switch op {
+			case 0:
+				err = tx.Set(k, val)
+			case 1:
+				err = tx.SetWithTTL(k, val, at)
+			case 2:
+				err = tx.SetKeepTTL(k, val)
+			case 3:
+				_, err = tx.Delete(k)
+			case 4:
+				_, err = tx.Expire(k, at)
+			case 5:
+				_, err = tx.Persist(k)
+			case 6:
+				_, err = tx.HSet(append([]byte("h"), k...), []byte("f"), val)
+			case 7:
+				_, err = tx.Expire(append([]byte("h"), k...), at)
+			default:
+				_, err = tx.Delete(append([]byte("h"), k...))
+			}
+			if errors.Is(err, ErrWrongType) || errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			return err
+		})
+		if err != nil && !errors.Is(err, errNoWrites) {
+			t.Fatalf("step %d, op %d on %s: %v", step, op, k, err)
+		}
+		if msg := ttlIndexMismatch(db.mem); msg != "" {
+			t.Fatalf("step %d, after op %d on %s: %s", step, op, k, msg)
+		}
 	}
 }
