@@ -99,6 +99,7 @@ func cmdConfig(c *call) {
 			st.rejected.Store(0)
 			st.failed.Store(0)
 		}
+		c.s.errors.reset()
 		w.ok()
 	case "SET":
 		if len(c.args) < 4 || len(c.args)%2 != 0 {

@@ -259,7 +259,7 @@ func (s *Server) serveBlocked(ut *updateTx) blockedServe {
 			if !s.blocks.claim(w) {
 				continue
 			}
-			var rw replyWriter
+			rw := replyWriter{stats: &s.errors}
 			if !w.serve(ut, &rw) {
 				s.blocks.unclaim(w)
 				continue
@@ -386,7 +386,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, pop blockPop, timed
 	}
 	// The try and the registration are one update: a push is ordered
 	// before the try (found) or after the registration (served).
-	var out replyWriter
+	out := replyWriter{stats: &c.s.errors}
 	answered, registered := false, false
 	err := c.update(func(tx txn) (err error) {
 		out.buf, out.errs = out.buf[:0], 0

@@ -404,7 +404,7 @@ func cmdExec(c *call) {
 		c.w.error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
-	var replies replyWriter
+	replies := replyWriter{stats: &c.s.errors}
 	// atomic runs seg in one update, after checking the watched keys if
 	// check; false: the reply (an error or the nil of an abort) is written.
 	atomic := func(seg []queuedCommand, check bool) bool {

@@ -15,7 +15,8 @@ const compatVersion = "5.0.0"
 func cmdInfo(c *call) { c.w.bulkString(c.s.info(c.args[1:])) }
 
 // info renders INFO's sections: server, clients, memory, persistence,
-// stats, replication, keyspace (all by default, or those named).
+// stats, replication, cpu, errorstats, keyspace (all by default, or those
+// named), and commandstats when named.
 func (s *Server) info(sections [][]byte) string {
 	want := func(name string) bool {
 		if len(sections) == 0 {
@@ -129,6 +130,8 @@ func (s *Server) info(sections [][]byte) string {
 		line("pubsub_channels", channels)
 		line("pubsub_patterns", patterns)
 		line("pubsubshard_channels", shard)
+		line("unexpected_error_replies", 0) // replies to a master or replica: there are none
+		line("total_error_replies", s.errors.total.Load())
 	}
 	if want("replication") {
 		section("Replication")
@@ -166,6 +169,10 @@ func (s *Server) info(sections [][]byte) string {
 			fmt.Fprintf(&b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
 				cmd.name, calls, usec, perCall, rejected, failed)
 		}
+	}
+	if want("errorstats") {
+		section("Errorstats")
+		s.errors.section(&b)
 	}
 	if want("keyspace") {
 		section("Keyspace")

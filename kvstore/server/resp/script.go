@@ -380,7 +380,7 @@ func (vm *luaVM) begin(e *scriptEngine, c *call, tx txn, run *scriptRun, spec ru
 	reply, args := sc.reply.buf[:0], sc.args[:0]
 	*sc = scriptCtx{e: e, c: c, tx: tx, run: run, readOnly: spec.readOnly, resp3: spec.resp3, fn: spec.name,
 		source: spec.source, args: args}
-	sc.reply.buf = reply
+	sc.reply.buf, sc.reply.stats = reply, &e.s.errors
 	return sc
 }
 
@@ -409,7 +409,11 @@ func (vm *luaVM) call(sc *scriptCtx, spec runSpec, w *replyWriter) {
 	L.SetContext(&sc.run.ctx)
 	err := L.PCall(nargs, 1, nil)
 	if err != nil {
-		w.error(sc.errorText(err))
+		if msg := sc.errorText(err); counted(err) {
+			w.forwardedError(msg)
+		} else {
+			w.error(msg)
+		}
 		return
 	}
 	luaToReply(w, L.Get(-1), 0)
@@ -576,11 +580,15 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 	case cmd == nil:
 		return nil, "Unknown Redis command called from script"
 	case !cmd.arityOK(len(args)):
-		return nil, "Wrong number of args calling Redis command from script"
+		refused = "Wrong number of args calling Redis command from script"
 	case !allowedInScript(cmd):
-		return nil, "This Redis command is not allowed from script"
+		refused = "This Redis command is not allowed from script"
 	case cmd.flags&flagWrite != 0 && sc.readOnly:
-		return nil, "Write commands are not allowed from read-only scripts."
+		refused = "Write commands are not allowed from read-only scripts."
+	}
+	if refused != "" {
+		cmd.stats.rejected.Add(1) // INFO commandstats: rejected_calls, as in Redis
+		return nil, refused
 	}
 	if cmd.flags&flagWrite != 0 {
 		sc.run.wrote.Store(true)
@@ -733,11 +741,17 @@ func (vm *luaVM) redisCall(L *lua.LState, raise bool) int {
 	sc.args = args[:0] // the array, for the next call (no command keeps it)
 	reply, refused := sc.exec(args)
 	if refused != "" {
-		return fail(luaErrorTable(L, errorReplyText(refused)))
+		// A refused command's error counts here, once (Redis: the
+		// script's client got it), and not again if the script passes it on.
+		msg := errorReplyText(refused)
+		sc.c.s.errors.record(msg)
+		return fail(countedErrorTable(L, msg))
 	}
 	v, _, isErr := respToLua(L, &vm.vals, reply, sc.resp3)
 	if isErr {
-		return fail(v.(*lua.LTable))
+		t := v.(*lua.LTable) // counted by the command's writer (sc.reply)
+		t.RawSetString(ignoreErrorStats, lua.LTrue)
+		return fail(t)
 	}
 	L.Push(v)
 	return 1

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -498,6 +499,30 @@ func luaErrorTable(L *lua.LState, msg string) *lua.LTable {
 	return t
 }
 
+// ignoreErrorStats marks an error table whose error was counted in INFO
+// errorstats where it was made (a command a script called): the script's
+// own error reply, when it raises or returns the table, is not counted
+// again. Redis's field, which scripts can see as Redis's can.
+const ignoreErrorStats = "ignore_error_stats_update"
+
+// countedErrorTable is an error table for msg, already counted.
+func countedErrorTable(L *lua.LState, msg string) *lua.LTable {
+	t := luaErrorTable(L, msg)
+	t.RawSetString(ignoreErrorStats, lua.LTrue)
+	return t
+}
+
+// counted reports whether a script's error is a table an error reply
+// was counted for already (ignoreErrorStats).
+func counted(err error) bool {
+	var ae *lua.ApiError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	t, ok := ae.Object.(*lua.LTable)
+	return ok && lua.LVAsBool(t.RawGetString(ignoreErrorStats))
+}
+
 // errorReplyText is Redis's luaPushErrorBuff: "-CODE msg" keeps its code,
 // a message without one gets ERR, and a trailing CRLF goes.
 func errorReplyText(s string) string {
@@ -574,7 +599,11 @@ func luaToReply(w *replyWriter, v lua.LValue, depth int) {
 		w.integer(luaNumberToInt(float64(v)))
 	case *lua.LTable:
 		if e, ok := v.RawGetString("err").(lua.LString); ok {
-			w.error(string(e))
+			if lua.LVAsBool(v.RawGetString(ignoreErrorStats)) {
+				w.forwardedError(string(e))
+			} else {
+				w.error(string(e))
+			}
 			return
 		}
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {

@@ -217,6 +217,7 @@ type Server struct {
 	auth    *authGuard
 	cmds    *commandSet
 	scripts *scriptEngine
+	errors  errorStats // INFO errorstats (errorstats.go)
 	limits  kvstore.Limits
 	started time.Time
 
@@ -407,6 +408,7 @@ func (s *Server) newClient(c *connserver.Conn) *client {
 		authed:  s.opts.Password == "",
 		log:     s.opts.Logger.With("transport", "resp", "remote", c.RemoteAddr().String()),
 	}
+	cl.out.stats, cl.scriptReply.stats = &s.errors, &s.errors
 	cl.lastActive.Store(now.UnixNano())
 	cl.multiLen.Store(-1)
 	s.register(cl)

@@ -10,6 +10,9 @@ import (
 type replyWriter struct {
 	buf  []byte
 	errs int
+	// stats, when set, counts each error reply written (INFO errorstats):
+	// set on the writers whose bytes reach a client.
+	stats *errorStats
 }
 
 func (w *replyWriter) simple(s string) {
@@ -24,6 +27,15 @@ func (w *replyWriter) ok() { w.buf = append(w.buf, "+OK\r\n"...) }
 // error writes an error reply; msg starts with its code (ERR, WRONGTYPE...).
 // CR and LF would break the framing, so they become spaces.
 func (w *replyWriter) error(msg string) {
+	if w.stats != nil {
+		w.stats.record(msg)
+	}
+	w.forwardedError(msg)
+}
+
+// forwardedError writes an error reply that was counted where it was made
+// (a script's redis.call), as error does otherwise.
+func (w *replyWriter) forwardedError(msg string) {
 	w.errs++
 	w.buf = append(w.buf, '-')
 	for i := 0; i < len(msg); i++ {
