@@ -261,7 +261,7 @@ func (fs *functionSet) register(L *lua.LState) int {
 			raise("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
 		}
 		var bad string
-		t.ForEach(func(k, v lua.LValue) {
+		luaPairs(t, func(k, v lua.LValue) { // a table with several bad arguments names the same one every time
 			if bad != "" {
 				return
 			}
@@ -295,7 +295,7 @@ func (fs *functionSet) register(L *lua.LState) int {
 					bad = "flags argument to redis.register_function must be a table representing function flags"
 					return
 				}
-				ft.ForEach(func(_, fv lua.LValue) {
+				luaPairs(ft, func(_, fv lua.LValue) {
 					s, ok := fv.(lua.LString)
 					if !ok || !slices.Contains(functionFlags, string(s)) {
 						bad = "unknown flag given"

@@ -137,7 +137,7 @@ func cjsonWrite(L *lua.LState, cfg *cjsonConfig, b *bytes.Buffer, v lua.LValue, 
 		b.WriteByte('{')
 		first := true
 		var err error
-		v.ForEach(func(k, val lua.LValue) {
+		luaPairs(v, func(k, val lua.LValue) { // next's order: the same at every call
 			if err != nil {
 				return
 			}

@@ -624,3 +624,26 @@ return {redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('
 		t.Fatalf("EXISTS and PTTL of a 40 ms key, PTTL and TTL of a 1 s one, 60 ms into the script = %s, want [1 40 1000 1]", s)
 	}
 }
+
+// cjson.encode of the same table gives the same text at every call (a
+// script that stores a document and later compares a new encoding with it
+// must not see a change where there is none): gopher-lua's ForEach walks Go
+// maps, whose order changes from one walk to the next; pairs' order does not.
+func TestCjson_EncodeOfATableIsTheSameAtEveryCall(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	const script = `local t = {} for i = 1, 12 do t['k' .. i] = i end t.nested = {x = 1, y = 2, z = 3}
+return cjson.encode(t)`
+	first := ""
+	for i := range 30 {
+		got, err := c.Eval(ctx, script, nil).Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = got
+		} else if got != first {
+			t.Fatalf("call %d encoded %s, call 0 %s", i, got, first)
+		}
+	}
+}
