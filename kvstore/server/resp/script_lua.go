@@ -84,6 +84,7 @@ func newLuaVM(eng *scriptEngine) *luaVM {
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
 	}
+	installCallOfNil(L) // Lua 5.1's "attempt to call ... (a nil value)" (script_callerr.go)
 	g := L.G.Global
 	vm.globals = g
 	// Not in Redis's sandbox (Redis 7's deny list, and what gopher-lua

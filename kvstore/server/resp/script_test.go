@@ -647,3 +647,30 @@ return cjson.encode(t)`
 		}
 	}
 }
+
+// A call of nil is reported in Lua 5.1's words, naming what was called
+// where the code says it (Redis's scripts run Lua 5.1): gopher-lua's own
+// "attempt to call a non-function object" names nothing.
+func TestScript_CallOfNilSaysWhatWasCalled(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	for _, tc := range []struct{ script, want string }{
+		{"return redis.nosuch()", "attempt to call field 'nosuch' (a nil value)"},
+		{"local t = {} return t:m()", "attempt to call method 'm' (a nil value)"},
+		{"local f return f()", "attempt to call local 'f' (a nil value)"},
+		{"local x local function g() return x() end return g()", "attempt to call upvalue 'x' (a nil value)"},
+		{"return (nil)()", "attempt to call a nil value"},
+		{"return loadstring('syntax error here')()", "attempt to call a nil value"},
+		{"local t = {} local a = t.x\nlocal b = 1\nreturn a()", "attempt to call local 'a' (a nil value)"},
+	} {
+		err := c.Eval(ctx, tc.script, nil).Err()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "non-function") {
+			t.Errorf("EVAL %q: %v, want an error with %q", tc.script, err, tc.want)
+		}
+	}
+	// pcall gets the message too, and the metatable behind it is hidden.
+	got, err := c.Eval(ctx, "local ok, e = pcall(nil) return {tostring(ok), e, tostring(getmetatable(nil))}", nil).StringSlice()
+	if err != nil || len(got) != 3 || got[0] != "false" || !strings.Contains(got[1], "attempt to call a nil value") || got[2] != "false" {
+		t.Errorf("pcall(nil) and getmetatable(nil): %q %v", got, err)
+	}
+}
