@@ -249,6 +249,37 @@ func (m *memtable) meta(key []byte) (entry, bool) {
 	return e, ok
 }
 
+// avgTTLSample is how many keys with a TTL of each shard avgTTL looks at.
+const avgTTLSample = 16
+
+// avgTTL estimates the time left to the keys with a TTL at now, in ms, from
+// up to perShard of each shard's (map iteration starts at a random place,
+// as Redis samples its expires dict); keys already past their time are
+// left out. 0 when none is sampled.
+func (m *memtable) avgTTL(now int64, perShard int) int64 {
+	var sum, n int64
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.RLock()
+		seen := 0
+		for _, at := range s.ttl {
+			if seen == perShard {
+				break
+			}
+			seen++
+			if at > now {
+				sum += (at - now) / int64(time.Millisecond)
+				n++
+			}
+		}
+		s.mu.RUnlock()
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / n
+}
+
 // keysWithTTL counts the keys that have a TTL (expired ones not yet swept included).
 func (m *memtable) keysWithTTL() int64 {
 	var n int64

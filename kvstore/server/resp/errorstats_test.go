@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
 	"github.com/devkit-go/devkit/kvstore/server/resp"
@@ -115,5 +116,35 @@ func TestErrorstats_CodesAreBounded(t *testing.T) {
 	}
 	if !strings.Contains(info, "total_error_replies:300\r\n") {
 		t.Errorf("total_error_replies after 300 errors:\n%s", info)
+	}
+}
+
+// INFO keyspace says how many keys have a TTL (expires=) and about how long
+// they have left (avg_ttl, ms, estimated from a sample as Redis does).
+func TestInfo_KeyspaceCountsKeysWithATTL(t *testing.T) {
+	c := goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))
+	ctx := context.Background()
+	for i := range 100 {
+		ttl := time.Duration(0)
+		if i%5 < 2 {
+			ttl = 100 * time.Second
+		}
+		if err := c.Set(ctx, fmt.Sprintf("k%d", i), "v", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.HSet(ctx, "h", "f", "v")
+	c.Expire(ctx, "h", 50*time.Second)
+	info, err := c.Info(ctx, "keyspace").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys, expires, avg int64
+	line := info[strings.Index(info, "db0:"):]
+	if _, err := fmt.Sscanf(line, "db0:keys=%d,expires=%d,avg_ttl=%d", &keys, &expires, &avg); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	if keys != 101 || expires != 41 || avg <= 90_000 || avg > 100_000 {
+		t.Errorf("keys=%d expires=%d avg_ttl=%d, want 101, 41 and between 90 s and 100 s (40 keys at 100 s, one at 50 s)", keys, expires, avg)
 	}
 }

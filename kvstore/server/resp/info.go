@@ -177,7 +177,7 @@ func (s *Server) info(sections [][]byte) string {
 	if want("keyspace") {
 		section("Keyspace")
 		if st.Keys > 0 {
-			fmt.Fprintf(&b, "db0:keys=%d,expires=0,avg_ttl=0\r\n", st.Keys)
+			fmt.Fprintf(&b, "db0:keys=%d,expires=%d,avg_ttl=%d\r\n", st.Keys, st.KeysWithTTL, st.AvgTTLMillis)
 		}
 	}
 	return b.String()
