@@ -252,11 +252,11 @@ func (m *memtable) meta(key []byte) (entry, bool) {
 // avgTTLSample is how many keys with a TTL of each shard avgTTL looks at.
 const avgTTLSample = 16
 
-// avgTTL estimates the time left to the keys with a TTL at now, in ms, from
-// up to perShard of each shard's (map iteration starts at a random place,
-// as Redis samples its expires dict); keys already past their time are
-// left out. 0 when none is sampled.
-func (m *memtable) avgTTL(now int64, perShard int) int64 {
+// avgTTL estimates the time left to the keys with a TTL at now from up to
+// perShard of each shard's (map iteration starts at a random place, as
+// Redis samples its expires dict); keys already past their time are left
+// out. 0 when none is sampled.
+func (m *memtable) avgTTL(now int64, perShard int) time.Duration {
 	var sum, n int64
 	for i := range m.shards {
 		s := &m.shards[i]
@@ -268,7 +268,7 @@ func (m *memtable) avgTTL(now int64, perShard int) int64 {
 			}
 			seen++
 			if at > now {
-				sum += (at - now) / int64(time.Millisecond)
+				sum += at - now
 				n++
 			}
 		}
@@ -277,7 +277,7 @@ func (m *memtable) avgTTL(now int64, perShard int) int64 {
 	if n == 0 {
 		return 0
 	}
-	return sum / n
+	return time.Duration(sum / n)
 }
 
 // keysWithTTL counts the keys that have a TTL (expired ones not yet swept included).

@@ -35,12 +35,12 @@ type Stats struct {
 	MemoryBytes int64 `json:"memory_bytes"`
 	// KeysWithTTL counts keys that have a TTL (INFO keyspace's expires=).
 	KeysWithTTL int64 `json:"keys_with_ttl"`
-	// AvgTTLMillis estimates the time left to the keys with a TTL, in ms,
-	// from a sample of them, as Redis's avg_ttl does (INFO keyspace); 0
-	// when none is left to expire.
-	AvgTTLMillis int64  `json:"avg_ttl_ms"`
-	Seq          uint64 `json:"seq"` // last acknowledged sequence number
-	SyncPolicy   string `json:"sync_policy"`
+	// AvgTTLSeconds estimates the time left to the keys with a TTL from a
+	// sample of them, as Redis's avg_ttl does (INFO keyspace, in ms there);
+	// 0 when none is left to expire.
+	AvgTTLSeconds float64 `json:"avg_ttl_seconds"`
+	Seq           uint64  `json:"seq"` // last acknowledged sequence number
+	SyncPolicy    string  `json:"sync_policy"`
 	// MemoryOnly: the store keeps nothing on disk (Options.MemoryOnly).
 	MemoryOnly bool `json:"memory_only"`
 
@@ -87,7 +87,7 @@ func (db *DB) Stats() Stats {
 		DataBytes:            db.mem.bytes.Load(),
 		MemoryBytes:          db.mem.memoryBytes(),
 		KeysWithTTL:          db.mem.keysWithTTL(),
-		AvgTTLMillis:         db.mem.avgTTL(db.opts.now().UnixNano(), avgTTLSample),
+		AvgTTLSeconds:        db.mem.avgTTL(db.opts.now().UnixNano(), avgTTLSample).Seconds(),
 		SyncPolicy:           db.opts.Sync.String(),
 		MemoryOnly:           db.opts.MemoryOnly,
 		Sets:                 c.sets.Load(),

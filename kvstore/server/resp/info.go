@@ -177,7 +177,7 @@ func (s *Server) info(sections [][]byte) string {
 	if want("keyspace") {
 		section("Keyspace")
 		if st.Keys > 0 {
-			fmt.Fprintf(&b, "db0:keys=%d,expires=%d,avg_ttl=%d\r\n", st.Keys, st.KeysWithTTL, st.AvgTTLMillis)
+			fmt.Fprintf(&b, "db0:keys=%d,expires=%d,avg_ttl=%d\r\n", st.Keys, st.KeysWithTTL, int64(st.AvgTTLSeconds*1000))
 		}
 	}
 	return b.String()
