@@ -24,7 +24,7 @@ if [ ${#UNITS[@]} -eq 0 ]; then
 fi
 # Tests that need what no external server gives a test (DEBUG, replicas,
 # restarts, maxmemory) are left out for both servers alike, and the RESP3
-# variants (devkit kv speaks RESP2: HELLO 3 is refused, as Redis 5 does).
+# variants (devkit kv speaks RESP2: HELLO 3 is NOPROTO).
 TAGS=(-needs:debug -needs:repl -needs:pfdebug -needs:config-maxmemory -needs:reset -needs:latency -needs:local-process -resp3)
 
 [ -x "$REDIS_SRC/runtest" ] && [ -d "$REDIS_SRC/tests/unit" ] || {

@@ -8,9 +8,12 @@ package resp
 // failures of every address are kept in a table of bounded size.
 
 import (
+	"bytes"
 	"crypto/subtle"
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 )
@@ -151,18 +154,96 @@ func cmdAuth(c *call) {
 		}
 		return
 	}
-	right := c.s.authenticate(args[len(args)-1]) && (len(args) == 1 || string(args[0]) == "default")
-	cl := c.cl
-	if right {
-		cl.authed, cl.authFails = true, 0
+	if c.login(len(args) == 1 || string(args[0]) == "default", args[len(args)-1]) {
 		c.w.ok()
 		return
 	}
+	c.w.error(wrongPass)
+}
+
+const wrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+
+// login checks password (with userOK: the user named is "default") under
+// --requirepass: right, the connection is authenticated; wrong, it is held
+// and, after maxAuthFailures, closed (authGuard). The caller answers.
+func (c *call) login(userOK bool, password []byte) bool {
+	cl := c.cl
+	if c.s.authenticate(password) && userOK {
+		cl.authed, cl.authFails = true, 0
+		return true
+	}
 	cl.authFails++
 	cl.holdUntil = c.s.auth.fail(cl.addr, cl.authFails, time.Now())
-	c.w.error("WRONGPASS invalid username-password pair or user is disabled.")
 	if cl.authFails >= maxAuthFailures {
 		cl.log.Warn("closing the connection after repeated wrong passwords", "failures", cl.authFails)
 		cl.quit = true
 	}
+	return false
+}
+
+// cmdHello answers Redis 6's HELLO [protover [AUTH username password]
+// [SETNAME clientname]] as Redis 7.0 does, for the one protocol devkit kv
+// speaks: HELLO or HELLO 2 authenticates and names the connection as asked
+// and answers the server's description (a map, as RESP2's flat array);
+// HELLO 3 is NOPROTO, the answer a client that wants RESP3 (go-redis v9
+// by default) takes as "stay on RESP2". Options are checked in Redis's
+// order, and a wrong password counts as AUTH's does.
+func cmdHello(c *call) {
+	w, cl := c.w, c.cl
+	args := c.args[1:]
+	proto := int64(2)
+	if len(args) > 0 {
+		v, ok := parseStrictInt(args[0])
+		if !ok {
+			w.error("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 { // 3 too: devkit kv speaks RESP2 only
+			w.error("NOPROTO unsupported protocol version")
+			return
+		}
+		proto, args = v, args[1:]
+	}
+	for j := 0; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch opt := string(args[j]); {
+		case strings.EqualFold(opt, "AUTH") && more >= 2:
+			user, password := args[j+1], args[j+2]
+			right := string(user) == "default" // no password: the default user takes any
+			if c.s.opts.Password != "" {
+				right = c.login(right, password)
+			}
+			if !right {
+				w.error(wrongPass)
+				return
+			}
+			j += 2
+		case strings.EqualFold(opt, "SETNAME") && more >= 1:
+			if bytes.ContainsAny(args[j+1], " \n\r") {
+				w.error("ERR Client names cannot contain spaces, newlines or special characters.")
+				return
+			}
+			name := string(args[j+1])
+			cl.name.Store(&name)
+			j++
+		default:
+			w.error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", printable(args[j])))
+			return
+		}
+	}
+	if !cl.authed {
+		w.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	w.array(14)
+	for _, s := range []string{"server", "redis", "version", compatVersion, "proto"} {
+		w.bulkString(s)
+	}
+	w.integer(proto)
+	w.bulkString("id")
+	w.integer(cl.id)
+	for _, s := range []string{"mode", "standalone", "role", "master", "modules"} {
+		w.bulkString(s)
+	}
+	w.array(0)
 }

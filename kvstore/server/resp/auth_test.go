@@ -1,6 +1,7 @@
 package resp_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
 	"github.com/devkit-go/devkit/kvstore/server/resp"
@@ -138,5 +141,59 @@ func TestAuth_GuessingIsSlowedAndClosedButARightPasswordIsNot(t *testing.T) {
 	}
 	if d := time.Since(begun); d < time.Second {
 		t.Fatalf("a guess from an address that failed 10 times was answered in %v, want it held over 1s", d)
+	}
+}
+
+// HELLO as Redis 7.0 answers it for RESP2: go-redis v9 opens every
+// connection with HELLO (protocol 3 by default, 2 when asked) and falls
+// back to AUTH on an error. Over a real socket: HELLO 2 AUTH
+// authenticates and SETNAME names the connection in one round trip,
+// HELLO 3 is NOPROTO and the client carries on in RESP2, a wrong password
+// in HELLO counts as AUTH's, and the error texts are Redis's.
+func TestHello_AuthenticatesNamesAndRefusesRESP3(t *testing.T) {
+	addr := start(t, servertest.OpenDB(t), resp.Options{Password: "s3cret"})
+	ctx := context.Background()
+	for _, proto := range []int{2, 3} {
+		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: proto, Password: "s3cret", ClientName: fmt.Sprintf("app-%d", proto), MaxRetries: -1})
+		t.Cleanup(func() { c.Close() })
+		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Fatalf("protocol %d: SET: %v", proto, err)
+		}
+		if name, err := c.ClientGetName(ctx).Result(); err != nil || name != fmt.Sprintf("app-%d", proto) {
+			t.Errorf("protocol %d: CLIENT GETNAME %q %v", proto, name, err)
+		}
+	}
+
+	raw := dialRaw(t, addr)
+	for _, tc := range []struct{ send, want string }{
+		{"HELLO\r\n", "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"},
+		{"HELLO 3\r\n", "-NOPROTO unsupported protocol version\r\n"},
+		{"HELLO 1\r\n", "-NOPROTO unsupported protocol version\r\n"},
+		{"HELLO x\r\n", "-ERR Protocol version is not an integer or out of range\r\n"},
+		{"HELLO 2 FOO\r\n", "-ERR Syntax error in HELLO option 'FOO'\r\n"},
+		{"HELLO 2 AUTH default wrong\r\n", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"HELLO 2 AUTH someone s3cret\r\n", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"HELLO 2 AUTH default s3cret SETNAME me\r\n", "*14\r\n"},
+	} {
+		raw.send(tc.send)
+		if got := raw.line(); got != tc.want {
+			t.Fatalf("%q: %q, want %q", tc.send, got, tc.want)
+		}
+	}
+	var fields []string
+	for range 14 {
+		l := raw.line()
+		if strings.HasPrefix(l, "$") {
+			l = raw.line()
+		}
+		fields = append(fields, strings.TrimSpace(l))
+	}
+	got := strings.Join(fields, " ")
+	if !strings.HasPrefix(got, "server redis version 5.0.0 proto :2 id :") || !strings.HasSuffix(got, "mode standalone role master modules *0") {
+		t.Errorf("HELLO's description: %q", got)
+	}
+	raw.send("CLIENT GETNAME\r\n")
+	if l, name := raw.line(), raw.line(); l != "$2\r\n" || name != "me\r\n" {
+		t.Errorf("CLIENT GETNAME after HELLO SETNAME: %q %q", l, name)
 	}
 }

@@ -106,6 +106,7 @@ func commandTable() []command {
 		{name: "echo", arity: 2, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns the argument.", run: cmdEcho},
 		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue | flagPubSub, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
 		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
+		{name: "hello", arity: -1, flags: flagFast | flagNoAuth | flagTx | flagNoScript, op: metrics.OpOther, group: "connection", summary: "HELLO [2 [AUTH user pass] [SETNAME name]]: authenticates, names and describes the connection; protocol 3 is NOPROTO (RESP2 only).", run: cmdHello},
 		{name: "publish", arity: 3, flags: flagTx | flagFast, op: metrics.OpOther, group: "pubsub", summary: "Delivers a message to a channel's subscribers; returns how many received it.", run: cmdPublish},
 		{name: "spublish", arity: 3, flags: flagTx | flagFast, firstKey: 1, lastKey: 1, step: 1, op: metrics.OpOther, group: "pubsub", summary: "As PUBLISH, to a shard channel (one node holds every slot).", run: cmdSPublish},
 		{name: "subscribe", arity: -2, flags: flagTx | flagNoScript | flagPubSub, op: metrics.OpOther, group: "pubsub", summary: "Listens for messages published to channels.", run: cmdSubscribe},

@@ -9,7 +9,7 @@ import (
 )
 
 // compatVersion is the Redis version INFO reports: the protocol level we
-// answer at (RESP2, no HELLO), which clients use to pick features.
+// answer at (RESP2: HELLO 3 is NOPROTO), which clients use to pick features.
 const compatVersion = "5.0.0"
 
 func cmdInfo(c *call) { c.w.bulkString(c.s.info(c.args[1:])) }
