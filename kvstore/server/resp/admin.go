@@ -112,15 +112,31 @@ func cmdConfig(c *call) {
 		if c.s.configSet(c, c.args[2:], c.s.configParams()) {
 			return
 		}
-		known := false
-		for _, kv := range c.s.configParams() {
-			known = known || strings.EqualFold(kv[0], string(c.args[2]))
+		// Redis's answers: an unknown name first, else its "CONFIG SET
+		// failed" for the first setting that would change (devkit kv's
+		// settings are its serve flags, read-only here).
+		params := c.s.configParams()
+		changed := ""
+		for i := 2; i+1 < len(c.args); i += 2 {
+			name, value := string(c.args[i]), string(c.args[i+1])
+			known, same := false, false
+			for _, kv := range params {
+				if strings.EqualFold(kv[0], name) {
+					known, same = true, kv[1] == value
+				}
+			}
+			if _, enc := encodingName(name); enc {
+				known, same = true, true
+			}
+			if !known {
+				w.error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", printable(c.args[i])))
+				return
+			}
+			if !same && changed == "" {
+				changed = strings.ToLower(name)
+			}
 		}
-		if !known {
-			w.error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", printable(c.args[2])))
-			return
-		}
-		w.error("ERR CONFIG SET is not supported: devkit kv is configured with flags of devkit kv serve")
+		w.error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - devkit kv takes this setting from a flag of devkit kv serve; it cannot change while the server runs", printable([]byte(changed))))
 	case "REWRITE":
 		w.error("ERR CONFIG REWRITE is not supported: devkit kv is configured with flags of devkit kv serve")
 	default:
