@@ -249,18 +249,20 @@ func (m *memtable) meta(key []byte) (entry, bool) {
 	return e, ok
 }
 
-// avgTTLSample is how many keys with a TTL of each shard avgTTL looks at.
+// avgTTLSample is how many keys with a TTL of each shard ttlStats samples.
 const avgTTLSample = 16
 
-// avgTTL estimates the time left to the keys with a TTL at now from up to
+// ttlStats counts the keys that have a TTL (expired ones not yet swept
+// included) and estimates the time they have left at now from up to
 // perShard of each shard's (map iteration starts at a random place, as
-// Redis samples its expires dict); keys already past their time are left
-// out. 0 when none is sampled.
-func (m *memtable) avgTTL(now int64, perShard int) time.Duration {
+// Redis samples its expires dict), leaving out keys already past their
+// time; avg is 0 when none is sampled. One pass, one read lock a shard.
+func (m *memtable) ttlStats(now int64, perShard int) (keys int64, avg time.Duration) {
 	var sum, n int64
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.RLock()
+		keys += int64(len(s.ttl))
 		seen := 0
 		for _, at := range s.ttl {
 			if seen == perShard {
@@ -274,22 +276,10 @@ func (m *memtable) avgTTL(now int64, perShard int) time.Duration {
 		}
 		s.mu.RUnlock()
 	}
-	if n == 0 {
-		return 0
+	if n > 0 {
+		avg = time.Duration(sum / n)
 	}
-	return time.Duration(sum / n)
-}
-
-// keysWithTTL counts the keys that have a TTL (expired ones not yet swept included).
-func (m *memtable) keysWithTTL() int64 {
-	var n int64
-	for i := range m.shards {
-		s := &m.shards[i]
-		s.mu.RLock()
-		n += int64(len(s.ttl))
-		s.mu.RUnlock()
-	}
-	return n
+	return keys, avg
 }
 
 // memoryBytes estimates the memory the memtable holds: arena chunks, hash

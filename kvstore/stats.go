@@ -86,8 +86,6 @@ func (db *DB) Stats() Stats {
 		Keys:                 db.mem.keys.Load(),
 		DataBytes:            db.mem.bytes.Load(),
 		MemoryBytes:          db.mem.memoryBytes(),
-		KeysWithTTL:          db.mem.keysWithTTL(),
-		AvgTTLSeconds:        db.mem.avgTTL(db.opts.now().UnixNano(), avgTTLSample).Seconds(),
 		SyncPolicy:           db.opts.Sync.String(),
 		MemoryOnly:           db.opts.MemoryOnly,
 		Sets:                 c.sets.Load(),
@@ -129,6 +127,8 @@ func (db *DB) Stats() Stats {
 		s.ReadOnly = true
 		s.ReadOnlyReason = err.Error()
 	}
+	keys, avg := db.mem.ttlStats(db.opts.now().UnixNano(), avgTTLSample)
+	s.KeysWithTTL, s.AvgTTLSeconds = keys, avg.Seconds()
 	return s
 }
 

@@ -49,6 +49,8 @@ type Store interface {
 	// Dir is the data directory.
 	Dir() string
 	SyncPolicy() kvstore.SyncPolicy
+	// MemoryOnly: the store keeps nothing on disk (no Dir).
+	MemoryOnly() bool
 	Scan(opts kvstore.ScanOptions) (kvstore.ScanPage, error)
 	// ScanCursor is a stateless scan in the engine's scan order (SCAN).
 	ScanCursor(cursor uint64, count int) (keys [][]byte, next uint64, err error)

@@ -2,7 +2,6 @@ package resp
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -31,7 +30,7 @@ func cmdLastSave(c *call) { c.w.integer(c.s.lastSave().Unix()) }
 // memory-only devkit promises to write no file at all).
 func cmdSave(c *call) {
 	s := c.s
-	if s.store.Stats().MemoryOnly {
+	if s.store.MemoryOnly() {
 		c.w.error(errMemoryOnlySave(c.cmd.name))
 		return
 	}
@@ -109,34 +108,7 @@ func cmdConfig(c *call) {
 		if c.s.scripts.configSet(c) || c.s.configSetNotify(c) {
 			return
 		}
-		if c.s.configSet(c, c.args[2:], c.s.configParams()) {
-			return
-		}
-		// Redis's answers: an unknown name first, else its "CONFIG SET
-		// failed" for the first setting that would change (devkit kv's
-		// settings are its serve flags, read-only here).
-		params := c.s.configParams()
-		changed := ""
-		for i := 2; i+1 < len(c.args); i += 2 {
-			name, value := string(c.args[i]), string(c.args[i+1])
-			known, same := false, false
-			for _, kv := range params {
-				if strings.EqualFold(kv[0], name) {
-					known, same = true, kv[1] == value
-				}
-			}
-			if _, enc := encodingName(name); enc {
-				known, same = true, true
-			}
-			if !known {
-				w.error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", printable(c.args[i])))
-				return
-			}
-			if !same && changed == "" {
-				changed = strings.ToLower(name)
-			}
-		}
-		w.error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - devkit kv takes this setting from a flag of devkit kv serve; it cannot change while the server runs", printable([]byte(changed))))
+		c.s.configSet(c, c.args[2:], c.s.configParams())
 	case "REWRITE":
 		w.error("ERR CONFIG REWRITE is not supported: devkit kv is configured with flags of devkit kv serve")
 	default:
@@ -146,10 +118,9 @@ func cmdConfig(c *call) {
 
 // configParams are the read-only settings CONFIG GET reports, in Redis's names.
 func (s *Server) configParams() [][2]string {
-	st := s.store.Stats()
-	fsync := map[string]string{"always": "always", "periodic": "everysec", "none": "no"}[st.SyncPolicy]
+	fsync := map[string]string{"always": "always", "periodic": "everysec", "none": "no"}[s.store.SyncPolicy().String()]
 	appendOnly := "yes"
-	if st.MemoryOnly {
+	if s.store.MemoryOnly() {
 		appendOnly = "no"
 	}
 	return append([][2]string{

@@ -8,7 +8,6 @@ package resp
 // failures of every address are kept in a table of bounded size.
 
 import (
-	"bytes"
 	"crypto/subtle"
 	"fmt"
 	"net"
@@ -143,15 +142,8 @@ func cmdAuth(c *call) {
 		c.fail(errSyntax)
 		return
 	}
-	if c.s.opts.Password == "" {
-		switch {
-		case len(args) == 1:
-			c.w.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-		case string(args[0]) == "default":
-			c.w.ok() // the default user has no password: any is right
-		default:
-			c.w.error("WRONGPASS invalid username-password pair or user is disabled.")
-		}
+	if c.s.opts.Password == "" && len(args) == 1 {
+		c.w.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
 	if c.login(len(args) == 1 || string(args[0]) == "default", args[len(args)-1]) {
@@ -163,10 +155,14 @@ func cmdAuth(c *call) {
 
 const wrongPass = "WRONGPASS invalid username-password pair or user is disabled."
 
-// login checks password (with userOK: the user named is "default") under
-// --requirepass: right, the connection is authenticated; wrong, it is held
-// and, after maxAuthFailures, closed (authGuard). The caller answers.
+// login checks password (with userOK: the user named is "default"): without
+// --requirepass the default user takes any; with it, right authenticates
+// the connection, wrong holds it and, after maxAuthFailures, closes it
+// (authGuard). The caller answers.
 func (c *call) login(userOK bool, password []byte) bool {
+	if c.s.opts.Password == "" {
+		return userOK
+	}
 	cl := c.cl
 	if c.s.authenticate(password) && userOK {
 		cl.authed, cl.authFails = true, 0
@@ -208,23 +204,15 @@ func cmdHello(c *call) {
 		more := len(args) - 1 - j
 		switch opt := string(args[j]); {
 		case strings.EqualFold(opt, "AUTH") && more >= 2:
-			user, password := args[j+1], args[j+2]
-			right := string(user) == "default" // no password: the default user takes any
-			if c.s.opts.Password != "" {
-				right = c.login(right, password)
-			}
-			if !right {
+			if !c.login(string(args[j+1]) == "default", args[j+2]) {
 				w.error(wrongPass)
 				return
 			}
 			j += 2
 		case strings.EqualFold(opt, "SETNAME") && more >= 1:
-			if bytes.ContainsAny(args[j+1], " \n\r") {
-				w.error("ERR Client names cannot contain spaces, newlines or special characters.")
+			if !setClientName(w, cl, args[j+1]) {
 				return
 			}
-			name := string(args[j+1])
-			cl.name.Store(&name)
 			j++
 		default:
 			w.error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", printable(args[j])))

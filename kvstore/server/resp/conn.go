@@ -58,13 +58,9 @@ func cmdClient(c *call) {
 			wrongArgs(w, "client|setname")
 			return
 		}
-		if bytes.ContainsAny(c.args[2], " \n\r") {
-			w.error("ERR Client names cannot contain spaces, newlines or special characters.")
-			return
+		if setClientName(w, cl, c.args[2]) {
+			w.ok()
 		}
-		name := string(c.args[2])
-		cl.name.Store(&name)
-		w.ok()
 	case "GETNAME":
 		if name := cl.name.Load(); name == nil || *name == "" {
 			w.null()
@@ -90,6 +86,18 @@ func cmdClient(c *call) {
 	default:
 		unknownSubcommand(w, c.args[1], "CLIENT")
 	}
+}
+
+// setClientName names cl as CLIENT SETNAME and HELLO SETNAME do, or
+// answers Redis's error for a name it refuses.
+func setClientName(w *replyWriter, cl *client, name []byte) bool {
+	if bytes.ContainsAny(name, " \n\r") {
+		w.error("ERR Client names cannot contain spaces, newlines or special characters.")
+		return false
+	}
+	n := string(name)
+	cl.name.Store(&n)
+	return true
 }
 
 // cmdClientReply answers CLIENT REPLY ON|OFF|SKIP as Redis does: OFF and

@@ -9,6 +9,7 @@ package resp
 // this says listpack).
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,31 +86,42 @@ func (e *encodingSettings) params() [][2]string {
 	return out
 }
 
-// configSet answers CONFIG SET when every pair is an encoding setting or
-// sets a setting to the value it has (save ""); handled false: the caller
-// refuses it as before.
-func (s *Server) configSet(c *call, pairs [][]byte, current [][2]string) (handled bool) {
+// configSet answers CONFIG SET of the pairs with Redis's answers: an
+// unknown name first, else "CONFIG SET failed" for the first setting that
+// would change (devkit kv takes its settings from its serve flags:
+// current, read-only here), else OK with the encoding settings taken.
+func (s *Server) configSet(c *call, pairs [][]byte, current [][2]string) {
+	changed := ""
 	for i := 0; i < len(pairs); i += 2 {
 		name, value := string(pairs[i]), string(pairs[i+1])
 		if _, known := encodingName(name); known {
 			continue
 		}
-		same := false
+		known, same := false, false
 		for _, kv := range current {
-			same = same || strings.EqualFold(kv[0], name) && kv[1] == value
+			if strings.EqualFold(kv[0], name) {
+				known, same = true, kv[1] == value
+			}
 		}
-		if !same {
-			return false
+		if !known {
+			c.w.error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", printable(pairs[i])))
+			return
 		}
+		if !same && changed == "" {
+			changed = strings.ToLower(name)
+		}
+	}
+	if changed != "" {
+		c.w.error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - devkit kv takes this setting from a flag of devkit kv serve; it cannot change while the server runs", printable([]byte(changed))))
+		return
 	}
 	for i := 0; i < len(pairs); i += 2 {
 		if known, ok := s.encodings.set(string(pairs[i]), string(pairs[i+1])); known && !ok {
 			c.w.error("ERR Invalid argument '" + printable(pairs[i+1]) + "' for CONFIG SET '" + printable(pairs[i]) + "' - argument couldn't be parsed into an integer")
-			return true
+			return
 		}
 	}
 	c.w.ok()
-	return true
 }
 
 // objectEncoding is what Redis 7.0's OBJECT ENCODING would answer for the

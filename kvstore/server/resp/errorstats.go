@@ -62,6 +62,9 @@ func (e *errorStats) reset() {
 	e.mu.Unlock()
 }
 
+// infoSafe makes a name safe in an INFO line, as Redis's getSafeInfoString.
+var infoSafe = strings.NewReplacer(":", "_", "\r", " ", "\n", " ")
+
 // section writes INFO's errorstats lines, by code in byte order (Redis's
 // rax order), with CR and LF and ':' of a code made safe as Redis does.
 func (e *errorStats) section(b *strings.Builder) {
@@ -72,7 +75,7 @@ func (e *errorStats) section(b *strings.Builder) {
 	}
 	slices.Sort(codes)
 	for _, code := range codes {
-		fmt.Fprintf(b, "errorstat_%s:count=%d\r\n", strings.NewReplacer(":", "_", "\r", " ", "\n", " ").Replace(code), e.codes[code])
+		fmt.Fprintf(b, "errorstat_%s:count=%d\r\n", infoSafe.Replace(code), e.codes[code])
 	}
 	e.mu.Unlock()
 }

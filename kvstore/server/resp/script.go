@@ -409,11 +409,7 @@ func (vm *luaVM) call(sc *scriptCtx, spec runSpec, w *replyWriter) {
 	L.SetContext(&sc.run.ctx)
 	err := L.PCall(nargs, 1, nil)
 	if err != nil {
-		if msg := sc.errorText(err); counted(err) {
-			w.forwardedError(msg)
-		} else {
-			w.error(msg)
-		}
+		w.errorOnce(sc.errorText(err), counted(err))
 		return
 	}
 	luaToReply(w, L.Get(-1), 0)
@@ -745,13 +741,11 @@ func (vm *luaVM) redisCall(L *lua.LState, raise bool) int {
 		// script's client got it), and not again if the script passes it on.
 		msg := errorReplyText(refused)
 		sc.c.s.errors.record(msg)
-		return fail(countedErrorTable(L, msg))
+		return fail(markCounted(luaErrorTable(L, msg)))
 	}
 	v, _, isErr := respToLua(L, &vm.vals, reply, sc.resp3)
 	if isErr {
-		t := v.(*lua.LTable) // counted by the command's writer (sc.reply)
-		t.RawSetString(ignoreErrorStats, lua.LTrue)
-		return fail(t)
+		return fail(markCounted(v.(*lua.LTable))) // counted by the command's writer (sc.reply)
 	}
 	L.Push(v)
 	return 1

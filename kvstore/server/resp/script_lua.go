@@ -506,22 +506,23 @@ func luaErrorTable(L *lua.LState, msg string) *lua.LTable {
 // again. Redis's field, which scripts can see as Redis's can.
 const ignoreErrorStats = "ignore_error_stats_update"
 
-// countedErrorTable is an error table for msg, already counted.
-func countedErrorTable(L *lua.LState, msg string) *lua.LTable {
-	t := luaErrorTable(L, msg)
+// markCounted marks the error table t as counted already; isCounted
+// reads the mark.
+func markCounted(t *lua.LTable) *lua.LTable {
 	t.RawSetString(ignoreErrorStats, lua.LTrue)
 	return t
 }
 
-// counted reports whether a script's error is a table an error reply
-// was counted for already (ignoreErrorStats).
+func isCounted(t *lua.LTable) bool { return lua.LVAsBool(t.RawGetString(ignoreErrorStats)) }
+
+// counted reports whether a script's error is a table marked counted.
 func counted(err error) bool {
 	var ae *lua.ApiError
 	if !errors.As(err, &ae) {
 		return false
 	}
 	t, ok := ae.Object.(*lua.LTable)
-	return ok && lua.LVAsBool(t.RawGetString(ignoreErrorStats))
+	return ok && isCounted(t)
 }
 
 // errorReplyText is Redis's luaPushErrorBuff: "-CODE msg" keeps its code,
@@ -600,11 +601,7 @@ func luaToReply(w *replyWriter, v lua.LValue, depth int) {
 		w.integer(luaNumberToInt(float64(v)))
 	case *lua.LTable:
 		if e, ok := v.RawGetString("err").(lua.LString); ok {
-			if lua.LVAsBool(v.RawGetString(ignoreErrorStats)) {
-				w.forwardedError(string(e))
-			} else {
-				w.error(string(e))
-			}
+			w.errorOnce(string(e), isCounted(v))
 			return
 		}
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {

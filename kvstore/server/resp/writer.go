@@ -26,16 +26,15 @@ func (w *replyWriter) ok() { w.buf = append(w.buf, "+OK\r\n"...) }
 
 // error writes an error reply; msg starts with its code (ERR, WRONGTYPE...).
 // CR and LF would break the framing, so they become spaces.
-func (w *replyWriter) error(msg string) {
-	if w.stats != nil {
+func (w *replyWriter) error(msg string) { w.errorOnce(msg, false) }
+
+// errorOnce is error for a reply that may have been counted in errorstats
+// already, where it was made (counted: a script passing on its
+// redis.call's error): Redis counts each error once.
+func (w *replyWriter) errorOnce(msg string, counted bool) {
+	if w.stats != nil && !counted {
 		w.stats.record(msg)
 	}
-	w.forwardedError(msg)
-}
-
-// forwardedError writes an error reply that was counted where it was made
-// (a script's redis.call), as error does otherwise.
-func (w *replyWriter) forwardedError(msg string) {
 	w.errs++
 	w.buf = append(w.buf, '-')
 	for i := 0; i < len(msg); i++ {
