@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -35,7 +36,7 @@ func BenchmarkEvalshaServerSide(b *testing.B) {
 			cl.multiLen.Store(-1)
 			now := time.Now()
 			s.execute(cl, [][]byte{[]byte("SCRIPT"), []byte("LOAD"), []byte(leanFW)}, now)
-			sha := cl.out.buf[len(cl.out.buf)-42 : len(cl.out.buf)-2]
+			sha := bytes.Clone(cl.out.buf[len(cl.out.buf)-42 : len(cl.out.buf)-2]) // out.buf is reused by the calls
 			cl.out.buf = cl.out.buf[:0]
 			const checks = 9
 			calls := make([][][]byte, 64)
