@@ -23,9 +23,9 @@ if [ ${#UNITS[@]} -eq 0 ]; then
 		unit/info-command unit/other unit/type/hash unit/type/list unit/type/set unit/type/zset unit/pubsub unit/sort)
 fi
 # Tests that need what no external server gives a test (DEBUG, replicas,
-# restarts, maxmemory) are left out for both servers alike, and the RESP3
-# variants (devkit kv speaks RESP2: HELLO 3 is NOPROTO).
-TAGS=(-needs:debug -needs:repl -needs:pfdebug -needs:config-maxmemory -needs:reset -needs:latency -needs:local-process -resp3)
+# restarts, maxmemory) are left out for both servers alike. The RESP3
+# variants run (HELLO 3).
+TAGS=(-needs:debug -needs:repl -needs:pfdebug -needs:config-maxmemory -needs:reset -needs:latency -needs:local-process)
 
 [ -x "$REDIS_SRC/runtest" ] && [ -d "$REDIS_SRC/tests/unit" ] || {
 	echo "redis-suite: $REDIS_SRC is not a Redis source tree (no runtest or tests/unit)" >&2

@@ -81,15 +81,20 @@ func cmdConfig(c *call) {
 		}
 		params := c.s.configParams()
 		var out []string
+		seen := map[string]bool{}
 		for _, pat := range c.args[2:] {
 			p := []byte(strings.ToLower(string(pat)))
 			for _, kv := range params {
-				if globMatch(p, []byte(kv[0])) {
+				if !seen[kv[0]] && globMatch(p, []byte(kv[0])) {
+					seen[kv[0]] = true // once, whatever patterns match it (Redis 7.0)
 					out = append(out, kv[0], kv[1])
 				}
 			}
 		}
-		w.bulkStrings(out...)
+		w.mapLen(len(out) / 2)
+		for _, s := range out {
+			w.bulkString(s)
+		}
 	case "RESETSTAT":
 		for i := range c.s.cmds.rows {
 			st := c.s.cmds.rows[i].stats

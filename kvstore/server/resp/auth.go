@@ -178,23 +178,25 @@ func (c *call) login(userOK bool, password []byte) bool {
 }
 
 // cmdHello answers Redis 6's HELLO [protover [AUTH username password]
-// [SETNAME clientname]] as Redis 7.0 does, for the one protocol devkit kv
-// speaks: HELLO or HELLO 2 authenticates and names the connection as asked
-// and answers the server's description (a map, as RESP2's flat array);
-// HELLO 3 is NOPROTO, the answer a client that wants RESP3 (go-redis v9
-// by default) takes as "stay on RESP2". Options are checked in Redis's
-// order, and a wrong password counts as AUTH's does.
+// [SETNAME clientname]] as Redis 7.0 does: it authenticates and names the
+// connection as asked, switches it to the protocol asked (2: RESP2, 3:
+// RESP3; without one it stays) and answers the server's description, a map
+// (RESP2's flat array). Options are checked in Redis's order, and a wrong
+// password counts as AUTH's does; a HELLO that fails changes nothing.
 func cmdHello(c *call) {
 	w, cl := c.w, c.cl
 	args := c.args[1:]
 	proto := int64(2)
+	if cl.out.resp3 {
+		proto = 3
+	}
 	if len(args) > 0 {
 		v, ok := parseStrictInt(args[0])
 		if !ok {
 			w.error("ERR Protocol version is not an integer or out of range")
 			return
 		}
-		if v != 2 { // 3 too: devkit kv speaks RESP2 only
+		if v != 2 && v != 3 {
 			w.error("NOPROTO unsupported protocol version")
 			return
 		}
@@ -223,7 +225,11 @@ func cmdHello(c *call) {
 		w.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
-	w.array(14)
+	// The description is already in the new protocol, as Redis's is (w is
+	// EXEC's writer inside a transaction: the replies after it too).
+	cl.out.resp3, w.resp3 = proto == 3, proto == 3
+	cl.proto.Store(int32(proto))
+	w.mapLen(7)
 	for _, s := range []string{"server", "redis", "version", compatVersion, "proto"} {
 		w.bulkString(s)
 	}

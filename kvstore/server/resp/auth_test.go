@@ -144,13 +144,15 @@ func TestAuth_GuessingIsSlowedAndClosedButARightPasswordIsNot(t *testing.T) {
 	}
 }
 
-// HELLO as Redis 7.0 answers it for RESP2: go-redis v9 opens every
-// connection with HELLO (protocol 3 by default, 2 when asked) and falls
-// back to AUTH on an error. Over a real socket: HELLO 2 AUTH
-// authenticates and SETNAME names the connection in one round trip,
-// HELLO 3 is NOPROTO and the client carries on in RESP2, a wrong password
-// in HELLO counts as AUTH's, and the error texts are Redis's.
-func TestHello_AuthenticatesNamesAndRefusesRESP3(t *testing.T) {
+// HELLO as Redis 7.0 answers it: go-redis v9 opens every connection with
+// HELLO (protocol 3 by default, 2 when asked). Over a real socket: HELLO
+// AUTH authenticates and SETNAME names the connection in one round trip,
+// in either protocol; HELLO 3 switches the connection to RESP3 and HELLO 2
+// back, each answering the server's description in the new protocol (a
+// map, RESP2's flat array); a version other than 2 or 3 is NOPROTO; a
+// wrong password in HELLO counts as AUTH's, and the error texts are
+// Redis's.
+func TestHello_AuthenticatesNamesAndSwitchesProtocol(t *testing.T) {
 	addr := start(t, servertest.OpenDB(t), resp.Options{Password: "s3cret"})
 	ctx := context.Background()
 	for _, proto := range []int{2, 3} {
@@ -167,8 +169,9 @@ func TestHello_AuthenticatesNamesAndRefusesRESP3(t *testing.T) {
 	raw := dialRaw(t, addr)
 	for _, tc := range []struct{ send, want string }{
 		{"HELLO\r\n", "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"},
-		{"HELLO 3\r\n", "-NOPROTO unsupported protocol version\r\n"},
+		{"HELLO 3\r\n", "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"},
 		{"HELLO 1\r\n", "-NOPROTO unsupported protocol version\r\n"},
+		{"HELLO 4\r\n", "-NOPROTO unsupported protocol version\r\n"},
 		{"HELLO x\r\n", "-ERR Protocol version is not an integer or out of range\r\n"},
 		{"HELLO 2 FOO\r\n", "-ERR Syntax error in HELLO option 'FOO'\r\n"},
 		{"HELLO 2 AUTH default wrong\r\n", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
@@ -195,5 +198,45 @@ func TestHello_AuthenticatesNamesAndRefusesRESP3(t *testing.T) {
 	raw.send("CLIENT GETNAME\r\n")
 	if l, name := raw.line(), raw.line(); l != "$2\r\n" || name != "me\r\n" {
 		t.Errorf("CLIENT GETNAME after HELLO SETNAME: %q %q", l, name)
+	}
+	// HELLO 3 answers in RESP3 already, and what follows is RESP3: a
+	// missing key is RESP3's null; HELLO 2 goes back (its map flat again).
+	raw.send("HELLO 3\r\n")
+	if l := raw.line(); l != "%7\r\n" {
+		t.Fatalf("HELLO 3: %q, want a map of 7", l)
+	}
+	var desc []string
+	for range 14 {
+		l := raw.line()
+		if strings.HasPrefix(l, "$") {
+			l = raw.line()
+		}
+		desc = append(desc, strings.TrimSpace(l))
+	}
+	if got := strings.Join(desc, " "); !strings.Contains(got, "proto :3 id :") {
+		t.Errorf("HELLO 3's description: %q", got)
+	}
+	raw.send("GET nosuchkey\r\nCLIENT INFO\r\n")
+	if l := raw.line(); l != "_\r\n" {
+		t.Errorf("GET of a missing key in RESP3: %q, want _", l)
+	}
+	if l := raw.line(); !strings.HasPrefix(l, "=") {
+		t.Errorf("CLIENT INFO in RESP3: %q, want a verbatim string", l)
+	} else if info := raw.line(); !strings.Contains(info, " resp=3") || !strings.HasPrefix(info, "txt:") {
+		t.Errorf("CLIENT INFO in RESP3: %q, want txt: and resp=3", info)
+	} else {
+		raw.line() // the line ends in "\n", then the reply's "\r\n"
+	}
+	raw.send("HELLO 2\r\nGET nosuchkey\r\n")
+	if l := raw.line(); l != "*14\r\n" {
+		t.Fatalf("HELLO 2 after 3: %q, want the flat array of 14", l)
+	}
+	for range 14 {
+		if l := raw.line(); strings.HasPrefix(l, "$") {
+			raw.line()
+		}
+	}
+	if l := raw.line(); l != "$-1\r\n" {
+		t.Errorf("GET of a missing key back in RESP2: %q", l)
 	}
 }

@@ -232,7 +232,7 @@ func lcsReply(w *replyWriter, a, b []byte, o lcsOptions) {
 		w.bulk(result)
 		return
 	}
-	w.array(4)
+	w.mapLen(2)
 	w.bulkString("matches")
 	w.array(len(matches))
 	for _, m := range matches {

@@ -45,6 +45,7 @@ type waiter struct {
 	// that made one of its keys ready, writing its reply to w; it reports
 	// whether it answered (false: nothing there for it).
 	serve func(tx txn, w *replyWriter) bool
+	resp3 bool // the blocked client's protocol, which serve's reply follows
 
 	registered bool
 	claimed    bool         // being served inside an update not yet finished
@@ -259,7 +260,7 @@ func (s *Server) serveBlocked(ut *updateTx) blockedServe {
 			if !s.blocks.claim(w) {
 				continue
 			}
-			rw := replyWriter{stats: &s.errors}
+			rw := replyWriter{stats: &s.errors, resp3: w.resp3}
 			if !w.serve(ut, &rw) {
 				s.blocks.unclaim(w)
 				continue
@@ -358,7 +359,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, pop blockPop, timed
 	if timeout > 0 {
 		bc.deadline = time.Now().Add(timeout)
 	}
-	w := &waiter{keys: make([]string, len(keys)), clientID: cl.id}
+	w := &waiter{keys: make([]string, len(keys)), clientID: cl.id, resp3: c.w.resp3}
 	for i, k := range keys {
 		w.keys[i] = string(k)
 	}
@@ -386,7 +387,7 @@ func (c *call) blockOn(keys [][]byte, timeout time.Duration, pop blockPop, timed
 	}
 	// The try and the registration are one update: a push is ordered
 	// before the try (found) or after the registration (served).
-	out := replyWriter{stats: &c.s.errors}
+	out := replyWriter{stats: &c.s.errors, resp3: c.w.resp3}
 	answered, registered := false, false
 	err := c.update(func(tx txn) (err error) {
 		out.buf, out.errs = out.buf[:0], 0

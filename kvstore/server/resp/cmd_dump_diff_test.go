@@ -5,9 +5,11 @@ package resp_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"hash/crc64"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,10 +135,11 @@ func dumpWithBody(body []byte) string {
 // sortedReply is a collection's contents as text, sorted where its order is
 // the server's own (hash fields, set members).
 func sortedReply(c *redis.Client, args ...any) string {
-	v, err := c.Do(context.Background(), args...).StringSlice()
+	r, err := c.Do(context.Background(), args...).Result()
 	if err != nil {
 		return "error: " + err.Error()
 	}
+	v := flatStrings(r)
 	if args[0] == "hgetall" { // keep each field with its value
 		pairs := make([]string, 0, len(v)/2)
 		for i := 0; i+1 < len(v); i += 2 {
@@ -224,4 +227,35 @@ func TestRestore_OfAListWakesAClientBlockedOnTheKey(t *testing.T) {
 	if d := time.Since(t0); d > 2*time.Second { // BLPOP's own timeout is 5 s
 		t.Errorf("BLPOP answered %v after RESTORE; want at once", d)
 	}
+}
+
+// flatStrings is a reply as one flat list of strings, whatever the
+// protocol: RESP3's nested pairs flattened, a map as its keys and values
+// (in key order), a double in Redis's text.
+func flatStrings(v any) []string {
+	switch x := v.(type) {
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, flatStrings(e)...)
+		}
+		return out
+	case map[any]any:
+		keys := make([]string, 0, len(x))
+		byKey := map[string]any{}
+		for k, e := range x {
+			keys = append(keys, fmt.Sprint(k))
+			byKey[fmt.Sprint(k)] = e
+		}
+		slices.Sort(keys)
+		var out []string
+		for _, k := range keys {
+			out = append(out, k)
+			out = append(out, flatStrings(byKey[k])...)
+		}
+		return out
+	case float64:
+		return []string{strconv.FormatFloat(x, 'g', 17, 64)}
+	}
+	return []string{fmt.Sprint(v)}
 }

@@ -147,7 +147,10 @@ func cmdHGetAll(c *call) {
 			return err
 		}
 		if c.cmd.name == "hgetall" {
-			c.w.bulkSeq(2*fields, all)
+			c.w.mapLen(fields) // RESP2: the flat array of fields and values
+			for e := range all {
+				c.w.bulk(e)
+			}
 			return nil
 		}
 		c.w.array(fields)
@@ -330,7 +333,7 @@ func cmdHRandField(c *call) {
 		return
 	}
 	if withValues {
-		c.w.bulks(pairs)
+		c.w.bulkPairs(pairs)
 		return
 	}
 	c.w.array(len(pairs) / 2)

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
 	"github.com/devkit-go/devkit/kvstore/server/resp"
 )
@@ -51,9 +49,7 @@ func TestRedisDiff_WaitWithoutReplicasAnswersZero(t *testing.T) {
 }
 
 func TestRedisDiff_SelectAnswersAsRedisWithOneDatabase(t *testing.T) {
-	rc := redis.NewClient(&redis.Options{Addr: startRedis(t, "--databases", "1"), MaxRetries: -1, Protocol: 2})
-	t.Cleanup(func() { rc.Close() })
-	p := &pair{t: t, redis: rc, ours: goRedis(t, start(t, servertest.OpenDB(t), resp.Options{}))}
+	p := &pair{t: t, redis: protoClient(t, startRedis(t, "--databases", "1")), ours: protoClient(t, start(t, servertest.OpenDB(t), resp.Options{}))}
 	p.same(cmd("select", "0"), cmd("select", "1"), cmd("select", "-1"), cmd("select", "x"), cmd("select", "16"),
 		cmd("select"), cmd("multi"), cmd("select", "1"), cmd("select", "0"), cmd("exec"))
 }

@@ -64,7 +64,10 @@ func cmdSMembers(c *call) {
 	err := c.read(func(tx txn) error {
 		n, members, err := tx.SMembersSeq(c.args[1])
 		if err == nil {
-			c.w.bulkSeq(n, members)
+			c.w.setLen(n) // Redis 7.0's SMEMBERS is SINTER of one key: a set
+			for m := range members {
+				c.w.bulk(m)
+			}
 		}
 		return err
 	})
@@ -100,13 +103,12 @@ func cmdSPop(c *call) {
 		return
 	}
 	var out [][]byte
-	exists := false
 	err := c.update(func(tx txn) error {
 		size, err := tx.SCard(c.args[1])
 		if err != nil {
 			return err
 		}
-		exists, out = size > 0, nil
+		out = nil
 		if size == 0 {
 			return nil
 		}
@@ -120,10 +122,8 @@ func cmdSPop(c *call) {
 	switch {
 	case err != nil:
 		c.fail(err)
-	case has && !exists:
-		c.w.array(0)
 	case has:
-		c.w.bulks(out)
+		c.w.bulkSet(out) // none when the key is missing
 	default:
 		c.w.bulkOrNull(firstOrNil(out))
 	}
@@ -256,7 +256,7 @@ func cmdSetOp(c *call) {
 	case store:
 		c.w.integer(int64(len(out)))
 	default:
-		c.w.bulks(out)
+		c.w.bulkSet(out)
 	}
 }
 

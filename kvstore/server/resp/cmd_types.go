@@ -174,6 +174,25 @@ func (w *replyWriter) bulks(items [][]byte) {
 	}
 }
 
+// bulkSet writes items as a set (RESP2: an array).
+func (w *replyWriter) bulkSet(items [][]byte) {
+	w.setLen(len(items))
+	for _, b := range items {
+		w.bulk(b)
+	}
+}
+
+// bulkPairs writes items, a flat list of pairs (field and value), as
+// pairs (pairsLen): RESP3 nests them, RESP2 keeps them flat.
+func (w *replyWriter) bulkPairs(items [][]byte) {
+	w.pairsLen(len(items) / 2)
+	for i := 0; i+1 < len(items); i += 2 {
+		w.pair()
+		w.bulk(items[i])
+		w.bulk(items[i+1])
+	}
+}
+
 // bulkSeq writes an array of the n bulk strings of items, as they come
 // (a collection's own bytes, uncopied).
 func (w *replyWriter) bulkSeq(n int, items iter.Seq[[]byte]) {
@@ -192,9 +211,15 @@ func (w *replyWriter) bulkOrNull(b []byte, ok bool) {
 	}
 }
 
-// double writes a float as Redis 7.0's RESP2 replies do ("%.17g", inf, -inf).
+// double writes a float as Redis 7.0 does: "%.17g", inf and -inf, a bulk
+// string in RESP2 and a double in RESP3.
 func (w *replyWriter) double(f float64) {
 	var digits [32]byte // %.17g and its exponent fit: no allocation per score
+	if w.resp3 {
+		w.buf = append(w.buf, ',')
+		w.buf = append(appendDouble(w.buf, f), '\r', '\n')
+		return
+	}
 	w.bulk(appendDouble(digits[:0], f))
 }
 

@@ -561,14 +561,18 @@ func (w *replyWriter) zmembers(items []kvstore.ZMember, withScores bool) {
 	w.zmemberSeq(len(items), slices.Values(items), withScores)
 }
 
-// zmemberSeq writes n members from members (and their scores).
+// zmemberSeq writes n members from members (and their scores, as pairs:
+// RESP3 nests each member and its score, RESP2 keeps them flat).
 func (w *replyWriter) zmemberSeq(n int, members iter.Seq[kvstore.ZMember], withScores bool) {
 	if withScores {
-		w.array(2 * n)
+		w.pairsLen(n)
 	} else {
 		w.array(n)
 	}
 	for z := range members {
+		if withScores {
+			w.pair()
+		}
 		w.bulk(z.Member)
 		if withScores {
 			w.double(z.Score)
@@ -754,7 +758,16 @@ func cmdZPop(c *call) {
 		c.fail(err)
 		return
 	}
-	c.w.zmembers(out, true)
+	if len(c.args) == 3 {
+		c.w.zmembers(out, true)
+		return
+	}
+	// Without COUNT Redis 7.0 answers one flat pair in RESP3 too.
+	c.w.array(2 * len(out))
+	for _, z := range out {
+		c.w.bulk(z.Member)
+		c.w.double(z.Score)
+	}
 }
 
 // zEnd parses MIN or MAX (true: MAX).

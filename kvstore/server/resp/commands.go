@@ -300,7 +300,7 @@ func commandGetKeys(c *call, withFlags bool) {
 		w.array(2)
 		w.bulkString(k)
 		flags := cmd.keyFlagsOf(i) // (SORT's STORE key: its rest)
-		w.array(len(flags))
+		w.setLen(len(flags))
 		for _, f := range flags {
 			w.simple(f)
 		}
@@ -407,7 +407,7 @@ func cmdCommand(c *call) {
 			w.bulkString(cmd.name)
 			w.integer(int64(cmd.arity))
 			flags := cmd.flagList()
-			w.array(len(flags))
+			w.setLen(len(flags))
 			for _, f := range flags {
 				w.simple(f)
 			}
@@ -424,13 +424,13 @@ func cmdCommand(c *call) {
 			}
 		}
 		// A map (flattened in RESP2) of name to its doc fields.
-		w.array(2 * n)
+		w.mapLen(n)
 		for _, cmd := range list {
 			if cmd == nil {
 				continue
 			}
 			w.bulkString(cmd.name)
-			w.array(4)
+			w.mapLen(2)
 			w.bulkString("summary")
 			w.bulkString(cmd.summary)
 			w.bulkString("group")

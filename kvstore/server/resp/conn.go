@@ -9,7 +9,7 @@ import (
 )
 
 func cmdPing(c *call) {
-	if c.cl.subscribed() && len(c.args) <= 2 {
+	if c.cl.subscribedMode() && len(c.args) <= 2 {
 		// In subscribed mode PING answers as a message would (RESP2).
 		c.w.array(2)
 		c.w.bulkString("pong")
@@ -76,9 +76,9 @@ func cmdClient(c *call) {
 	case "ID":
 		w.integer(cl.id)
 	case "INFO":
-		w.bulkString(c.s.clientLine(cl, time.Now()))
+		w.verbatim(c.s.clientLine(cl, time.Now()))
 	case "LIST":
-		w.bulkString(c.s.clientList())
+		w.verbatim(c.s.clientList())
 	case "UNBLOCK":
 		cmdClientUnblock(c)
 	case "REPLY":
@@ -198,5 +198,5 @@ func (s *Server) clientLine(cl *client, now time.Time) string {
 		" flags=" + flags + " db=0" +
 		" sub=" + strconv.Itoa(int(subs)) + " psub=" + strconv.Itoa(int(psubs)) + " ssub=" + strconv.Itoa(int(ssubs)) +
 		" multi=" + strconv.FormatInt(cl.multiLen.Load(), 10) +
-		" cmd=" + last + " user=default resp=2\n"
+		" cmd=" + last + " user=default resp=" + strconv.Itoa(max(2, int(cl.proto.Load()))) + "\n"
 }

@@ -267,7 +267,7 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 		cl.multiDirty = cl.multi
 		return
 	}
-	if cmd.flags&flagPubSub == 0 && cl.subscribed() {
+	if cmd.flags&flagPubSub == 0 && cl.subscribedMode() {
 		cmd.stats.rejected.Add(1)
 		cl.out.error(subscribedModeError(fullName(cmd, args)))
 		return
@@ -404,7 +404,7 @@ func cmdExec(c *call) {
 		c.w.error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
-	replies := replyWriter{stats: &c.s.errors}
+	replies := replyWriter{stats: &c.s.errors, resp3: c.w.resp3}
 	// atomic runs seg in one update, after checking the watched keys if
 	// check; false: the reply (an error or the nil of an abort) is written.
 	atomic := func(seg []queuedCommand, check bool) bool {
@@ -511,6 +511,9 @@ type clientState struct {
 	multiLen   atomic.Int64 // -1 outside MULTI
 	// subscriptions to channels, patterns and shard channels (pubsub.go)
 	subs, psubs, ssubs atomic.Int32
+	// proto is the protocol the connection speaks (HELLO): 2 or 3; 0 is 2.
+	// Its replies follow out.resp3, the connection's own copy.
+	proto atomic.Int32
 }
 
 // engineError writes an engine error in Redis's style.

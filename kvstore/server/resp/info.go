@@ -12,7 +12,7 @@ import (
 // answer at (RESP2: HELLO 3 is NOPROTO), which clients use to pick features.
 const compatVersion = "5.0.0"
 
-func cmdInfo(c *call) { c.w.bulkString(c.s.info(c.args[1:])) }
+func cmdInfo(c *call) { c.w.verbatim(c.s.info(c.args[1:])) }
 
 // info renders INFO's sections: server, clients, memory, persistence,
 // stats, replication, cpu, errorstats, keyspace (all by default, or those

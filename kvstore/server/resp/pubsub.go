@@ -157,7 +157,11 @@ func (ps *subscriber) push(frame []byte, lim outputLimits) bool {
 		ps.mu.Unlock()
 		return false
 	}
+	at := len(ps.out)
 	ps.out = append(ps.out, frame...)
+	if ps.cl.proto.Load() == 3 {
+		ps.out[at] = '>' // a RESP3 push (frames are written as RESP2 arrays, the rest alike)
+	}
 	ps.queued.Store(true)
 	if why := ps.overLimitLocked(lim); why != "" {
 		ps.drop, ps.out = true, nil
@@ -266,13 +270,13 @@ func (ps *subscriber) writePushes(sig <-chan struct{}) {
 
 // appendFrame appends a push frame: kind word, then the parts as bulks
 // (nil: a null bulk), and n as the trailing integer when withCount.
-func appendFrame(b []byte, word string, parts [][]byte, n int64, withCount bool) []byte {
-	w := replyWriter{buf: b}
+func appendFrame(b []byte, word string, parts [][]byte, n int64, withCount bool, resp3 bool) []byte {
+	w := replyWriter{buf: b, resp3: resp3}
 	size := 1 + len(parts)
 	if withCount {
 		size++
 	}
-	w.array(size)
+	w.pushLen(size)
 	w.bulkString(word)
 	for _, p := range parts {
 		if p == nil {
@@ -295,7 +299,7 @@ func (h *pubsubHub) publish(k psKind, channel, msg []byte) int64 {
 	var n int64
 	var frame []byte
 	if subs := h.subs[k][string(channel)]; len(subs) > 0 {
-		frame = appendFrame(frame, psNames[k].msg, [][]byte{channel, msg}, 0, false)
+		frame = appendFrame(frame, psNames[k].msg, [][]byte{channel, msg}, 0, false, false)
 		for _, ps := range subs {
 			if ps.push(frame, h.limits) {
 				n++
@@ -309,7 +313,7 @@ func (h *pubsubHub) publish(k psKind, channel, msg []byte) int64 {
 		if !globMatch([]byte(pat), channel) {
 			continue
 		}
-		frame = appendFrame(frame[:0], "pmessage", [][]byte{[]byte(pat), channel, msg}, 0, false)
+		frame = appendFrame(frame[:0], "pmessage", [][]byte{[]byte(pat), channel, msg}, 0, false, false)
 		for _, ps := range h.subs[psPattern][pat] {
 			if ps.push(frame, h.limits) {
 				n++
@@ -337,7 +341,7 @@ func (c *call) subscribe(k psKind, names [][]byte) {
 			}
 			h.subs[k][key] = append(h.subs[k][key], ps)
 		}
-		c.w.buf = appendFrame(c.w.buf, psNames[k].sub, [][]byte{name}, ps.count(k), true)
+		c.w.buf = appendFrame(c.w.buf, psNames[k].sub, [][]byte{name}, ps.count(k), true, c.w.resp3)
 	}
 	cl.countSubs(ps)
 }
@@ -356,12 +360,12 @@ func (c *call) unsubscribe(k psKind, names [][]byte) {
 			names = append(names, []byte(key))
 		}
 		if len(names) == 0 {
-			c.w.buf = appendFrame(c.w.buf, psNames[k].unsub, [][]byte{nil}, ps.count(k), true)
+			c.w.buf = appendFrame(c.w.buf, psNames[k].unsub, [][]byte{nil}, ps.count(k), true, c.w.resp3)
 		}
 	}
 	for _, name := range names {
 		h.leave(ps, k, string(name))
-		c.w.buf = appendFrame(c.w.buf, psNames[k].unsub, [][]byte{name}, ps.count(k), true)
+		c.w.buf = appendFrame(c.w.buf, psNames[k].unsub, [][]byte{name}, ps.count(k), true, c.w.resp3)
 	}
 	cl.countSubs(ps)
 }
@@ -434,9 +438,15 @@ func (cl *client) countSubs(ps *subscriber) {
 	cl.ssubs.Store(int32(len(ps.names[psShard])))
 }
 
-// subscribed reports whether the connection is in subscribed mode (RESP2:
-// only the (un)subscribe commands, PING, QUIT and RESET are served).
+// subscribed reports whether the connection has a subscription (it is
+// then exempt from the idle timeout, with the P flag in CLIENT LIST).
 func (cl *client) subscribed() bool { return cl.ps.total() > 0 }
+
+// subscribedMode reports whether the connection is in RESP2's subscribed
+// mode: only the (un)subscribe commands, PING, QUIT and RESET are served. A
+// RESP3 connection's messages are pushes, and it runs any command between
+// them, as in Redis.
+func (cl *client) subscribedMode() bool { return !cl.out.resp3 && cl.subscribed() }
 
 // subscribedModeError is Redis's refusal of other commands in subscribed mode.
 func subscribedModeError(name string) string {
@@ -508,7 +518,7 @@ func cmdPubsub(c *call) {
 		if sub == "SHARDNUMSUB" {
 			k = psShard
 		}
-		w.array(2 * (n - 2))
+		w.array(2 * (n - 2)) // an array in RESP3 too (Redis 7.0)
 		h.mu.Lock()
 		for _, name := range c.args[2:] {
 			w.bulk(name)

@@ -37,7 +37,7 @@ func (s *pathCountingStore) View(fn func(tx *kvstore.Tx) error) error {
 
 func TestCollectionReads_OfOneKeyGoThroughTheReadViewNotTheWritePath(t *testing.T) {
 	store := &pathCountingStore{Store: servertest.OpenDB(t)}
-	c := goRedis(t, start(t, store, resp.Options{}))
+	c := goRedis2(t, start(t, store, resp.Options{})) // the wants are RESP2 shapes
 	ctx := context.Background()
 	for _, cmd := range [][]any{
 		{"HSET", "h", "f", "v", "g", "w"}, {"RPUSH", "l", "a", "b", "a"}, {"SADD", "s", "x", "y"},

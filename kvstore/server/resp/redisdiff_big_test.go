@@ -36,12 +36,24 @@ func sortedItemsReply(c *redis.Client, pairs bool, args ...any) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
+	if m, ok := v.(map[any]any); ok { // RESP3's map
+		var out []string
+		for k, e := range m {
+			out = append(out, fmt.Sprint(k, "=", e))
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
 	items, ok := v.([]any)
 	if !ok {
 		return fmt.Sprint(v)
 	}
 	var out []string
 	for i := 0; i < len(items); i++ {
+		if pair, ok := items[i].([]any); ok && pairs && len(pair) == 2 { // RESP3's pairs
+			out = append(out, fmt.Sprint(pair[0], "=", pair[1]))
+			continue
+		}
 		if pairs && i+1 < len(items) {
 			out = append(out, fmt.Sprint(items[i], "=", items[i+1]))
 			i++

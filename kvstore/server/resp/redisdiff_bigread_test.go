@@ -123,6 +123,15 @@ func checkPicks(t *testing.T, c *redis.Client, command []any, items []any, disti
 	if withPairs {
 		step = 2
 	}
+	if len(items) > 0 {
+		if _, nested := items[0].([]any); nested { // RESP3's pairs: flattened
+			var flat []any
+			for _, p := range items {
+				flat = append(flat, p.([]any)...)
+			}
+			items = flat
+		}
+	}
 	seen := map[string]bool{}
 	for i := 0; i+step-1 < len(items); i += step {
 		m := fmt.Sprint(items[i])

@@ -75,13 +75,21 @@ type pair struct {
 	redis, ours *redis.Client
 }
 
+// diffProto is the protocol both clients of a pair speak: RESP2 (what
+// redis-py, Jedis and node-redis speak by default), and RESP3 (go-redis
+// v9's default) when TestRedisDiff_EveryDiffUnderRESP3 runs them again.
+var diffProto = 2
+
 func newPair(t *testing.T, opts resp.Options) *pair {
 	t.Helper()
-	redisAddr := startRedis(t)
-	// RESP2 on both: devkit kv answers in RESP2 (HELLO 3 is refused).
-	rc := redis.NewClient(&redis.Options{Addr: redisAddr, MaxRetries: -1, Protocol: 2})
-	t.Cleanup(func() { rc.Close() })
-	return &pair{t: t, redis: rc, ours: goRedis(t, start(t, servertest.OpenDB(t), opts))}
+	return &pair{t: t, redis: protoClient(t, startRedis(t)), ours: protoClient(t, start(t, servertest.OpenDB(t), opts))}
+}
+
+// protoClient is a go-redis client of addr speaking diffProto.
+func protoClient(t testing.TB, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, Protocol: diffProto})
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // same runs each command on both servers and fails on the first pair of

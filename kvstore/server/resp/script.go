@@ -331,7 +331,7 @@ func (e *scriptEngine) run(c *call, pick func(e *scriptEngine) (*luaVM, runSpec,
 	// update is in: a failed update answers its error alone.
 	reply := &c.cl.scriptReply
 	err := c.update(func(tx txn) error {
-		reply.buf, reply.errs = reply.buf[:0], 0
+		reply.buf, reply.errs, reply.resp3 = reply.buf[:0], 0, c.w.resp3
 		e.vmMu.Lock()
 		defer e.vmMu.Unlock()
 		vm, spec, refused := pick(e)
@@ -412,7 +412,7 @@ func (vm *luaVM) call(sc *scriptCtx, spec runSpec, w *replyWriter) {
 		w.errorOnce(sc.errorText(err), counted(err))
 		return
 	}
-	luaToReply(w, L.Get(-1), 0)
+	luaToReply(w, L.Get(-1), 0, sc.resp3)
 }
 
 // argTable is EVAL's KEYS or ARGV table, kept from one call to the next
@@ -591,7 +591,7 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 	}
 	// The reply buffer is the run's, reused by each call: the reply is
 	// converted (copied) into Lua values before the next one.
-	sc.reply.buf, sc.reply.errs = sc.reply.buf[:0], 0
+	sc.reply.buf, sc.reply.errs, sc.reply.resp3 = sc.reply.buf[:0], 0, sc.resp3
 	sc.sub = call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &sc.reply, tx: sc.tx, fromScript: true}
 	runCounted(&sc.sub)
 	sc.sub = call{}

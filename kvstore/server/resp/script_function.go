@@ -661,11 +661,11 @@ func functionList(c *call, fs *functionSet) {
 	}
 	w.array(len(libs))
 	for _, lib := range libs {
-		fields := 6
+		fields := 3
 		if withCode {
-			fields = 8
+			fields = 4
 		}
-		w.array(fields)
+		w.mapLen(fields)
 		w.bulkString("library_name")
 		w.bulkString(lib.name)
 		w.bulkString("engine")
@@ -679,7 +679,7 @@ func functionList(c *call, fs *functionSet) {
 		w.array(len(names))
 		for _, n := range names {
 			f := lib.funcs[n] // keyed by the lower-case name
-			w.array(6)
+			w.mapLen(3)
 			w.bulkString("name")
 			w.bulkString(f.name)
 			w.bulkString("description")
@@ -689,7 +689,7 @@ func functionList(c *call, fs *functionSet) {
 				w.bulkString(f.desc)
 			}
 			w.bulkString("flags")
-			w.array(len(f.flags))
+			w.setLen(len(f.flags))
 			for _, fl := range f.flags {
 				w.simple(fl)
 			}
@@ -704,10 +704,10 @@ func functionList(c *call, fs *functionSet) {
 // stats answers FUNCTION STATS: the running script and the engine's counts.
 func (e *scriptEngine) stats(c *call) {
 	w := c.w
-	w.array(4)
+	w.mapLen(2)
 	w.bulkString("running_script")
 	if run := e.running.Load(); run != nil && !run.eval {
-		w.array(6)
+		w.mapLen(3)
 		w.bulkString("name")
 		w.bulkString(run.name)
 		w.bulkString("command")
@@ -721,9 +721,9 @@ func (e *scriptEngine) stats(c *call) {
 		w.null()
 	}
 	w.bulkString("engines")
-	w.array(2)
+	w.mapLen(1)
 	w.bulkString("LUA")
-	w.array(4)
+	w.mapLen(2)
 	w.bulkString("libraries_count")
 	libs, funcs := e.functionCounts()
 	w.integer(int64(libs))

@@ -539,9 +539,13 @@ func errorReplyText(s string) string {
 	return strings.TrimRight(s, "\r\n")
 }
 
-// respToLua converts one RESP2 reply (as the command table's handlers write
-// it) into Redis's Lua value; it returns the value, the bytes read, and
-// whether the reply was an error.
+// respToLua converts one reply (as the command table's handlers write it,
+// RESP2 or, after redis.setresp(3), RESP3) into Redis's Lua value; it
+// returns the value, the bytes read, and whether the reply was an error.
+// As in Redis 7.0: a RESP2 null is false, RESP3's null nil; a map is
+// {map={k=v...}}, a set {set={m=true...}}, a double {double=n}, a boolean
+// true or false, a verbatim string {verbatim_string={format=, string=}},
+// a big number {big_number="..."}; an attribute is skipped.
 func respToLua(L *lua.LState, vals *luaValues, b []byte, resp3 bool) (v lua.LValue, n int, isErr bool) {
 	end := bytes.Index(b, []byte("\r\n"))
 	if end < 0 || len(b) == 0 {
@@ -570,7 +574,7 @@ func respToLua(L *lua.LState, vals *luaValues, b []byte, resp3 bool) (v lua.LVal
 		}
 		s := string(b[n : n+size])
 		return vals.str(s), n + size + 2, false
-	case '*':
+	case '*', '>':
 		count, _ := strconv.Atoi(string(line))
 		if count < 0 {
 			return nullValue, n, false
@@ -582,19 +586,92 @@ func respToLua(L *lua.LState, vals *luaValues, b []byte, resp3 bool) (v lua.LVal
 			t.RawSetInt(i, v)
 		}
 		return t, n, false
+	case '_':
+		return lua.LNil, n, false
+	case '#':
+		return lua.LBool(len(line) == 1 && line[0] == 't'), n, false
+	case ',':
+		f, _ := parseDoubleReply(line)
+		t := L.NewTable()
+		t.RawSetString("double", lua.LNumber(f))
+		return t, n, false
+	case '(':
+		t := L.NewTable()
+		t.RawSetString("big_number", lua.LString(line))
+		return t, n, false
+	case '=':
+		size, _ := strconv.Atoi(string(line))
+		text := b[n : n+size]
+		vs := L.NewTable()
+		if len(text) >= 4 && text[3] == ':' {
+			vs.RawSetString("format", lua.LString(text[:3]))
+			text = text[4:]
+		}
+		vs.RawSetString("string", lua.LString(text))
+		t := L.NewTable()
+		t.RawSetString("verbatim_string", vs)
+		return t, n + size + 2, false
+	case '%', '~', '|':
+		count, _ := strconv.Atoi(string(line))
+		inner := L.NewTable()
+		for range count {
+			k, m, _ := respToLua(L, vals, b[n:], resp3)
+			n += m
+			val := lua.LValue(lua.LTrue) // a set's members map to true
+			if b[0] != '~' {
+				val, m, _ = respToLua(L, vals, b[n:], resp3)
+				n += m
+			}
+			if k != lua.LNil {
+				inner.RawSet(k, val)
+			}
+		}
+		if b[0] == '|' { // an attribute: the reply it describes follows
+			v, m, isErr := respToLua(L, vals, b[n:], resp3)
+			return v, n + m, isErr
+		}
+		t := L.NewTable()
+		if b[0] == '%' {
+			t.RawSetString("map", inner)
+		} else {
+			t.RawSetString("set", inner)
+		}
+		return t, n, false
 	}
 	return lua.LFalse, len(b), false
 }
 
-// luaToReply writes a script's Lua value as Redis converts it.
-func luaToReply(w *replyWriter, v lua.LValue, depth int) {
+// parseDoubleReply reads a RESP3 double's text (inf, -inf and nan too).
+func parseDoubleReply(b []byte) (float64, bool) {
+	switch string(b) {
+	case "inf":
+		return math.Inf(1), true
+	case "-inf":
+		return math.Inf(-1), true
+	case "nan":
+		return math.NaN(), true
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	return f, err == nil
+}
+
+// luaToReply writes a script's Lua value as Redis 7.0 converts it, to w's
+// protocol. resp3 is the script's own (redis.setresp): under RESP2 a
+// boolean is 1 or null, under RESP3 a boolean (1 or 0 to a RESP2 client).
+// {double=}, {map=}, {set=}, {big_number=} and {verbatim_string=} tables
+// are those types (RESP2's bulk string, flat array, array, bulk string and
+// bulk string to a RESP2 client).
+func luaToReply(w *replyWriter, v lua.LValue, depth int, resp3 bool) {
 	switch v := v.(type) {
 	case lua.LString:
 		w.bulkString(string(v))
 	case lua.LBool:
-		if v {
+		switch {
+		case resp3:
+			w.boolean(bool(v))
+		case bool(v):
 			w.integer(1)
-		} else {
+		default:
 			w.null()
 		}
 	case lua.LNumber:
@@ -609,11 +686,45 @@ func luaToReply(w *replyWriter, v lua.LValue, depth int) {
 			return
 		}
 		if d, ok := v.RawGetString("double").(lua.LNumber); ok {
-			w.bulkString(strconv.FormatFloat(float64(d), 'g', 17, 64))
+			w.double(float64(d))
 			return
+		}
+		if s, ok := v.RawGetString("big_number").(lua.LString); ok {
+			num := strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s))
+			if w.resp3 {
+				w.buf = append(append(append(w.buf, '('), num...), '\r', '\n')
+			} else {
+				w.bulkString(num)
+			}
+			return
+		}
+		if vs, ok := v.RawGetString("verbatim_string").(*lua.LTable); ok {
+			format, okf := vs.RawGetString("format").(lua.LString)
+			text, oks := vs.RawGetString("string").(lua.LString)
+			if okf && oks {
+				w.verbatimAs(string(format), string(text))
+				return
+			}
 		}
 		if depth > luaMaxReplyDepth {
 			w.error("ERR reached lua stack limit")
+			return
+		}
+		if m, ok := v.RawGetString("map").(*lua.LTable); ok {
+			n := 0
+			luaPairs(m, func(lua.LValue, lua.LValue) { n++ })
+			w.mapLen(n)
+			luaPairs(m, func(k, val lua.LValue) {
+				luaToReply(w, k, depth+1, resp3)
+				luaToReply(w, val, depth+1, resp3)
+			})
+			return
+		}
+		if set, ok := v.RawGetString("set").(*lua.LTable); ok {
+			n := 0
+			luaPairs(set, func(lua.LValue, lua.LValue) { n++ })
+			w.setLen(n)
+			luaPairs(set, func(k, _ lua.LValue) { luaToReply(w, k, depth+1, resp3) })
 			return
 		}
 		n := 0 // the array part up to the first nil, counted first: no slice to build
@@ -622,7 +733,7 @@ func luaToReply(w *replyWriter, v lua.LValue, depth int) {
 		}
 		w.array(n)
 		for i := 1; i <= n; i++ {
-			luaToReply(w, v.RawGetInt(i), depth+1)
+			luaToReply(w, v.RawGetInt(i), depth+1, resp3)
 		}
 	default:
 		w.null()
