@@ -9,8 +9,8 @@ package resp_test
 
 import (
 	"bufio"
-	"io"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"testing"

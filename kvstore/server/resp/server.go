@@ -1,5 +1,6 @@
-// Package resp serves the engine over the Redis protocol (RESP2), enough for
-// redis-cli, redis-benchmark, go-redis v9 and redis-py to work unchanged.
+// Package resp serves the engine over the Redis protocol (RESP2, and RESP3
+// after HELLO 3), enough for redis-cli, redis-benchmark, go-redis v9 and
+// redis-py to work unchanged.
 // The commands served are the rows of the command table (commands.go);
 // docs/kvstore-server.md lists them with their compatibility notes.
 //

@@ -85,7 +85,7 @@ func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *ServeOptions) e
 		Long: `Run the durable key-value server on the data directory.
 
 Listeners: HTTP (--http), newline-delimited JSON over TCP (--tcp, what the devkit kv
-client commands use) and the Redis protocol, RESP2 (--resp, off by default). An
+client commands use) and the Redis protocol, RESP2 and RESP3 (--resp, off by default). An
 address of "" turns a listener off. A write is answered only after the engine
 acknowledged it under --sync. Logs go to stderr.
 
@@ -121,7 +121,7 @@ variable), HTTP clients "Authorization: Bearer <password>" (/health stays open).
 	fs.StringVar(&opts.DataDir, "data", "./data", "data `DIR` (created if missing; one server at a time); \"\": memory-only, nothing on disk")
 	fs.StringVar(&opts.HTTPAddr, "http", server.DefaultHTTPAddr, "HTTP listen `ADDR`; \"\" turns it off")
 	fs.StringVar(&opts.TCPAddr, "tcp", server.DefaultTCPAddr, "TCP JSON listen `ADDR`; \"\" turns it off")
-	fs.StringVar(&opts.RESPAddr, "resp", "", "Redis protocol (RESP2) listen `ADDR`; off when \"\"")
+	fs.StringVar(&opts.RESPAddr, "resp", "", "Redis protocol (RESP2, RESP3 after HELLO 3) listen `ADDR`; off when \"\"")
 	fs.StringVar(&opts.Sync, "sync", "always", "durability: always (fsync before each ack, group commit), periodic or none")
 	cmdutil.DurationVar(fs, &opts.SyncInterval, "sync-interval", kvstore.DefaultSyncInterval, "fsync period under --sync periodic")
 	fs.IntVar(&opts.MaxKeySize, "max-key-size", kvstore.DefaultMaxKeySize, "largest key, in bytes")
