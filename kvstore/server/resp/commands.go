@@ -105,6 +105,7 @@ func commandTable() []command {
 		{name: "ping", arity: -1, flags: flagFast | flagTx | flagPubSub, op: metrics.OpPing, group: "connection", summary: "Returns PONG, or the argument.", run: cmdPing},
 		{name: "echo", arity: 2, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns the argument.", run: cmdEcho},
 		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue | flagPubSub, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
+		{name: "reset", arity: 1, flags: flagFast | flagNoAuth | flagNoQueue | flagPubSub | flagNoScript, op: metrics.OpOther, group: "connection", summary: "Resets the connection: discards MULTI, unwatches, unsubscribes, RESP2, no name, CLIENT REPLY ON, and logs out under --requirepass.", run: cmdReset},
 		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
 		{name: "hello", arity: -1, flags: flagFast | flagNoAuth | flagTx | flagNoScript, op: metrics.OpOther, group: "connection", summary: "HELLO [2 [AUTH user pass] [SETNAME name]]: authenticates, names and describes the connection; protocol 3 is NOPROTO (RESP2 only).", run: cmdHello},
 		{name: "publish", arity: 3, flags: flagTx | flagFast, op: metrics.OpOther, group: "pubsub", summary: "Delivers a message to a channel's subscribers; returns how many received it.", run: cmdPublish},

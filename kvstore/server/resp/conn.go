@@ -103,6 +103,29 @@ func setClientName(w *replyWriter, cl *client, name []byte) bool {
 // cmdClientReply answers CLIENT REPLY ON|OFF|SKIP as Redis does: OFF and
 // SKIP answer nothing; OFF drops every reply until ON, SKIP the next
 // command's. Pub/sub messages and (un)subscribe confirmations still go.
+// cmdReset answers RESET as Redis 7.0 does: the connection is as a new
+// one is — out of MULTI (its queue discarded) and WATCH, unsubscribed from
+// every channel, pattern and shard channel (without confirmations), back
+// on RESP2, nameless, CLIENT REPLY ON, and, under --requirepass, logged
+// out. It runs in MULTI (never queued), in RESP2's subscribed mode and
+// before AUTH, and answers +RESET (in the protocol it restores).
+func cmdReset(c *call) {
+	cl := c.cl
+	if cl.multi {
+		cl.resetMulti()
+	}
+	cl.watched = nil
+	if ps := cl.ps; ps != nil {
+		c.s.pubsub.leaveEvery(cl)
+	}
+	cl.out.resp3, c.w.resp3 = false, false
+	cl.proto.Store(2)
+	cl.name.Store(nil)
+	cl.replyOff, cl.replySkip, cl.replySkipNext = false, false, false
+	cl.authed = c.s.opts.Password == ""
+	c.w.simple("RESET")
+}
+
 func cmdClientReply(c *call) {
 	if len(c.args) != 3 {
 		wrongArgs(c.w, "client|reply")

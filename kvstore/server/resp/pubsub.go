@@ -408,13 +408,10 @@ func (h *pubsubHub) leave(ps *subscriber, k psKind, name string) {
 	}
 }
 
-// leaveAll removes a closing connection from every subscription and stops
-// its push writer.
-func (h *pubsubHub) leaveAll(cl *client) {
+// leaveEvery removes the connection from every subscription, with no
+// confirmation (RESET); messages already queued for it still go out.
+func (h *pubsubHub) leaveEvery(cl *client) {
 	ps := cl.ps
-	if ps == nil {
-		return
-	}
 	h.mu.Lock()
 	for k := range psKinds {
 		for _, name := range slices.Clone(ps.order[k]) {
@@ -423,6 +420,16 @@ func (h *pubsubHub) leaveAll(cl *client) {
 	}
 	h.mu.Unlock()
 	cl.countSubs(ps)
+}
+
+// leaveAll removes a closing connection from every subscription and stops
+// its push writer.
+func (h *pubsubHub) leaveAll(cl *client) {
+	ps := cl.ps
+	if ps == nil {
+		return
+	}
+	h.leaveEvery(cl)
 	ps.mu.Lock()
 	ps.drop, ps.out = true, nil
 	ps.mu.Unlock()

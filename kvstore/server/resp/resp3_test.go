@@ -330,3 +330,33 @@ func TestRedisDiff_EveryDiffUnderRESP3(t *testing.T) {
 		t.Run(tc.name, tc.fn)
 	}
 }
+
+// RESET puts a connection back as a new one is, as Redis 7.0 does: out of
+// MULTI (its queue dropped) and WATCH, unsubscribed without confirmations,
+// on RESP2 again, nameless, CLIENT REPLY ON, and logged out under
+// requirepass; it runs in MULTI, in RESP2's subscribed mode and before
+// AUTH. Connection pools reset a connection before they hand it out again.
+func TestRedisDiff_ResetClearsConnectionStateAsRedis(t *testing.T) {
+	redisAddr := startRedis(t, "--requirepass", "pw")
+	ourAddr := start(t, servertest.OpenDB(t), resp.Options{Password: "pw"})
+	peers := [2]rawPeer{{"redis", dialRaw(t, redisAddr)}, {"ours", dialRaw(t, ourAddr)}}
+	sameBytes(t, peers,
+		words("RESET"), words("GET", "k"), words("AUTH", "pw"), words("CLIENT", "SETNAME", "pooled"),
+		words("WATCH", "k"), words("MULTI"), words("SET", "k", "queued"), words("RESET"),
+		words("AUTH", "pw"), words("EXEC"), words("GET", "k"), words("CLIENT", "GETNAME"),
+	)
+	for _, p := range peers { // no reply to it: RESET's is the next
+		p.c.send("CLIENT REPLY OFF\r\nGET k\r\n")
+	}
+	sameBytes(t, peers, words("RESET"), words("AUTH", "pw"), words("PING"),
+		words("SUBSCRIBE", "ch"), words("GET", "k"), words("RESET"), words("AUTH", "pw"), words("GET", "k"),
+		words("PUBLISH", "ch", "after the reset"), words("PING"))
+	for _, p := range peers {
+		p.c.send("HELLO 3 AUTH default pw\r\n")
+		if r, err := readReply(p.c.r); err != nil || !strings.HasPrefix(r, "%7\r\n") {
+			t.Fatalf("%s: HELLO 3 = %q, %v", p.name, r, err)
+		}
+	}
+	sameBytes(t, peers, words("SUBSCRIBE", "ch"), words("GET", "nosuch"), words("RESET"), words("AUTH", "pw"),
+		words("GET", "nosuch"), words("HSET", "h", "f", "v"), words("HGETALL", "h"))
+}
