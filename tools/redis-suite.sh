@@ -24,8 +24,8 @@ if [ ${#UNITS[@]} -eq 0 ]; then
 fi
 # Tests that need what no external server gives a test (DEBUG, replicas,
 # restarts, maxmemory) are left out for both servers alike. The RESP3
-# variants run (HELLO 3).
-TAGS=(-needs:debug -needs:repl -needs:pfdebug -needs:config-maxmemory -needs:reset -needs:latency -needs:local-process)
+# variants (HELLO 3) and the RESET tests (needs:reset) run.
+TAGS=(-needs:debug -needs:repl -needs:pfdebug -needs:config-maxmemory -needs:latency -needs:local-process)
 
 [ -x "$REDIS_SRC/runtest" ] && [ -d "$REDIS_SRC/tests/unit" ] || {
 	echo "redis-suite: $REDIS_SRC is not a Redis source tree (no runtest or tests/unit)" >&2
