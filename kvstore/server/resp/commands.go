@@ -48,6 +48,10 @@ const (
 	// flagPubSub: served in subscribed mode (the (un)subscribe commands,
 	// PING, QUIT, RESET); every other command is refused there.
 	flagPubSub
+	// flagSkipMonitor: not shown to MONITOR after it runs: server
+	// administration, and the script commands, shown before they run
+	// (monitor.go).
+	flagSkipMonitor
 )
 
 // flagNames are the Redis names COMMAND INFO reports.
@@ -105,6 +109,7 @@ func commandTable() []command {
 		{name: "ping", arity: -1, flags: flagFast | flagTx | flagPubSub, op: metrics.OpPing, group: "connection", summary: "Returns PONG, or the argument.", run: cmdPing},
 		{name: "echo", arity: 2, flags: flagFast | flagTx, op: metrics.OpPing, group: "connection", summary: "Returns the argument.", run: cmdEcho},
 		{name: "quit", arity: -1, flags: flagFast | flagNoAuth | flagNoQueue | flagPubSub, op: metrics.OpOther, group: "connection", summary: "Closes the connection.", run: cmdQuit},
+		{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagTx, op: metrics.OpOther, group: "server", summary: "Streams every command the server runs, from every connection, as Redis's MONITOR lines.", run: cmdMonitor},
 		{name: "reset", arity: 1, flags: flagFast | flagNoAuth | flagNoQueue | flagPubSub | flagNoScript, op: metrics.OpOther, group: "connection", summary: "Resets the connection: discards MULTI, unwatches, unsubscribes, RESP2, no name, CLIENT REPLY ON, and logs out under --requirepass.", run: cmdReset},
 		{name: "auth", arity: -2, flags: flagFast | flagNoAuth | flagNoQueue, op: metrics.OpOther, group: "connection", summary: "Authenticates the connection (--requirepass).", run: cmdAuth},
 		{name: "hello", arity: -1, flags: flagFast | flagNoAuth | flagTx | flagNoScript, op: metrics.OpOther, group: "connection", summary: "HELLO [2 [AUTH user pass] [SETNAME name]]: authenticates, names and describes the connection; protocol 3 is NOPROTO (RESP2 only).", run: cmdHello},
@@ -223,6 +228,11 @@ func newCommandSet() *commandSet {
 	cs.byName = make(map[string]*command, len(cs.rows))
 	for i := range cs.rows {
 		cs.rows[i].stats = new(cmdStats)
+		switch cs.rows[i].name {
+		case "save", "bgsave", "shutdown", "config", "monitor", // Redis's admin commands
+			"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro": // fed before they run
+			cs.rows[i].flags |= flagSkipMonitor
+		}
 		cs.byName[strings.ToUpper(cs.rows[i].name)] = &cs.rows[i]
 	}
 	return cs

@@ -118,6 +118,7 @@ func cmdReset(c *call) {
 	if ps := cl.ps; ps != nil {
 		c.s.pubsub.leaveEvery(cl)
 	}
+	c.s.stopMonitoring(cl)
 	cl.out.resp3, c.w.resp3 = false, false
 	cl.proto.Store(2)
 	cl.name.Store(nil)
@@ -202,13 +203,16 @@ func (s *Server) clientLine(cl *client, now time.Time) string {
 		last = cmd.name
 	}
 	idle := now.Sub(time.Unix(0, cl.lastActive.Load()))
-	flags := ""
-	if cl.multiLen.Load() >= 0 {
-		flags += "x"
+	flags := "" // in Redis's order: O, P, x
+	if cl.monitoring.Load() {
+		flags += "O"
 	}
 	subs, psubs, ssubs := cl.subs.Load(), cl.psubs.Load(), cl.ssubs.Load()
 	if subs+psubs+ssubs > 0 {
 		flags += "P"
+	}
+	if cl.multiLen.Load() >= 0 {
+		flags += "x"
 	}
 	if flags == "" {
 		flags = "N"

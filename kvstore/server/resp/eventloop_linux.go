@@ -869,7 +869,7 @@ func (l *loop) checkTimeouts(now time.Time) {
 	for _, c := range l.conns {
 		switch {
 		case c.parked, c.cl.blocked != nil: // a blocked client waits as long as it asked
-		case c.wblocked == 0 && c.cl.subscribed(): // a subscriber waits for messages (Redis exempts it from timeout)
+		case c.wblocked == 0 && (c.cl.subscribed() || c.cl.monitoring.Load()): // a subscriber or monitor waits for messages (Redis exempts them from timeout)
 		case c.wblocked != 0:
 			if o.WriteTimeout > 0 && nanos-c.wblocked > int64(o.WriteTimeout) {
 				c.cl.log.Debug("write timed out; closing the connection")

@@ -306,6 +306,9 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	*c = call{s: s, cl: cl, cmd: cmd, args: args, w: &cl.out}
 	mark := len(cl.out.buf)
 	runCounted(c)
+	if s.monitors.n.Load() > 0 {
+		s.feedMonitors(cl, false, cmd, args)
+	}
 	cl.dropReply(cmd, mark) // CLIENT REPLY OFF|SKIP (conn.go)
 	*c = call{}
 }
@@ -422,6 +425,9 @@ func cmdExec(c *call) {
 			for _, q := range seg {
 				sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
 				runCounted(&sub)
+				if c.s.monitors.n.Load() > 0 {
+					c.s.feedMonitors(cl, false, q.cmd, q.args)
+				}
 			}
 			return nil
 		})
@@ -514,6 +520,8 @@ type clientState struct {
 	// proto is the protocol the connection speaks (HELLO): 2 or 3; 0 is 2.
 	// Its replies follow out.resp3, the connection's own copy.
 	proto atomic.Int32
+	// monitoring: the connection is a monitor (MONITOR, monitor.go).
+	monitoring atomic.Bool
 }
 
 // engineError writes an engine error in Redis's style.

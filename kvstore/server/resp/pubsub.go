@@ -151,7 +151,11 @@ func (ps *subscriber) total() int {
 
 // push queues frame for the subscriber; it reports whether the subscriber
 // takes it (false once it is over a limit). Called under the hub's lock.
-func (ps *subscriber) push(frame []byte, lim outputLimits) bool {
+func (ps *subscriber) push(frame []byte, lim outputLimits) bool { return ps.pushAs(frame, lim, true) }
+
+// pushAs is push; a frame that is not a pub/sub message (a MONITOR line)
+// is queued as it is, a RESP3 connection's too.
+func (ps *subscriber) pushAs(frame []byte, lim outputLimits, message bool) bool {
 	ps.mu.Lock()
 	if ps.drop {
 		ps.mu.Unlock()
@@ -159,7 +163,7 @@ func (ps *subscriber) push(frame []byte, lim outputLimits) bool {
 	}
 	at := len(ps.out)
 	ps.out = append(ps.out, frame...)
-	if ps.cl.proto.Load() == 3 {
+	if message && ps.cl.proto.Load() == 3 {
 		ps.out[at] = '>' // a RESP3 push (frames are written as RESP2 arrays, the rest alike)
 	}
 	ps.queued.Store(true)

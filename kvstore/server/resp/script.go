@@ -247,6 +247,9 @@ func (e *scriptEngine) evalVM() *luaVM {
 
 // cmdEval answers EVAL, EVALSHA, EVAL_RO and EVALSHA_RO.
 func cmdEval(c *call) {
+	if c.s.monitors.n.Load() > 0 { // before the script's own commands, as Redis
+		c.s.feedMonitorsNow(c.cl, false, c.cmd.name, c.args)
+	}
 	name := c.cmd.name
 	ro := strings.HasSuffix(name, "_ro")
 	keys, argv, ok := scriptKeys(c)
@@ -594,6 +597,9 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 	sc.reply.buf, sc.reply.errs, sc.reply.resp3 = sc.reply.buf[:0], 0, sc.resp3
 	sc.sub = call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &sc.reply, tx: sc.tx, fromScript: true}
 	runCounted(&sc.sub)
+	if s := sc.c.s; s.monitors.n.Load() > 0 {
+		s.feedMonitors(sc.c.cl, true, cmd, args)
+	}
 	sc.sub = call{}
 	return sc.reply.buf, ""
 }

@@ -738,6 +738,9 @@ func (e *scriptEngine) functionCounts() (libs, funcs int) {
 
 // cmdFCall answers FCALL and FCALL_RO.
 func cmdFCall(c *call) {
+	if c.s.monitors.n.Load() > 0 { // before the function's own commands, as Redis
+		c.s.feedMonitorsNow(c.cl, false, c.cmd.name, c.args)
+	}
 	ro := strings.HasSuffix(c.cmd.name, "_ro")
 	if _, isInt := parseStrictInt(c.args[2]); !isInt {
 		c.w.error("ERR Bad number of keys provided")

@@ -226,6 +226,7 @@ type Server struct {
 
 	blocks    blockRegistry    // clients in a blocking pop (cmd_block.go)
 	pubsub    *pubsubHub       // subscriptions (pubsub.go)
+	monitors  monitorHub       // MONITOR connections (monitor.go)
 	encodings encodingSettings // CONFIG SET hash-max-listpack-entries... (encodings.go)
 	// notifyFlags are the notify-keyspace-events classes (notify.go).
 	notifyFlags atomic.Uint32
@@ -420,6 +421,7 @@ func (s *Server) newClient(c *connserver.Conn) *client {
 func (s *Server) dropClient(cl *client) {
 	s.unblock(cl)
 	s.pubsub.leaveAll(cl)
+	s.stopMonitoring(cl)
 	s.unregister(cl)
 	s.open.Add(-1)
 }
@@ -479,7 +481,7 @@ func (s *Server) serveConn(c *connserver.Conn) {
 	for {
 		// A subscriber waits for messages as long as it likes: Redis
 		// exempts pub/sub clients from the idle timeout.
-		c.ExemptFromIdleTimeout(cl.subscribed())
+		c.ExemptFromIdleTimeout(cl.subscribed() || cl.monitoring.Load())
 		if !c.AwaitRequest() {
 			flush()
 			return
