@@ -3,9 +3,13 @@
 package resp_test
 
 import (
+	"context"
+	"io"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
 	"github.com/devkit-go/devkit/kvstore/server/resp"
@@ -78,4 +82,56 @@ func TestRedisDiff_MonitorShowsWhatRedisShows(t *testing.T) {
 		}
 	}
 	sameBytes(t, mons, words("RESET"), words("SET", "after", "reset"), words("GET", "after"))
+}
+
+// The attack: a monitor that never reads while another client runs big
+// commands. No command waits for it; once the lines waiting for it pass
+// the output limit it is disconnected and leaves the monitors; the server
+// serves the others meanwhile. A monitor that only listens is not closed
+// by the idle timeout (as Redis exempts it).
+func TestMonitor_AMonitorThatNeverReadsIsDroppedAndCommandsStayFast(t *testing.T) {
+	ctx := context.Background()
+	const hard = 4 << 20
+	addr := start(t, servertest.OpenDB(t), resp.Options{PubSubBufferHard: hard, PubSubBufferSoft: -1, IdleTimeout: 300 * time.Millisecond})
+	stuck, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	if tc, ok := stuck.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	if _, err := io.WriteString(stuck, "MONITOR\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	c := goRedis(t, addr)
+	waitFor(t, "the monitor", func() bool {
+		l, _ := c.ClientList(ctx).Result()
+		return strings.Contains(l, "flags=O ")
+	})
+	time.Sleep(time.Second) // past the idle timeout: a monitor stays
+	if l, _ := c.ClientList(ctx).Result(); !strings.Contains(l, "flags=O ") {
+		t.Fatalf("the monitor was closed by the idle timeout: %s", l)
+	}
+	payload := strings.Repeat("x", 64<<10)
+	var slowest time.Duration
+	sent := 0
+	for ; sent < 4*hard/len(payload); sent++ { // four times the limit
+		t0 := time.Now()
+		if err := c.Set(ctx, "k", payload, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(t0))
+	}
+	if slowest > 2*time.Second {
+		t.Fatalf("the slowest of %d SETs took %v", sent, slowest)
+	}
+	waitFor(t, "the stuck monitor's connection to close", func() bool {
+		l, _ := c.ClientList(ctx).Result()
+		return !strings.Contains(l, "flags=O ") && strings.Count(l, "\n") == 1
+	})
+	if err := c.Set(ctx, "k", "after", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d SETs of %d KiB, slowest %v", sent, len(payload)>>10, slowest)
 }
