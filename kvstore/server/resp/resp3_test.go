@@ -9,6 +9,7 @@ package resp_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -267,7 +268,7 @@ func TestRESP3_GoRedisDefaultProtocolTypedResults(t *testing.T) {
 	if kv, err := c.HRandFieldWithValues(ctx, "h", 2).Result(); err != nil || len(kv) != 2 {
 		t.Errorf("HRANDFIELD WITHVALUES = %v, %v", kv, err)
 	}
-	if _, err := c.Get(ctx, "nosuch").Result(); err != redis.Nil {
+	if _, err := c.Get(ctx, "nosuch").Result(); !errors.Is(err, redis.Nil) {
 		t.Errorf("GET of a missing key: %v, want redis.Nil", err)
 	}
 	if cfg, err := c.ConfigGet(ctx, "maxclients").Result(); err != nil || cfg["maxclients"] == "" {
