@@ -183,15 +183,7 @@ func TestHello_AuthenticatesNamesAndSwitchesProtocol(t *testing.T) {
 			t.Fatalf("%q: %q, want %q", tc.send, got, tc.want)
 		}
 	}
-	var fields []string
-	for range 14 {
-		l := raw.line()
-		if strings.HasPrefix(l, "$") {
-			l = raw.line()
-		}
-		fields = append(fields, strings.TrimSpace(l))
-	}
-	got := strings.Join(fields, " ")
+	got := helloFields(raw)
 	if !strings.HasPrefix(got, "server redis version 5.0.0 proto :2 id :") || !strings.HasSuffix(got, "mode standalone role master modules *0") {
 		t.Errorf("HELLO's description: %q", got)
 	}
@@ -205,15 +197,7 @@ func TestHello_AuthenticatesNamesAndSwitchesProtocol(t *testing.T) {
 	if l := raw.line(); l != "%7\r\n" {
 		t.Fatalf("HELLO 3: %q, want a map of 7", l)
 	}
-	var desc []string
-	for range 14 {
-		l := raw.line()
-		if strings.HasPrefix(l, "$") {
-			l = raw.line()
-		}
-		desc = append(desc, strings.TrimSpace(l))
-	}
-	if got := strings.Join(desc, " "); !strings.Contains(got, "proto :3 id :") {
+	if got := helloFields(raw); !strings.Contains(got, "proto :3 id :") {
 		t.Errorf("HELLO 3's description: %q", got)
 	}
 	raw.send("GET nosuchkey\r\nCLIENT INFO\r\n")
@@ -231,12 +215,22 @@ func TestHello_AuthenticatesNamesAndSwitchesProtocol(t *testing.T) {
 	if l := raw.line(); l != "*14\r\n" {
 		t.Fatalf("HELLO 2 after 3: %q, want the flat array of 14", l)
 	}
-	for range 14 {
-		if l := raw.line(); strings.HasPrefix(l, "$") {
-			raw.line()
-		}
-	}
+	helloFields(raw)
 	if l := raw.line(); l != "$-1\r\n" {
 		t.Errorf("GET of a missing key back in RESP2: %q", l)
 	}
+}
+
+// helloFields reads the 14 keys and values of HELLO's description (after
+// its header) and returns them joined by spaces, each bulk's text alone.
+func helloFields(raw *raw) string {
+	var fields []string
+	for range 14 {
+		l := raw.line()
+		if strings.HasPrefix(l, "$") {
+			l = raw.line()
+		}
+		fields = append(fields, strings.TrimSpace(l))
+	}
+	return strings.Join(fields, " ")
 }

@@ -42,7 +42,7 @@ func TestRedisDiff_MonitorShowsWhatRedisShows(t *testing.T) {
 	sameBytes(t, peers, cmds[:len(cmds)-3]...)
 	for _, p := range peers { // its reply names each server's version: not compared
 		p.c.send("HELLO 2 AUTH default not-a-password SETNAME app\r\n")
-		if r, err := readReply(p.c.r); err != nil || !strings.HasPrefix(r, "*14\r\n") {
+		if r, err := readRESP(p.c.r); err != nil || !strings.HasPrefix(r, "*14\r\n") {
 			t.Fatalf("%s: HELLO = %q, %v", p.name, r, err)
 		}
 	}
@@ -77,7 +77,7 @@ func TestRedisDiff_MonitorShowsWhatRedisShows(t *testing.T) {
 	// RESET ends it.
 	for _, p := range peers {
 		p.c.send("CLIENT LIST\r\n")
-		if r, err := readReply(p.c.r); err != nil || !strings.Contains(r, "flags=O ") {
+		if r, err := readRESP(p.c.r); err != nil || !strings.Contains(r, "flags=O ") {
 			t.Errorf("%s: CLIENT LIST with a monitor: %q, %v; want a flags=O line", p.name, r, err)
 		}
 	}

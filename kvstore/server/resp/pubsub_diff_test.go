@@ -7,46 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/devkit-go/devkit/kvstore/server/internal/servertest"
 	"github.com/devkit-go/devkit/kvstore/server/resp"
 )
-
-// readRESP reads one whole RESP2 value and returns its bytes as sent.
-func readRESP(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return line, err
-	}
-	if len(line) < 3 {
-		return line, fmt.Errorf("short line %q", line)
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-	switch line[0] {
-	case '$':
-		if n < 0 {
-			return line, nil
-		}
-		body := make([]byte, n+2)
-		_, err := io.ReadFull(r, body)
-		return line + string(body), err
-	case '*':
-		out := line
-		for range max(n, 0) {
-			v, err := readRESP(r)
-			out += v
-			if err != nil {
-				return out, err
-			}
-		}
-		return out, nil
-	}
-	return line, nil
-}
 
 // step sends a command on one of a script's connections and reads the
 // replies (and messages) expected on each connection afterwards.

@@ -22,8 +22,8 @@ import (
 	"github.com/devkit-go/devkit/kvstore/server/resp"
 )
 
-// readReply reads one whole reply, of either protocol, and returns its bytes.
-func readReply(r *bufio.Reader) (string, error) {
+// readRESP reads one whole reply, of either protocol, and returns its bytes.
+func readRESP(r *bufio.Reader) (string, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return line, err
@@ -35,7 +35,7 @@ func readReply(r *bufio.Reader) (string, error) {
 	out := line
 	read := func(k int) error {
 		for range k {
-			s, err := readReply(r)
+			s, err := readRESP(r)
 			out += s
 			if err != nil {
 				return err
@@ -88,7 +88,7 @@ func sameBytes(t *testing.T, peers [2]rawPeer, cmds ...[]string) {
 		var got [2]string
 		for i, p := range peers {
 			p.c.send(req.String())
-			r, err := readReply(p.c.r)
+			r, err := readRESP(p.c.r)
 			if err != nil {
 				t.Fatalf("%s: %v: %v (read %q)", p.name, words, err, r)
 			}
@@ -113,7 +113,7 @@ func TestRESP3_RepliesByteForByteAsRedis(t *testing.T) {
 	peers := [2]rawPeer{{"redis", dialRaw(t, redisAddr)}, {"ours", dialRaw(t, start(t, servertest.OpenDB(t), resp.Options{}))}}
 	for _, p := range peers {
 		p.c.send("HELLO 3\r\n")
-		if r, err := readReply(p.c.r); err != nil || !strings.HasPrefix(r, "%7\r\n") {
+		if r, err := readRESP(p.c.r); err != nil || !strings.HasPrefix(r, "%7\r\n") {
 			t.Fatalf("%s: HELLO 3 = %q, %v", p.name, r, err)
 		}
 	}
@@ -174,7 +174,7 @@ func TestRESP3_RepliesByteForByteAsRedis(t *testing.T) {
 	)
 	for _, p := range peers { // its description names each server's version: not compared
 		p.c.send("HELLO 2\r\n")
-		if r, err := readReply(p.c.r); err != nil || !strings.HasPrefix(r, "*14\r\n") {
+		if r, err := readRESP(p.c.r); err != nil || !strings.HasPrefix(r, "*14\r\n") {
 			t.Fatalf("%s: HELLO 2 = %q, %v", p.name, r, err)
 		}
 	}
@@ -195,14 +195,14 @@ func TestRESP3_SubscriberGetsPushesAndRunsCommands(t *testing.T) {
 	pubs := [2]rawPeer{{"redis", dialRaw(t, redisAddr)}, {"ours", dialRaw(t, ourAddr)}}
 	for _, p := range peers {
 		p.c.send("HELLO 3\r\n")
-		if _, err := readReply(p.c.r); err != nil {
+		if _, err := readRESP(p.c.r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sameBytes(t, peers, words("SUBSCRIBE", "news", "sports"))
 	// SUBSCRIBE of two channels: one push each (the first was read above).
 	for _, p := range peers {
-		if r, err := readReply(p.c.r); err != nil {
+		if r, err := readRESP(p.c.r); err != nil {
 			t.Fatal(err)
 		} else if r != ">3\r\n$9\r\nsubscribe\r\n$6\r\nsports\r\n:2\r\n" {
 			t.Errorf("%s: second confirmation %q", p.name, r)
@@ -213,7 +213,7 @@ func TestRESP3_SubscriberGetsPushesAndRunsCommands(t *testing.T) {
 	var got [2][]string
 	for i, p := range peers {
 		for range 2 { // the message and its pattern's
-			r, err := readReply(p.c.r)
+			r, err := readRESP(p.c.r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +226,7 @@ func TestRESP3_SubscriberGetsPushesAndRunsCommands(t *testing.T) {
 	// (Named: UNSUBSCRIBE of all goes in Redis's dict order, unspecified.)
 	sameBytes(t, peers, words("UNSUBSCRIBE", "news", "sports"))
 	for _, p := range peers { // the second channel's push
-		if r, err := readReply(p.c.r); err != nil {
+		if r, err := readRESP(p.c.r); err != nil {
 			t.Fatal(err)
 		} else if r != ">3\r\n$11\r\nunsubscribe\r\n$6\r\nsports\r\n:1\r\n" {
 			t.Errorf("%s: second unsubscribe push %q", p.name, r)
@@ -354,7 +354,7 @@ func TestRedisDiff_ResetClearsConnectionStateAsRedis(t *testing.T) {
 		words("PUBLISH", "ch", "after the reset"), words("PING"))
 	for _, p := range peers {
 		p.c.send("HELLO 3 AUTH default pw\r\n")
-		if r, err := readReply(p.c.r); err != nil || !strings.HasPrefix(r, "%7\r\n") {
+		if r, err := readRESP(p.c.r); err != nil || !strings.HasPrefix(r, "%7\r\n") {
 			t.Fatalf("%s: HELLO 3 = %q, %v", p.name, r, err)
 		}
 	}
