@@ -54,8 +54,11 @@ type DB struct {
 	expiredSeen chan string
 	// expiredWatchers are the OnExpired callbacks (nil: none); expiredMu
 	// orders their changes.
-	expiredWatchers atomic.Pointer[[]*expiredWatcher]
+	expiredWatchers watcherList[expiredWatcher]
 	expiredMu       sync.Mutex
+	// appliedWatchers are the OnApplied callbacks (nil: none), changed
+	// under expiredMu.
+	appliedWatchers watcherList[appliedWatcher]
 }
 
 // Open opens (creating if needed) the engine in dir, recovering its state

@@ -73,6 +73,9 @@ func (e logEnv) apply(g *group) {
 	}
 	e.db.mem.apply(g.muts, g.last)
 	e.db.stats.batches.Add(1) // commit groups
+	if ws := e.db.appliedWatchers.load(); ws != nil {
+		e.db.tellApplied(ws, g.muts)
+	}
 }
 
 // afterCommit starts a compaction when the log has grown enough.

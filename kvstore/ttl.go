@@ -57,7 +57,7 @@ func (db *DB) sweepOnce() int {
 		return 0
 	}
 	deleted := 0
-	watched := db.expiredWatchers.Load() != nil
+	watched := db.expiredWatchers.load() != nil
 	var gone []string // the keys deleted, for the OnExpired callbacks
 	err := db.Update(func(tx *Tx) error {
 		deleted, gone = 0, gone[:0]
@@ -78,7 +78,7 @@ func (db *DB) sweepOnce() int {
 	case err == nil:
 		db.stats.expired.Add(uint64(deleted))
 		if len(gone) > 0 {
-			for _, fn := range *db.expiredWatchers.Load() {
+			for _, fn := range db.expiredWatchers.load() {
 				fn.fn(gone)
 			}
 		}
@@ -110,30 +110,5 @@ type expiredWatcher struct{ fn func(keys []string) }
 // deleted by a write before the sweep met it is not reported. remove
 // unregisters fn.
 func (db *DB) OnExpired(fn func(keys []string)) (remove func()) {
-	w := &expiredWatcher{fn: fn}
-	db.expiredMu.Lock()
-	defer db.expiredMu.Unlock()
-	var list []*expiredWatcher
-	if cur := db.expiredWatchers.Load(); cur != nil {
-		list = append(list, *cur...)
-	}
-	list = append(list, w)
-	db.expiredWatchers.Store(&list)
-	return func() {
-		db.expiredMu.Lock()
-		defer db.expiredMu.Unlock()
-		var rest []*expiredWatcher
-		if cur := db.expiredWatchers.Load(); cur != nil {
-			for _, x := range *cur {
-				if x != w {
-					rest = append(rest, x)
-				}
-			}
-		}
-		if len(rest) == 0 {
-			db.expiredWatchers.Store(nil)
-			return
-		}
-		db.expiredWatchers.Store(&rest)
-	}
+	return db.expiredWatchers.add(&db.expiredMu, &expiredWatcher{fn: fn})
 }

@@ -20,7 +20,8 @@ OUT=${OUT:-bin/redis-suite}/$SERVER
 UNITS=("$@")
 if [ ${#UNITS[@]} -eq 0 ]; then
 	UNITS=(unit/type/string unit/type/incr unit/expire unit/multi unit/keyspace unit/scan unit/protocol
-		unit/info-command unit/other unit/type/hash unit/type/list unit/type/set unit/type/zset unit/pubsub unit/sort)
+		unit/info-command unit/other unit/type/hash unit/type/list unit/type/set unit/type/zset unit/pubsub unit/sort
+		unit/tracking)
 fi
 # Tests that need what no external server gives a test (DEBUG, replicas,
 # restarts, maxmemory) are left out for both servers alike. The RESP3

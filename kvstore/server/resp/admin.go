@@ -141,5 +141,6 @@ func (s *Server) configParams() [][2]string {
 		{"lua-time-limit", strconv.FormatInt(s.scripts.busyAfterNanos.Load()/int64(time.Millisecond), 10)},
 		{"maxmemory-policy", "noeviction"},
 		{"notify-keyspace-events", notifyFlagsString(notifyClass(s.notifyFlags.Load()))},
+		{"tracking-table-max-keys", strconv.FormatInt(s.tracker.maxKeys.Load(), 10)},
 	}, s.encodings.params()...)
 }

@@ -81,6 +81,34 @@ func cmdClient(c *call) {
 		w.verbatim(c.s.clientList())
 	case "UNBLOCK":
 		cmdClientUnblock(c)
+	case "TRACKING":
+		if len(c.args) < 3 {
+			wrongArgs(w, "client|tracking")
+			return
+		}
+		clientTracking(c)
+	case "CACHING":
+		if len(c.args) != 3 {
+			wrongArgs(w, "client|caching")
+			return
+		}
+		clientCaching(c)
+	case "GETREDIR":
+		if len(c.args) != 2 {
+			wrongArgs(w, "client|getredir")
+			return
+		}
+		if cl.trk.on {
+			w.integer(cl.trk.redirect)
+		} else {
+			w.integer(-1)
+		}
+	case "TRACKINGINFO":
+		if len(c.args) != 2 {
+			wrongArgs(w, "client|trackinginfo")
+			return
+		}
+		clientTrackingInfo(c)
 	case "REPLY":
 		cmdClientReply(c)
 	default:
@@ -119,6 +147,9 @@ func cmdReset(c *call) {
 		c.s.pubsub.leaveEvery(cl)
 	}
 	c.s.stopMonitoring(cl)
+	if cl.trk.on {
+		c.s.setTracking(cl, tracking{})
+	}
 	cl.out.resp3, c.w.resp3 = false, false
 	cl.proto.Store(2)
 	cl.name.Store(nil)
@@ -213,6 +244,9 @@ func (s *Server) clientLine(cl *client, now time.Time) string {
 	}
 	if cl.multiLen.Load() >= 0 {
 		flags += "x"
+	}
+	if t := cl.trackFlags.Load(); t != 0 {
+		flags += [...]string{"", "t", "tB"}[t]
 	}
 	if flags == "" {
 		flags = "N"

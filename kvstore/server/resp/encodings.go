@@ -94,7 +94,7 @@ func (s *Server) configSet(c *call, pairs [][]byte, current [][2]string) {
 	changed := ""
 	for i := 0; i < len(pairs); i += 2 {
 		name, value := string(pairs[i]), string(pairs[i+1])
-		if _, known := encodingName(name); known {
+		if _, known := encodingName(name); known || strings.EqualFold(name, "tracking-table-max-keys") {
 			continue
 		}
 		known, same := false, false
@@ -116,6 +116,15 @@ func (s *Server) configSet(c *call, pairs [][]byte, current [][2]string) {
 		return
 	}
 	for i := 0; i < len(pairs); i += 2 {
+		if strings.EqualFold(string(pairs[i]), "tracking-table-max-keys") {
+			n, ok := parseStrictInt(pairs[i+1])
+			if !ok || n < 0 {
+				c.w.error("ERR Invalid argument '" + printable(pairs[i+1]) + "' for CONFIG SET '" + printable(pairs[i]) + "' - argument couldn't be parsed into an integer")
+				return
+			}
+			c.s.setMaxTrackedKeys(n)
+			continue
+		}
 		if known, ok := s.encodings.set(string(pairs[i]), string(pairs[i+1])); known && !ok {
 			c.w.error("ERR Invalid argument '" + printable(pairs[i+1]) + "' for CONFIG SET '" + printable(pairs[i]) + "' - argument couldn't be parsed into an integer")
 			return

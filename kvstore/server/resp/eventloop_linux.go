@@ -630,9 +630,11 @@ func (l *loop) service(c *elConn) {
 			}
 			continue
 		}
-		if ps := c.cl.ps; ps != nil && ps.queued.Load() && !c.closing {
+		if ps := c.cl.ps; ps != nil && ps.queued.Load() && !c.closing && (c.cl.blocked == nil || !c.cl.blocked.fired.Load()) {
 			// Messages arrived: the replies are out (a burst ends in a
-			// write or a park), so they go out now, in order.
+			// write or a park), so they go out now, in order. (A blocked
+			// command that was served answers first: an invalidation of
+			// the key it wrote follows its reply, as in Redis.)
 			if !ps.takeInto(&c.cl.out) {
 				l.close(c) // over its output limit
 				return

@@ -305,7 +305,13 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	c := &cl.call
 	*c = call{s: s, cl: cl, cmd: cmd, args: args, w: &cl.out}
 	mark := len(cl.out.buf)
+	if cl.trk.on {
+		s.trackRead(cl, cmd, args) // before the read (tracking.go)
+	}
 	runCounted(c)
+	if cl.caching != 0 && !cl.multi && cmd.name != "client" {
+		cl.caching = 0 // CLIENT CACHING holds for the next command or transaction
+	}
 	if s.monitors.n.Load() > 0 {
 		s.feedMonitors(cl, false, cmd, args)
 	}
@@ -424,6 +430,9 @@ func cmdExec(c *call) {
 			}
 			for _, q := range seg {
 				sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
+				if cl.trk.on {
+					c.s.trackRead(cl, q.cmd, q.args)
+				}
 				runCounted(&sub)
 				if c.s.monitors.n.Load() > 0 {
 					c.s.feedMonitors(cl, false, q.cmd, q.args)
@@ -522,6 +531,8 @@ type clientState struct {
 	proto atomic.Int32
 	// monitoring: the connection is a monitor (MONITOR, monitor.go).
 	monitoring atomic.Bool
+	// trackFlags is CLIENT LIST's view of its tracking: 0 off, 1 on, 2 BCAST.
+	trackFlags atomic.Int32
 }
 
 // engineError writes an engine error in Redis's style.

@@ -68,6 +68,7 @@ func (s *Server) info(sections [][]byte) string {
 		line("connected_clients", s.open.Load())
 		line("maxclients", s.opts.MaxConns)
 		line("blocked_clients", s.blocks.count.Load()) // in a blocking pop
+		line("tracking_clients", s.tracker.n.Load())
 	}
 	if want("memory") {
 		var ms runtime.MemStats
@@ -130,6 +131,10 @@ func (s *Server) info(sections [][]byte) string {
 		line("pubsub_channels", channels)
 		line("pubsub_patterns", patterns)
 		line("pubsubshard_channels", shard)
+		keys, items, prefixes := s.tracker.counts()
+		line("tracking_total_keys", keys)
+		line("tracking_total_items", items)
+		line("tracking_total_prefixes", prefixes)
 		line("unexpected_error_replies", 0) // replies to a master or replica: there are none
 		line("total_error_replies", s.errors.total.Load())
 	}

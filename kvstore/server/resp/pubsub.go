@@ -128,7 +128,24 @@ func (s *Server) subscriberOf(cl *client) *subscriber {
 		// exempts pub/sub clients from the idle timeout.
 	}
 	cl.ps = ps
+	s.outboxes.Store(cl.id, ps)
 	return ps
+}
+
+// outboxOf is cl's outbox, or nil, for a goroutine other than cl's.
+func (s *Server) outboxOf(cl *client) *subscriber {
+	if v, ok := s.outboxes.Load(cl.id); ok {
+		return v.(*subscriber)
+	}
+	return nil
+}
+
+// subscribedTo reports whether ps is subscribed to channel.
+func (h *pubsubHub) subscribedTo(ps *subscriber, channel string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := ps.names[psChannel][channel]
+	return ok
 }
 
 // count is the number of subscriptions a (un)subscribe reply reports:

@@ -100,6 +100,7 @@ type scriptCtx struct {
 	run      *scriptRun
 	readOnly bool
 	resp3    bool
+	tracked  bool // its caller's tracking has its keys (tracking.go)
 	charged  int64
 	fn       string      // the name in error messages: sha or function name
 	source   string      // @user_script or @user_function
@@ -596,6 +597,11 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 	// converted (copied) into Lua values before the next one.
 	sc.reply.buf, sc.reply.errs, sc.reply.resp3 = sc.reply.buf[:0], 0, sc.resp3
 	sc.sub = call{s: sc.c.s, cl: sc.c.cl, cmd: cmd, args: args, w: &sc.reply, tx: sc.tx, fromScript: true}
+	if cl := sc.c.cl; cl.trk.on && cmd.flags&flagReadonly != 0 && !sc.tracked {
+		// A read: the script's declared keys are tracked for its caller (Redis 7.0).
+		sc.tracked = true
+		sc.c.s.trackKeys(cl, readKeys(sc.c.cmd, sc.c.args))
+	}
 	runCounted(&sc.sub)
 	if s := sc.c.s; s.monitors.n.Load() > 0 {
 		s.feedMonitors(sc.c.cl, true, cmd, args)

@@ -227,6 +227,8 @@ type Server struct {
 	blocks    blockRegistry    // clients in a blocking pop (cmd_block.go)
 	pubsub    *pubsubHub       // subscriptions (pubsub.go)
 	monitors  monitorHub       // MONITOR connections (monitor.go)
+	tracker   tracker          // client-side caching (tracking.go)
+	outboxes  sync.Map         // client id -> *subscriber, for another goroutine to push to
 	encodings encodingSettings // CONFIG SET hash-max-listpack-entries... (encodings.go)
 	// notifyFlags are the notify-keyspace-events classes (notify.go).
 	notifyFlags atomic.Uint32
@@ -250,6 +252,7 @@ func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, auth: newAuthGuard(), cmds: newCommandSet(), limits: store.Limits(),
 		started: time.Now(), clients: map[int64]*client{}, pubsub: newPubsubHub(opts)}
+	s.tracker.maxKeys.Store(defaultMaxTrackedKeys)
 	s.scripts = newScriptEngine(s)
 	if err := s.scripts.restoreFile(); err != nil {
 		// Refuse to change the libraries rather than overwrite the file.
@@ -359,6 +362,12 @@ type client struct {
 	ps       *subscriber
 	pushWake func()
 	kill     func()
+
+	// trk is the connection's client-side caching (tracking.go), changed
+	// under tracker.mu; caching is CLIENT CACHING's answer for the next
+	// command (1 yes, -1 no, 0 none).
+	trk     tracking
+	caching int8
 }
 
 // keepScratchBytes is the largest GET buffer a connection keeps.
@@ -422,6 +431,10 @@ func (s *Server) dropClient(cl *client) {
 	s.unblock(cl)
 	s.pubsub.leaveAll(cl)
 	s.stopMonitoring(cl)
+	if cl.trk.on {
+		s.setTracking(cl, tracking{})
+	}
+	s.outboxes.Delete(cl.id)
 	s.unregister(cl)
 	s.open.Add(-1)
 }
