@@ -325,6 +325,14 @@ func (s *Server) trackKeys(cl *client, keys [][]byte) {
 	}
 	evicted := tr.overLimitLocked()
 	tr.mu.Unlock()
+	if ps := cl.ps; ps != nil {
+		// A goroutine connection's push writer must not send an
+		// invalidation ahead of this read's reply: its flush sends both,
+		// the reply first (an event loop's connection always does).
+		ps.mu.Lock()
+		ps.held = true
+		ps.mu.Unlock()
+	}
 	s.tellEvicted(evicted)
 }
 
