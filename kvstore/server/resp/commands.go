@@ -256,6 +256,23 @@ func (cs *commandSet) lookup(name []byte) *command {
 	return cs.byName[string(upper[:len(name)])]
 }
 
+// keysAt is the arguments at the row's key positions (none when it has
+// no keys).
+func (cmd *command) keysAt(args [][]byte) [][]byte {
+	if cmd.firstKey == 0 {
+		return nil
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(args)
+	}
+	var keys [][]byte
+	for i := cmd.firstKey; i <= last && i < len(args); i += max(cmd.step, 1) {
+		keys = append(keys, args[i])
+	}
+	return keys
+}
+
 // arityOK checks the argument count against the row's arity.
 func (cmd *command) arityOK(n int) bool {
 	if cmd.arity >= 0 {
@@ -290,13 +307,9 @@ func commandGetKeys(c *call, withFlags bool) {
 		w.error("ERR The command has no key arguments")
 		return
 	}
-	last := cmd.lastKey
-	if last < 0 {
-		last += len(sub)
-	}
 	var keys []string
-	for i := cmd.firstKey; i <= last && i < len(sub); i += cmd.step {
-		keys = append(keys, string(sub[i]))
+	for _, k := range cmd.keysAt(sub) {
+		keys = append(keys, string(k))
 	}
 	storeKey := cmd.name == "sort" && sortStoreKey(sub) != ""
 	if storeKey {

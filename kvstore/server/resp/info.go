@@ -114,7 +114,7 @@ func (s *Server) info(sections [][]byte) string {
 		}
 		line("read_only", boolInt(st.ReadOnly))
 		if st.ReadOnly {
-			line("read_only_reason", strings.NewReplacer("\r", " ", "\n", " ").Replace(st.ReadOnlyReason))
+			line("read_only_reason", crlfToSpace.Replace(st.ReadOnlyReason))
 		}
 	}
 	if want("stats") {

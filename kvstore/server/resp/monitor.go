@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,28 +25,23 @@ import (
 // (pubsub.go): bounded by the pub/sub output limits, written between the
 // connection's replies, never in front of one already written.
 
-// monitorHub is the list of monitoring connections.
+// monitorHub is the outboxes of the monitoring connections.
 type monitorHub struct {
 	n    atomic.Int32 // len(list): the fast path of every command reads it
 	mu   sync.Mutex
-	list []*client
+	list []*subscriber
 }
 
-func (h *monitorHub) add(cl *client) {
+func (h *monitorHub) add(ps *subscriber) {
 	h.mu.Lock()
-	h.list = append(h.list, cl)
+	h.list = append(h.list, ps)
 	h.n.Store(int32(len(h.list)))
 	h.mu.Unlock()
 }
 
 func (h *monitorHub) remove(cl *client) {
 	h.mu.Lock()
-	for i, m := range h.list {
-		if m == cl {
-			h.list = append(h.list[:i], h.list[i+1:]...)
-			break
-		}
-	}
+	h.list = slices.DeleteFunc(h.list, func(ps *subscriber) bool { return ps.cl == cl })
 	h.n.Store(int32(len(h.list)))
 	h.mu.Unlock()
 }
@@ -62,9 +58,8 @@ func cmdMonitor(c *call) {
 	if cl.monitoring.Load() {
 		return
 	}
-	c.s.subscriberOf(cl) // the outbox the lines go through
 	cl.monitoring.Store(true)
-	c.s.monitors.add(cl)
+	c.s.monitors.add(c.s.subscriberOf(cl)) // the outbox the lines go through
 	c.w.ok()
 }
 
@@ -99,10 +94,8 @@ func (s *Server) feedMonitorsNow(cl *client, fromScript bool, name string, args 
 	line := monitorLine(time.Now(), cl.addr, fromScript, name, args)
 	lim := s.pubsub.limits
 	s.monitors.mu.Lock()
-	for _, m := range s.monitors.list {
-		if ps := m.ps; ps != nil {
-			ps.pushAs(line, lim, false)
-		}
+	for _, ps := range s.monitors.list {
+		ps.push(line, lim)
 	}
 	s.monitors.mu.Unlock()
 }

@@ -168,21 +168,13 @@ func (ps *subscriber) total() int {
 
 // push queues frame for the subscriber; it reports whether the subscriber
 // takes it (false once it is over a limit). Called under the hub's lock.
-func (ps *subscriber) push(frame []byte, lim outputLimits) bool { return ps.pushAs(frame, lim, true) }
-
-// pushAs is push; a frame that is not a pub/sub message (a MONITOR line)
-// is queued as it is, a RESP3 connection's too.
-func (ps *subscriber) pushAs(frame []byte, lim outputLimits, message bool) bool {
+func (ps *subscriber) push(frame []byte, lim outputLimits) bool {
 	ps.mu.Lock()
 	if ps.drop {
 		ps.mu.Unlock()
 		return false
 	}
-	at := len(ps.out)
 	ps.out = append(ps.out, frame...)
-	if message && ps.cl.proto.Load() == 3 {
-		ps.out[at] = '>' // a RESP3 push (frames are written as RESP2 arrays, the rest alike)
-	}
 	ps.queued.Store(true)
 	if why := ps.overLimitLocked(lim); why != "" {
 		ps.drop, ps.out = true, nil
@@ -318,27 +310,30 @@ func (h *pubsubHub) publish(k psKind, channel, msg []byte) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var n int64
-	var frame []byte
-	if subs := h.subs[k][string(channel)]; len(subs) > 0 {
-		frame = appendFrame(frame, psNames[k].msg, [][]byte{channel, msg}, 0, false, false)
+	deliver := func(subs []*subscriber, word string, parts [][]byte) {
+		var frames [2][]byte // RESP2's array, RESP3's push: each made when a subscriber needs it
 		for _, ps := range subs {
-			if ps.push(frame, h.limits) {
+			v := 0
+			if ps.cl.proto.Load() == 3 {
+				v = 1
+			}
+			if frames[v] == nil {
+				frames[v] = appendFrame(nil, word, parts, 0, false, v == 1)
+			}
+			if ps.push(frames[v], h.limits) {
 				n++
 			}
 		}
+	}
+	if subs := h.subs[k][string(channel)]; len(subs) > 0 {
+		deliver(subs, psNames[k].msg, [][]byte{channel, msg})
 	}
 	if k != psChannel {
 		return n // shard channels ignore patterns
 	}
 	for _, pat := range h.patterns {
-		if !globMatch([]byte(pat), channel) {
-			continue
-		}
-		frame = appendFrame(frame[:0], "pmessage", [][]byte{[]byte(pat), channel, msg}, 0, false, false)
-		for _, ps := range h.subs[psPattern][pat] {
-			if ps.push(frame, h.limits) {
-				n++
-			}
+		if globMatch([]byte(pat), channel) {
+			deliver(h.subs[psPattern][pat], "pmessage", [][]byte{[]byte(pat), channel, msg})
 		}
 	}
 	return n

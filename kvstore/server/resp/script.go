@@ -600,7 +600,7 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 	if cl := sc.c.cl; cl.trk.on && cmd.flags&flagReadonly != 0 && !sc.tracked {
 		// A read: the script's declared keys are tracked for its caller (Redis 7.0).
 		sc.tracked = true
-		sc.c.s.trackKeys(cl, readKeys(sc.c.cmd, sc.c.args))
+		sc.c.s.trackKeys(cl, declaredKeys(sc.c.args))
 	}
 	runCounted(&sc.sub)
 	if s := sc.c.s; s.monitors.n.Load() > 0 {
@@ -872,14 +872,15 @@ const (
 // scriptGetKeys is COMMAND GETKEYS of EVAL/EVALSHA/FCALL...: the numkeys
 // arguments after numkeys.
 func scriptGetKeys(c *call, sub [][]byte) {
-	n, ok := parseStrictInt(sub[2])
-	if !ok || n < 0 || n > int64(len(sub)-3) {
-		c.w.array(0) // Redis: no mandatory keys, so none
-		return
+	c.w.bulks(declaredKeys(sub)) // none when numkeys is wrong: Redis, no mandatory keys
+}
+
+// declaredKeys is the keys EVAL's or FCALL's numkeys declares (none when
+// numkeys is not a count of the arguments after it).
+func declaredKeys(args [][]byte) [][]byte {
+	n, ok := parseStrictInt(args[2])
+	if !ok || n < 0 || n > int64(len(args)-3) {
+		return nil
 	}
-	keys := make([]string, 0, n)
-	for _, k := range sub[3 : 3+n] {
-		keys = append(keys, string(k))
-	}
-	c.w.bulkStrings(keys...)
+	return args[3 : 3+n]
 }

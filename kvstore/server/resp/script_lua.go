@@ -682,7 +682,7 @@ func luaToReply(w *replyWriter, v lua.LValue, depth int, resp3 bool) {
 			return
 		}
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {
-			w.simple(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s)))
+			w.simple(crlfToSpace.Replace(string(s)))
 			return
 		}
 		if d, ok := v.RawGetString("double").(lua.LNumber); ok {
@@ -690,7 +690,7 @@ func luaToReply(w *replyWriter, v lua.LValue, depth int, resp3 bool) {
 			return
 		}
 		if s, ok := v.RawGetString("big_number").(lua.LString); ok {
-			num := strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s))
+			num := crlfToSpace.Replace(string(s))
 			if w.resp3 {
 				w.buf = append(append(append(w.buf, '('), num...), '\r', '\n')
 			} else {

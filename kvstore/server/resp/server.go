@@ -252,6 +252,7 @@ func NewServer(store backend.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, auth: newAuthGuard(), cmds: newCommandSet(), limits: store.Limits(),
 		started: time.Now(), clients: map[int64]*client{}, pubsub: newPubsubHub(opts)}
+	s.tracker.keys, s.tracker.clients = map[string]map[int64]struct{}{}, map[int64]*client{}
 	s.tracker.maxKeys.Store(defaultMaxTrackedKeys)
 	s.scripts = newScriptEngine(s)
 	if err := s.scripts.restoreFile(); err != nil {
@@ -377,6 +378,13 @@ func (s *Server) register(cl *client) {
 	s.clientsMu.Lock()
 	s.clients[cl.id] = cl
 	s.clientsMu.Unlock()
+}
+
+// clientByID is the connected client with that id, or nil.
+func (s *Server) clientByID(id int64) *client {
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	return s.clients[id]
 }
 
 func (s *Server) unregister(cl *client) {

@@ -3,7 +3,6 @@ package resp
 import (
 	"bytes"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,10 +88,7 @@ func clientTracking(c *call) {
 				w.error("ERR value is not an integer or out of range")
 				return
 			}
-			s.clientsMu.Lock()
-			_, exists := s.clients[id]
-			s.clientsMu.Unlock()
-			if !exists {
+			if s.clientByID(id) == nil {
 				w.error("ERR The client ID you want redirect to does not exist")
 				return
 			}
@@ -143,7 +139,7 @@ func clientTracking(c *call) {
 				return
 			}
 			// A set in byte order, as Redis keeps them (TRACKINGINFO lists them so).
-			opt.prefixes = slices.Compact(slices.Sorted(slices.Values(append(clonePrefixes(cur.prefixes), opt.prefixes...))))
+			opt.prefixes = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(cur.prefixes), opt.prefixes...))))
 		}
 		opt.on = true
 		// Its own outbox carries the invalidations, or, redirected, the
@@ -163,9 +159,6 @@ func clientTracking(c *call) {
 	}
 	w.ok()
 }
-
-// slices_clone copies a prefix list (its owner keeps appending to its own).
-func clonePrefixes(p []string) []string { return append([]string(nil), p...) }
 
 // prefixCollision is Redis's refusal of BCAST prefixes where one starts
 // another (or equals it): each new one against those the client has, in
@@ -191,9 +184,6 @@ func prefixCollision(have, add []string) string {
 func (s *Server) setTracking(cl *client, t tracking) {
 	tr := &s.tracker
 	tr.mu.Lock()
-	if tr.clients == nil {
-		tr.clients, tr.keys = map[int64]*client{}, map[string]map[int64]struct{}{}
-	}
 	was := cl.trk.on
 	cl.trk = t
 	switch {
@@ -269,10 +259,7 @@ func clientTrackingInfo(c *call) {
 		}
 	}
 	if t.on && t.redirect != 0 {
-		c.s.clientsMu.Lock()
-		_, alive := c.s.clients[t.redirect]
-		c.s.clientsMu.Unlock()
-		if !alive {
+		if c.s.clientByID(t.redirect) == nil {
 			flags = append(flags, "broken_redirect")
 		}
 	}
@@ -297,14 +284,14 @@ func clientTrackingInfo(c *call) {
 }
 
 // trackRead records the keys a read-only command of cl is about to read,
-// when cl tracks them (before the read: see the invariant).
-// A script's reads are tracked as Redis 7.0 does: its declared keys, once
-// one of its commands reads (scriptRead), not EVAL_RO's own.
+// when cl tracks them (before the read: see the invariant). A script's
+// reads are tracked as Redis 7.0 does: its declared keys, once one of its
+// commands reads (scriptCtx.exec), not EVAL_RO's own.
 func (s *Server) trackRead(cl *client, cmd *command, args [][]byte) {
 	if cmd.flags&flagReadonly == 0 || cmd.group == "scripting" {
 		return
 	}
-	s.trackKeys(cl, readKeys(cmd, args))
+	s.trackKeys(cl, cmd.keysAt(args))
 }
 
 // trackKeys records keys for cl when its mode tracks this read.
@@ -391,31 +378,6 @@ func (s *Server) setMaxTrackedKeys(n int64) {
 	s.tellEvicted(evicted)
 }
 
-// readKeys is the keys a command reads, from its row's key positions
-// (EVAL_RO and FCALL_RO: their numkeys keys).
-func readKeys(cmd *command, args [][]byte) [][]byte {
-	if cmd.group == "scripting" && len(args) >= 3 {
-		n, ok := parseStrictInt(args[2])
-		if !ok || n < 0 || int(n) > len(args)-3 {
-			return nil
-		}
-		return args[3 : 3+n]
-	}
-	if cmd.firstKey == 0 || cmd.firstKey >= len(args) {
-		return nil
-	}
-	last := cmd.lastKey
-	if last < 0 {
-		last += len(args)
-	}
-	step := max(cmd.step, 1)
-	var keys [][]byte
-	for i := cmd.firstKey; i <= last && i < len(args); i += step {
-		keys = append(keys, args[i])
-	}
-	return keys
-}
-
 // invalidate is the store's OnApplied callback: each changed key's
 // holders, and the broadcast clients whose prefixes it falls under, are
 // told; a flush tells every tracking client.
@@ -484,12 +446,9 @@ func (s *Server) tellKeys(keys [][]byte, flushed bool) {
 	}
 }
 
-// prefixOf is the index of the prefix key falls under (0 when there are
-// none: every key), or -1.
+// prefixOf is the index of the BCAST prefix key falls under, or -1 (a
+// BCAST client has one at least: "" for every key).
 func prefixOf(prefixes []string, key []byte) int {
-	if len(prefixes) == 0 {
-		return 0
-	}
 	for i, p := range prefixes {
 		if bytes.HasPrefix(key, []byte(p)) {
 			return i
@@ -503,14 +462,14 @@ func prefixOf(prefixes []string, key []byte) int {
 func (s *Server) sendInvalidation(cl *client, t tracking, keys [][]byte) {
 	target := cl
 	if t.redirect != 0 {
-		s.clientsMu.Lock()
-		target = s.clients[t.redirect]
-		s.clientsMu.Unlock()
-		if target == nil {
+		if target = s.clientByID(t.redirect); target == nil {
 			// Gone: a RESP3 client is told, as Redis tells it.
 			if ps := s.outboxOf(cl); ps != nil && cl.proto.Load() == 3 {
-				b := append([]byte(">2\r\n$21\r\ntracking-redir-broken\r\n:"), strconv.FormatInt(t.redirect, 10)...)
-				ps.pushAs(append(b, '\r', '\n'), s.pubsub.limits, false)
+				w := replyWriter{resp3: true}
+				w.pushLen(2)
+				w.bulkString("tracking-redir-broken")
+				w.integer(t.redirect)
+				ps.push(w.buf, s.pubsub.limits)
 			}
 			return
 		}
@@ -519,34 +478,24 @@ func (s *Server) sendInvalidation(cl *client, t tracking, keys [][]byte) {
 	if ps == nil {
 		return
 	}
-	var b []byte
-	if target.proto.Load() == 3 {
-		b = append(b, ">2\r\n$10\r\ninvalidate\r\n"...)
-	} else {
-		if t.redirect == 0 || !s.pubsub.subscribedTo(ps, trackingChannel) {
-			return // a RESP2 client hears it only through a redirect's channel
-		}
-		b = append(b, "*3\r\n$7\r\nmessage\r\n$20\r\n"+trackingChannel+"\r\n"...)
+	w := replyWriter{resp3: target.proto.Load() == 3}
+	switch {
+	case w.resp3:
+		w.pushLen(2)
+		w.bulkString("invalidate")
+	case t.redirect == 0 || !s.pubsub.subscribedTo(ps, trackingChannel):
+		return // a RESP2 client hears it only through a redirect's channel
+	default:
+		w.array(3)
+		w.bulkString("message")
+		w.bulkString(trackingChannel)
 	}
 	if keys == nil {
-		if target.proto.Load() == 3 {
-			b = append(b, "_\r\n"...)
-		} else {
-			b = append(b, "$-1\r\n"...)
-		}
+		w.null()
 	} else {
-		b = append(b, '*')
-		b = strconv.AppendInt(b, int64(len(keys)), 10)
-		b = append(b, '\r', '\n')
-		for _, k := range keys {
-			b = append(b, '$')
-			b = strconv.AppendInt(b, int64(len(k)), 10)
-			b = append(b, '\r', '\n')
-			b = append(b, k...)
-			b = append(b, '\r', '\n')
-		}
+		w.bulks(keys)
 	}
-	ps.pushAs(b, s.pubsub.limits, false)
+	ps.push(w.buf, s.pubsub.limits)
 }
 
 // trackingChannel is the channel a RESP2 redirect target subscribes to.

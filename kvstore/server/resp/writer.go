@@ -2,6 +2,7 @@ package resp
 
 import (
 	"strconv"
+	"strings"
 )
 
 // replyWriter appends replies to a buffer that the connection writes out in
@@ -23,6 +24,9 @@ type replyWriter struct {
 	stats *errorStats
 	resp3 bool
 }
+
+// crlfToSpace keeps a text on one line of a reply (CR and LF become spaces).
+var crlfToSpace = strings.NewReplacer("\r", " ", "\n", " ")
 
 func (w *replyWriter) simple(s string) {
 	w.buf = append(w.buf, '+')
