@@ -88,8 +88,15 @@ type cmdStats struct{ calls, usec, rejected, failed atomic.Int64 }
 // clock alone, where time.Now reads the wall clock too (two clock reads).
 var monoBase = time.Now()
 
-// runCounted runs c's command and counts it in INFO commandstats.
+// runCounted runs c's command — every command that runs goes through it:
+// a connection's, each of EXEC's, a script's — and counts it in INFO
+// commandstats. A tracking client's read is recorded before it reads
+// (tracking.go; a script's reads by its own rule, scriptCtx.exec), and the
+// monitors are shown the command after it ran (monitor.go).
 func runCounted(c *call) {
+	if c.cl.trk.on && !c.fromScript {
+		c.s.trackRead(c.cl, c.cmd, c.args)
+	}
 	errs, t0 := c.w.errs, time.Since(monoBase)
 	c.cmd.run(c)
 	st := c.cmd.stats
@@ -97,6 +104,9 @@ func runCounted(c *call) {
 	st.usec.Add((time.Since(monoBase) - t0).Microseconds())
 	if c.w.errs > errs {
 		st.failed.Add(1)
+	}
+	if c.s.monitors.n.Load() > 0 {
+		c.s.feedMonitors(c.cl, c.fromScript, c.cmd, c.args)
 	}
 }
 

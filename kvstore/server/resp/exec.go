@@ -305,15 +305,9 @@ func (s *Server) execute(cl *client, args [][]byte, start time.Time) {
 	c := &cl.call
 	*c = call{s: s, cl: cl, cmd: cmd, args: args, w: &cl.out}
 	mark := len(cl.out.buf)
-	if cl.trk.on {
-		s.trackRead(cl, cmd, args) // before the read (tracking.go)
-	}
 	runCounted(c)
 	if cl.caching != 0 && !cl.multi && cmd.name != "client" {
 		cl.caching = 0 // CLIENT CACHING holds for the next command or transaction
-	}
-	if s.monitors.n.Load() > 0 {
-		s.feedMonitors(cl, false, cmd, args)
 	}
 	cl.dropReply(cmd, mark) // CLIENT REPLY OFF|SKIP (conn.go)
 	*c = call{}
@@ -430,13 +424,7 @@ func cmdExec(c *call) {
 			}
 			for _, q := range seg {
 				sub := call{s: c.s, cl: cl, cmd: q.cmd, args: q.args, w: &replies, tx: tx}
-				if cl.trk.on {
-					c.s.trackRead(cl, q.cmd, q.args)
-				}
 				runCounted(&sub)
-				if c.s.monitors.n.Load() > 0 {
-					c.s.feedMonitors(cl, false, q.cmd, q.args)
-				}
 			}
 			return nil
 		})

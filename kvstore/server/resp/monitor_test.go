@@ -34,6 +34,7 @@ func TestRedisDiff_MonitorShowsWhatRedisShows(t *testing.T) {
 		words("FCALL", "f", "0"), words("EVALSHA", "0000000000000000000000000000000000000000", "0"),
 		words("MULTI"), words("SET", "foo", "in multi"), words("INCR", "n"), words("EXEC"),
 		words("MULTI"), words("NOSUCHCOMMAND"), words("EXEC"),
+		words("MULTI"), words("KEYS", "nosuch*"), words("DBSIZE"), words("EXEC"), // run between EXEC's atomic updates
 		words("AUTH", "not-a-password"), words("AUTH", "user", "not-a-password"),
 		words("CONFIG", "GET", "maxclients"),
 		words("SET", "quoted \"key\"", "line\nbreak\ttab\x01\xff\\"),

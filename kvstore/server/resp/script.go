@@ -603,9 +603,6 @@ func (sc *scriptCtx) exec(args [][]byte) (reply []byte, refused string) {
 		sc.c.s.trackKeys(cl, declaredKeys(sc.c.args))
 	}
 	runCounted(&sc.sub)
-	if s := sc.c.s; s.monitors.n.Load() > 0 {
-		s.feedMonitors(sc.c.cl, true, cmd, args)
-	}
 	sc.sub = call{}
 	return sc.reply.buf, ""
 }
